@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/* berthctl.c -- entry point and verb dispatch of berthctl. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <berth/version.h>
+
+#include "berthctl.h"
+#include "fsutil.h"
+#include "macro.h"
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} verbs[] = {
+    {"canon", cmd_canon, "print the canonical form of a JSON document"},
+    {"digest", cmd_digest, "print the sha256 digest of a file or JSON document"},
+    {"keygen", cmd_keygen, "create an Ed25519 signing key"},
+    {"plugins", cmd_plugins, "list plugins and whether they would load"},
+};
+
+static void help(FILE *out)
+{
+    size_t i;
+
+    fprintf(out, "Usage: berthctl [--version] [--help] VERB [ARGS...]\n"
+                 "\n"
+                 "berthctl is the command-line client and offline toolbox of berth, the\n"
+                 "sandbox broker.  The verbs below work on local files and need no daemon.\n"
+                 "\n"
+                 "Verbs:\n");
+    for (i = 0; i < ELEMENTSOF(verbs); i++)
+        fprintf(out, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
+    fprintf(out, "\n"
+                 "Run \"berthctl VERB --help\" for a verb's options.\n"
+                 "\n"
+                 "Exit status: 0 success, 1 failure or refusal, 2 usage error.\n");
+}
+
+BERTH_PRINTF(2, 0)
+static void vprint(const char *verb, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "berthctl %s: ", verb);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+int bctl_error(const char *verb, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vprint(verb, fmt, ap);
+    va_end(ap);
+    return BCTL_EXIT_FAIL;
+}
+
+int bctl_usage_error(const char *verb, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vprint(verb, fmt, ap);
+    va_end(ap);
+    return bctl_usage_hint(verb);
+}
+
+int bctl_usage_hint(const char *verb)
+{
+    fprintf(stderr, "Try \"berthctl %s --help\".\n", verb);
+    return BCTL_EXIT_USAGE;
+}
+
+int bctl_absolute_arg(const char *verb, const char *option, const char *arg, char **dst)
+{
+    char *abs = NULL;
+
+    if (berth_path_absolute(arg, &abs) < 0)
+        return bctl_usage_error(verb, "%s takes a path, not \"%s\"", option, arg);
+    free(*dst);
+    *dst = abs;
+    return 0;
+}
+
+const char *bctl_input_name(const char *arg)
+{
+    return !arg || streq(arg, "-") ? "standard input" : arg;
+}
+
+int bctl_read_input(const char *arg, size_t max_bytes, char **ret, size_t *ret_len, struct berth_error *reterr)
+{
+    _cleanup_close_ int fd = -1;
+    int r;
+
+    if (!arg || streq(arg, "-"))
+        return berth_read_fd(STDIN_FILENO, max_bytes, ret, ret_len, reterr);
+    fd = open(arg, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return berth_error_set(reterr, -errno, "%s", strerror(errno));
+    r = berth_read_fd(fd, max_bytes, ret, ret_len, reterr);
+    if (r == -EFBIG)
+        return berth_error_set(reterr, r, "larger than %zu bytes (see --max-bytes)", max_bytes);
+    return r;
+}
+
+int bctl_parse_size(const char *text, size_t *ret)
+{
+    unsigned long long v;
+    char *end = NULL;
+
+    if (!text || !*text || *text < '0' || *text > '9')
+        return -EINVAL;
+    errno = 0;
+    v = strtoull(text, &end, 10);
+    if (errno == ERANGE || v > SIZE_MAX / 2)
+        return -ERANGE;
+    if (*end || v == 0)
+        return -EINVAL;
+    *ret = (size_t)v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {},
+    };
+    size_t i;
+    int c;
+
+    while ((c = getopt_long(argc, argv, "+hV", options, NULL)) != -1) {
+        switch (c) {
+        case 'h': help(stdout); return BCTL_EXIT_OK;
+        case 'V': printf("berthctl %s\n", BERTH_VERSION); return BCTL_EXIT_OK;
+        default: fprintf(stderr, "Try \"berthctl --help\".\n"); return BCTL_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        help(stderr);
+        return BCTL_EXIT_USAGE;
+    }
+    if (streq(argv[optind], "help")) {
+        if (optind + 1 < argc) {
+            char *hargv[] = {argv[optind + 1], (char *)"--help", NULL};
+            for (i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(verbs[i].name, argv[optind + 1])) {
+                    optind = 0;
+                    return verbs[i].run(2, hargv);
+                }
+            fprintf(stderr, "berthctl: unknown verb \"%s\"\n", argv[optind + 1]);
+            return BCTL_EXIT_USAGE;
+        }
+        help(stdout);
+        return BCTL_EXIT_OK;
+    }
+    for (i = 0; i < ELEMENTSOF(verbs); i++) {
+        if (streq(verbs[i].name, argv[optind])) {
+            int vargc = argc - optind;
+            char **vargv = argv + optind;
+            optind = 0; /* restart getopt for the verb */
+            return verbs[i].run(vargc, vargv);
+        }
+    }
+    fprintf(stderr, "berthctl: unknown verb \"%s\"\nTry \"berthctl --help\".\n", argv[optind]);
+    return BCTL_EXIT_USAGE;
+}

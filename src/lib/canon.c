@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: MIT */
+/* canon.c -- strict JSON parsing and canonical serialisation; see canon.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "canon.h"
+#include "macro.h"
+#include "utf8.h"
+
+/* ------------------------------------------------------------------------- */
+/* Member paths for error messages ("$.a[3].b").  A fixed stack of frames is  */
+/* kept while walking and only formatted when something fails.                */
+
+struct path {
+    int depth;
+    struct {
+        const char *key; /* NULL: array element */
+        size_t index;
+    } frame[BERTH_JSON_MAX_DEPTH + 1];
+};
+
+static void path_format(const struct path *p, char *out, size_t outsz)
+{
+    size_t n;
+    int i;
+
+    n = (size_t)snprintf(out, outsz, "$");
+    for (i = 0; i < p->depth && n < outsz; i++) {
+        if (p->frame[i].key)
+            n += (size_t)snprintf(out + n, outsz - n, ".%s", p->frame[i].key);
+        else
+            n += (size_t)snprintf(out + n, outsz - n, "[%zu]", p->frame[i].index);
+    }
+}
+
+BERTH_PRINTF(3, 4)
+static int path_error(struct berth_error *reterr, const struct path *p, const char *fmt, ...)
+{
+    char where[160], what[256];
+    va_list ap;
+
+    path_format(p, where, sizeof(where));
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    return berth_error_set(reterr, -EINVAL, "%s: %s", where, what);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Lexical pre-pass.  jansson cannot bound nesting below its compile-time 2048 */
+/* and accepts fractions, exponents and -0 as numbers; one linear scan over   */
+/* the bytes outside strings catches those with exact byte offsets before     */
+/* jansson builds anything.                                                   */
+
+static int prescan(const char *buf, size_t len, struct berth_error *reterr)
+{
+    bool in_string = false;
+    int depth = 0;
+    size_t i, j;
+
+    if (len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0)
+        return berth_error_set(reterr, -EBADMSG, "byte 0: a byte order mark is not allowed");
+
+    for (i = 0; i < len; i++) {
+        char c = buf[i];
+
+        if (in_string) {
+            if (c == '\\')
+                i++; /* the escaped byte cannot end the string */
+            else if (c == '"')
+                in_string = false;
+            continue;
+        }
+        switch (c) {
+        case '"': in_string = true; break;
+        case '[':
+        case '{':
+            if (++depth > BERTH_JSON_MAX_DEPTH)
+                return berth_error_set(reterr, -EBADMSG, "byte %zu: nesting deeper than %d levels", i,
+                                       BERTH_JSON_MAX_DEPTH);
+            break;
+        case ']':
+        case '}':
+            if (depth > 0)
+                depth--;
+            break;
+        case '-':
+        case '0' ... '9': {
+            bool fraction = false;
+
+            for (j = i; j < len && buf[j] && strchr("0123456789+-.eE", buf[j]); j++)
+                fraction = fraction || buf[j] == '.' || buf[j] == 'e' || buf[j] == 'E';
+            if (fraction)
+                return berth_error_set(reterr, -EBADMSG,
+                                       "byte %zu: number '%.*s' is not an integer (fractions and exponents are "
+                                       "not allowed)",
+                                       i, (int)(j - i > 40 ? 40 : j - i), buf + i);
+            if (j - i == 2 && buf[i] == '-' && buf[i + 1] == '0')
+                return berth_error_set(reterr, -EBADMSG, "byte %zu: -0 is not allowed", i);
+            i = j - 1;
+            break;
+        }
+        default: break;
+        }
+    }
+    return 0;
+}
+
+/* Integer range check after parsing; jansson already bounded to int64. */
+static int check_value(const json_t *v, struct path *p, struct berth_error *reterr)
+{
+    const char *key;
+    json_t *child;
+    size_t i;
+    int r;
+
+    switch (json_typeof(v)) {
+    case JSON_INTEGER: {
+        json_int_t n = json_integer_value(v);
+        if (n > BERTH_JSON_MAX_INTEGER || n < -BERTH_JSON_MAX_INTEGER)
+            return path_error(reterr, p, "integer %" JSON_INTEGER_FORMAT " is outside +/-(2^53-1)", n);
+        return 0;
+    }
+    case JSON_REAL: return path_error(reterr, p, "real numbers are not allowed");
+    case JSON_OBJECT:
+        if (p->depth >= BERTH_JSON_MAX_DEPTH)
+            return path_error(reterr, p, "nesting deeper than %d levels", BERTH_JSON_MAX_DEPTH);
+        json_object_foreach((json_t *)v, key, child)
+        {
+            p->frame[p->depth].key = key;
+            p->depth++;
+            r = check_value(child, p, reterr);
+            p->depth--;
+            if (r < 0)
+                return r;
+        }
+        return 0;
+    case JSON_ARRAY:
+        if (p->depth >= BERTH_JSON_MAX_DEPTH)
+            return path_error(reterr, p, "nesting deeper than %d levels", BERTH_JSON_MAX_DEPTH);
+        json_array_foreach(v, i, child)
+        {
+            p->frame[p->depth].key = NULL;
+            p->frame[p->depth].index = i;
+            p->depth++;
+            r = check_value(child, p, reterr);
+            p->depth--;
+            if (r < 0)
+                return r;
+        }
+        return 0;
+    default: return 0;
+    }
+}
+
+int berth_json_parse(const char *buf, size_t len, size_t max_bytes, json_t **ret, struct berth_error *reterr)
+{
+    _cleanup_json_ json_t *v = NULL;
+    struct path p = {0};
+    json_error_t jerr;
+    int r;
+
+    if (!buf || !ret)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (len > max_bytes)
+        return berth_error_set(reterr, -EFBIG, "document is %zu bytes, more than the %zu allowed", len, max_bytes);
+    r = prescan(buf, len, reterr);
+    if (r < 0)
+        return r;
+
+    v = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+    if (!v) {
+        if (json_error_code(&jerr) == json_error_out_of_memory)
+            return berth_error_set(reterr, -ENOMEM, "out of memory");
+        return berth_error_set(reterr, -EBADMSG, "byte %d: %s", jerr.position, jerr.text);
+    }
+    r = check_value(v, &p, reterr);
+    if (r < 0) {
+        if (reterr)
+            reterr->code = -EBADMSG;
+        return -EBADMSG;
+    }
+    *ret = TAKE_PTR(v);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Serialiser.                                                                */
+
+static int emit_string(struct berth_buf *b, const char *s, size_t len, const struct path *p, bool is_key,
+                       struct berth_error *reterr)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t i, run = 0, bad;
+    int r;
+
+    if (memchr(s, '\0', len))
+        return path_error(reterr, p, "%s contains a NUL character", is_key ? "key" : "string");
+    if (!berth_utf8_valid(s, len, &bad))
+        return path_error(reterr, p, "%s is not valid UTF-8 (byte %zu)", is_key ? "key" : "string", bad);
+
+    if ((r = berth_buf_putc(b, '"')) < 0)
+        return r;
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[6];
+        size_t n = 2;
+
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        if ((r = berth_buf_append(b, s + run, i - run)) < 0)
+            return r;
+        run = i + 1;
+        esc[0] = '\\';
+        switch (c) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        default:
+            esc[1] = 'u';
+            esc[2] = '0';
+            esc[3] = '0';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 0xf];
+            n = 6;
+            break;
+        }
+        if ((r = berth_buf_append(b, esc, n)) < 0)
+            return r;
+    }
+    if ((r = berth_buf_append(b, s + run, len - run)) < 0)
+        return r;
+    return berth_buf_putc(b, '"');
+}
+
+struct member {
+    const char *key;
+    size_t key_len;
+    json_t *value;
+};
+
+static int member_cmp(const void *a, const void *b)
+{
+    const struct member *x = a, *y = b;
+    return berth_utf16_compare(x->key, x->key_len, y->key, y->key_len);
+}
+
+static int emit_value(struct berth_buf *b, const json_t *v, struct path *p, struct berth_error *reterr);
+
+static int emit_object(struct berth_buf *b, const json_t *v, struct path *p, struct berth_error *reterr)
+{
+    _cleanup_free_ struct member *m = NULL;
+    size_t n = json_object_size(v), i = 0;
+    void *it;
+    int r;
+
+    if (n > 0) {
+        m = calloc(n, sizeof(*m));
+        if (!m)
+            return -ENOMEM;
+    }
+    for (it = json_object_iter((json_t *)v); it && i < n; it = json_object_iter_next((json_t *)v, it), i++) {
+        m[i].key = json_object_iter_key(it);
+        m[i].key_len = json_object_iter_key_len(it);
+        m[i].value = json_object_iter_value(it);
+    }
+    n = i;
+    qsort(m, n, sizeof(*m), member_cmp);
+
+    if ((r = berth_buf_putc(b, '{')) < 0)
+        return r;
+    for (i = 0; i < n; i++) {
+        if (i > 0 && (r = berth_buf_putc(b, ',')) < 0)
+            return r;
+        p->frame[p->depth].key = m[i].key;
+        p->depth++;
+        r = emit_string(b, m[i].key, m[i].key_len, p, true, reterr);
+        if (r >= 0)
+            r = berth_buf_putc(b, ':');
+        if (r >= 0)
+            r = emit_value(b, m[i].value, p, reterr);
+        p->depth--;
+        if (r < 0)
+            return r;
+    }
+    return berth_buf_putc(b, '}');
+}
+
+static int emit_value(struct berth_buf *b, const json_t *v, struct path *p, struct berth_error *reterr)
+{
+    char num[32];
+    json_t *child;
+    size_t i;
+    int r, n;
+
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        if (p->depth >= BERTH_JSON_MAX_DEPTH)
+            return path_error(reterr, p, "nesting deeper than %d levels", BERTH_JSON_MAX_DEPTH);
+        return emit_object(b, v, p, reterr);
+    case JSON_ARRAY:
+        if (p->depth >= BERTH_JSON_MAX_DEPTH)
+            return path_error(reterr, p, "nesting deeper than %d levels", BERTH_JSON_MAX_DEPTH);
+        if ((r = berth_buf_putc(b, '[')) < 0)
+            return r;
+        json_array_foreach(v, i, child)
+        {
+            if (i > 0 && (r = berth_buf_putc(b, ',')) < 0)
+                return r;
+            p->frame[p->depth].key = NULL;
+            p->frame[p->depth].index = i;
+            p->depth++;
+            r = emit_value(b, child, p, reterr);
+            p->depth--;
+            if (r < 0)
+                return r;
+        }
+        return berth_buf_putc(b, ']');
+    case JSON_STRING: return emit_string(b, json_string_value(v), json_string_length(v), p, false, reterr);
+    case JSON_INTEGER: {
+        json_int_t x = json_integer_value(v);
+        if (x > BERTH_JSON_MAX_INTEGER || x < -BERTH_JSON_MAX_INTEGER)
+            return path_error(reterr, p, "integer %" JSON_INTEGER_FORMAT " is outside +/-(2^53-1)", x);
+        n = snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, x);
+        return berth_buf_append(b, num, (size_t)n);
+    }
+    case JSON_REAL: return path_error(reterr, p, "real numbers cannot be serialised canonically");
+    case JSON_TRUE: return berth_buf_append(b, "true", 4);
+    case JSON_FALSE: return berth_buf_append(b, "false", 5);
+    case JSON_NULL: return berth_buf_append(b, "null", 4);
+    }
+    return path_error(reterr, p, "unknown JSON type");
+}
+
+int berth_json_serialize(const json_t *value, size_t max_bytes, char **ret, size_t *ret_len, struct berth_error *reterr)
+{
+    struct berth_buf b = BERTH_BUF_INIT(max_bytes);
+    struct path p = {0};
+    char *out;
+    int r;
+
+    if (!value || !ret)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    r = emit_value(&b, value, &p, reterr);
+    if (r < 0) {
+        berth_buf_free(&b);
+        if (r == -EFBIG)
+            return berth_error_set(reterr, r, "canonical form is longer than %zu bytes", max_bytes);
+        if (r == -ENOMEM)
+            return berth_error_set(reterr, r, "out of memory");
+        return r;
+    }
+    out = berth_buf_steal(&b, ret_len);
+    if (!out)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    *ret = out;
+    return 0;
+}
+
+int berth_json_canonicalize(const char *buf, size_t len, size_t max_bytes, char **ret, size_t *ret_len,
+                            struct berth_error *reterr)
+{
+    _cleanup_json_ json_t *v = NULL;
+    int r;
+
+    r = berth_json_parse(buf, len, max_bytes, &v, reterr);
+    if (r < 0)
+        return r;
+    return berth_json_serialize(v, max_bytes, ret, ret_len, reterr);
+}

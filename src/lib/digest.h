@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * digest.h -- SHA-256 digests as berth writes them.
+ *
+ * Two spellings exist: the OCI form "sha256:<64 lowercase hex>" (OCI
+ * image-spec descriptor.md, "Digests") used for jobs, images and receipts,
+ * and bare lowercase hex used for pool hashes (the pools reference).  The
+ * hash is OpenSSL's SHA-256 (FIPS 180-4).
+ */
+#ifndef BERTH_DIGEST_H
+#define BERTH_DIGEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include <berth/error.h>
+#include <berth/plugin.h> /* BERTH_DIGEST_BUFSZ */
+
+#define BERTH_SHA256_LEN 32     /**< raw digest bytes */
+#define BERTH_SHA256_HEX_LEN 64 /**< hex characters, without NUL */
+#define BERTH_DIGEST_PREFIX "sha256:"
+#define BERTH_DIGEST_STRLEN 71 /**< "sha256:" + 64, without NUL */
+
+/**
+ * berth_sha256() - hash @len bytes at @data into @out.
+ * Return: 0, -EINVAL (NULL @out, or NULL @data with @len > 0), -EIO when
+ * OpenSSL fails.  Thread-safe.
+ */
+int berth_sha256(const void *data, size_t len, uint8_t out[BERTH_SHA256_LEN]);
+
+/** berth_digest_format() - "sha256:<hex>" of a raw digest into @out (BERTH_DIGEST_BUFSZ bytes). */
+void berth_digest_format(const uint8_t raw[BERTH_SHA256_LEN], char out[BERTH_DIGEST_BUFSZ]);
+
+/**
+ * berth_digest_bytes() - "sha256:<hex>" of @len bytes at @data.
+ * Return: as berth_sha256().
+ */
+int berth_digest_bytes(const void *data, size_t len, char out[BERTH_DIGEST_BUFSZ]);
+
+/**
+ * berth_digest_fd() - "sha256:<hex>" of everything readable from @fd, from
+ * its current offset to EOF, in 64 KiB reads (no size bound: callers bound
+ * the file first when they need to).
+ * Return: 0, -EINVAL, -ENOMEM, -EIO, or the read(2) error.
+ */
+int berth_digest_fd(int fd, char out[BERTH_DIGEST_BUFSZ]);
+
+/**
+ * berth_digest_json() - "sha256:<hex>" of the canonical serialisation of @value
+ * (canon.h).  Return: 0, the errors of berth_json_serialize(), -EIO.
+ */
+int berth_digest_json(const json_t *value, char out[BERTH_DIGEST_BUFSZ], struct berth_error *reterr);
+
+/**
+ * berth_digest_parse() - parse exactly "sha256:" followed by 64 lowercase
+ * hex digits (NUL-terminated) into @raw.
+ * Return: 0, or -EINVAL for any other spelling (uppercase, other algorithm,
+ * wrong length, trailing bytes).
+ */
+int berth_digest_parse(const char *text, uint8_t raw[BERTH_SHA256_LEN]);
+
+/**
+ * struct berth_sha256 - incremental SHA-256 for streams (opaque).
+ *
+ * berth_sha256_new() returns 0 and a new context in *@ret, or -ENOMEM/-EIO;
+ * berth_sha256_update() adds bytes (0 or -EIO); berth_sha256_final() writes
+ * the digest and may be called once (0 or -EIO); berth_sha256_free()
+ * accepts NULL.  A context is not thread-safe; separate contexts are.
+ */
+struct berth_sha256;
+int berth_sha256_new(struct berth_sha256 **ret);
+int berth_sha256_update(struct berth_sha256 *ctx, const void *data, size_t len);
+int berth_sha256_final(struct berth_sha256 *ctx, uint8_t out[BERTH_SHA256_LEN]);
+void berth_sha256_free(struct berth_sha256 *ctx);
+
+#endif /* BERTH_DIGEST_H */

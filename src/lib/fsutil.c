@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/* fsutil.c -- trusted file access; see fsutil.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <linux/openat2.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "encoding.h"
+#include "fsutil.h"
+#include "macro.h"
+
+/* openat2(2) may fail with EAGAIN when a concurrent rename makes the ".."
+ * check inconclusive; retrying is what the man page recommends. */
+#define OPENAT2_RETRIES 8
+
+static int openat2_checked(int dirfd, const char *path, int flags, mode_t mode, const char *shown,
+                           struct berth_error *reterr)
+{
+    struct open_how how = {
+        .flags = (uint64_t)(flags | O_CLOEXEC),
+        .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    int fd = -1, i;
+
+    for (i = 0; i < OPENAT2_RETRIES; i++) {
+        fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+        if (fd >= 0 || errno != EAGAIN)
+            break;
+    }
+    if (fd >= 0)
+        return fd;
+    switch (errno) {
+    case ELOOP:
+        return berth_error_set(reterr, -ELOOP, "%s: a component is a symbolic link, which is not allowed", shown);
+    case EXDEV: return berth_error_set(reterr, -EXDEV, "%s: path leaves its base directory", shown);
+    case ENOSYS:
+        return berth_error_set(reterr, -ENOSYS, "%s: the kernel lacks openat2(2) (Linux >= 5.6 is required)", shown);
+    default: return berth_error_set(reterr, -errno, "%s: %s", shown, strerror(errno));
+    }
+}
+
+int berth_open_beneath(int dirfd, const char *path, int flags, mode_t mode, struct berth_error *reterr)
+{
+    if (!path || !*path)
+        return berth_error_set(reterr, -EINVAL, "empty path");
+    if (path[0] == '/')
+        return berth_error_set(reterr, -EXDEV, "%s: absolute path where a relative one is required", path);
+    return openat2_checked(dirfd, path, flags, mode, path, reterr);
+}
+
+int berth_open_trusted(const char *path, int flags, mode_t mode, struct berth_error *reterr)
+{
+    _cleanup_close_ int root = -1;
+    const char *rel;
+
+    if (!path || path[0] != '/')
+        return berth_error_set(reterr, -EINVAL, "%s: an absolute path is required", path ? path : "(null)");
+    rel = path;
+    while (*rel == '/')
+        rel++;
+    root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0)
+        return berth_error_set(reterr, -errno, "/: %s", strerror(errno));
+    return openat2_checked(root, *rel ? rel : ".", flags, mode, path, reterr);
+}
+
+static const char *type_name(mode_t m)
+{
+    switch (m & S_IFMT) {
+    case S_IFREG: return "a regular file";
+    case S_IFDIR: return "a directory";
+    case S_IFLNK: return "a symbolic link";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFIFO: return "a FIFO";
+    case S_IFSOCK: return "a socket";
+    default: return "an unknown file type";
+    }
+}
+
+int berth_file_check(int fd, const char *what, const struct berth_file_expect *expect, struct stat *ret_st,
+                     struct berth_error *reterr)
+{
+    struct stat st;
+
+    if (fd < 0 || !expect || (expect->mode & ~expect->mode_mask) || (expect->mode_mask & ~07777u) ||
+        (expect->type & ~(uint32_t)S_IFMT))
+        return berth_error_set(reterr, -EINVAL, "invalid file check");
+    if (!what)
+        what = "file";
+    if (fstat(fd, &st) < 0)
+        return berth_error_set(reterr, -errno, "%s: fstat: %s", what, strerror(errno));
+    if (expect->type && (st.st_mode & S_IFMT) != expect->type)
+        return berth_error_set(reterr, -EBADFD, "%s is %s, expected %s", what, type_name(st.st_mode),
+                               type_name(expect->type));
+    if (expect->uid != BERTH_UID_ANY && st.st_uid != expect->uid)
+        return berth_error_set(reterr, -EPERM, "%s is owned by uid %u, expected uid %u", what, (unsigned)st.st_uid,
+                               (unsigned)expect->uid);
+    if ((st.st_mode & expect->mode_mask) != expect->mode) {
+        if (expect->mode == 0 && (expect->mode_mask & ~(mode_t)022) == 0)
+            return berth_error_set(reterr, -EPERM, "%s has mode %04o, which is writable by group or others", what,
+                                   (unsigned)(st.st_mode & 07777));
+        return berth_error_set(reterr, -EPERM, "%s has mode %04o, expected %04o", what, (unsigned)(st.st_mode & 07777),
+                               (unsigned)expect->mode);
+    }
+    if (expect->one_link && st.st_nlink != 1)
+        return berth_error_set(reterr, -EMLINK, "%s has %lu hard links, expected exactly 1", what,
+                               (unsigned long)st.st_nlink);
+    if (expect->max_size && (uint64_t)st.st_size > expect->max_size)
+        return berth_error_set(reterr, -EFBIG, "%s is %lld bytes, more than the %llu allowed", what,
+                               (long long)st.st_size, (unsigned long long)expect->max_size);
+    if (ret_st)
+        *ret_st = st;
+    return 0;
+}
+
+int berth_read_fd(int fd, size_t max_bytes, char **ret, size_t *ret_len, struct berth_error *reterr)
+{
+    _cleanup_free_ char *buf = NULL;
+    size_t len = 0, cap = 0;
+    struct stat st;
+
+    if (fd < 0 || !ret || max_bytes >= SIZE_MAX - 1)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    /* Start with the file size when it is known, plus one byte to see EOF. */
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0 && (uint64_t)st.st_size <= max_bytes)
+        cap = (size_t)st.st_size + 2;
+    if (cap < 4096)
+        cap = max_bytes + 2 < 4096 ? max_bytes + 2 : 4096;
+    buf = malloc(cap);
+    if (!buf)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+
+    for (;;) {
+        ssize_t n;
+
+        if (len + 1 >= cap) {
+            size_t ncap = cap * 2 > max_bytes + 2 ? max_bytes + 2 : cap * 2;
+            char *nb;
+
+            if (ncap <= cap)
+                return berth_error_set(reterr, -EFBIG, "more than %zu bytes", max_bytes);
+            nb = realloc(buf, ncap);
+            if (!nb)
+                return berth_error_set(reterr, -ENOMEM, "out of memory");
+            buf = nb;
+            cap = ncap;
+        }
+        n = read(fd, buf + len, cap - 1 - len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return berth_error_set(reterr, -errno, "read: %s", strerror(errno));
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+        if (len > max_bytes)
+            return berth_error_set(reterr, -EFBIG, "more than %zu bytes", max_bytes);
+    }
+    buf[len] = '\0';
+    *ret = TAKE_PTR(buf);
+    if (ret_len)
+        *ret_len = len;
+    return 0;
+}
+
+int berth_read_file_at(int dirfd, const char *path, const struct berth_file_expect *expect, char **ret, size_t *ret_len,
+                       struct berth_error *reterr)
+{
+    _cleanup_close_ int fd = -1;
+    int r;
+
+    if (!path || !expect || !ret || expect->max_size == 0 || expect->max_size >= SIZE_MAX - 1)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (dirfd == AT_FDCWD && path[0] == '/')
+        fd = berth_open_trusted(path, O_RDONLY | O_NOCTTY, 0, reterr);
+    else
+        fd = berth_open_beneath(dirfd, path, O_RDONLY | O_NOCTTY, 0, reterr);
+    if (fd < 0)
+        return fd;
+    r = berth_file_check(fd, path, expect, NULL, reterr);
+    if (r < 0)
+        return r;
+    r = berth_read_fd(fd, (size_t)expect->max_size, ret, ret_len, reterr);
+    if (r < 0)
+        berth_error_prefix(reterr, "%s", path);
+    return r;
+}
+
+bool berth_name_valid(const char *name)
+{
+    size_t n;
+
+    if (!name)
+        return false;
+    n = strlen(name);
+    return n > 0 && n <= NAME_MAX && !strchr(name, '/') && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int rename_into_place(int dirfd, const char *tmp, const char *name, unsigned flags)
+{
+    if (flags & BERTH_PUBLISH_REPLACE)
+        return renameat(dirfd, tmp, dirfd, name) < 0 ? -errno : 0;
+    if (renameat2(dirfd, tmp, dirfd, name, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -errno;
+    /* A filesystem without RENAME_NOREPLACE: link(2) never replaces either. */
+    if (linkat(dirfd, tmp, dirfd, name, 0) < 0)
+        return -errno;
+    (void)unlinkat(dirfd, tmp, 0);
+    return 0;
+}
+
+int berth_publish_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode, unsigned flags,
+                     struct berth_error *reterr)
+{
+    _cleanup_close_ int fd = -1;
+    char tmp[NAME_MAX + 1];
+    uint8_t rnd[8];
+    char hex[17];
+    int r;
+
+    if (dirfd < 0 || !berth_name_valid(name) || (!data && len > 0) || (flags & ~BERTH_PUBLISH_REPLACE) ||
+        (mode & ~(mode_t)07777))
+        return berth_error_set(reterr, -EINVAL, "%s: invalid file name or argument", name ? name : "(null)");
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return berth_error_set(reterr, -EIO, "getrandom failed");
+    berth_hex_encode(rnd, sizeof(rnd), hex);
+    /* ".#<name>.<random>", the name cut so that the whole fits NAME_MAX. */
+    snprintf(tmp, sizeof(tmp), ".#%.*s.%s", NAME_MAX - 2 - 1 - 16, name, hex);
+
+    fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return berth_error_set(reterr, -errno, "%s: creating temporary file: %s", name, strerror(errno));
+    r = write_all(fd, data, len);
+    if (r == 0 && fchmod(fd, mode) < 0)
+        r = -errno;
+    if (r == 0 && fsync(fd) < 0)
+        r = -errno;
+    if (r == 0 && close(TAKE_FD(fd)) < 0)
+        r = -errno;
+    if (r == 0)
+        r = rename_into_place(dirfd, tmp, name, flags);
+    if (r < 0) {
+        (void)unlinkat(dirfd, tmp, 0);
+        if (r == -EEXIST)
+            return berth_error_set(reterr, r, "%s already exists; refusing to overwrite it", name);
+        return berth_error_set(reterr, r, "%s: %s", name, strerror(-r));
+    }
+    if (fsync(dirfd) < 0)
+        return berth_error_set(reterr, -EIO, "%s: published, but syncing its directory failed: %s", name,
+                               strerror(errno));
+    return 0;
+}
+
+int berth_publish_path(const char *path, const void *data, size_t len, mode_t mode, unsigned flags,
+                       struct berth_error *reterr)
+{
+    _cleanup_free_ char *dir = NULL;
+    _cleanup_close_ int dfd = -1;
+    const char *slash, *base;
+    int r;
+
+    if (!path || path[0] != '/')
+        return berth_error_set(reterr, -EINVAL, "%s: an absolute path is required", path ? path : "(null)");
+    slash = strrchr(path, '/');
+    base = slash + 1;
+    if (!berth_name_valid(base))
+        return berth_error_set(reterr, -EINVAL, "%s: does not end in a file name", path);
+    dir = strndup(path, (size_t)(slash - path) + 1);
+    if (!dir)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    dfd = berth_open_trusted(dir, O_RDONLY | O_DIRECTORY, 0, reterr);
+    if (dfd < 0)
+        return dfd;
+    r = berth_publish_at(dfd, base, data, len, mode, flags, reterr);
+    if (r == -EEXIST)
+        return berth_error_set(reterr, r, "%s already exists; refusing to overwrite it", path);
+    if (r < 0)
+        berth_error_prefix(reterr, "%s", dir);
+    return r;
+}
+
+int berth_path_absolute(const char *path, char **ret)
+{
+    _cleanup_free_ char *cwd = NULL;
+    char *out;
+
+    if (!path || !*path || !ret)
+        return -EINVAL;
+    if (path[0] == '/') {
+        out = strdup(path);
+        if (!out)
+            return -ENOMEM;
+        *ret = out;
+        return 0;
+    }
+    cwd = getcwd(NULL, 0);
+    if (!cwd)
+        return -errno;
+    if (asprintf(&out, "%s%s%s", cwd, streq(cwd, "/") ? "" : "/", path) < 0)
+        return -ENOMEM;
+    *ret = out;
+    return 0;
+}

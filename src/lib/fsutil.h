@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fsutil.h -- opening, checking, reading and publishing trusted files.
+ *
+ * Trusted files (keys, policies, configs, plugins, images, inputs) are opened
+ * through descriptors that never follow a symlink and never leave the
+ * directory they were opened from (openat2(2) with RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS, Linux >= 5.6), then checked with fstat(2) on the very
+ * descriptor that will be read, so there is no window between check and use.
+ * Files are published atomically: an exclusive temporary file in the target
+ * directory, fsync(2), renameat2(2) with RENAME_NOREPLACE (or plain
+ * rename(2) in replace mode), then fsync(2) of the directory.
+ *
+ * Every function is thread-safe.  All descriptors are O_CLOEXEC.
+ */
+#ifndef BERTH_FSUTIL_H
+#define BERTH_FSUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <berth/error.h>
+#include <berth/file.h>
+
+/**
+ * berth_open_beneath() - open @path relative to @dirfd without following any
+ * symlink and without leaving @dirfd.
+ * @dirfd: a directory descriptor (O_PATH is enough) or AT_FDCWD.
+ * @path:  a relative path; ".." may be used only while it stays beneath
+ *         @dirfd.
+ * @flags: open(2) flags; O_CLOEXEC is added (RESOLVE_NO_SYMLINKS also
+ *         refuses a symlink as the last component, with -ELOOP).
+ * @mode:  creation mode when @flags has O_CREAT.
+ *
+ * Return: the new descriptor, or -ELOOP (a symlink on the way), -EXDEV (the
+ * path is absolute or leaves @dirfd), -ENOSYS (kernel without openat2), or
+ * another negative errno from openat2(2).
+ */
+int berth_open_beneath(int dirfd, const char *path, int flags, mode_t mode, struct berth_error *reterr);
+
+/**
+ * berth_open_trusted() - open an absolute @path with no symlink in any
+ * component (the root is the only anchor).
+ * Return: as berth_open_beneath(); -EINVAL when @path is not absolute.
+ */
+int berth_open_trusted(const char *path, int flags, mode_t mode, struct berth_error *reterr);
+
+/**
+ * berth_file_check() - apply @expect (see <berth/file.h>) to the open @fd.
+ * @what:   how to name the file in messages (usually its path).
+ * @ret_st: optional; receives the fstat(2) result when the checks pass.
+ *
+ * Return: 0; -EBADFD (wrong type), -EPERM (wrong owner or mode bits),
+ * -EMLINK (more than one hard link), -EFBIG (bigger than @expect->max_size),
+ * -EINVAL (bad @expect), or the fstat(2) error.
+ */
+int berth_file_check(int fd, const char *what, const struct berth_file_expect *expect, struct stat *ret_st,
+                     struct berth_error *reterr);
+
+/**
+ * berth_read_fd() - read @fd from its current offset to EOF, at most
+ * @max_bytes bytes.
+ * @ret:     receives a malloc'd buffer with a NUL appended (not counted).
+ * @ret_len: receives the byte count.
+ * Return: 0; -EFBIG when more than @max_bytes bytes are readable (nothing is
+ * returned); -ENOMEM; the read(2) error.
+ */
+int berth_read_fd(int fd, size_t max_bytes, char **ret, size_t *ret_len, struct berth_error *reterr);
+
+/**
+ * berth_read_file_at() - open, check and read a trusted file.
+ * @dirfd, @path: as berth_open_beneath(); with @dirfd == AT_FDCWD an absolute
+ *                @path is opened with berth_open_trusted().
+ * @expect:       the checks; @expect->max_size bounds the read as well and
+ *                must not be 0.
+ * Return: 0 or any error of the functions above.
+ */
+int berth_read_file_at(int dirfd, const char *path, const struct berth_file_expect *expect, char **ret, size_t *ret_len,
+                       struct berth_error *reterr);
+
+/**
+ * berth_publish_at() - atomically create (or with BERTH_PUBLISH_REPLACE,
+ * replace) the file @name in directory @dirfd with @len bytes of @data and
+ * permission bits @mode (umask does not apply).
+ * @dirfd: a directory opened for reading (O_RDONLY | O_DIRECTORY), so that it
+ *         can be fsync'd.
+ * @name:  one path component (see berth_name_valid()).
+ *
+ * Without BERTH_PUBLISH_REPLACE an existing @name is never modified.  On
+ * failure the temporary file is removed and @name is unchanged, except that
+ * if only the final directory fsync(2) fails the file is in place but its
+ * durability is unknown (-EIO is returned).
+ *
+ * Return: 0; -EEXIST; -EINVAL (bad name or flags); -EIO; or the errno of the
+ * failing system call.
+ */
+int berth_publish_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode, unsigned flags,
+                     struct berth_error *reterr);
+
+/**
+ * berth_publish_path() - berth_publish_at() for an absolute @path whose
+ * directory is opened with berth_open_trusted().
+ */
+int berth_publish_path(const char *path, const void *data, size_t len, mode_t mode, unsigned flags,
+                       struct berth_error *reterr);
+
+/**
+ * berth_name_valid() - whether @name is one usable path component: 1 to
+ * NAME_MAX bytes, no "/", no NUL, not "." or "..".
+ */
+bool berth_name_valid(const char *name);
+
+/**
+ * berth_path_absolute() - make @path absolute by prefixing the current
+ * directory (getcwd(3)); symlinks are *not* resolved, so a later
+ * berth_open_trusted() still refuses them.
+ * @ret: receives a malloc'd string.
+ * Return: 0, -EINVAL (empty path), -ENOMEM, or the getcwd(3) error.
+ */
+int berth_path_absolute(const char *path, char **ret);
+
+#endif /* BERTH_FSUTIL_H */

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/* host.c -- host table functions lent to plugins; see host.h. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "canon.h"
+#include "digest.h"
+#include "fsutil.h"
+#include "host.h"
+
+static const struct berth_host_instance *instance_of(const struct berth_host *h)
+{
+    return h ? (const struct berth_host_instance *)h->host_data : NULL;
+}
+
+BERTH_PRINTF(3, 4)
+static void host_log(const struct berth_host *h, int level, const char *fmt, ...)
+{
+    const struct berth_host_instance *inst = instance_of(h);
+    char line[BERTH_LOG_LINE_MAX + 1];
+    va_list ap;
+
+    if (!inst || !inst->logger || !fmt)
+        return;
+    if (level < BERTH_LOG_ERR)
+        level = BERTH_LOG_ERR; /* a plugin cannot raise an alert or emergency */
+    if (level > BERTH_LOG_DEBUG)
+        level = BERTH_LOG_DEBUG;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    berth_logf(inst->logger, level, "%s: %s", inst->instance[0] ? inst->instance : "plugin", line);
+}
+
+static int64_t host_now_ns(const struct berth_host *h, int clock)
+{
+    struct timespec ts;
+    clockid_t id;
+
+    (void)h;
+    switch (clock) {
+    case BERTH_CLOCK_REALTIME: id = CLOCK_REALTIME; break;
+    case BERTH_CLOCK_MONOTONIC: id = CLOCK_MONOTONIC; break;
+    default: return -EINVAL;
+    }
+    if (clock_gettime(id, &ts) < 0)
+        return -errno;
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int host_digest(const struct berth_host *h, const void *data, size_t len, char ret_digest[BERTH_DIGEST_BUFSZ])
+{
+    (void)h;
+    if (!ret_digest)
+        return -EINVAL;
+    return berth_digest_bytes(data, len, ret_digest);
+}
+
+static int host_canonicalize(const struct berth_host *h, const char *json, size_t len, size_t max_bytes,
+                             char **ret_json, size_t *ret_len, struct berth_error *reterr)
+{
+    (void)h;
+    return berth_json_canonicalize(json, len, max_bytes, ret_json, ret_len, reterr);
+}
+
+static int host_open_beneath(const struct berth_host *h, int dirfd, const char *path, int flags, uint32_t mode,
+                             struct berth_error *reterr)
+{
+    (void)h;
+    return berth_open_beneath(dirfd, path, flags, (mode_t)mode, reterr);
+}
+
+static int host_read_file(const struct berth_host *h, int dirfd, const char *path,
+                          const struct berth_file_expect *expect, char **ret_buf, size_t *ret_len,
+                          struct berth_error *reterr)
+{
+    (void)h;
+    if (path && path[0] == '/')
+        return berth_error_set(reterr, -EXDEV, "%s: absolute path where a relative one is required", path);
+    return berth_read_file_at(dirfd, path, expect, ret_buf, ret_len, reterr);
+}
+
+static int host_publish_file(const struct berth_host *h, int dirfd, const char *name, const void *data, size_t len,
+                             uint32_t mode, uint32_t flags, struct berth_error *reterr)
+{
+    (void)h;
+    return berth_publish_at(dirfd, name, data, len, (mode_t)mode, flags, reterr);
+}
+
+const struct berth_host *berth_host_instance_init(struct berth_host_instance *inst, const char *instance,
+                                                  const struct berth_logger *logger)
+{
+    memset(inst, 0, sizeof(*inst));
+    snprintf(inst->instance, sizeof(inst->instance), "%s", instance ? instance : "");
+    inst->logger = logger;
+    inst->host.struct_size = sizeof(struct berth_host);
+    inst->host.abi_version = BERTH_PLUGIN_ABI_VERSION;
+    inst->host.instance = inst->instance;
+    inst->host.host_data = inst;
+    inst->host.log = host_log;
+    inst->host.now_ns = host_now_ns;
+    inst->host.digest = host_digest;
+    inst->host.canonicalize = host_canonicalize;
+    inst->host.open_beneath = host_open_beneath;
+    inst->host.read_file = host_read_file;
+    inst->host.publish_file = host_publish_file;
+    return &inst->host;
+}

@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: MIT */
+/* plugin.c -- the plugin loader; see plugin-loader.h for the rules. */
+#include <ctype.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "fsutil.h"
+#include "macro.h"
+#include "plugin-loader.h"
+
+struct berth_plugin_handle {
+    void *dl;
+    const struct berth_plugin *desc;
+    struct berth_plugin_info info;
+    void *state;
+    bool initialized;
+    union {
+        struct berth_runtime_ops_v1 runtime;
+        struct berth_image_source_ops_v1 image_source;
+        struct berth_evidence_store_ops_v1 evidence_store;
+        struct berth_containment_ops_v1 containment;
+    } ops;
+};
+
+/* Per kind: name, v1 ops table size, and the required members. */
+struct required_op {
+    const char *name;
+    size_t offset;
+};
+
+#define OP(type, member)                                                                                               \
+    {                                                                                                                  \
+#member, offsetof(struct type, member)                                                                         \
+    }
+
+static const struct required_op runtime_required[] = {
+    OP(berth_runtime_ops_v1, capabilities), OP(berth_runtime_ops_v1, start), OP(berth_runtime_ops_v1, inspect),
+    OP(berth_runtime_ops_v1, cancel),       OP(berth_runtime_ops_v1, reap),
+};
+static const struct required_op image_source_required[] = {
+    OP(berth_image_source_ops_v1, resolve),
+    OP(berth_image_source_ops_v1, stage),
+};
+static const struct required_op evidence_store_required[] = {
+    OP(berth_evidence_store_ops_v1, put),       OP(berth_evidence_store_ops_v1, get),
+    OP(berth_evidence_store_ops_v1, stat),      OP(berth_evidence_store_ops_v1, remove),
+    OP(berth_evidence_store_ops_v1, tombstone),
+};
+static const struct required_op containment_required[] = {
+    OP(berth_containment_ops_v1, capabilities), OP(berth_containment_ops_v1, create),
+    OP(berth_containment_ops_v1, attach),       OP(berth_containment_ops_v1, kill),
+    OP(berth_containment_ops_v1, status),       OP(berth_containment_ops_v1, destroy),
+};
+
+struct kind_desc {
+    uint32_t kind;
+    const char *name;
+    size_t v1_size;   /* smallest ops table accepted */
+    size_t core_size; /* the table this core knows */
+    const struct required_op *required;
+    size_t n_required;
+};
+
+static const struct kind_desc kinds[] = {
+    {BERTH_PLUGIN_RUNTIME, "runtime", sizeof(struct berth_runtime_ops_v1), sizeof(struct berth_runtime_ops_v1),
+     runtime_required, ELEMENTSOF(runtime_required)},
+    {BERTH_PLUGIN_IMAGE_SOURCE, "image-source", sizeof(struct berth_image_source_ops_v1),
+     sizeof(struct berth_image_source_ops_v1), image_source_required, ELEMENTSOF(image_source_required)},
+    {BERTH_PLUGIN_EVIDENCE_STORE, "evidence-store", sizeof(struct berth_evidence_store_ops_v1),
+     sizeof(struct berth_evidence_store_ops_v1), evidence_store_required, ELEMENTSOF(evidence_store_required)},
+    {BERTH_PLUGIN_CONTAINMENT, "containment", sizeof(struct berth_containment_ops_v1),
+     sizeof(struct berth_containment_ops_v1), containment_required, ELEMENTSOF(containment_required)},
+};
+
+static const struct kind_desc *kind_lookup(uint32_t kind)
+{
+    size_t i;
+
+    for (i = 0; i < ELEMENTSOF(kinds); i++)
+        if (kinds[i].kind == kind)
+            return &kinds[i];
+    return NULL;
+}
+
+const char *berth_plugin_kind_name(uint32_t kind)
+{
+    const struct kind_desc *k = kind_lookup(kind);
+    return k ? k->name : NULL;
+}
+
+/* Plugin names: [a-z0-9][a-z0-9-]*, at most 63 bytes. */
+static bool name_ok(const char *s)
+{
+    size_t i;
+
+    if (!s || !s[0] || !(islower((unsigned char)s[0]) || isdigit((unsigned char)s[0])))
+        return false;
+    for (i = 0; s[i]; i++) {
+        if (i >= 63)
+            return false;
+        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-'))
+            return false;
+    }
+    return true;
+}
+
+/* Versions: 1..63 printable ASCII bytes without spaces. */
+static bool version_ok(const char *s)
+{
+    size_t i;
+
+    if (!s || !s[0])
+        return false;
+    for (i = 0; s[i]; i++)
+        if (i >= 63 || s[i] <= ' ' || s[i] > '~')
+            return false;
+    return true;
+}
+
+/* Owned by root or by us, not writable by group or others. */
+static int check_owner_mode(int fd, const char *what, uint32_t type, uint64_t max_size, struct berth_error *reterr)
+{
+    const struct berth_file_expect expect = {
+        .type = type,
+        .uid = BERTH_UID_ANY,
+        .mode_mask = 0022,
+        .mode = 0,
+        .max_size = max_size,
+    };
+    struct stat st;
+    int r;
+
+    r = berth_file_check(fd, what, &expect, &st, reterr);
+    if (r < 0)
+        return r;
+    if (st.st_uid != 0 && st.st_uid != geteuid())
+        return berth_error_set(reterr, -EPERM, "%s is owned by uid %u, expected root or uid %u", what,
+                               (unsigned)st.st_uid, (unsigned)geteuid());
+    return 0;
+}
+
+static void handle_free(struct berth_plugin_handle *h)
+{
+    if (!h)
+        return;
+    if (h->dl)
+        dlclose(h->dl);
+    free(h);
+}
+
+static void copy_str(char *dst, size_t dstsz, const char *src)
+{
+    snprintf(dst, dstsz, "%s", src ? src : "");
+}
+
+static int load_object(const struct berth_plugin_load_options *o, struct berth_plugin_handle *h,
+                       struct berth_error *reterr)
+{
+    _cleanup_close_ int dfd = -1, fd = -1;
+    const struct berth_plugin *(*entry)(void);
+    char procpath[64];
+    struct stat lst, st;
+    void *sym;
+    int r;
+
+    /* Rule 2: the directory. */
+    dfd = berth_open_trusted(o->dir, O_RDONLY | O_DIRECTORY, 0, reterr);
+    if (dfd < 0)
+        return dfd;
+    r = check_owner_mode(dfd, "plugin directory", S_IFDIR, 0, reterr);
+    if (r < 0)
+        return r;
+
+    /* Rule 3: the file itself, first by name, then through the descriptor. */
+    if (fstatat(dfd, o->file, &lst, AT_SYMLINK_NOFOLLOW) < 0)
+        return berth_error_set(reterr, -errno, "%s", strerror(errno));
+    if (S_ISLNK(lst.st_mode))
+        return berth_error_set(reterr, -ELOOP, "the file is a symbolic link; plugins must be regular files");
+    if (!S_ISREG(lst.st_mode))
+        return berth_error_set(reterr, -EBADFD, "the file is not a regular file");
+    fd = openat(dfd, o->file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return berth_error_set(reterr, -errno, "%s", strerror(errno));
+    r = check_owner_mode(fd, "plugin file", S_IFREG, o->max_file_size ? o->max_file_size : BERTH_PLUGIN_MAX_FILE_SIZE,
+                         reterr);
+    if (r < 0)
+        return r;
+    if (fstat(fd, &st) < 0)
+        return berth_error_set(reterr, -errno, "fstat: %s", strerror(errno));
+    if (st.st_dev != lst.st_dev || st.st_ino != lst.st_ino)
+        return berth_error_set(reterr, -EAGAIN, "the file was replaced while it was being loaded");
+
+    /* Rule 4: digest and optional pin. */
+    r = berth_digest_fd(fd, h->info.sha256);
+    if (r < 0)
+        return berth_error_set(reterr, r, "hashing failed: %s", strerror(-r));
+    if (o->sha256 && !streq(o->sha256, h->info.sha256))
+        return berth_error_set(reterr, -EBADMSG, "digest is %s but the configuration pins %s", h->info.sha256,
+                               o->sha256);
+
+    /* Rule 5: load the inode that was checked, not whatever the name now is. */
+    snprintf(procpath, sizeof(procpath), "/proc/self/fd/%d", fd);
+    (void)dlerror();
+    h->dl = dlopen(procpath, RTLD_NOW | RTLD_LOCAL);
+    if (!h->dl) {
+        const char *e = dlerror();
+        return berth_error_set(reterr, -ELIBBAD, "dlopen failed: %s", e ? e : "unknown error");
+    }
+
+    /* Rule 6: the entry point. */
+    sym = dlsym(h->dl, BERTH_PLUGIN_ENTRY_SYMBOL);
+    if (!sym)
+        return berth_error_set(reterr, -ENOEXEC, "does not export %s()", BERTH_PLUGIN_ENTRY_SYMBOL);
+    entry = (const struct berth_plugin *(*)(void))sym;
+    h->desc = entry();
+    if (!h->desc)
+        return berth_error_set(reterr, -ENOEXEC, "%s() returned no descriptor", BERTH_PLUGIN_ENTRY_SYMBOL);
+    return 0;
+}
+
+static int check_descriptor(const struct berth_plugin_load_options *o, struct berth_plugin_handle *h,
+                            struct berth_error *reterr)
+{
+    const struct berth_plugin *d = h->desc;
+    uint32_t core = o->host_abi ? o->host_abi : BERTH_PLUGIN_ABI_VERSION;
+    const struct kind_desc *k;
+    size_t i;
+
+    /* Rule 7: only the first two fields are read before the major matches.
+     * A newer minor only appends, so its identity can still be shown. */
+    h->info.abi_version = d->abi_version;
+    if (BERTH_PLUGIN_ABI_MAJOR_OF(d->abi_version) == BERTH_PLUGIN_ABI_MAJOR_OF(core) &&
+        d->struct_size >= BERTH_PLUGIN_V1_STRUCT_SIZE && name_ok(d->name) && version_ok(d->version) &&
+        kind_lookup(d->kind)) {
+        copy_str(h->info.name, sizeof(h->info.name), d->name);
+        copy_str(h->info.version, sizeof(h->info.version), d->version);
+        h->info.kind = d->kind;
+    }
+    if (BERTH_PLUGIN_ABI_MAJOR_OF(d->abi_version) != BERTH_PLUGIN_ABI_MAJOR_OF(core) ||
+        BERTH_PLUGIN_ABI_MINOR_OF(d->abi_version) > BERTH_PLUGIN_ABI_MINOR_OF(core))
+        return berth_error_set(reterr, -EPROTO, "built for plugin ABI %u.%u; this berth provides ABI %u.%u",
+                               BERTH_PLUGIN_ABI_MAJOR_OF(d->abi_version), BERTH_PLUGIN_ABI_MINOR_OF(d->abi_version),
+                               BERTH_PLUGIN_ABI_MAJOR_OF(core), BERTH_PLUGIN_ABI_MINOR_OF(core));
+
+    /* Rule 8: sizes and identity. */
+    if (d->struct_size < BERTH_PLUGIN_V1_STRUCT_SIZE)
+        return berth_error_set(reterr, -EPROTO, "descriptor is %u bytes, less than the %zu of ABI 1.0", d->struct_size,
+                               (size_t)BERTH_PLUGIN_V1_STRUCT_SIZE);
+    if (!name_ok(d->name))
+        return berth_error_set(reterr, -EPROTO, "plugin name is missing or not [a-z0-9-]{1,63}");
+    copy_str(h->info.name, sizeof(h->info.name), d->name);
+    if (!version_ok(d->version))
+        return berth_error_set(reterr, -EPROTO, "plugin version is missing or not 1-63 printable characters");
+    copy_str(h->info.version, sizeof(h->info.version), d->version);
+    k = kind_lookup(d->kind);
+    if (!k)
+        return berth_error_set(reterr, -EPROTO, "unknown plugin kind %u", d->kind);
+    h->info.kind = d->kind;
+    if (!d->ops || d->ops_size < k->v1_size)
+        return berth_error_set(reterr, -EPROTO, "%s ops table is %zu bytes, less than the %zu of ABI 1.0", k->name,
+                               d->ops ? d->ops_size : (size_t)0, k->v1_size);
+
+    /* Rule 9. */
+    if (o->kind && o->kind != d->kind)
+        return berth_error_set(reterr, -EPROTOTYPE, "this is a %s plugin, expected %s", k->name,
+                               berth_plugin_kind_name(o->kind) ? berth_plugin_kind_name(o->kind) : "?");
+
+    /* Copy into a zeroed table of our size: missing trailing ops read NULL. */
+    memset(&h->ops, 0, sizeof(h->ops));
+    memcpy(&h->ops, d->ops, d->ops_size < k->core_size ? d->ops_size : k->core_size);
+
+    /* Rule 10. */
+    for (i = 0; i < k->n_required; i++) {
+        void *fn;
+        memcpy(&fn, (const char *)&h->ops + k->required[i].offset, sizeof(fn));
+        if (!fn)
+            return berth_error_set(reterr, -ENOSYS, "required %s operation %s() is NULL", k->name, k->required[i].name);
+    }
+    return 0;
+}
+
+int berth_plugin_load(const struct berth_plugin_load_options *o, struct berth_plugin_handle **ret,
+                      struct berth_plugin_info *info, struct berth_error *reterr)
+{
+    struct berth_plugin_handle *h;
+    int r;
+
+    if (info)
+        memset(info, 0, sizeof(*info));
+    if (!o || !ret || !o->dir || !o->file)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+
+    h = calloc(1, sizeof(*h));
+    if (!h)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    /* Rule 1. */
+    if (snprintf(h->info.path, sizeof(h->info.path), "%s%s%s", o->dir,
+                 o->dir[0] && o->dir[strlen(o->dir) - 1] == '/' ? "" : "/", o->file) >= (int)sizeof(h->info.path))
+        r = berth_error_set(reterr, -ENAMETOOLONG, "%s/%s: path too long", o->dir, o->file);
+    else if (o->dir[0] != '/')
+        r = berth_error_set(reterr, -EINVAL, "plugin directory %s is not an absolute path", o->dir);
+    else if (!berth_name_valid(o->file))
+        r = berth_error_set(reterr, -EINVAL, "plugin file name \"%s\" is not a single path component", o->file);
+    else if (!(o->flags & BERTH_PLUGIN_LOAD_PEEK) && !o->host)
+        r = berth_error_set(reterr, -EINVAL, "a host table is required to initialise a plugin");
+    else if (o->flags & ~BERTH_PLUGIN_LOAD_PEEK)
+        r = berth_error_set(reterr, -EINVAL, "unknown loader flags");
+    else
+        r = load_object(o, h, reterr);
+    if (r >= 0)
+        r = check_descriptor(o, h, reterr);
+
+    if (r >= 0 && !(o->flags & BERTH_PLUGIN_LOAD_PEEK) && h->desc->init) {
+        struct berth_error perr = BERTH_ERROR_INIT;
+        const char *cfg = o->config ? o->config : "{}";
+        size_t cfglen = o->config ? o->config_len : 2;
+
+        r = h->desc->init(o->host, cfg, cfglen, &h->state, &perr);
+        if (r < 0)
+            r = berth_error_set(reterr, r, "init failed: %s", perr.message[0] ? perr.message : strerror(-r));
+        else
+            h->initialized = true;
+    } else if (r >= 0 && !(o->flags & BERTH_PLUGIN_LOAD_PEEK)) {
+        h->initialized = true; /* no init: the state is NULL */
+    }
+
+    if (info)
+        *info = h->info;
+    if (r < 0) {
+        handle_free(h);
+        return r;
+    }
+    *ret = h;
+    return 0;
+}
+
+void berth_plugin_unload(struct berth_plugin_handle *h)
+{
+    if (!h)
+        return;
+    if (h->initialized && h->desc->fini)
+        h->desc->fini(h->state);
+    handle_free(h);
+}
+
+const struct berth_plugin_info *berth_plugin_get_info(const struct berth_plugin_handle *h)
+{
+    return h ? &h->info : NULL;
+}
+
+void *berth_plugin_state(const struct berth_plugin_handle *h)
+{
+    return h ? h->state : NULL;
+}
+
+const struct berth_runtime_ops_v1 *berth_plugin_runtime_ops(const struct berth_plugin_handle *h)
+{
+    return h && h->info.kind == BERTH_PLUGIN_RUNTIME ? &h->ops.runtime : NULL;
+}
+
+const struct berth_image_source_ops_v1 *berth_plugin_image_source_ops(const struct berth_plugin_handle *h)
+{
+    return h && h->info.kind == BERTH_PLUGIN_IMAGE_SOURCE ? &h->ops.image_source : NULL;
+}
+
+const struct berth_evidence_store_ops_v1 *berth_plugin_evidence_store_ops(const struct berth_plugin_handle *h)
+{
+    return h && h->info.kind == BERTH_PLUGIN_EVIDENCE_STORE ? &h->ops.evidence_store : NULL;
+}
+
+const struct berth_containment_ops_v1 *berth_plugin_containment_ops(const struct berth_plugin_handle *h)
+{
+    return h && h->info.kind == BERTH_PLUGIN_CONTAINMENT ? &h->ops.containment : NULL;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int berth_plugin_list_dir(const char *dir, char ***ret_names, size_t *ret_count, struct berth_error *reterr)
+{
+    _cleanup_close_ int dfd = -1;
+    char **names = NULL;
+    size_t n = 0, cap = 0, i;
+    struct dirent *de;
+    DIR *d;
+    int r = 0;
+
+    if (!dir || !ret_names || !ret_count)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    dfd = berth_open_trusted(dir, O_RDONLY | O_DIRECTORY, 0, reterr);
+    if (dfd < 0)
+        return dfd;
+    d = fdopendir(dfd);
+    if (!d)
+        return berth_error_set(reterr, -errno, "%s: %s", dir, strerror(errno));
+    TAKE_FD(dfd); /* owned by d now */
+
+    errno = 0;
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+
+        if (len < 4 || strcmp(de->d_name + len - 3, ".so") != 0 || de->d_name[0] == '.')
+            continue;
+        if (n == cap) {
+            char **nn = realloc(names, (cap ? cap * 2 : 16) * sizeof(*names));
+            if (!nn) {
+                r = -ENOMEM;
+                break;
+            }
+            names = nn;
+            cap = cap ? cap * 2 : 16;
+        }
+        names[n] = strdup(de->d_name);
+        if (!names[n]) {
+            r = -ENOMEM;
+            break;
+        }
+        n++;
+        errno = 0;
+    }
+    if (r == 0 && errno != 0)
+        r = -errno;
+    closedir(d);
+    if (r < 0) {
+        for (i = 0; i < n; i++)
+            free(names[i]);
+        free(names);
+        return berth_error_set(reterr, r, "%s: listing failed: %s", dir, strerror(-r));
+    }
+    if (n > 0)
+        qsort(names, n, sizeof(*names), name_cmp);
+    *ret_names = names;
+    *ret_count = n;
+    return 0;
+}

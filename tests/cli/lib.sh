@@ -1,0 +1,65 @@
+# lib.sh -- helpers for the berthctl command-line tests (sourced, POSIX sh).
+#
+# Every test runs the berthctl in the build tree ($BERTHCTL, set by
+# AM_TESTS_ENVIRONMENT) in a private temporary directory removed on exit.
+
+set -eu
+
+: "${BERTHCTL:?BERTHCTL must point at the built berthctl}"
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/berth-cli-XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+chmod 0755 "$TMP"
+
+fail() {
+    printf 'FAIL: %s\n' "$*" >&2
+    if [ -s "$TMP/stderr" ]; then
+        printf -- '--- stderr:\n' >&2
+        cat "$TMP/stderr" >&2
+    fi
+    exit 1
+}
+
+# run WANT_STATUS CMD...: run CMD, keep stdout/stderr in $TMP, check status.
+run() {
+    _run_want=$1
+    shift
+    set +e
+    "$@" >"$TMP/stdout" 2>"$TMP/stderr"
+    _run_got=$?
+    set -e
+    [ "$_run_got" = "$_run_want" ] || fail "$* exited $_run_got, expected $_run_want"
+}
+
+# run_stdin WANT_STATUS FILE CMD...: as run, with FILE on standard input.
+run_stdin() {
+    _run_want=$1
+    _run_input=$2
+    shift 2
+    set +e
+    "$@" <"$_run_input" >"$TMP/stdout" 2>"$TMP/stderr"
+    _run_got=$?
+    set -e
+    [ "$_run_got" = "$_run_want" ] || fail "$* < $_run_input exited $_run_got, expected $_run_want"
+}
+
+# stdout_is TEXT: standard output is exactly TEXT (no trailing newline added).
+stdout_is() {
+    printf '%s' "$1" >"$TMP/expected"
+    cmp -s "$TMP/expected" "$TMP/stdout" || fail "stdout is '$(cat "$TMP/stdout")', expected '$1'"
+}
+
+# stderr_has TEXT: standard error contains TEXT (fixed string).
+stderr_has() {
+    grep -qF -- "$1" "$TMP/stderr" || fail "stderr lacks '$1': $(cat "$TMP/stderr")"
+}
+
+# stdout_has TEXT: standard output contains TEXT (fixed string).
+stdout_has() {
+    grep -qF -- "$1" "$TMP/stdout" || fail "stdout lacks '$1': $(cat "$TMP/stdout")"
+}
+
+# stderr_one_line: exactly one line of diagnostics.
+stderr_one_line() {
+    n=$(wc -l <"$TMP/stderr")
+    [ "$n" -eq 1 ] || fail "expected one line on stderr, got $n"
+}

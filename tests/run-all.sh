@@ -1,0 +1,64 @@
+#!/bin/bash
+# tests/run-all.sh -- the whole test suite, exactly as CI runs it.
+#
+#   1. ./autogen.sh && ./configure --enable-werror && make -j2 && make check
+#      && make distcheck                      (in this tree, as the caller)
+#   2. when run as root: make distcheck again as an unprivileged user, from
+#      the tarball step 1 produced (proves nothing needs root or touches
+#      /etc or /var outside the prefix)
+#   3. a second build from that tarball with AddressSanitizer and
+#      UndefinedBehaviorSanitizer, running make check
+#   4. a clang build with --enable-fuzzing, running every libFuzzer target
+#      for FUZZ_SECONDS seconds (default 60)
+#
+# Builds for steps 2-4 live under ./ci-build/ (removed first).  Any failure
+# stops the run with a non-zero exit status.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+jobs=${JOBS:-2}
+step() { printf '\n=== %s\n' "$*"; }
+
+step "1/4 build, make check, make distcheck"
+./autogen.sh
+./configure --enable-werror
+make -j"$jobs"
+make -j"$jobs" check
+make -j"$jobs" distcheck
+tarball=$(ls -t berth-*.tar.xz | head -n1)
+[ -n "$tarball" ] || { echo "no dist tarball was produced" >&2; exit 1; }
+name=${tarball%.tar.xz}
+
+rm -rf ci-build
+mkdir -p ci-build
+
+if [ "$(id -u)" = 0 ]; then
+    step "2/4 make distcheck as an unprivileged user"
+    user=berth-ci
+    id "$user" >/dev/null 2>&1 || useradd --system --create-home --shell /bin/bash "$user"
+    home=$(getent passwd "$user" | cut -d: -f6)
+    rm -rf "$home/distcheck"
+    install -d -o "$user" -m 0755 "$home/distcheck"
+    install -o "$user" -m 0644 "$tarball" "$home/distcheck/"
+    su -s /bin/bash "$user" -c "set -e; umask 022; cd '$home/distcheck'; tar -xJf '$tarball'; cd '$name'; \
+        ./configure --enable-werror; make -j$jobs distcheck"
+    rm -rf "$home/distcheck"
+else
+    step "2/4 skipped: step 1 already ran make distcheck as an unprivileged user ($(id -un))"
+fi
+
+step "3/4 AddressSanitizer + UndefinedBehaviorSanitizer build, make check"
+tar -xJf "$tarball" -C ci-build
+mv "ci-build/$name" ci-build/asan
+(cd ci-build/asan && ./configure --enable-werror --enable-sanitizers && make -j"$jobs" && make -j"$jobs" check) || {
+    cat ci-build/asan/test-suite.log 2>/dev/null || true
+    exit 1
+}
+
+step "4/4 libFuzzer targets, ${FUZZ_SECONDS:-60} s each"
+tar -xJf "$tarball" -C ci-build
+mv "ci-build/$name" ci-build/fuzz
+(cd ci-build/fuzz && CC=clang ./configure --enable-fuzzing && make -j"$jobs" fuzz)
+
+step "all tests passed"

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/* test-fsutil.c -- trusted file access (fsutil.h). */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
+
+#include "fsutil.h"
+#include "macro.h"
+
+static char *tmp;
+
+static void setup(void)
+{
+    char *p;
+
+    tmp = test_tmpdir();
+    p = test_path(tmp, "a");
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    free(p);
+    p = test_path(tmp, "a/b");
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    free(p);
+    p = test_path(tmp, "a/b/file");
+    test_write_file(p, "content", 7, 0600);
+    free(p);
+    p = test_path(tmp, "link");
+    ck_assert_int_eq(symlink("a", p), 0);
+    free(p);
+    p = test_path(tmp, "a/b/flink");
+    ck_assert_int_eq(symlink("file", p), 0);
+    free(p);
+}
+
+static void teardown(void)
+{
+    test_rm_rf(tmp);
+    free(tmp);
+}
+
+static int count_temporaries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int n = 0;
+
+    ck_assert_ptr_nonnull(d);
+    while ((de = readdir(d)))
+        if (strncmp(de->d_name, ".#", 2) == 0)
+            n++;
+    closedir(d);
+    return n;
+}
+
+START_TEST(open_beneath)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_close_ int dfd = open(tmp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int fd;
+
+    ck_assert_int_ge(dfd, 0);
+    fd = berth_open_beneath(dfd, "a/b/file", O_RDONLY, 0, &err);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_ne(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+    close(fd);
+    fd = berth_open_beneath(dfd, "a/../a/b/file", O_RDONLY, 0, &err);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+
+    ck_assert_int_eq(berth_open_beneath(dfd, "link/b/file", O_RDONLY, 0, &err), -ELOOP);
+    ck_assert_ptr_nonnull(strstr(err.message, "symbolic link"));
+    ck_assert_int_eq(berth_open_beneath(dfd, "a/b/flink", O_RDONLY, 0, &err), -ELOOP);
+    ck_assert_int_eq(berth_open_beneath(dfd, "../x", O_RDONLY, 0, &err), -EXDEV);
+    ck_assert_int_eq(berth_open_beneath(dfd, "a/../../x", O_RDONLY, 0, &err), -EXDEV);
+    ck_assert_int_eq(berth_open_beneath(dfd, "/etc/passwd", O_RDONLY, 0, &err), -EXDEV);
+    ck_assert_int_eq(berth_open_beneath(dfd, "", O_RDONLY, 0, &err), -EINVAL);
+    ck_assert_int_eq(berth_open_beneath(dfd, "a/missing", O_RDONLY, 0, &err), -ENOENT);
+}
+END_TEST
+
+START_TEST(open_trusted)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *good = test_path(tmp, "a/b/file"), *bad = test_path(tmp, "link/b/file");
+    int fd;
+
+    fd = berth_open_trusted(good, O_RDONLY, 0, &err);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(berth_open_trusted(bad, O_RDONLY, 0, &err), -ELOOP);
+    ck_assert_int_eq(berth_open_trusted("a/b/file", O_RDONLY, 0, &err), -EINVAL);
+    fd = berth_open_trusted("/", O_PATH | O_DIRECTORY, 0, &err);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+}
+END_TEST
+
+START_TEST(file_check)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *file = test_path(tmp, "a/b/file"), *hard = test_path(tmp, "a/hard");
+    _cleanup_close_ int fd = open(file, O_RDONLY | O_CLOEXEC);
+    struct berth_file_expect e = {
+        .type = S_IFREG,
+        .uid = (uint32_t)geteuid(),
+        .mode_mask = 07777,
+        .mode = 0600,
+        .max_size = 7,
+        .one_link = 1,
+    };
+    struct stat st;
+
+    ck_assert_int_eq(berth_file_check(fd, "f", &e, &st, &err), 0);
+    ck_assert_int_eq(st.st_size, 7);
+
+    ck_assert_int_eq(fchmod(fd, 0644), 0);
+    ck_assert_int_eq(berth_file_check(fd, "f", &e, NULL, &err), -EPERM);
+    ck_assert_str_eq(err.message, "f has mode 0644, expected 0600");
+    e.mode_mask = 0022, e.mode = 0;
+    ck_assert_int_eq(berth_file_check(fd, "f", &e, NULL, &err), 0);
+    ck_assert_int_eq(fchmod(fd, 0664), 0);
+    ck_assert_int_eq(berth_file_check(fd, "f", &e, NULL, &err), -EPERM);
+    ck_assert_str_eq(err.message, "f has mode 0664, which is writable by group or others");
+    ck_assert_int_eq(fchmod(fd, 0600), 0);
+
+    e.uid = (uint32_t)geteuid() + 1;
+    ck_assert_int_eq(berth_file_check(fd, "f", &e, NULL, &err), -EPERM);
+    ck_assert_ptr_nonnull(strstr(err.message, "is owned by uid"));
+    e.uid = BERTH_UID_ANY;
+
+    e.max_size = 6;
+    ck_assert_int_eq(berth_file_check(fd, "f", &e, NULL, &err), -EFBIG);
+    e.max_size = 0;
+    ck_assert_int_eq(berth_file_check(fd, "f", &e, NULL, &err), 0);
+
+    ck_assert_int_eq(link(file, hard), 0);
+    ck_assert_int_eq(berth_file_check(fd, "f", &e, NULL, &err), -EMLINK);
+    ck_assert_str_eq(err.message, "f has 2 hard links, expected exactly 1");
+    ck_assert_int_eq(unlink(hard), 0);
+
+    e.type = S_IFDIR;
+    ck_assert_int_eq(berth_file_check(fd, "f", &e, NULL, &err), -EBADFD);
+    ck_assert_str_eq(err.message, "f is a regular file, expected a directory");
+
+    e.type = S_IFREG, e.mode_mask = 0022, e.mode = 0600; /* mode outside mask */
+    ck_assert_int_eq(berth_file_check(fd, "f", &e, NULL, &err), -EINVAL);
+}
+END_TEST
+
+START_TEST(read_fd_bounded)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *path = test_path(tmp, "hundred"), *buf = NULL;
+    char data[100], big[20000];
+    int fd, p[2];
+    size_t len = 0;
+
+    memset(data, 'd', sizeof(data));
+    test_write_file(path, data, sizeof(data), 0600);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    ck_assert_int_eq(berth_read_fd(fd, 100, &buf, &len, &err), 0);
+    ck_assert_uint_eq(len, 100);
+    ck_assert_int_eq(buf[100], '\0');
+    free(TAKE_PTR(buf));
+    ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
+    ck_assert_int_eq(berth_read_fd(fd, 99, &buf, &len, &err), -EFBIG);
+    ck_assert_ptr_null(buf);
+    close(fd);
+
+    /* A pipe has no size to trust: the bound is enforced while reading. */
+    memset(big, 'p', sizeof(big));
+    ck_assert_int_eq(pipe(p), 0);
+    ck_assert_int_eq(write(p[1], big, sizeof(big)), (ssize_t)sizeof(big));
+    close(p[1]);
+    ck_assert_int_eq(berth_read_fd(p[0], 19999, &buf, &len, &err), -EFBIG);
+    close(p[0]);
+    ck_assert_int_eq(pipe(p), 0);
+    ck_assert_int_eq(write(p[1], big, sizeof(big)), (ssize_t)sizeof(big));
+    close(p[1]);
+    ck_assert_int_eq(berth_read_fd(p[0], 20000, &buf, &len, &err), 0);
+    ck_assert_uint_eq(len, 20000);
+    ck_assert_mem_eq(buf, big, 20000);
+    close(p[0]);
+}
+END_TEST
+
+START_TEST(read_file_at)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *abs = test_path(tmp, "a/b/file"), *viasym = test_path(tmp, "link/b/file"), *buf = NULL;
+    _cleanup_close_ int dfd = open(tmp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    const struct berth_file_expect e = {
+        .type = S_IFREG,
+        .uid = (uint32_t)geteuid(),
+        .mode_mask = 07777,
+        .mode = 0600,
+        .max_size = 64,
+        .one_link = 1,
+    };
+    struct berth_file_expect zero = e;
+    size_t len = 0;
+
+    ck_assert_int_eq(berth_read_file_at(AT_FDCWD, abs, &e, &buf, &len, &err), 0);
+    ck_assert_str_eq(buf, "content");
+    free(TAKE_PTR(buf));
+    ck_assert_int_eq(berth_read_file_at(dfd, "a/b/file", &e, &buf, &len, &err), 0);
+    ck_assert_uint_eq(len, 7);
+    free(TAKE_PTR(buf));
+    ck_assert_int_eq(berth_read_file_at(AT_FDCWD, viasym, &e, &buf, &len, &err), -ELOOP);
+    ck_assert_int_eq(chmod(abs, 0640), 0);
+    ck_assert_int_eq(berth_read_file_at(dfd, "a/b/file", &e, &buf, &len, &err), -EPERM);
+    ck_assert_ptr_null(buf);
+    zero.max_size = 0;
+    ck_assert_int_eq(berth_read_file_at(dfd, "a/b/file", &zero, &buf, &len, &err), -EINVAL);
+}
+END_TEST
+
+START_TEST(publish_create_and_refuse)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_close_ int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_free_ char *path = test_path(tmp, "out.json");
+    char buf[64];
+    struct stat st;
+
+    umask(077);
+    ck_assert_int_eq(berth_publish_at(dfd, "out.json", "{\"v\":1}", 7, 0644, 0, &err), 0);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 07777, 0644); /* the umask does not apply */
+    test_read_file(path, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "{\"v\":1}");
+
+    ck_assert_int_eq(berth_publish_at(dfd, "out.json", "{\"v\":2}", 7, 0600, 0, &err), -EEXIST);
+    ck_assert_str_eq(err.message, "out.json already exists; refusing to overwrite it");
+    test_read_file(path, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "{\"v\":1}");
+
+    ck_assert_int_eq(berth_publish_at(dfd, "out.json", "{\"v\":3}", 7, 0600, BERTH_PUBLISH_REPLACE, &err), 0);
+    test_read_file(path, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "{\"v\":3}");
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 07777, 0600);
+    ck_assert_int_eq(count_temporaries(tmp), 0);
+
+    ck_assert_int_eq(berth_publish_at(dfd, "", "x", 1, 0600, 0, &err), -EINVAL);
+    ck_assert_int_eq(berth_publish_at(dfd, ".", "x", 1, 0600, 0, &err), -EINVAL);
+    ck_assert_int_eq(berth_publish_at(dfd, "..", "x", 1, 0600, 0, &err), -EINVAL);
+    ck_assert_int_eq(berth_publish_at(dfd, "a/x", "x", 1, 0600, 0, &err), -EINVAL);
+    ck_assert_int_eq(berth_publish_at(dfd, "x", "x", 1, 0600, 0x80, &err), -EINVAL);
+}
+END_TEST
+
+/* A write that fails half way leaves neither the target nor a temporary. */
+START_TEST(publish_failure_leaves_nothing)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_close_ int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_free_ char *path = test_path(tmp, "big");
+    struct rlimit rl = {10, 10};
+    char data[100];
+
+    memset(data, 'b', sizeof(data));
+    signal(SIGXFSZ, SIG_IGN);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+    ck_assert_int_eq(berth_publish_at(dfd, "big", data, sizeof(data), 0600, 0, &err), -EFBIG);
+    ck_assert_int_eq(access(path, F_OK), -1);
+    ck_assert_int_eq(count_temporaries(tmp), 0);
+}
+END_TEST
+
+START_TEST(publish_path)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *good = test_path(tmp, "a/new"), *viasym = test_path(tmp, "link/new"),
+                        *slash = test_path(tmp, "a/");
+    char buf[16];
+
+    ck_assert_int_eq(berth_publish_path(good, "n", 1, 0600, 0, &err), 0);
+    test_read_file(good, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "n");
+    ck_assert_int_eq(berth_publish_path(good, "m", 1, 0600, 0, &err), -EEXIST);
+    ck_assert_ptr_nonnull(strstr(err.message, "a/new already exists"));
+    ck_assert_int_eq(berth_publish_path(viasym, "n", 1, 0600, 0, &err), -ELOOP);
+    ck_assert_int_eq(berth_publish_path("relative/x", "n", 1, 0600, 0, &err), -EINVAL);
+    ck_assert_int_eq(berth_publish_path(slash, "n", 1, 0600, 0, &err), -EINVAL);
+}
+END_TEST
+
+START_TEST(names_and_paths)
+{
+    _cleanup_free_ char *abs = NULL, *rel = NULL, *want = test_path(tmp, "x/y");
+
+    ck_assert(berth_name_valid("a"));
+    ck_assert(berth_name_valid(".hidden"));
+    ck_assert(!berth_name_valid(""));
+    ck_assert(!berth_name_valid("."));
+    ck_assert(!berth_name_valid(".."));
+    ck_assert(!berth_name_valid("a/b"));
+    ck_assert(!berth_name_valid(NULL));
+    ck_assert_int_eq(berth_path_absolute("/etc/x", &abs), 0);
+    ck_assert_str_eq(abs, "/etc/x");
+    ck_assert_int_eq(chdir(tmp), 0);
+    ck_assert_int_eq(berth_path_absolute("x/y", &rel), 0);
+    ck_assert_str_eq(rel, want);
+    ck_assert_int_eq(berth_path_absolute("", &abs), -EINVAL);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("fsutil");
+    TCase *tc = test_case(s, "fsutil");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, open_beneath);
+    tcase_add_test(tc, open_trusted);
+    tcase_add_test(tc, file_check);
+    tcase_add_test(tc, read_fd_bounded);
+    tcase_add_test(tc, read_file_at);
+    tcase_add_test(tc, publish_create_and_refuse);
+    tcase_add_test(tc, publish_failure_leaves_nothing);
+    tcase_add_test(tc, publish_path);
+    tcase_add_test(tc, names_and_paths);
+    return s;
+}
+
+TEST_MAIN()

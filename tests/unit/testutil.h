@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * testutil.h -- helpers shared by the Check suites under tests/unit/.
+ *
+ * Header-only so that every suite is one file.  Each suite defines
+ * `static Suite *make_suite(void)` and ends with TEST_MAIN().
+ */
+#ifndef BERTH_TESTUTIL_H
+#define BERTH_TESTUTIL_H
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/** Run the suite; exit status 0 only when every test passed. */
+#define TEST_MAIN()                                                                                                    \
+    int main(void)                                                                                                     \
+    {                                                                                                                  \
+        SRunner *sr = srunner_create(make_suite());                                                                    \
+        int failed;                                                                                                    \
+        srunner_run_all(sr, CK_NORMAL);                                                                                \
+        failed = srunner_ntests_failed(sr);                                                                            \
+        srunner_free(sr);                                                                                              \
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;                                                              \
+    }
+
+/** Add @tc with the given tests to @s. */
+static inline TCase *test_case(Suite *s, const char *name)
+{
+    TCase *tc = tcase_create(name);
+    suite_add_tcase(s, tc);
+    return tc;
+}
+
+/** A fresh private directory under $TMPDIR (or /tmp); free() the result. */
+static inline char *test_tmpdir(void)
+{
+    const char *base = getenv("TMPDIR");
+    char *path = NULL;
+
+    if (!base || !*base)
+        base = "/tmp";
+    ck_assert_int_gt(asprintf(&path, "%s/berth-test-XXXXXX", base), 0);
+    ck_assert_ptr_nonnull(mkdtemp(path));
+    ck_assert_int_eq(chmod(path, 0755), 0);
+    return path;
+}
+
+static inline int test_rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st, (void)ftw;
+    return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+/** rm -rf @path (no symlinks followed). */
+static inline void test_rm_rf(const char *path)
+{
+    nftw(path, test_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/** Write @len bytes to @path with @mode (umask cleared); asserts success. */
+static inline void test_write_file(const char *path, const void *data, size_t len, mode_t mode)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+    ck_assert_int_eq(fchmod(fd, mode), 0);
+    ck_assert_int_eq(close(fd), 0);
+}
+
+/** Read a whole small file into a static-size buffer; returns its length. */
+static inline size_t test_read_file(const char *path, char *buf, size_t bufsz)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n;
+
+    ck_assert_int_ge(fd, 0);
+    n = read(fd, buf, bufsz - 1);
+    ck_assert_int_ge(n, 0);
+    buf[n] = '\0';
+    close(fd);
+    return (size_t)n;
+}
+
+/** What a capturing log sink saw: the number of lines, the last level and line. */
+struct test_log {
+    int calls;
+    int level;
+    char line[2048];
+};
+
+/** A struct berth_logger sink recording into the struct test_log @userdata. */
+static inline void test_log_sink(void *userdata, int level, const char *line)
+{
+    struct test_log *c = userdata;
+
+    c->calls++;
+    c->level = level;
+    snprintf(c->line, sizeof(c->line), "%s", line);
+}
+
+/** Join @dir and @name into a new string. */
+static inline char *test_path(const char *dir, const char *name)
+{
+    char *p = NULL;
+    ck_assert_int_gt(asprintf(&p, "%s/%s", dir, name), 0);
+    return p;
+}
+
+#endif
