@@ -275,7 +275,8 @@ static int emit_object(struct berth_buf *b, const json_t *v, struct path *p, str
         m[i].value = json_object_iter_value(it);
     }
     n = i;
-    qsort(m, n, sizeof(*m), member_cmp);
+    if (n > 1) /* qsort(NULL, 0, ...) is undefined */
+        qsort(m, n, sizeof(*m), member_cmp);
 
     if ((r = berth_buf_putc(b, '{')) < 0)
         return r;
