@@ -59,6 +59,6 @@ mv "ci-build/$name" ci-build/asan
 step "4/4 libFuzzer targets, ${FUZZ_SECONDS:-60} s each"
 tar -xJf "$tarball" -C ci-build
 mv "ci-build/$name" ci-build/fuzz
-(cd ci-build/fuzz && CC=clang ./configure --enable-fuzzing && make -j"$jobs" fuzz)
+(cd ci-build/fuzz && CC=clang ./configure --enable-werror --enable-fuzzing && make -j"$jobs" fuzz)
 
 step "all tests passed"

@@ -167,6 +167,11 @@ int main(int argc, char **argv)
         if (streq(verbs[i].name, argv[optind])) {
             int vargc = argc - optind;
             char **vargv = argv + optind;
+            char name[64];
+
+            /* getopt names argv[0] in its messages: "berthctl canon: ...". */
+            snprintf(name, sizeof(name), "berthctl %s", verbs[i].name);
+            vargv[0] = name;
             optind = 0; /* restart getopt for the verb */
             return verbs[i].run(vargc, vargv);
         }

@@ -274,8 +274,8 @@ static int check_descriptor(const struct berth_plugin_load_options *o, struct be
         return berth_error_set(reterr, -EPROTOTYPE, "this is a %s plugin, expected %s", k->name,
                                berth_plugin_kind_name(o->kind) ? berth_plugin_kind_name(o->kind) : "?");
 
-    /* Copy into a zeroed table of our size: missing trailing ops read NULL. */
-    memset(&h->ops, 0, sizeof(h->ops));
+    /* Copy into our table, zeroed by calloc(): an older plugin's missing
+     * trailing ops read NULL, a newer plugin's extra ones are not seen. */
     memcpy(&h->ops, d->ops, d->ops_size < k->core_size ? d->ops_size : k->core_size);
 
     /* Rule 10. */

@@ -226,6 +226,8 @@ int berth_signing_key_from_pem(const char *pem, size_t len, struct berth_signing
     sodium_memzero(seed, sizeof(seed));
     if (r < 0)
         return r;
+    /* Both libraries derived the public key from the same seed; a
+     * disagreement would mean one of them reads the key differently. */
     if (memcmp(k->pk, pub, sizeof(pub)) != 0) {
         berth_signing_key_free(k);
         return berth_error_set(reterr, -EBADMSG, "public key in the file does not match the private key");

@@ -75,6 +75,8 @@ stderr_has "missing.json: No such file or directory"
 run 2 "$BERTHCTL" canon --max-bytes=0 "$TMP/pretty.json"
 run 2 "$BERTHCTL" canon --max-bytes=12k "$TMP/pretty.json"
 run 2 "$BERTHCTL" canon --frobnicate
+stderr_has "berthctl canon: unrecognized option '--frobnicate'"
+stderr_has 'Try "berthctl canon --help".'
 run 2 "$BERTHCTL" canon a.json b.json
 run 2 "$BERTHCTL" no-such-verb
 run 2 "$BERTHCTL"
