@@ -11,8 +11,11 @@
 #   4. a clang build with --enable-fuzzing, running every libFuzzer target
 #      for FUZZ_SECONDS seconds (default 60)
 #
-# Builds for steps 2-4 live under ./ci-build/ (removed first).  Any failure
-# stops the run with a non-zero exit status.
+# Builds for steps 3-4 live under ./ci-build/ (removed first and kept
+# afterwards for inspection), next to the dist tarball.  Step 2 creates the
+# system user berth-ci if it does not exist, and removes it again.  The tree
+# itself is left configured with --enable-werror.  Any failure stops the run
+# with a non-zero exit status.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,7 +39,11 @@ mkdir -p ci-build
 if [ "$(id -u)" = 0 ]; then
     step "2/4 make distcheck as an unprivileged user"
     user=berth-ci
-    id "$user" >/dev/null 2>&1 || useradd --system --create-home --shell /bin/bash "$user"
+    created=
+    if ! id "$user" >/dev/null 2>&1; then
+        useradd --system --create-home --shell /bin/bash "$user"
+        created=1
+    fi
     home=$(getent passwd "$user" | cut -d: -f6)
     rm -rf "$home/distcheck"
     install -d -o "$user" -m 0755 "$home/distcheck"
@@ -44,6 +51,7 @@ if [ "$(id -u)" = 0 ]; then
     su -s /bin/bash "$user" -c "set -e; umask 022; cd '$home/distcheck'; tar -xJf '$tarball'; cd '$name'; \
         ./configure --enable-werror; make -j$jobs distcheck"
     rm -rf "$home/distcheck"
+    [ -z "$created" ] || userdel --remove "$user" 2>/dev/null || true
 else
     step "2/4 skipped: step 1 already ran make distcheck as an unprivileged user ($(id -un))"
 fi

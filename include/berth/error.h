@@ -29,8 +29,9 @@ extern "C" {
 /**
  * struct berth_error - detail for a failed call.
  * @code:    the negative errno value the call returned, or 0 when unset.
- * @message: NUL-terminated, single-line, human-readable text.  Messages never
- *           contain secrets (key bytes, tokens); they may name files.
+ * @message: NUL-terminated, single-line, human-readable text without control
+ *           characters.  Messages never contain secrets (key bytes, tokens);
+ *           they may name files.
  *
  * Initialise with BERTH_ERROR_INIT or zero it.  Not thread-safe: give each
  * thread its own.
@@ -56,12 +57,28 @@ struct berth_error {
 #endif
 
 /**
+ * berth_error_sanitize() - make @text one printable line in place: every
+ * control character (below U+0020, and U+007F) becomes '?', so that text
+ * quoted from hostile input can neither break a log line nor carry terminal
+ * escapes.  Bytes from 0x80 up (UTF-8) are kept.  Accepts NULL.
+ */
+static inline void berth_error_sanitize(char *text)
+{
+    if (!text)
+        return;
+    for (; *text; text++)
+        if ((unsigned char)*text < 0x20 || (unsigned char)*text == 0x7f)
+            *text = '?';
+}
+
+/**
  * berth_error_setv() - record an error and return its code.
  * @reterr: where to record it; may be NULL, in which case only the code is
  *          returned.
  * @code:   an errno value, negative or positive; it is stored and returned
  *          negative.  0 is turned into -EIO so that a failure always fails.
- * @fmt:    printf-style message, truncated to BERTH_ERROR_MESSAGE_MAX - 1 bytes.
+ * @fmt:    printf-style message, truncated to BERTH_ERROR_MESSAGE_MAX - 1 bytes
+ *          and passed through berth_error_sanitize().
  *
  * Return: the negative errno value, for `return berth_error_set(...)`.
  */
@@ -75,6 +92,7 @@ static inline int berth_error_setv(struct berth_error *reterr, int code, const c
     if (reterr) {
         reterr->code = code;
         vsnprintf(reterr->message, sizeof(reterr->message), fmt, ap);
+        berth_error_sanitize(reterr->message);
     }
     return code;
 }
@@ -117,6 +135,7 @@ static inline void berth_error_prefix(struct berth_error *reterr, const char *fm
         return;
     n = strlen(reterr->message);
     snprintf(reterr->message + n, sizeof(reterr->message) - n, ": %s", old);
+    berth_error_sanitize(reterr->message);
 }
 
 /** berth_error_clear() - reset to the empty state; accepts NULL. */

@@ -2,7 +2,8 @@
 /*
  * berth/plugin.h -- the berth plugin ABI, version 1.
  *
- * A berth plugin is a shared object that exports exactly one symbol,
+ * A berth plugin is a shared object installed as "<name>.so" (its descriptor's
+ * name plus ".so") that needs to export only one symbol,
  *
  *     const struct berth_plugin *berth_plugin_entry(void);
  *
@@ -19,9 +20,12 @@
  *        -Wl,--no-undefined -o my-plugin.so my-plugin.c
  *
  * or with libtool `-module -avoid-version -shared -Wl,--no-undefined
- * -export-symbols-regex '^berth_plugin_entry$$'`.  A plugin does not link
+ * -export-symbols-regex '^berth_plugin_entry$$'`.  The loader maps the very
+ * file it checked by opening it through /proc/self/fd, so `$ORIGIN` in a
+ * plugin's RPATH/RUNPATH does not name the plugin directory: link other
+ * libraries from the standard search path, or statically.  A plugin does not link
  * against libberth: everything it needs from the core arrives through the
- * host table (struct berth_host).  See berth-plugin(7) and the skeleton under
+ * host table (struct berth_host).  Start from the skeleton under
  * tests/plugins/skeleton/ of the source tree.
  *
  * Compatibility rules
@@ -33,9 +37,15 @@
  *     core sees an older plugin's missing functions as NULL; a plugin must
  *     check host->struct_size before using a host function added after v1.0.
  *   - No third-party type crosses the ABI.  Structured data crosses as
- *     canonical JSON bytes (RFC 8785 restricted to integers; see
- *     berth-plugin(7)) passed as (pointer, length); input JSON need not be
- *     NUL-terminated.
+ *     canonical JSON bytes passed as (pointer, length): RFC 8785 restricted to
+ *     integers in +/-(2^53-1) -- no whitespace, members sorted by UTF-16 code
+ *     units, only the required string escapes.  Input JSON need not be
+ *     NUL-terminated; host->canonicalize() produces and checks the form.
+ *   - ABI 1.0 fixes the functions, their arguments and return codes.  The
+ *     members of the JSON documents that runtime plugins exchange with berthd
+ *     (dispatch, inspect) are versioned by their own schema_version and are
+ *     specified here as berthd's dispatch lands; until then only the members
+ *     named below are fixed.
  *
  * Calling conventions
  *   - Every function returns 0 (or a documented non-negative value) on
@@ -187,15 +197,14 @@ struct berth_host {
 /**
  * struct berth_runtime_ops_v1 - a sandbox runtime backend.
  *
- * @capabilities: describe the backend as a JSON object: `backend` (kind,
- *     e.g. "oci"), `isolation` ("gvisor", "native", ...), `egress_classes`
+ * @capabilities: describe the backend as a JSON object: `backend` (what
+ *     drives the sandboxes, e.g. "oci" for an OCI runtime CLI), `isolation` ("gvisor", "native", ...), `egress_classes`
  *     it can enforce (subset of "none", "loopback", "restricted", "open"),
  *     `capabilities` (names such as "exec", "file_rw"), `limits` (maxima it
  *     can enforce) and `qualification` ({"id", "expires_ns"} or
  *     "unqualified").  Placement trusts only what this reports.
  * @start: start the job described by @dispatch, the canonical JSON dispatch
- *     document (the broker-signed receipt and the job it covers, as defined
- *     in berth-plugin(7)).  Idempotent per job id: returns 0 when it started
+ *     document (the broker-signed receipt and the job it covers).  Idempotent per job id: returns 0 when it started
  *     the job now, 1 when the id was already started or has finished (a
  *     retry after a lost reply).  A finished id is never started again: the
  *     plugin keeps a tombstone.  -EBADMSG: the document is invalid;
@@ -203,7 +212,7 @@ struct berth_host {
  *     passed.
  * @inspect: report the job's state as a JSON object with a `state` member
  *     ("starting", "running", "exited", "failed", "cancelled", "expired")
- *     and, once terminal, its outcome (members listed in berth-plugin(7)).
+ *     and, once terminal, its outcome (exit status, output, times).
  *     -ENOENT only when the plugin is sure it never saw the id or has
  *     released it.
  * @cancel: stop the job and every process it started; returns after they are

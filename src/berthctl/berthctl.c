@@ -100,12 +100,14 @@ int bctl_read_input(const char *arg, size_t max_bytes, char **ret, size_t *ret_l
     _cleanup_close_ int fd = -1;
     int r;
 
-    if (!arg || streq(arg, "-"))
-        return berth_read_fd(STDIN_FILENO, max_bytes, ret, ret_len, reterr);
-    fd = open(arg, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return berth_error_set(reterr, -errno, "%s", strerror(errno));
-    r = berth_read_fd(fd, max_bytes, ret, ret_len, reterr);
+    if (!arg || streq(arg, "-")) {
+        r = berth_read_fd(STDIN_FILENO, max_bytes, ret, ret_len, reterr);
+    } else {
+        fd = open(arg, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+            return berth_error_set(reterr, -errno, "%s", strerror(errno));
+        r = berth_read_fd(fd, max_bytes, ret, ret_len, reterr);
+    }
     if (r == -EFBIG)
         return berth_error_set(reterr, r, "larger than %zu bytes (see --max-bytes)", max_bytes);
     return r;

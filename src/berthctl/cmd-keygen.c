@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -13,6 +14,7 @@
 #include "fsutil.h"
 #include "macro.h"
 #include "sign.h"
+#include "utf8.h"
 
 static void help(FILE *out)
 {
@@ -36,7 +38,9 @@ static void help(FILE *out)
                  "  -p, --public-out=FILE  also write the public key there as a PEM\n"
                  "                         SubjectPublicKeyInfo block (mode 0644, never\n"
                  "                         overwritten)\n"
-                 "      --json             print {\"key_id\": ..., \"public_key\": ...} instead\n"
+                 "      --json             print one JSON object instead, with the members\n"
+                 "                         key_id, public_key, private_key_file and (with\n"
+                 "                         --public-out) public_key_file\n"
                  "  -h, --help             show this help\n"
                  "\n"
                  "Exit status: 0 key written, 1 failure (for example FILE exists), 2 usage\n"
@@ -44,6 +48,25 @@ static void help(FILE *out)
                  "\n"
                  "Example:\n"
                  "  berthctl keygen --out /etc/berth/keys/receipt.key --public-out receipt.pub\n");
+}
+
+/* The text keygen prints, in a malloc'd string.  File names that are not
+ * UTF-8 are shown with U+FFFD in --json output. */
+static int format_output(const struct berth_signing_key *key, const char *pub_b64, const char *out, const char *pub_out,
+                         bool json, char **ret)
+{
+    _cleanup_free_ char *out_u8 = NULL, *pub_u8 = NULL, *canon = NULL;
+    _cleanup_json_ json_t *o = NULL;
+
+    if (!json)
+        return asprintf(ret, "key id:     %s\npublic key: %s\n", berth_signing_key_id(key), pub_b64) < 0 ? -ENOMEM : 0;
+    if (berth_utf8_lossy(out, &out_u8) < 0 || (pub_out && berth_utf8_lossy(pub_out, &pub_u8) < 0))
+        return -ENOMEM;
+    o = json_pack("{s:s, s:s, s:s, s:s*}", "key_id", berth_signing_key_id(key), "public_key", pub_b64,
+                  "private_key_file", out_u8, "public_key_file", pub_u8);
+    if (!o || berth_json_serialize(o, 0, &canon, NULL, NULL) < 0)
+        return -ENOMEM;
+    return asprintf(ret, "%s\n", canon) < 0 ? -ENOMEM : 0;
 }
 
 int cmd_keygen(int argc, char **argv)
@@ -57,10 +80,10 @@ int cmd_keygen(int argc, char **argv)
     };
     struct berth_error err = BERTH_ERROR_INIT;
     struct berth_signing_key *key = NULL;
-    _cleanup_free_ char *out = NULL, *pub_out = NULL, *pub_pem = NULL;
+    _cleanup_free_ char *out = NULL, *pub_out = NULL, *pub_pem = NULL, *text = NULL;
     char pub_b64[BERTH_PUBLIC_KEY_B64_LEN + 1];
+    bool json = false, written_out = false, written_pub = false;
     size_t pub_len = 0;
-    bool json = false;
     int c, r, ret = BCTL_EXIT_FAIL;
 
     while ((c = getopt_long(argc, argv, "o:p:h", options, NULL)) != -1) {
@@ -85,53 +108,64 @@ int cmd_keygen(int argc, char **argv)
     if (pub_out && streq(pub_out, out))
         return bctl_usage_error("keygen", "--out and --public-out name the same file");
 
+    /* Fail before writing anything when the public key could not be written
+     * afterwards; berth_publish_path() still refuses a file that appears in
+     * between, and then the private key is removed again. */
+    if (pub_out && access(pub_out, F_OK) == 0)
+        return bctl_error("keygen", "%s already exists; refusing to overwrite it", pub_out);
+
     r = berth_signing_key_generate(&key, &err);
     if (r < 0)
         return bctl_error("keygen", "%s", err.message);
+    /* Everything that can fail is prepared before the first file is written,
+     * and the files are removed again if anything fails afterwards: a key
+     * whose id and public key were never shown would be useless. */
     r = berth_public_key_to_b64url(berth_signing_key_public(key), pub_b64);
     if (r < 0) {
         bctl_error("keygen", "encoding the public key failed");
         goto out;
     }
     if (pub_out) {
-        /* Prepare the public PEM first so that a failure leaves no private key behind. */
         r = berth_public_key_to_pem(berth_signing_key_public(key), &pub_pem, &pub_len, &err);
         if (r < 0) {
             bctl_error("keygen", "%s", err.message);
             goto out;
         }
     }
+    r = format_output(key, pub_b64, out, pub_out, json, &text);
+    if (r < 0) {
+        bctl_error("keygen", "formatting the output failed: %s", strerror(-r));
+        goto out;
+    }
+
     r = berth_signing_key_save(key, out, &err);
     if (r < 0) {
         bctl_error("keygen", "%s", err.message);
         goto out;
     }
+    written_out = true;
     if (pub_out) {
         r = berth_publish_path(pub_out, pub_pem, pub_len, 0644, 0, &err);
         if (r < 0) {
-            bctl_error("keygen", "private key written to %s, but the public key was not: %s", out, err.message);
+            bctl_error("keygen", "%s", err.message);
             goto out;
         }
+        written_pub = true;
     }
-
-    if (json) {
-        _cleanup_json_ json_t *o = json_pack("{s:s, s:s, s:s}", "key_id", berth_signing_key_id(key), "public_key",
-                                             pub_b64, "private_key_file", out);
-        _cleanup_free_ char *text = NULL;
-        if (!o || berth_json_serialize(o, 0, &text, NULL, &err) < 0) {
-            bctl_error("keygen", "formatting output failed");
-            goto out;
-        }
-        printf("%s\n", text);
-    } else {
-        printf("key id:     %s\npublic key: %s\n", berth_signing_key_id(key), pub_b64);
-    }
-    if (fflush(stdout) != 0) {
+    if (fputs(text, stdout) == EOF || fflush(stdout) != 0) {
         bctl_error("keygen", "writing standard output: %s", strerror(errno));
         goto out;
     }
     ret = BCTL_EXIT_OK;
 out:
+    if (ret != BCTL_EXIT_OK) {
+        if (written_pub && unlink(pub_out) < 0)
+            bctl_error("keygen", "removing %s after the failure failed: %s", pub_out, strerror(errno));
+        if (written_out && unlink(out) < 0)
+            bctl_error("keygen", "removing %s after the failure failed: %s", out, strerror(errno));
+        else if (written_out)
+            bctl_error("keygen", "nothing was kept: %s was removed again", out);
+    }
     berth_signing_key_free(key);
     return ret;
 }

@@ -14,6 +14,7 @@
 #include "fsutil.h"
 #include "macro.h"
 #include "plugin-loader.h"
+#include "utf8.h"
 
 #ifndef BERTH_PLUGINDIR
 #error "BERTH_PLUGINDIR must be defined by the build"
@@ -101,12 +102,18 @@ static int print_json(const struct row *rows, size_t n)
         return -ENOMEM;
     for (i = 0; i < n; i++) {
         const struct berth_plugin_info *in = &rows[i].info;
-        json_t *o = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s, s:s?, s:s}", "name", in->name[0] ? in->name : NULL, "kind",
-                              rows[i].kind, "version", in->version[0] ? in->version : NULL, "abi",
-                              streq(rows[i].abi, "-") ? NULL : rows[i].abi, "path", in->path, "sha256",
-                              in->sha256[0] ? in->sha256 : NULL, "status", rows[i].refused ? "refused" : "ok");
-        if (!o || (rows[i].refused && json_object_set_new(o, "reason", json_string(rows[i].reason)) < 0) ||
-            json_array_append_new(array, o) < 0)
+        _cleanup_free_ char *path = NULL, *reason = NULL;
+        json_t *o;
+
+        /* File names are bytes; JSON strings are UTF-8. */
+        if (berth_utf8_lossy(in->path, &path) < 0 || berth_utf8_lossy(rows[i].reason, &reason) < 0)
+            return -ENOMEM;
+        o = json_pack("{s:s?, s:s?, s:s?, s:s?, s:s, s:s?, s:s, s:s*}", "name", in->name[0] ? in->name : NULL, "kind",
+                      rows[i].kind, "version", in->version[0] ? in->version : NULL, "abi",
+                      streq(rows[i].abi, "-") ? NULL : rows[i].abi, "path", path, "sha256",
+                      in->sha256[0] ? in->sha256 : NULL, "status", rows[i].refused ? "refused" : "ok", "reason",
+                      rows[i].refused ? reason : NULL);
+        if (!o || json_array_append_new(array, o) < 0)
             return -ENOMEM;
     }
     if (berth_json_serialize(array, 0, &text, NULL, NULL) < 0)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* canon.c -- strict JSON parsing and canonical serialisation; see canon.h. */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -25,6 +26,39 @@ struct path {
     } frame[BERTH_JSON_MAX_DEPTH + 1];
 };
 
+/* Member names are shown as .name when they are plain identifiers and as
+ * ["..."] otherwise, with quotes, backslashes and control characters escaped
+ * and long names cut, so that a message stays one printable line. */
+static size_t path_key(char *out, size_t outsz, const char *key)
+{
+    size_t n = 0, i;
+    bool plain = key[0] != '\0';
+
+    for (i = 0; key[i]; i++)
+        if (!(isalnum((unsigned char)key[i]) || key[i] == '_' || key[i] == '-'))
+            plain = false;
+    if (plain && i <= 64)
+        return (size_t)snprintf(out, outsz, ".%s", key);
+
+    n = (size_t)snprintf(out, outsz, "[\"");
+    for (i = 0; key[i] && n < outsz; i++) {
+        unsigned char c = (unsigned char)key[i];
+        if (i == 64) {
+            n += (size_t)snprintf(out + n, outsz - n, "...");
+            break;
+        }
+        if (c == '"' || c == '\\')
+            n += (size_t)snprintf(out + n, outsz - n, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            n += (size_t)snprintf(out + n, outsz - n, "\\u%04x", c);
+        else
+            n += (size_t)snprintf(out + n, outsz - n, "%c", c);
+    }
+    if (n < outsz)
+        n += (size_t)snprintf(out + n, outsz - n, "\"]");
+    return n;
+}
+
 static void path_format(const struct path *p, char *out, size_t outsz)
 {
     size_t n;
@@ -33,7 +67,7 @@ static void path_format(const struct path *p, char *out, size_t outsz)
     n = (size_t)snprintf(out, outsz, "$");
     for (i = 0; i < p->depth && n < outsz; i++) {
         if (p->frame[i].key)
-            n += (size_t)snprintf(out + n, outsz - n, ".%s", p->frame[i].key);
+            n += path_key(out + n, outsz - n, p->frame[i].key);
         else
             n += (size_t)snprintf(out + n, outsz - n, "[%zu]", p->frame[i].index);
     }
@@ -42,7 +76,7 @@ static void path_format(const struct path *p, char *out, size_t outsz)
 BERTH_PRINTF(3, 4)
 static int path_error(struct berth_error *reterr, const struct path *p, const char *fmt, ...)
 {
-    char where[160], what[256];
+    char where[256], what[256];
     va_list ap;
 
     path_format(p, where, sizeof(where));
@@ -53,17 +87,23 @@ static int path_error(struct berth_error *reterr, const struct path *p, const ch
 }
 
 /* ------------------------------------------------------------------------- */
-/* Lexical pre-pass.  jansson cannot bound nesting below its compile-time 2048 */
-/* and accepts fractions, exponents and -0 as numbers; one linear scan over   */
-/* the bytes outside strings catches those with exact byte offsets before     */
-/* jansson builds anything.                                                   */
+/* Lexical pre-pass.  One linear scan over the bytes, before jansson builds   */
+/* anything, for what jansson does not refuse or cannot bound: a NUL byte     */
+/* (jansson skips one after a number or literal), nesting deeper than 32      */
+/* (jansson's limit is compiled in at 2048), fractions, exponents and -0, and */
+/* the number of items (jansson spends a few hundred bytes per object, so a   */
+/* small document of many empty objects would otherwise cost gigabytes).     */
 
 static int prescan(const char *buf, size_t len, struct berth_error *reterr)
 {
     bool in_string = false;
+    size_t i, j, items = 0, containers = 0;
+    const char *nul;
     int depth = 0;
-    size_t i, j;
 
+    nul = memchr(buf, '\0', len);
+    if (nul)
+        return berth_error_set(reterr, -EBADMSG, "byte %zu: a NUL byte is not allowed", (size_t)(nul - buf));
     if (len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0)
         return berth_error_set(reterr, -EBADMSG, "byte 0: a byte order mark is not allowed");
 
@@ -78,12 +118,24 @@ static int prescan(const char *buf, size_t len, struct berth_error *reterr)
             continue;
         }
         switch (c) {
-        case '"': in_string = true; break;
+        case '"':
+        case 't':
+        case 'f':
+        case 'n':
+            in_string = c == '"';
+            if (++items > BERTH_JSON_MAX_ITEMS)
+                goto too_many;
+            break;
         case '[':
         case '{':
             if (++depth > BERTH_JSON_MAX_DEPTH)
                 return berth_error_set(reterr, -EBADMSG, "byte %zu: nesting deeper than %d levels", i,
                                        BERTH_JSON_MAX_DEPTH);
+            if (++items > BERTH_JSON_MAX_ITEMS)
+                goto too_many;
+            if (++containers > BERTH_JSON_MAX_CONTAINERS)
+                return berth_error_set(reterr, -EBADMSG, "byte %zu: more than %d arrays and objects", i,
+                                       BERTH_JSON_MAX_CONTAINERS);
             break;
         case ']':
         case '}':
@@ -94,7 +146,7 @@ static int prescan(const char *buf, size_t len, struct berth_error *reterr)
         case '0' ... '9': {
             bool fraction = false;
 
-            for (j = i; j < len && buf[j] && strchr("0123456789+-.eE", buf[j]); j++)
+            for (j = i; j < len && strchr("0123456789+-.eE", buf[j]); j++)
                 fraction = fraction || buf[j] == '.' || buf[j] == 'e' || buf[j] == 'E';
             if (fraction)
                 return berth_error_set(reterr, -EBADMSG,
@@ -103,6 +155,8 @@ static int prescan(const char *buf, size_t len, struct berth_error *reterr)
                                        i, (int)(j - i > 40 ? 40 : j - i), buf + i);
             if (j - i == 2 && buf[i] == '-' && buf[i + 1] == '0')
                 return berth_error_set(reterr, -EBADMSG, "byte %zu: -0 is not allowed", i);
+            if (++items > BERTH_JSON_MAX_ITEMS)
+                goto too_many;
             i = j - 1;
             break;
         }
@@ -110,6 +164,9 @@ static int prescan(const char *buf, size_t len, struct berth_error *reterr)
         }
     }
     return 0;
+
+too_many:
+    return berth_error_set(reterr, -EBADMSG, "byte %zu: more than %d values and member names", i, BERTH_JSON_MAX_ITEMS);
 }
 
 /* Integer range check after parsing; jansson already bounded to int64. */
@@ -176,9 +233,20 @@ int berth_json_parse(const char *buf, size_t len, size_t max_bytes, json_t **ret
 
     v = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!v) {
-        if (json_error_code(&jerr) == json_error_out_of_memory)
-            return berth_error_set(reterr, -ENOMEM, "out of memory");
-        return berth_error_set(reterr, -EBADMSG, "byte %d: %s", jerr.position, jerr.text);
+        switch (json_error_code(&jerr)) {
+        case json_error_out_of_memory: return berth_error_set(reterr, -ENOMEM, "out of memory");
+        case json_error_null_character:
+        case json_error_null_byte_in_key:
+            return berth_error_set(reterr, -EBADMSG, "byte %d: a NUL character (\\u0000) is not allowed",
+                                   jerr.position);
+        case json_error_numeric_overflow:
+            return berth_error_set(reterr, -EBADMSG, "byte %d: integer is outside +/-(2^53-1)", jerr.position);
+        default:
+            /* jansson leaves the text empty when an allocation failed. */
+            if (jerr.text[0] == '\0')
+                return berth_error_set(reterr, -ENOMEM, "out of memory while parsing");
+            return berth_error_set(reterr, -EBADMSG, "byte %d: %s", jerr.position, jerr.text);
+        }
     }
     r = check_value(v, &p, reterr);
     if (r < 0) {

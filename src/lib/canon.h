@@ -22,9 +22,14 @@
  * grammar, UTF-8, escapes (lone surrogates are errors) and duplicate keys;
  * this module adds a caller-given byte bound, a nesting bound of
  * BERTH_JSON_MAX_DEPTH, and refuses a byte-order mark, fractions, exponents,
- * -0, NUL in strings and integers outside the range above.  Whitespace
- * around the value (including a final newline) is allowed; any other
- * trailing byte is an error.
+ * -0, NUL (raw or escaped), integers outside the range above, and documents
+ * with more than BERTH_JSON_MAX_ITEMS items or BERTH_JSON_MAX_CONTAINERS
+ * arrays and objects.  Whitespace around the value (including a final
+ * newline) is allowed; any other trailing byte is an error.
+ *
+ * Error messages name a byte offset (counting from 0: the start of the
+ * offending token for the checks above, the point where parsing stopped for
+ * grammar errors) or a member path such as $.limits.pids or $["odd key"][2].
  *
  * All functions are thread-safe (no shared state).
  */
@@ -39,6 +44,14 @@
 
 /** Deepest nesting of arrays and objects accepted; a top-level [] is depth 1. */
 #define BERTH_JSON_MAX_DEPTH 32
+
+/** Most values plus member names in one document (each string, number,
+ * literal, array, object and key counts once). */
+#define BERTH_JSON_MAX_ITEMS 1048576
+
+/** Most arrays plus objects in one document.  Each costs jansson a few hundred
+ * bytes, so this bounds the memory a small hostile document can claim. */
+#define BERTH_JSON_MAX_CONTAINERS 131072
 
 /** Largest magnitude of an integer in a berth document: 2^53 - 1. */
 #define BERTH_JSON_MAX_INTEGER 9007199254740991LL

@@ -178,19 +178,24 @@ int berth_read_file_at(int dirfd, const char *path, const struct berth_file_expe
                        struct berth_error *reterr)
 {
     _cleanup_close_ int fd = -1;
-    int r;
+    int r, flags;
 
     if (!path || !expect || !ret || expect->max_size == 0 || expect->max_size >= SIZE_MAX - 1)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
+    /* O_NONBLOCK so that a FIFO in the file's place cannot block the open;
+     * the type check below refuses it, and blocking reads come back after. */
     if (dirfd == AT_FDCWD && path[0] == '/')
-        fd = berth_open_trusted(path, O_RDONLY | O_NOCTTY, 0, reterr);
+        fd = berth_open_trusted(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, reterr);
     else
-        fd = berth_open_beneath(dirfd, path, O_RDONLY | O_NOCTTY, 0, reterr);
+        fd = berth_open_beneath(dirfd, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, reterr);
     if (fd < 0)
         return fd;
     r = berth_file_check(fd, path, expect, NULL, reterr);
     if (r < 0)
         return r;
+    flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+        return berth_error_set(reterr, -errno, "%s: fcntl: %s", path, strerror(errno));
     r = berth_read_fd(fd, (size_t)expect->max_size, ret, ret_len, reterr);
     if (r < 0)
         berth_error_prefix(reterr, "%s", path);
@@ -235,7 +240,13 @@ static int rename_into_place(int dirfd, const char *tmp, const char *name, unsig
     /* A filesystem without RENAME_NOREPLACE: link(2) never replaces either. */
     if (linkat(dirfd, tmp, dirfd, name, 0) < 0)
         return -errno;
-    (void)unlinkat(dirfd, tmp, 0);
+    if (unlinkat(dirfd, tmp, 0) < 0) {
+        /* Never leave a published file with a second name (the temporary):
+         * take the new name back; the caller removes the temporary. */
+        int r = -errno;
+        (void)unlinkat(dirfd, name, 0);
+        return r;
+    }
     return 0;
 }
 

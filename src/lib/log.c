@@ -12,9 +12,10 @@ void berth_logv(const struct berth_logger *logger, int level, const char *fmt, v
     if (!logger || !logger->sink || !fmt || level > logger->max_level)
         return;
     vsnprintf(line, sizeof(line), fmt, ap);
-    /* One event, one line: a stray newline must not forge a second entry. */
+    /* One event, one printable line: a stray newline must not forge a second
+     * entry, an escape sequence must not reach a terminal. */
     for (nl = line; *nl; nl++)
-        if (*nl == '\n' || *nl == '\r')
+        if ((unsigned char)*nl < 0x20 || (unsigned char)*nl == 0x7f)
             *nl = ' ';
     logger->sink(logger->userdata, level, line);
 }

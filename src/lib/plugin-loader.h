@@ -20,7 +20,7 @@
  *   6. It exports berth_plugin_entry and that returns a descriptor   -ENOEXEC
  *   7. ABI major equals the core's and minor is not newer            -EPROTO
  *   8. struct_size and ops_size reach the v1 minimum; name, kind     -EPROTO
- *      and version are well-formed
+ *      and version are well-formed; the file is named "<name>.so"
  *   9. The kind is the one asked for                                 -EPROTOTYPE
  *  10. Every required op of the kind is non-NULL                     -ENOSYS
  *  11. Peek mode stops here and never calls init; otherwise init()   (init's error)

@@ -3,6 +3,9 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <link.h>
+#include <stdint.h>
+#include <sys/sysmacros.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -142,10 +145,115 @@ static int check_owner_mode(int fd, const char *what, uint32_t type, uint64_t ma
     r = berth_file_check(fd, what, &expect, &st, reterr);
     if (r < 0)
         return r;
-    if (st.st_uid != 0 && st.st_uid != geteuid())
+    if (st.st_uid != 0 && st.st_uid != geteuid()) {
+        if (geteuid() == 0)
+            return berth_error_set(reterr, -EPERM, "%s is owned by uid %u, expected root", what, (unsigned)st.st_uid);
         return berth_error_set(reterr, -EPERM, "%s is owned by uid %u, expected root or uid %u", what,
                                (unsigned)st.st_uid, (unsigned)geteuid());
+    }
     return 0;
+}
+
+/* Whether the mapping that holds @addr is backed by the file (@dev, @ino):
+ * 1 yes, 0 no, or a negative errno when /proc/self/maps cannot be read. */
+static int address_in_file(const void *addr, dev_t dev, ino_t ino)
+{
+    _cleanup_fclose_ FILE *f = NULL;
+    _cleanup_free_ char *line = NULL;
+    size_t cap = 0;
+
+    f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return -errno;
+    while (getline(&line, &cap, f) > 0) {
+        unsigned long lo, hi, inode;
+        unsigned maj, min;
+
+        if (sscanf(line, "%lx-%lx %*s %*s %x:%x %lu", &lo, &hi, &maj, &min, &inode) != 5)
+            continue;
+        if ((uintptr_t)addr >= lo && (uintptr_t)addr < hi)
+            return makedev(maj, min) == dev && (ino_t)inode == ino;
+    }
+    return 0;
+}
+
+/* Rule 5.  dlopen() the descriptor @fd through /proc/self/fd/N, so that the
+ * inode that passed the checks is the one mapped, and prove it afterwards:
+ * glibc reuses an already-loaded object whose *name* matches, and an object
+ * that cannot be unloaded (-z nodelete, C++ unique symbols) keeps the name
+ * /proc/self/fd/N after its descriptor number was reused.  When the object
+ * returned is not backed by @st's inode, try again under a fresh number. */
+static int dlopen_checked(int fd, const struct stat *st, void **ret, struct berth_error *reterr)
+{
+    int dups[8], ndups = 0, cur = fd, i, r = 0;
+    char procpath[64];
+    void *dl = NULL;
+
+    for (;;) {
+        struct link_map *lm = NULL;
+        const char *e;
+        size_t plen;
+
+        snprintf(procpath, sizeof(procpath), "/proc/self/fd/%d", cur);
+        (void)dlerror();
+        dl = dlopen(procpath, RTLD_NOW | RTLD_LOCAL);
+        if (!dl) {
+            e = dlerror();
+            plen = strlen(procpath);
+            if (!e)
+                e = "unknown error";
+            else if (strncmp(e, procpath, plen) == 0 && e[plen] == ':')
+                e += plen + 1 + (e[plen + 1] == ' '); /* the caller knows the real path */
+            r = berth_error_set(reterr, -ELIBBAD, "dlopen failed: %s", e);
+            break;
+        }
+        if (dlinfo(dl, RTLD_DI_LINKMAP, &lm) != 0 || !lm) {
+            r = berth_error_set(reterr, -ELIBBAD, "dlinfo failed");
+            break;
+        }
+        r = address_in_file(lm->l_ld, st->st_dev, st->st_ino);
+        if (r > 0) {
+            r = 0;
+            break;
+        }
+        if (r < 0) {
+            r = berth_error_set(reterr, r, "cannot read /proc/self/maps: %s", strerror(-r));
+            break;
+        }
+        /* Another object holds the name: drop our reference, use a new number. */
+        dlclose(dl);
+        dl = NULL;
+        if (ndups == (int)ELEMENTSOF(dups)) {
+            r = berth_error_set(reterr, -ELIBBAD, "other loaded objects keep taking its /proc/self/fd name");
+            break;
+        }
+        cur = fcntl(fd, F_DUPFD_CLOEXEC, cur + 1);
+        if (cur < 0) {
+            r = berth_error_set(reterr, -errno, "dup: %s", strerror(errno));
+            break;
+        }
+        dups[ndups++] = cur;
+    }
+    for (i = 0; i < ndups; i++)
+        close(dups[i]);
+    if (r < 0) {
+        if (dl)
+            dlclose(dl);
+        return r;
+    }
+    *ret = dl;
+    return 0;
+}
+
+/* Whether @sym is a function (or an ifunc), not data someone named like one. */
+static bool symbol_is_function(void *sym)
+{
+    const ElfW(Sym) *esym = NULL; /* ELF32_ST_TYPE and ELF64_ST_TYPE are the same macro */
+    Dl_info info;
+
+    if (dladdr1(sym, &info, (void **)&esym, RTLD_DL_SYMENT) == 0 || !esym)
+        return false;
+    return ELF64_ST_TYPE(esym->st_info) == STT_FUNC || ELF64_ST_TYPE(esym->st_info) == STT_GNU_IFUNC;
 }
 
 static void handle_free(struct berth_plugin_handle *h)
@@ -167,7 +275,6 @@ static int load_object(const struct berth_plugin_load_options *o, struct berth_p
 {
     _cleanup_close_ int dfd = -1, fd = -1;
     const struct berth_plugin *(*entry)(void);
-    char procpath[64];
     struct stat lst, st;
     void *sym;
     int r;
@@ -187,7 +294,8 @@ static int load_object(const struct berth_plugin_load_options *o, struct berth_p
         return berth_error_set(reterr, -ELOOP, "the file is a symbolic link; plugins must be regular files");
     if (!S_ISREG(lst.st_mode))
         return berth_error_set(reterr, -EBADFD, "the file is not a regular file");
-    fd = openat(dfd, o->file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+    /* O_NONBLOCK: a FIFO swapped in after the lstat must not block the open. */
+    fd = openat(dfd, o->file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
         return berth_error_set(reterr, -errno, "%s", strerror(errno));
     r = check_owner_mode(fd, "plugin file", S_IFREG, o->max_file_size ? o->max_file_size : BERTH_PLUGIN_MAX_FILE_SIZE,
@@ -208,18 +316,16 @@ static int load_object(const struct berth_plugin_load_options *o, struct berth_p
                                o->sha256);
 
     /* Rule 5: load the inode that was checked, not whatever the name now is. */
-    snprintf(procpath, sizeof(procpath), "/proc/self/fd/%d", fd);
-    (void)dlerror();
-    h->dl = dlopen(procpath, RTLD_NOW | RTLD_LOCAL);
-    if (!h->dl) {
-        const char *e = dlerror();
-        return berth_error_set(reterr, -ELIBBAD, "dlopen failed: %s", e ? e : "unknown error");
-    }
+    r = dlopen_checked(fd, &st, &h->dl, reterr);
+    if (r < 0)
+        return r;
 
     /* Rule 6: the entry point. */
     sym = dlsym(h->dl, BERTH_PLUGIN_ENTRY_SYMBOL);
     if (!sym)
         return berth_error_set(reterr, -ENOEXEC, "does not export %s()", BERTH_PLUGIN_ENTRY_SYMBOL);
+    if (!symbol_is_function(sym))
+        return berth_error_set(reterr, -ENOEXEC, "%s is not a function", BERTH_PLUGIN_ENTRY_SYMBOL);
     entry = (const struct berth_plugin *(*)(void))sym;
     h->desc = entry();
     if (!h->desc)
@@ -256,7 +362,9 @@ static int check_descriptor(const struct berth_plugin_load_options *o, struct be
         return berth_error_set(reterr, -EPROTO, "descriptor is %u bytes, less than the %zu of ABI 1.0", d->struct_size,
                                (size_t)BERTH_PLUGIN_V1_STRUCT_SIZE);
     if (!name_ok(d->name))
-        return berth_error_set(reterr, -EPROTO, "plugin name is missing or not [a-z0-9-]{1,63}");
+        return berth_error_set(reterr, -EPROTO,
+                               "plugin name is missing or invalid (1 to 63 of [a-z0-9-], starting with a letter or "
+                               "digit)");
     copy_str(h->info.name, sizeof(h->info.name), d->name);
     if (!version_ok(d->version))
         return berth_error_set(reterr, -EPROTO, "plugin version is missing or not 1-63 printable characters");
@@ -268,6 +376,11 @@ static int check_descriptor(const struct berth_plugin_load_options *o, struct be
     if (!d->ops || d->ops_size < k->v1_size)
         return berth_error_set(reterr, -EPROTO, "%s ops table is %zu bytes, less than the %zu of ABI 1.0", k->name,
                                d->ops ? d->ops_size : (size_t)0, k->v1_size);
+
+    /* One name, one file: "<name>.so", so that a configuration naming a
+     * plugin can only mean one object. */
+    if (strlen(o->file) != strlen(d->name) + 3 || strncmp(o->file, d->name, strlen(d->name)) != 0)
+        return berth_error_set(reterr, -EPROTO, "plugin \"%s\" must be installed as %s.so", d->name, d->name);
 
     /* Rule 9. */
     if (o->kind && o->kind != d->kind)

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* utf8.c -- strict UTF-8 (RFC 3629) and UTF-16 ordering; see utf8.h. */
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "utf8.h"
 
@@ -58,6 +60,34 @@ bool berth_utf8_valid(const char *s, size_t len, size_t *ret_bad)
         }
     }
     return true;
+}
+
+int berth_utf8_lossy(const char *s, char **ret)
+{
+    size_t len, pos = 0, n = 0;
+    uint32_t cp;
+    char *out;
+
+    if (!s || !ret)
+        return -EINVAL;
+    len = strlen(s);
+    out = malloc(3 * len + 1); /* each byte becomes at most U+FFFD, 3 bytes */
+    if (!out)
+        return -ENOMEM;
+    while (pos < len) {
+        size_t start = pos;
+        if (berth_utf8_decode(s, len, &pos, &cp) == 0) {
+            memcpy(out + n, s + start, pos - start);
+            n += pos - start;
+        } else {
+            memcpy(out + n, "\xef\xbf\xbd", 3);
+            n += 3;
+            pos = start + 1;
+        }
+    }
+    out[n] = '\0';
+    *ret = out;
+    return 0;
 }
 
 /* Next UTF-16 code unit of a UTF-8 string; *pending holds a low surrogate

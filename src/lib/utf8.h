@@ -34,6 +34,15 @@ int berth_utf8_decode(const char *s, size_t len, size_t *pos, uint32_t *ret_cp);
 bool berth_utf8_valid(const char *s, size_t len, size_t *ret_bad);
 
 /**
+ * berth_utf8_lossy() - copy @s (NUL-terminated) into a new string in which
+ * every byte that does not start a valid UTF-8 sequence is replaced by
+ * U+FFFD, for showing arbitrary bytes (file names) in JSON output.
+ * @ret: receives the malloc'd result.
+ * Return: 0, -EINVAL, -ENOMEM.
+ */
+int berth_utf8_lossy(const char *s, char **ret);
+
+/**
  * berth_utf16_compare() - order two valid UTF-8 strings by UTF-16 code units.
  *
  * This is the key order RFC 8785 section 3.2.3 requires: it equals

@@ -47,6 +47,28 @@ mkdir "$TMP/rel"
 grep -q '^{"key_id":"[A-Za-z0-9_-]\{43\}","private_key_file":"'"$TMP"'/rel/rel.key","public_key":"[A-Za-z0-9_-]\{43\}"}$' \
     "$TMP/json" || fail "unexpected --json output: $(cat "$TMP/json")"
 
+# An existing --public-out is refused before anything is written.
+touch "$TMP/exists.pub"
+run 1 "$BERTHCTL" keygen --out "$TMP/new.key" --public-out "$TMP/exists.pub"
+stderr_has "exists.pub already exists; refusing to overwrite it"
+[ -e "$TMP/new.key" ] && fail "a private key was left behind although keygen failed"
+run 0 "$BERTHCTL" keygen --out "$TMP/new.key" --public-out "$TMP/new.pub" --json
+stdout_has '"public_key_file":"'"$TMP"'/new.pub"'
+
+# If the key id cannot be shown, no key is kept.
+if [ -w /dev/full ]; then
+    set +e
+    "$BERTHCTL" keygen --out "$TMP/full.key" >/dev/full 2>"$TMP/stderr"
+    st=$?
+    set -e
+    [ "$st" = 1 ] || fail "keygen >/dev/full exited $st"
+    stderr_has "nothing was kept"
+    [ -e "$TMP/full.key" ] && fail "a key was kept although its id could not be printed"
+fi
+# A file name that is not UTF-8 is shown lossily in --json, not refused.
+run 0 "$BERTHCTL" keygen --json --out "$TMP/$(printf 'k\377').key"
+stdout_has '"private_key_file":"'"$TMP"'/k'"$(printf '\357\277\275')"'.key"'
+
 # No symlink on the way to the key.
 ln -s "$TMP/rel" "$TMP/link"
 run 1 "$BERTHCTL" keygen --out "$TMP/link/other.key"

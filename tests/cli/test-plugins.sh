@@ -22,12 +22,14 @@ ok fixture-image-source
 ok fixture-evidence-store
 ok fixture-containment
 ok fixture-init-fail # listing never calls init
+ok fixture-nodelete  # stays mapped; every plugin listed after it must still be itself
 refused fixture-newer-minor "built for plugin ABI 1.1; this berth provides ABI 1.0"
 refused fixture-other-major "built for plugin ABI 2.0"
 refused fixture-short-descriptor "descriptor is"
 refused fixture-null-op "required runtime operation start() is NULL"
 refused fixture-no-entry "does not export berth_plugin_entry()"
 refused fixture-world-writable "which is writable by group or others"
+refused fixture-data-entry "berth_plugin_entry is not a function"
 refused fixture-symlink "symbolic link"
 line fixture-good | grep -qE '^fixture-good +runtime +1\.2\.3 +1\.0 ' || fail "columns: $(line fixture-good)"
 # A newer minor only appends, so its identity is still shown.
@@ -49,6 +51,12 @@ mkdir "$TMP/plugins"
 cp "$D/fixture-good.so" "$D/fixture-containment.so" "$TMP/plugins/"
 (cd "$TMP" && "$BERTHCTL" plugins list --plugin-dir plugins >"$TMP/out") || fail "clean directory did not exit 0"
 grep -c ' ok$' "$TMP/out" | grep -qx 2 || fail "expected two ok plugins: $(cat "$TMP/out")"
+
+# A file name that is not UTF-8 is listed (lossily in JSON), not an error.
+cp "$D/fixture-good.so" "$TMP/plugins/$(printf 'odd\377').so"
+run 1 "$BERTHCTL" plugins list --plugin-dir "$TMP/plugins" --json
+stdout_has '/odd'"$(printf '\357\277\275')"'.so","reason":"plugin \"fixture-good\" must be installed as fixture-good.so"'
+rm "$TMP/plugins/$(printf 'odd\377').so"
 
 # An empty directory is fine; a missing one is an error.
 mkdir "$TMP/empty"

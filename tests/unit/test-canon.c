@@ -88,7 +88,7 @@ START_TEST(integers)
     REFUSED("9007199254740992", "outside");
     REFUSED("[-9007199254740992]", "$[0]: integer -9007199254740992 is outside");
     REFUSED("{\"a\":{\"b\":[1,99999999999999999]}}", "$.a.b[1]");
-    REFUSED("123456789012345678901234567890", "too big integer");
+    REFUSED("123456789012345678901234567890", "byte 30: integer is outside +/-(2^53-1)");
     REFUSED("1.0", "byte 0: number '1.0' is not an integer");
     REFUSED("[1,2.5]", "byte 3: number '2.5'");
     REFUSED("1e2", "number '1e2'");
@@ -110,7 +110,7 @@ START_TEST(refusals)
     REFUSED("\"\\ud800\"", "invalid Unicode");
     REFUSED("\"\\udc00\"", "invalid Unicode");
     REFUSED("\"\\ud800x\"", "invalid Unicode");
-    REFUSED("\"a\\u0000b\"", "\\u0000 is not allowed");
+    REFUSED("\"a\\u0000b\"", "byte 10: a NUL character (\\u0000) is not allowed");
     REFUSED("\xef\xbb\xbf{}", "byte 0: a byte order mark is not allowed");
     REFUSED("{} x", "byte 4: end of file expected");
     REFUSED("{}{}", "end of file expected");
@@ -123,9 +123,13 @@ START_TEST(refusals)
     REFUSED("{\"a\"}", "byte");
     REFUSED("nul", "invalid token");
     REFUSED("NaN", "invalid token");
-    /* A raw NUL byte is refused, not treated as the end of input. */
-    assert_refused("{}\0", 3, -EBADMSG, "byte");
-    assert_refused("\"a\0b\"", 5, -EBADMSG, "byte");
+    /* A raw NUL byte is refused anywhere, not treated as the end of input
+     * (jansson alone skips one after a number or a literal). */
+    assert_refused("{}\0", 3, -EBADMSG, "byte 2: a NUL byte is not allowed");
+    assert_refused("\"a\0b\"", 5, -EBADMSG, "byte 2: a NUL byte is not allowed");
+    assert_refused("[1\0]", 4, -EBADMSG, "byte 2: a NUL byte is not allowed");
+    assert_refused("1\0", 2, -EBADMSG, "byte 1: a NUL byte is not allowed");
+    assert_refused("{\"a\":true\0,\"b\":null\0}", 21, -EBADMSG, "byte 9: a NUL byte");
 }
 END_TEST
 
@@ -161,6 +165,84 @@ START_TEST(nesting_depth)
     /* Brackets inside strings, even after an escaped quote, do not nest. */
     CANON("[\"\\\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"]",
           "[\"\\\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"]");
+}
+END_TEST
+
+/* Item budgets keep a small document from claiming gigabytes in jansson. */
+START_TEST(item_budgets)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    size_t n = BERTH_JSON_MAX_CONTAINERS, i, len;
+    _cleanup_free_ char *objs = malloc(3 * (n + 1) + 2), *ints = malloc(2 * (size_t)BERTH_JSON_MAX_ITEMS + 2);
+    _cleanup_free_ char *out = NULL;
+    char *p;
+
+    /* [{},{},...]: the outer array plus n - 1 objects is exactly the limit. */
+    p = objs;
+    *p++ = '[';
+    for (i = 0; i < n - 1; i++)
+        p += sprintf(p, "%s{}", i ? "," : "");
+    len = (size_t)(p - objs) + 1;
+    *p++ = ']';
+    ck_assert_int_eq(berth_json_canonicalize(objs, len, 1 << 22, &out, NULL, &err), 0);
+    free(TAKE_PTR(out));
+    memcpy(p - 1, ",{}]", 4);
+    ck_assert_int_eq(berth_json_canonicalize(objs, len + 3, 1 << 22, &out, NULL, &err), -EBADMSG);
+    ck_assert_str_eq(err.message, "byte 393214: more than 131072 arrays and objects");
+
+    /* [0,0,...]: the array plus MAX_ITEMS - 1 zeros fits, one more does not. */
+    p = ints;
+    *p++ = '[';
+    for (i = 0; i < (size_t)BERTH_JSON_MAX_ITEMS - 1; i++) {
+        if (i)
+            *p++ = ',';
+        *p++ = '0';
+    }
+    *p++ = ']';
+    ck_assert_int_eq(berth_json_canonicalize(ints, (size_t)(p - ints), 1 << 22, &out, NULL, &err), 0);
+    free(TAKE_PTR(out));
+    memcpy(p - 1, ",0]", 3);
+    ck_assert_int_eq(berth_json_canonicalize(ints, (size_t)(p - ints) + 2, 1 << 22, &out, NULL, &err), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(err.message, "more than 1048576 values and member names"));
+}
+END_TEST
+
+/* When jansson cannot allocate, the caller hears -ENOMEM, not "bad input".
+ * jansson reports most allocation failures with an empty message, which is
+ * what these budgets hit; a few (a failed key string) it reports as a syntax
+ * error, which berth cannot tell apart.  The item budgets keep a document's
+ * memory small enough that this is not a practical concern. */
+static int alloc_budget;
+static void *failing_malloc(size_t n)
+{
+    return alloc_budget-- > 0 ? malloc(n) : NULL;
+}
+
+START_TEST(parse_out_of_memory)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_json_ json_t *v = NULL;
+    const char *doc = "{\"a\":[1,2,3],\"b\":{\"c\":\"d\"}}";
+
+    json_set_alloc_funcs(failing_malloc, free);
+    alloc_budget = 0;
+    ck_assert_int_eq(berth_json_parse(doc, strlen(doc), 1024, &v, &err), -ENOMEM);
+    ck_assert_str_eq(err.message, "out of memory while parsing");
+    alloc_budget = 5;
+    ck_assert_int_eq(berth_json_parse(doc, strlen(doc), 1024, &v, &err), -ENOMEM);
+    ck_assert_ptr_null(v);
+    alloc_budget = 1000;
+    ck_assert_int_eq(berth_json_parse(doc, strlen(doc), 1024, &v, &err), 0);
+}
+END_TEST
+
+START_TEST(member_paths)
+{
+    REFUSED("{\"limits\":{\"pids\":9007199254740992}}", "$.limits.pids: integer");
+    REFUSED("{\"a b\":[9007199254740992]}", "$[\"a b\"][0]: integer");
+    /* Control characters in a key are escaped: the message stays one line. */
+    REFUSED("{\"a\\nb\":9007199254740992}", "$[\"a\\u000ab\"]: integer");
+    REFUSED("{\"\\u001b[31m\\\"\":9007199254740992}", "$[\"\\u001b[31m\\\"\"]: integer");
 }
 END_TEST
 
@@ -314,6 +396,9 @@ static Suite *make_suite(void)
     tcase_add_test(tc, integers);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, nesting_depth);
+    tcase_add_test(tc, item_budgets);
+    tcase_add_test(tc, parse_out_of_memory);
+    tcase_add_test(tc, member_paths);
     tcase_add_test(tc, byte_bound);
     tcase_add_test(tc, round_trip);
     tcase_add_test(tc, random_idempotent);

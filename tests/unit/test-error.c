@@ -30,6 +30,18 @@ START_TEST(set_and_prefix)
 }
 END_TEST
 
+START_TEST(control_characters)
+{
+    struct berth_error e = BERTH_ERROR_INIT;
+
+    berth_error_set(&e, -EINVAL, "key \"%s\" is bad", "a\nb\x1b[31m\x7f\xc3\xa9");
+    ck_assert_str_eq(e.message, "key \"a?b?[31m?\xc3\xa9\" is bad"); /* UTF-8 kept */
+    berth_error_prefix(&e, "file\t%s", "x");
+    ck_assert_str_eq(e.message, "file?x: key \"a?b?[31m?\xc3\xa9\" is bad");
+    berth_error_sanitize(NULL);
+}
+END_TEST
+
 START_TEST(truncation)
 {
     struct berth_error e = BERTH_ERROR_INIT;
@@ -91,6 +103,7 @@ static Suite *make_suite(void)
     TCase *tc = test_case(s, "error");
 
     tcase_add_test(tc, set_and_prefix);
+    tcase_add_test(tc, control_characters);
     tcase_add_test(tc, truncation);
     tcase_add_test(tc, cleanup_helpers);
     return s;

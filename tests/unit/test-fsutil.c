@@ -188,7 +188,8 @@ END_TEST
 START_TEST(read_file_at)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    _cleanup_free_ char *abs = test_path(tmp, "a/b/file"), *viasym = test_path(tmp, "link/b/file"), *buf = NULL;
+    _cleanup_free_ char *abs = test_path(tmp, "a/b/file"), *viasym = test_path(tmp, "link/b/file"), *buf = NULL,
+                        *fifo = test_path(tmp, "fifo");
     _cleanup_close_ int dfd = open(tmp, O_PATH | O_DIRECTORY | O_CLOEXEC);
     const struct berth_file_expect e = {
         .type = S_IFREG,
@@ -213,6 +214,12 @@ START_TEST(read_file_at)
     ck_assert_ptr_null(buf);
     zero.max_size = 0;
     ck_assert_int_eq(berth_read_file_at(dfd, "a/b/file", &zero, &buf, &len, &err), -EINVAL);
+
+    /* A FIFO where the file should be is refused at once; opening it used
+     * to block forever waiting for a writer. */
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(berth_read_file_at(dfd, "fifo", &e, &buf, &len, &err), -EBADFD);
+    ck_assert_ptr_nonnull(strstr(err.message, "is a FIFO, expected a regular file"));
 }
 END_TEST
 

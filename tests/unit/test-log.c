@@ -28,8 +28,8 @@ START_TEST(one_line_bounded)
     struct berth_logger l = {test_log_sink, &c, BERTH_LOG_DEBUG};
     char long_arg[3000];
 
-    berth_logf(&l, BERTH_LOG_ERR, "first\nforged: second\rthird");
-    ck_assert_str_eq(c.line, "first forged: second third");
+    berth_logf(&l, BERTH_LOG_ERR, "first\nforged: second\rthird\x1b[31m\x7f");
+    ck_assert_str_eq(c.line, "first forged: second third [31m ");
     memset(long_arg, 'y', sizeof(long_arg) - 1);
     long_arg[sizeof(long_arg) - 1] = '\0';
     berth_logf(&l, BERTH_LOG_ERR, "%s", long_arg);

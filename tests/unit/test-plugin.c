@@ -79,6 +79,7 @@ static void assert_refused(const char *d, const char *file, int code, const char
     ck_assert_ptr_null(h);
     ck_assert_msg(strstr(err.message, needle), "%s: \"%s\" lacks \"%s\"", file, err.message, needle);
     ck_assert_str_eq(info.path, path);
+    ck_assert_msg(!strstr(err.message, "/proc/self/fd"), "message names the descriptor path: %s", err.message);
     if (access(path, F_OK) == 0)
         ck_assert_msg(!mapped(path), "%s is still mapped after a refused load", file);
 }
@@ -222,6 +223,7 @@ START_TEST(abi_rules)
     assert_refused(dir, "fixture-null-op.so", -ENOSYS, "required runtime operation start() is NULL");
     assert_refused(dir, "fixture-no-entry.so", -ENOEXEC, "does not export berth_plugin_entry()");
     assert_refused(dir, "fixture-init-fail.so", -ENOTRECOVERABLE, "init failed: fixture-init-fail refuses");
+    assert_refused(dir, "fixture-data-entry.so", -ENOEXEC, "berth_plugin_entry is not a function");
 }
 END_TEST
 
@@ -245,6 +247,39 @@ START_TEST(older_minor_accepted)
     ck_assert_int_eq(
         load(dir, "fixture-good.so", 0, host, BERTH_PLUGIN_ABI_PACK(BERTH_PLUGIN_ABI_MAJOR + 1, 0), &h, &info, &err),
         -EPROTO);
+}
+END_TEST
+
+/* An object that cannot be unloaded keeps the name /proc/self/fd/N after
+ * the loader closed N.  glibc matches loaded objects by name, so a later
+ * load through the same number got the old object back: the next plugin
+ * (and its sha256 pin) was silently replaced by the first. */
+START_TEST(fd_name_reuse)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_plugin_handle *h = NULL;
+    struct berth_plugin_info info;
+    struct berth_plugin_load_options o = {.dir = dir, .file = "fixture-nodelete.so", .flags = BERTH_PLUGIN_LOAD_PEEK};
+    _cleanup_free_ char *nodelete = test_path(dir, "fixture-nodelete.so"), *good = test_path(dir, "fixture-good.so");
+    char pin[BERTH_DIGEST_BUFSZ];
+    int i;
+
+    ck_assert_int_eq(berth_plugin_load(&o, &h, &info, &err), 0);
+    berth_plugin_unload(h);
+    ck_assert(mapped(nodelete)); /* still there: -z nodelete */
+
+    o.file = "fixture-good.so";
+    for (i = 0; i < 3; i++) { /* the same descriptor number every time */
+        ck_assert_msg(berth_plugin_load(&o, &h, &info, &err) == 0, "%s", err.message);
+        ck_assert_str_eq(info.name, "fixture-good");
+        ck_assert(mapped(good));
+        snprintf(pin, sizeof(pin), "%s", info.sha256);
+        berth_plugin_unload(h);
+    }
+    o.sha256 = pin;
+    ck_assert_int_eq(berth_plugin_load(&o, &h, &info, &err), 0);
+    ck_assert_str_eq(berth_plugin_get_info(h)->name, "fixture-good");
+    berth_plugin_unload(h);
 }
 END_TEST
 
@@ -276,7 +311,8 @@ static char *private_copy(const char *file)
 START_TEST(directory_and_owner_rules)
 {
     _cleanup_free_ char *d = private_copy("fixture-good.so"), *so = test_path(d, "fixture-good.so"),
-                        *sub = test_path(d, "dir.so"), *junk = test_path(d, "junk.so"), *link = test_path(d, "linkdir");
+                        *sub = test_path(d, "dir.so"), *junk = test_path(d, "junk.so"), *link = test_path(d, "linkdir"),
+                        *renamed = test_path(d, "renamed.so");
     struct berth_error err = BERTH_ERROR_INIT;
     struct berth_plugin_handle *h = NULL;
     struct berth_plugin_info info;
@@ -301,7 +337,12 @@ START_TEST(directory_and_owner_rules)
     ck_assert_int_eq(mkdir(sub, 0755), 0);
     assert_refused(d, "dir.so", -EBADFD, "not a regular file");
     test_write_file(junk, "not an ELF object", 17, 0755);
-    assert_refused(d, "junk.so", -ELIBBAD, "dlopen failed");
+    assert_refused(d, "junk.so", -ELIBBAD, "dlopen failed: file too short");
+
+    /* The file name must be the descriptor's name plus ".so". */
+    ck_assert_int_eq(rename(so, renamed), 0);
+    assert_refused(d, "renamed.so", -EPROTO, "plugin \"fixture-good\" must be installed as fixture-good.so");
+    ck_assert_int_eq(rename(renamed, so), 0);
 
     /* A symlinked directory component is refused too. */
     ck_assert_int_eq(symlink(d, link), 0);
@@ -358,7 +399,7 @@ START_TEST(list_dir)
     bool good = false, link = false;
 
     ck_assert_int_eq(berth_plugin_list_dir(dir, &names, &n, &err), 0);
-    ck_assert_uint_ge(n, 12);
+    ck_assert_uint_ge(n, 14);
     for (i = 0; i < n; i++) {
         size_t len = strlen(names[i]);
         ck_assert_str_eq(names[i] + len - 3, ".so");
@@ -386,6 +427,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, other_kinds);
     tcase_add_test(tc, abi_rules);
     tcase_add_test(tc, older_minor_accepted);
+    tcase_add_test(tc, fd_name_reuse);
     tcase_add_test(tc, file_rules);
     tcase_add_test(tc, directory_and_owner_rules);
     tcase_add_test(tc, sha256_pin);

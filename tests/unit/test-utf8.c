@@ -93,6 +93,21 @@ START_TEST(utf16_order)
 }
 END_TEST
 
+START_TEST(lossy)
+{
+    char *out = NULL;
+
+    ck_assert_int_eq(berth_utf8_lossy("plain \xc3\xa9", &out), 0);
+    ck_assert_str_eq(out, "plain \xc3\xa9");
+    free(out);
+    ck_assert_int_eq(berth_utf8_lossy("bad\xff.so\xed\xa0\x80", &out), 0);
+    ck_assert_str_eq(out, "bad\xef\xbf\xbd.so\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    ck_assert(berth_utf8_valid(out, strlen(out), NULL));
+    free(out);
+    ck_assert_int_eq(berth_utf8_lossy(NULL, &out), -EINVAL);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("utf8");
@@ -102,6 +117,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, decode_invalid);
     tcase_add_test(tc, valid_reports_offset);
     tcase_add_test(tc, utf16_order);
+    tcase_add_test(tc, lossy);
     return s;
 }
 
