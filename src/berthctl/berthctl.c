@@ -10,21 +10,30 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <pwd.h>
+#include <time.h>
+
 #include <berth/version.h>
 
+#include "audit.h"
 #include "berthctl.h"
+#include "canon.h"
 #include "fsutil.h"
+#include "journal.h"
 #include "macro.h"
+#include "utf8.h"
 
 static const struct {
     const char *name;
-    int (*run)(int argc, char **argv);
+    int (*run)(struct bctl_globals *g, int argc, char **argv);
     const char *summary;
 } verbs[] = {
+    {"audit", cmd_audit, "create audit keys, export and verify the audit chain"},
     {"canon", cmd_canon, "print the canonical form of a JSON document"},
     {"digest", cmd_digest, "print the sha256 digest of a file or JSON document"},
     {"keygen", cmd_keygen, "create an Ed25519 signing key"},
     {"plugins", cmd_plugins, "list plugins and whether they would load"},
+    {"pool", cmd_pool, "register, inspect, place on and verify named sandbox pools"},
 };
 
 static void help(FILE *out)
@@ -42,13 +51,14 @@ static void help(FILE *out)
     fprintf(out, "\n"
                  "Run \"berthctl VERB --help\" for a verb's options.\n"
                  "\n"
-                 "Exit status: 0 success, 1 failure or refusal, 2 usage error.\n");
+                 "Exit status: 0 success, 1 failure or refusal, 2 usage error, 3 verification\n"
+                 "failed.\n");
 }
 
 BERTH_PRINTF(2, 0)
 static void vprint(const char *verb, const char *fmt, va_list ap)
 {
-    fprintf(stderr, "berthctl %s: ", verb);
+    fprintf(stderr, "berthctl%s%s: ", verb[0] ? " " : "", verb);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
 }
@@ -75,7 +85,7 @@ int bctl_usage_error(const char *verb, const char *fmt, ...)
 
 int bctl_usage_hint(const char *verb)
 {
-    fprintf(stderr, "Try \"berthctl %s --help\".\n", verb);
+    fprintf(stderr, "Try \"berthctl%s%s --help\".\n", verb[0] ? " " : "", verb);
     return BCTL_EXIT_USAGE;
 }
 
@@ -130,17 +140,94 @@ int bctl_parse_size(const char *text, size_t *ret)
     return 0;
 }
 
+int bctl_global_option(struct bctl_globals *g, const char *verb, int c, const char *arg)
+{
+    switch (c) {
+    case BCTL_OPT_JOURNAL: return bctl_absolute_arg(verb, "--journal", arg, &g->journal) == 0 ? 1 : -BCTL_EXIT_USAGE;
+    case BCTL_OPT_AUDIT_KEY:
+        return bctl_absolute_arg(verb, "--audit-key", arg, &g->audit_key) == 0 ? 1 : -BCTL_EXIT_USAGE;
+    case BCTL_OPT_JSON: g->json = true; return 1;
+    default: return 0;
+    }
+}
+
+int bctl_open_journal(const struct bctl_globals *g, const char *verb, bool create, struct berth_journal **ret)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+
+    if (!g->journal)
+        return bctl_usage_error(verb, "--journal=PATH is required");
+    if (berth_journal_open(g->journal, create ? BERTH_JOURNAL_CREATE : 0, ret, &err) < 0)
+        return bctl_error(verb, "%s", err.message);
+    return BCTL_EXIT_OK;
+}
+
+int bctl_load_audit_key(const struct bctl_globals *g, const char *verb, struct berth_audit_key *ret)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+
+    if (!g->audit_key)
+        return bctl_usage_error(verb, "--audit-key=FILE is required");
+    if (berth_audit_key_load(g->audit_key, ret, &err) < 0)
+        return bctl_error(verb, "%s", err.message);
+    return BCTL_EXIT_OK;
+}
+
+const char *bctl_actor(char *buf, size_t bufsz)
+{
+    struct passwd *pw = getpwuid(geteuid());
+
+    if (pw && pw->pw_name && berth_utf8_valid(pw->pw_name, strlen(pw->pw_name), NULL))
+        snprintf(buf, bufsz, "local:%s", pw->pw_name);
+    else
+        snprintf(buf, bufsz, "local:uid:%u", (unsigned)geteuid());
+    return buf;
+}
+
+int64_t bctl_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int bctl_print_json(const char *verb, const json_t *value, bool canonical)
+{
+    _cleanup_free_ char *text = NULL;
+
+    if (canonical) {
+        struct berth_error err = BERTH_ERROR_INIT;
+        if (berth_json_serialize(value, 0, &text, NULL, &err) < 0)
+            return bctl_error(verb, "%s", err.message);
+    } else {
+        text = json_dumps(value, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII * 0);
+        if (!text)
+            return bctl_error(verb, "formatting output failed");
+    }
+    if (printf("%s\n", text) < 0 || fflush(stdout) != 0)
+        return bctl_error(verb, "writing standard output: %s", strerror(errno));
+    return BCTL_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option options[] = {
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
+        BCTL_GLOBAL_OPTIONS,
         {},
     };
+    struct bctl_globals g = {0};
     size_t i;
-    int c;
+    int c, r;
 
     while ((c = getopt_long(argc, argv, "+hV", options, NULL)) != -1) {
+        r = bctl_global_option(&g, "", c, optarg);
+        if (r < 0)
+            return -r;
+        if (r > 0)
+            continue;
         switch (c) {
         case 'h': help(stdout); return BCTL_EXIT_OK;
         case 'V': printf("berthctl %s\n", BERTH_VERSION); return BCTL_EXIT_OK;
@@ -157,7 +244,7 @@ int main(int argc, char **argv)
             for (i = 0; i < ELEMENTSOF(verbs); i++)
                 if (streq(verbs[i].name, argv[optind + 1])) {
                     optind = 0;
-                    return verbs[i].run(2, hargv);
+                    return verbs[i].run(&g, 2, hargv);
                 }
             fprintf(stderr, "berthctl: unknown verb \"%s\"\n", argv[optind + 1]);
             return BCTL_EXIT_USAGE;
@@ -175,7 +262,10 @@ int main(int argc, char **argv)
             snprintf(name, sizeof(name), "berthctl %s", verbs[i].name);
             vargv[0] = name;
             optind = 0; /* restart getopt for the verb */
-            return verbs[i].run(vargc, vargv);
+            r = verbs[i].run(&g, vargc, vargv);
+            free(g.journal);
+            free(g.audit_key);
+            return r;
         }
     }
     fprintf(stderr, "berthctl: unknown verb \"%s\"\nTry \"berthctl --help\".\n", argv[optind]);

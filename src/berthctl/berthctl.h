@@ -9,23 +9,90 @@
 #ifndef BERTHCTL_H
 #define BERTHCTL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
 
 #include <berth/error.h>
 
+struct berth_journal;
+struct berth_audit_key;
+
 enum {
-    BCTL_EXIT_OK = 0,    /**< success */
-    BCTL_EXIT_FAIL = 1,  /**< the operation failed or was refused */
-    BCTL_EXIT_USAGE = 2, /**< bad command line */
+    BCTL_EXIT_OK = 0,     /**< success */
+    BCTL_EXIT_FAIL = 1,   /**< the operation failed or was refused */
+    BCTL_EXIT_USAGE = 2,  /**< bad command line */
+    BCTL_EXIT_VERIFY = 3, /**< verification failed (pool verify, audit verify) */
 };
+
+/**
+ * struct bctl_globals - options that every verb understands, given before
+ * the verb or among its own options: --journal=PATH, --audit-key=FILE,
+ * --json.  Paths are absolute (made so when parsed).
+ */
+struct bctl_globals {
+    char *journal;
+    char *audit_key;
+    bool json;
+};
+
+/** getopt codes of the global options, for verbs' option tables. */
+enum {
+    BCTL_OPT_JOURNAL = 0x100,
+    BCTL_OPT_AUDIT_KEY,
+    BCTL_OPT_JSON,
+};
+
+/** The option table entries for the global options (spliced into verbs'). */
+#define BCTL_GLOBAL_OPTIONS                                                                                            \
+    {"journal", required_argument, NULL, BCTL_OPT_JOURNAL},                                                            \
+        {"audit-key", required_argument, NULL, BCTL_OPT_AUDIT_KEY},                                                    \
+    {                                                                                                                  \
+        "json", no_argument, NULL, BCTL_OPT_JSON                                                                       \
+    }
+
+/**
+ * bctl_global_option() - handle getopt code @c if it is a global option.
+ * Returns 1 when handled, 0 when @c is not a global option, or
+ * BCTL_EXIT_USAGE (negated) on a bad value.
+ */
+int bctl_global_option(struct bctl_globals *g, const char *verb, int c, const char *arg);
 
 /** Default bound for documents read by canon and digest --canonical: 16 MiB. */
 #define BCTL_DEFAULT_MAX_BYTES ((size_t)16 * 1024 * 1024)
 
-int cmd_canon(int argc, char **argv);
-int cmd_digest(int argc, char **argv);
-int cmd_keygen(int argc, char **argv);
-int cmd_plugins(int argc, char **argv);
+int cmd_canon(struct bctl_globals *g, int argc, char **argv);
+int cmd_digest(struct bctl_globals *g, int argc, char **argv);
+int cmd_keygen(struct bctl_globals *g, int argc, char **argv);
+int cmd_plugins(struct bctl_globals *g, int argc, char **argv);
+int cmd_pool(struct bctl_globals *g, int argc, char **argv);
+int cmd_audit(struct bctl_globals *g, int argc, char **argv);
+
+/**
+ * bctl_open_journal() - open g->journal (required: a usage error without
+ * it), creating it when @create.  Prints the error; returns an exit code.
+ */
+int bctl_open_journal(const struct bctl_globals *g, const char *verb, bool create, struct berth_journal **ret);
+
+/**
+ * bctl_load_audit_key() - load g->audit_key (required).  Prints the error;
+ * returns an exit code.
+ */
+int bctl_load_audit_key(const struct bctl_globals *g, const char *verb, struct berth_audit_key *ret);
+
+/** bctl_actor() - who acts offline: "local:<user name>" or "local:uid:<N>". */
+const char *bctl_actor(char *buf, size_t bufsz);
+
+/** bctl_now_ns() - CLOCK_REALTIME in nanoseconds. */
+int64_t bctl_now_ns(void);
+
+/**
+ * bctl_print_json() - print @value followed by a newline: canonical when
+ * @canonical, otherwise indented for people.  Returns an exit code.
+ */
+int bctl_print_json(const char *verb, const json_t *value, bool canonical);
 
 /**
  * bctl_error() - print "berthctl VERB: MESSAGE" to standard error.

@@ -51,12 +51,13 @@ static void help(FILE *out)
                  "  berthctl canon job.json | berthctl digest\n");
 }
 
-int cmd_canon(int argc, char **argv)
+int cmd_canon(struct bctl_globals *g, int argc, char **argv)
 {
     static const struct option options[] = {
         {"check", no_argument, NULL, 'c'},
         {"max-bytes", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},
+        BCTL_GLOBAL_OPTIONS,
         {},
     };
     struct berth_error err = BERTH_ERROR_INIT;
@@ -67,6 +68,11 @@ int cmd_canon(int argc, char **argv)
     int c, r;
 
     while ((c = getopt_long(argc, argv, "chm:", options, NULL)) != -1) {
+        int gr = bctl_global_option(g, "canon", c, optarg);
+        if (gr < 0)
+            return -gr;
+        if (gr > 0)
+            continue;
         switch (c) {
         case 'c': check = true; break;
         case 'm':

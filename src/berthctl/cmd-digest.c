@@ -42,12 +42,13 @@ static void help(FILE *out)
                  "  berthctl digest --canonical job.json\n");
 }
 
-int cmd_digest(int argc, char **argv)
+int cmd_digest(struct bctl_globals *g, int argc, char **argv)
 {
     static const struct option options[] = {
         {"canonical", no_argument, NULL, 'c'},
         {"max-bytes", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},
+        BCTL_GLOBAL_OPTIONS,
         {},
     };
     struct berth_error err = BERTH_ERROR_INIT;
@@ -59,6 +60,11 @@ int cmd_digest(int argc, char **argv)
     int c, r;
 
     while ((c = getopt_long(argc, argv, "chm:", options, NULL)) != -1) {
+        int gr = bctl_global_option(g, "digest", c, optarg);
+        if (gr < 0)
+            return -gr;
+        if (gr > 0)
+            continue;
         switch (c) {
         case 'c': canonical = true; break;
         case 'm':

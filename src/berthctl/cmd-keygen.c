@@ -69,24 +69,29 @@ static int format_output(const struct berth_signing_key *key, const char *pub_b6
     return asprintf(ret, "%s\n", canon) < 0 ? -ENOMEM : 0;
 }
 
-int cmd_keygen(int argc, char **argv)
+int cmd_keygen(struct bctl_globals *g, int argc, char **argv)
 {
     static const struct option options[] = {
         {"out", required_argument, NULL, 'o'},
         {"public-out", required_argument, NULL, 'p'},
-        {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
+        BCTL_GLOBAL_OPTIONS,
         {},
     };
     struct berth_error err = BERTH_ERROR_INIT;
     struct berth_signing_key *key = NULL;
     _cleanup_free_ char *out = NULL, *pub_out = NULL, *pub_pem = NULL, *text = NULL;
     char pub_b64[BERTH_PUBLIC_KEY_B64_LEN + 1];
-    bool json = false, written_out = false, written_pub = false;
+    bool written_out = false, written_pub = false;
     size_t pub_len = 0;
     int c, r, ret = BCTL_EXIT_FAIL;
 
     while ((c = getopt_long(argc, argv, "o:p:h", options, NULL)) != -1) {
+        int gr = bctl_global_option(g, "keygen", c, optarg);
+        if (gr < 0)
+            return -gr;
+        if (gr > 0)
+            continue;
         switch (c) {
         case 'o':
             if (bctl_absolute_arg("keygen", "--out", optarg, &out) != 0)
@@ -96,7 +101,6 @@ int cmd_keygen(int argc, char **argv)
             if (bctl_absolute_arg("keygen", "--public-out", optarg, &pub_out) != 0)
                 return BCTL_EXIT_USAGE;
             break;
-        case 'j': json = true; break;
         case 'h': help(stdout); return BCTL_EXIT_OK;
         default: return bctl_usage_hint("keygen");
         }
@@ -132,7 +136,7 @@ int cmd_keygen(int argc, char **argv)
             goto out;
         }
     }
-    r = format_output(key, pub_b64, out, pub_out, json, &text);
+    r = format_output(key, pub_b64, out, pub_out, g->json, &text);
     if (r < 0) {
         bctl_error("keygen", "formatting the output failed: %s", strerror(-r));
         goto out;

@@ -175,25 +175,28 @@ out:
     return refused ? BCTL_EXIT_FAIL : BCTL_EXIT_OK;
 }
 
-int cmd_plugins(int argc, char **argv)
+int cmd_plugins(struct bctl_globals *g, int argc, char **argv)
 {
     static const struct option options[] = {
         {"plugin-dir", required_argument, NULL, 'd'},
-        {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
+        BCTL_GLOBAL_OPTIONS,
         {},
     };
     _cleanup_free_ char *dir = NULL;
-    bool json = false;
     int c;
 
     while ((c = getopt_long(argc, argv, "d:h", options, NULL)) != -1) {
+        int gr = bctl_global_option(g, "plugins", c, optarg);
+        if (gr < 0)
+            return -gr;
+        if (gr > 0)
+            continue;
         switch (c) {
         case 'd':
             if (bctl_absolute_arg("plugins", "--plugin-dir", optarg, &dir) != 0)
                 return BCTL_EXIT_USAGE;
             break;
-        case 'j': json = true; break;
         case 'h': help(stdout); return BCTL_EXIT_OK;
         default: return bctl_usage_hint("plugins");
         }
@@ -209,5 +212,5 @@ int cmd_plugins(int argc, char **argv)
         if (!dir)
             return bctl_error("plugins", "out of memory");
     }
-    return list(dir, json);
+    return list(dir, g->json);
 }

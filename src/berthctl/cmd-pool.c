@@ -1,0 +1,433 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd-pool.c -- berthctl pool: named sandbox pools on a local journal. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit.h"
+#include "berthctl.h"
+#include "canon.h"
+#include "journal.h"
+#include "macro.h"
+#include "registry.h"
+#include "sign.h"
+
+#define VERB "pool"
+
+static void help(FILE *out)
+{
+    fprintf(out, "Usage: berthctl --journal=PATH [--audit-key=FILE] [--json] pool SUBCOMMAND ...\n"
+                 "\n"
+                 "Named sandbox pools are the operator's placement contracts: which backends\n"
+                 "work may run on (in preference order), the base workspace template, which\n"
+                 "fields a submitter may override, and the ceilings on capabilities, network\n"
+                 "egress and credential environment variables.  Every change and every\n"
+                 "placement is recorded in the journal's HMAC-chained audit log.\n"
+                 "\n"
+                 "Subcommands:\n"
+                 "  register FILE        register the manifest in FILE (\"-\": standard input);\n"
+                 "                       a new name records pool.registered, a changed manifest\n"
+                 "                       pool.updated, an identical one nothing (\"unchanged\")\n"
+                 "  list                 the active pools\n"
+                 "  show NAME            the active manifest of NAME, with its pool_hash\n"
+                 "  place NAME [--overrides=FILE] [--backends=FILE]\n"
+                 "                       merge the overrides into the pool, choose a backend\n"
+                 "                       and print the placement receipt, or the refusal;\n"
+                 "                       either is recorded.  Without --backends no backend is\n"
+                 "                       configured and placement is refused with no_backend\n"
+                 "  retire NAME          deactivate NAME (pool.retired)\n"
+                 "  enrol NAME --worker-key=FILE --worker-name=NAME\n"
+                 "                       sign and record a worker's enrolment into the pool\n"
+                 "  claim NAME --worker-key=FILE --worker-name=NAME --job-id=ID\n"
+                 "        --placement-hash=HASH\n"
+                 "                       sign and record an enrolled worker's claim of a job\n"
+                 "  verify               re-check the whole audit chain (MACs and pool rules),\n"
+                 "                       re-hash every stored manifest, check every active\n"
+                 "                       pool's manifest is stored\n"
+                 "\n"
+                 "The journal is created by the first register.  register, place, retire,\n"
+                 "enrol, claim and verify need --audit-key.  Manifests, overrides and backend\n"
+                 "sets are strict JSON (see \"berthctl canon\"); unknown members are refused.\n"
+                 "\n"
+                 "Exit status: 0 success; 1 failure, or a refused placement; 2 usage error;\n"
+                 "3 verification failed.\n"
+                 "\n"
+                 "Examples:\n"
+                 "  berthctl audit keygen --out audit.key\n"
+                 "  berthctl --journal /var/lib/berth/journal.db --audit-key audit.key \\\n"
+                 "      pool register conf/pools/default.json\n"
+                 "  berthctl --journal /var/lib/berth/journal.db --audit-key audit.key \\\n"
+                 "      pool place default --overrides overrides.json --backends backends.json\n");
+}
+
+static inline void journal_closep(struct berth_journal **j)
+{
+    berth_journal_close(*j);
+}
+#define _cleanup_journal_ BERTH_CLEANUP(journal_closep)
+
+static inline void chain_freep(struct berth_pool_chain **c)
+{
+    berth_pool_chain_free(*c);
+}
+
+static inline void pool_freep(struct berth_pool **p)
+{
+    berth_pool_free(*p);
+}
+
+static inline void key_freep(struct berth_signing_key **k)
+{
+    berth_signing_key_free(*k);
+}
+
+/* Read and parse FILE as JSON (for overrides). */
+static int read_json_file(const char *file, size_t max, json_t **ret)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *buf = NULL;
+    size_t len = 0;
+
+    if (bctl_read_input(file, max, &buf, &len, &err) < 0 || berth_json_parse(buf, len, max, ret, &err) < 0)
+        return bctl_error(VERB, "%s: %s", bctl_input_name(file), err.message);
+    return BCTL_EXIT_OK;
+}
+
+static int do_register(struct bctl_globals *g, const char *file)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_journal_ struct berth_journal *j = NULL;
+    BERTH_CLEANUP(pool_freep) struct berth_pool *pool = NULL;
+    _cleanup_free_ char *buf = NULL;
+    struct berth_audit_key key;
+    enum berth_register_outcome outcome;
+    char actor[300], prev[BERTH_HASH_HEX_LEN + 1] = "";
+    size_t len = 0;
+    int r;
+
+    if (bctl_read_input(file, BERTH_POOL_MANIFEST_MAX, &buf, &len, &err) < 0 ||
+        berth_pool_parse(buf, len, &pool, &err) < 0)
+        return bctl_error(VERB, "%s: %s", bctl_input_name(file), err.message);
+    if ((r = bctl_load_audit_key(g, VERB, &key)) != 0)
+        return r;
+    if ((r = bctl_open_journal(g, VERB, true, &j)) != 0)
+        goto out;
+    {
+        /* The hash this name had, to report an update. */
+        BERTH_CLEANUP(chain_freep) struct berth_pool_chain *chain = NULL;
+        if (berth_registry_load(j, &chain, &err) == 0 && berth_pool_chain_find(chain, pool->name))
+            snprintf(prev, sizeof(prev), "%s", berth_pool_chain_find(chain, pool->name)->pool_hash);
+    }
+    if (berth_registry_register(j, &key, pool, bctl_actor(actor, sizeof(actor)), bctl_now_ns(), &outcome, &err) < 0) {
+        r = bctl_error(VERB, "%s", err.message);
+        goto out;
+    }
+    if (g->json) {
+        _cleanup_json_ json_t *o = json_pack("{s:s, s:s, s:s, s:s*}", "outcome",
+                                             outcome == BERTH_REGISTER_NEW       ? "registered"
+                                             : outcome == BERTH_REGISTER_UPDATED ? "updated"
+                                                                                 : "unchanged",
+                                             "name", pool->name, "pool_hash", pool->pool_hash, "prev_pool_hash",
+                                             outcome == BERTH_REGISTER_UPDATED ? prev : NULL);
+        r = bctl_print_json(VERB, o, true);
+    } else if (outcome == BERTH_REGISTER_NEW) {
+        printf("registered pool %s\npool_hash %s\n", pool->name, pool->pool_hash);
+    } else if (outcome == BERTH_REGISTER_UPDATED) {
+        printf("updated pool %s\npool_hash %s (was %s)\n", pool->name, pool->pool_hash, prev);
+    } else {
+        printf("pool %s unchanged\npool_hash %s\n", pool->name, pool->pool_hash);
+    }
+out:
+    berth_audit_key_wipe(&key);
+    return r;
+}
+
+static int do_list(struct bctl_globals *g)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_journal_ struct berth_journal *j = NULL;
+    BERTH_CLEANUP(chain_freep) struct berth_pool_chain *chain = NULL;
+    _cleanup_json_ json_t *arr = NULL;
+    size_t i, n;
+    int r;
+
+    if ((r = bctl_open_journal(g, VERB, false, &j)) != 0)
+        return r;
+    if (berth_registry_load(j, &chain, &err) < 0)
+        return bctl_error(VERB, "%s", err.message);
+    n = berth_pool_chain_count(chain);
+    if (g->json) {
+        arr = json_array();
+        for (i = 0; arr && i < n; i++) {
+            const struct berth_pool *p = berth_pool_chain_at(chain, i);
+            if (json_array_append_new(arr,
+                                      json_pack("{s:s, s:s, s:O, s:s}", "name", p->name, "pool_hash", p->pool_hash,
+                                                "backend_allowlist", json_object_get(p->manifest, "backend_allowlist"),
+                                                "network_egress_class", berth_egress_names[p->egress])) < 0)
+                return bctl_error(VERB, "out of memory");
+        }
+        return arr ? bctl_print_json(VERB, arr, true) : bctl_error(VERB, "out of memory");
+    }
+    printf("%-24s %-64s  %-10s %s\n", "NAME", "POOL_HASH", "EGRESS", "BACKENDS");
+    for (i = 0; i < n; i++) {
+        const struct berth_pool *p = berth_pool_chain_at(chain, i);
+        size_t k;
+        printf("%-24s %-64s  %-10s ", p->name, p->pool_hash, berth_egress_names[p->egress]);
+        for (k = 0; k < p->n_backends; k++)
+            printf("%s%s", k ? "," : "", p->backends[k]);
+        printf("\n");
+    }
+    return fflush(stdout) == 0 ? BCTL_EXIT_OK : bctl_error(VERB, "writing standard output: %s", strerror(errno));
+}
+
+static int do_show(struct bctl_globals *g, const char *name)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_journal_ struct berth_journal *j = NULL;
+    BERTH_CLEANUP(chain_freep) struct berth_pool_chain *chain = NULL;
+    BERTH_CLEANUP(pool_freep) struct berth_pool *pool = NULL;
+    _cleanup_json_ json_t *doc = NULL;
+    int r;
+
+    if ((r = bctl_open_journal(g, VERB, false, &j)) != 0)
+        return r;
+    if (berth_registry_load(j, &chain, &err) < 0 || berth_registry_get(j, chain, name, &pool, &err) < 0)
+        return bctl_error(VERB, "%s", err.message);
+    doc = berth_pool_to_json(pool);
+    if (!doc)
+        return bctl_error(VERB, "out of memory");
+    return bctl_print_json(VERB, doc, g->json);
+}
+
+static void print_inputs(const json_t *inputs)
+{
+    const json_t *in;
+    size_t i;
+
+    json_array_foreach(inputs, i, in) printf("  %-20s %-5s %s\n", json_string_value(json_object_get(in, "backend")),
+                                             json_is_true(json_object_get(in, "kept")) ? "kept" : "drop",
+                                             json_string_value(json_object_get(in, "reason")));
+}
+
+static int do_place(struct bctl_globals *g, const char *name, const char *overrides_file, const char *backends_file)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_journal_ struct berth_journal *j = NULL;
+    _cleanup_json_ json_t *overrides = NULL, *backends_doc = NULL;
+    struct berth_backend_set *backends = NULL;
+    struct berth_placement_result res;
+    struct berth_audit_key key;
+    char actor[300];
+    int r;
+
+    if (overrides_file && (r = read_json_file(overrides_file, BERTH_POOL_MANIFEST_MAX, &overrides)) != 0)
+        return r;
+    if (backends_file) {
+        if ((r = read_json_file(backends_file, BERTH_BACKEND_SET_MAX, &backends_doc)) != 0)
+            return r;
+        if (berth_backend_set_from_json(backends_doc, &backends, &err) < 0)
+            return bctl_error(VERB, "%s: %s", backends_file, err.message);
+    } else if (berth_backend_set_empty(&backends) < 0) {
+        return bctl_error(VERB, "out of memory");
+    }
+    if ((r = bctl_load_audit_key(g, VERB, &key)) != 0)
+        goto out;
+    if ((r = bctl_open_journal(g, VERB, false, &j)) != 0)
+        goto out;
+
+    r = berth_registry_place(j, &key, name, overrides, backends, bctl_actor(actor, sizeof(actor)), bctl_now_ns(), &res,
+                             &err);
+    if (r < 0 && r != -EPERM) {
+        r = bctl_error(VERB, "%s", err.message);
+        goto out;
+    }
+    if (g->json) {
+        _cleanup_json_ json_t *o = NULL;
+        if (r == 0)
+            o = json_pack("{s:s, s:s, s:O}", "outcome", "placed", "placement_hash", res.placement_hash, "receipt",
+                          res.receipt);
+        else
+            o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O*}", "outcome", "refused", "reason",
+                          berth_refusal_names[res.refusal.reason], "field", res.refusal.field, "detail",
+                          res.refusal.detail, "overrides_hash", res.overrides_hash, "selector_inputs",
+                          res.selector_inputs);
+        r = r == 0 ? bctl_print_json(VERB, o, true) : (bctl_print_json(VERB, o, true), BCTL_EXIT_FAIL);
+    } else if (r == 0) {
+        printf("placed on %s\nplacement_hash %s\n", json_string_value(json_object_get(res.receipt, "chosen_backend")),
+               res.placement_hash);
+        print_inputs(json_object_get(res.receipt, "selector_inputs"));
+        r = bctl_print_json(VERB, res.receipt, false);
+    } else {
+        bctl_error(VERB, "refused: %s%s%s: %s", berth_refusal_names[res.refusal.reason],
+                   res.refusal.field[0] ? " at " : "", res.refusal.field, res.refusal.detail);
+        if (res.selector_inputs) {
+            printf("candidates:\n");
+            print_inputs(res.selector_inputs);
+        }
+        r = BCTL_EXIT_FAIL;
+    }
+    berth_placement_result_clear(&res);
+out:
+    berth_audit_key_wipe(&key);
+    berth_backend_set_free(backends);
+    return r;
+}
+
+static int do_retire(struct bctl_globals *g, const char *name)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_journal_ struct berth_journal *j = NULL;
+    struct berth_audit_key key;
+    char actor[300];
+    int r;
+
+    if ((r = bctl_load_audit_key(g, VERB, &key)) != 0)
+        return r;
+    if ((r = bctl_open_journal(g, VERB, false, &j)) == 0) {
+        if (berth_registry_retire(j, &key, name, bctl_actor(actor, sizeof(actor)), bctl_now_ns(), &err) < 0)
+            r = bctl_error(VERB, "%s", err.message);
+        else
+            printf("retired pool %s\n", name);
+    }
+    berth_audit_key_wipe(&key);
+    return r;
+}
+
+static int do_worker(struct bctl_globals *g, const char *name, const char *key_file, const char *worker_name,
+                     const char *job_id, const char *placement_hash, bool claim)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_journal_ struct berth_journal *j = NULL;
+    BERTH_CLEANUP(key_freep) struct berth_signing_key *worker = NULL;
+    _cleanup_json_ json_t *details = NULL;
+    struct berth_audit_key key;
+    char actor[300];
+    int r;
+
+    if (!key_file || !worker_name)
+        return bctl_usage_error(VERB, "--worker-key and --worker-name are required");
+    if (claim && (!job_id || !placement_hash))
+        return bctl_usage_error(VERB, "claim needs --job-id and --placement-hash");
+    if (berth_signing_key_load(key_file, &worker, &err) < 0)
+        return bctl_error(VERB, "%s", err.message);
+    if ((r = bctl_load_audit_key(g, VERB, &key)) != 0)
+        return r;
+    if ((r = bctl_open_journal(g, VERB, false, &j)) == 0) {
+        if (claim)
+            r = berth_registry_claim(j, &key, name, worker, worker_name, job_id, placement_hash,
+                                     bctl_actor(actor, sizeof(actor)), bctl_now_ns(), &details, &err);
+        else
+            r = berth_registry_enrol(j, &key, name, worker, worker_name, bctl_actor(actor, sizeof(actor)),
+                                     bctl_now_ns(), &details, &err);
+        r = r < 0 ? bctl_error(VERB, "%s", err.message) : bctl_print_json(VERB, details, g->json);
+    }
+    berth_audit_key_wipe(&key);
+    return r;
+}
+
+static int do_verify(struct bctl_globals *g)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_journal_ struct berth_journal *j = NULL;
+    struct berth_verify_report rep;
+    struct berth_audit_key key;
+    int r;
+
+    if ((r = bctl_load_audit_key(g, VERB, &key)) != 0)
+        return r;
+    if ((r = bctl_open_journal(g, VERB, false, &j)) != 0)
+        goto out;
+    r = berth_registry_verify(j, &key, &rep, &err);
+    if (r == -EBADMSG) {
+        r = bctl_error(VERB, "verification failed: %s", err.message);
+        r = BCTL_EXIT_VERIFY;
+    } else if (r < 0) {
+        r = bctl_error(VERB, "%s", err.message);
+    } else if (g->json) {
+        _cleanup_json_ json_t *o =
+            json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I}", "verified", 1, "events", (json_int_t)rep.events, "pools",
+                      (json_int_t)rep.pools, "bodies", (json_int_t)rep.bodies, "placements", (json_int_t)rep.placements,
+                      "enrolments", (json_int_t)rep.enrolments, "claims", (json_int_t)rep.claims);
+        r = bctl_print_json(VERB, o, true);
+    } else {
+        printf("verified: %llu events, %zu active pools, %zu stored manifests, %zu placements, %zu enrolments, "
+               "%zu claims\n",
+               (unsigned long long)rep.events, rep.pools, rep.bodies, rep.placements, rep.enrolments, rep.claims);
+    }
+out:
+    berth_audit_key_wipe(&key);
+    return r;
+}
+
+int cmd_pool(struct bctl_globals *g, int argc, char **argv)
+{
+    enum { OPT_OVERRIDES = 1, OPT_BACKENDS, OPT_WORKER_KEY, OPT_WORKER_NAME, OPT_JOB_ID, OPT_PLACEMENT_HASH };
+    static const struct option options[] = {
+        {"overrides", required_argument, NULL, OPT_OVERRIDES},
+        {"backends", required_argument, NULL, OPT_BACKENDS},
+        {"worker-key", required_argument, NULL, OPT_WORKER_KEY},
+        {"worker-name", required_argument, NULL, OPT_WORKER_NAME},
+        {"job-id", required_argument, NULL, OPT_JOB_ID},
+        {"placement-hash", required_argument, NULL, OPT_PLACEMENT_HASH},
+        {"help", no_argument, NULL, 'h'},
+        BCTL_GLOBAL_OPTIONS,
+        {},
+    };
+    _cleanup_free_ char *overrides = NULL, *backends = NULL, *worker_key = NULL;
+    const char *worker_name = NULL, *job_id = NULL, *placement_hash = NULL, *sub, *arg;
+    int c, gr, nargs;
+
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        if ((gr = bctl_global_option(g, VERB, c, optarg)) != 0) {
+            if (gr < 0)
+                return -gr;
+            continue;
+        }
+        switch (c) {
+        case OPT_OVERRIDES:
+            if (bctl_absolute_arg(VERB, "--overrides", optarg, &overrides) != 0)
+                return BCTL_EXIT_USAGE;
+            break;
+        case OPT_BACKENDS:
+            if (bctl_absolute_arg(VERB, "--backends", optarg, &backends) != 0)
+                return BCTL_EXIT_USAGE;
+            break;
+        case OPT_WORKER_KEY:
+            if (bctl_absolute_arg(VERB, "--worker-key", optarg, &worker_key) != 0)
+                return BCTL_EXIT_USAGE;
+            break;
+        case OPT_WORKER_NAME: worker_name = optarg; break;
+        case OPT_JOB_ID: job_id = optarg; break;
+        case OPT_PLACEMENT_HASH: placement_hash = optarg; break;
+        case 'h': help(stdout); return BCTL_EXIT_OK;
+        default: return bctl_usage_hint(VERB);
+        }
+    }
+    if (optind >= argc)
+        return bctl_usage_error(VERB, "missing subcommand");
+    sub = argv[optind];
+    nargs = argc - optind - 1;
+    arg = nargs > 0 ? argv[optind + 1] : NULL;
+
+    if (streq(sub, "list") || streq(sub, "verify")) {
+        if (nargs != 0)
+            return bctl_usage_error(VERB, "%s takes no arguments", sub);
+        return streq(sub, "list") ? do_list(g) : do_verify(g);
+    }
+    if (!streq(sub, "register") && !streq(sub, "show") && !streq(sub, "place") && !streq(sub, "retire") &&
+        !streq(sub, "enrol") && !streq(sub, "claim"))
+        return bctl_usage_error(VERB, "unknown subcommand \"%s\"", sub);
+    if (nargs != 1)
+        return bctl_usage_error(VERB, "%s takes exactly one %s", sub, streq(sub, "register") ? "FILE" : "NAME");
+    if (streq(sub, "register"))
+        return do_register(g, arg);
+    if (streq(sub, "show"))
+        return do_show(g, arg);
+    if (streq(sub, "place"))
+        return do_place(g, arg, overrides, backends);
+    if (streq(sub, "retire"))
+        return do_retire(g, arg);
+    return do_worker(g, arg, worker_key, worker_name, job_id, placement_hash, streq(sub, "claim"));
+}

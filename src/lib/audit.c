@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: MIT */
+/* audit.c -- the HMAC-chained audit log; see audit.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "audit.h"
+#include "canon.h"
+#include "encoding.h"
+#include "fsutil.h"
+#include "jsonobj.h"
+#include "macro.h"
+#include "utf8.h"
+
+#define MAC_HEX (2 * BERTH_HMAC_SHA256_LEN)
+static const char zero_mac[MAC_HEX + 1] = "0000000000000000000000000000000000000000000000000000000000000000";
+
+static const char *const event_members[] = {"actor", "details", "mac", "prev", "seq", "time_ns", "type", NULL};
+
+void berth_audit_key_wipe(struct berth_audit_key *key)
+{
+    if (key)
+        sodium_memzero(key, sizeof(*key));
+}
+
+int berth_audit_key_create(const char *path, struct berth_error *reterr)
+{
+    struct berth_audit_key key;
+    char text[2 * BERTH_AUDIT_KEY_LEN + 2];
+    int r;
+
+    if (getrandom(key.bytes, sizeof(key.bytes), 0) != (ssize_t)sizeof(key.bytes))
+        return berth_error_set(reterr, -EIO, "getrandom failed");
+    berth_hex_encode(key.bytes, sizeof(key.bytes), text);
+    text[2 * BERTH_AUDIT_KEY_LEN] = '\n';
+    text[2 * BERTH_AUDIT_KEY_LEN + 1] = '\0';
+    r = berth_publish_path(path, text, 2 * BERTH_AUDIT_KEY_LEN + 1, 0600, 0, reterr);
+    sodium_memzero(text, sizeof(text));
+    berth_audit_key_wipe(&key);
+    return r;
+}
+
+int berth_audit_key_load(const char *path, struct berth_audit_key *ret, struct berth_error *reterr)
+{
+    const struct berth_file_expect expect = {
+        .type = S_IFREG,
+        .uid = (uint32_t)geteuid(),
+        .mode_mask = 07777,
+        .mode = 0600,
+        .max_size = 128,
+        .one_link = 1,
+    };
+    char *text = NULL;
+    size_t len = 0;
+    int r;
+
+    if (!path || !ret)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    r = berth_read_file_at(AT_FDCWD, path, &expect, &text, &len, reterr);
+    if (r < 0)
+        return r;
+    if (len == 2 * BERTH_AUDIT_KEY_LEN + 1 && text[len - 1] == '\n')
+        len--;
+    if (len != 2 * BERTH_AUDIT_KEY_LEN || berth_hex_decode(text, len, ret->bytes, sizeof(ret->bytes)) < 0)
+        r = berth_error_set(reterr, -EBADMSG, "%s: an audit key is 64 lowercase hex digits and a newline", path);
+    sodium_memzero(text, len);
+    free(text);
+    return r;
+}
+
+static bool type_ok(const char *type)
+{
+    size_t i;
+
+    if (!type || !type[0] || strlen(type) > BERTH_AUDIT_TYPE_MAX)
+        return false;
+    for (i = 0; type[i]; i++)
+        if (!((type[i] >= 'a' && type[i] <= 'z') || (type[i] >= '0' && type[i] <= '9') || type[i] == '.' ||
+              type[i] == '_'))
+            return false;
+    return true;
+}
+
+static bool actor_ok(const char *actor)
+{
+    size_t n;
+
+    if (!actor)
+        return false;
+    n = strlen(actor);
+    return n > 0 && n <= BERTH_AUDIT_ACTOR_MAX && berth_utf8_valid(actor, n, NULL);
+}
+
+/* The hex MAC of the canonical serialisation of @event (which has no mac). */
+static int event_mac(const struct berth_audit_key *key, const json_t *event, char out[MAC_HEX + 1],
+                     struct berth_error *reterr)
+{
+    _cleanup_free_ char *bytes = NULL;
+    uint8_t mac[BERTH_HMAC_SHA256_LEN];
+    size_t len = 0;
+    int r;
+
+    r = berth_json_serialize(event, BERTH_AUDIT_EVENT_MAX, &bytes, &len, reterr);
+    if (r < 0)
+        return r;
+    r = berth_hmac_sha256(key->bytes, sizeof(key->bytes), bytes, len, mac);
+    if (r < 0)
+        return berth_error_set(reterr, r, "HMAC failed");
+    berth_hex_encode(mac, sizeof(mac), out);
+    return 0;
+}
+
+/* seq and mac of the last stored event: (0, zeros) for an empty chain. */
+static int chain_tail(struct berth_journal *j, uint64_t *ret_seq, char ret_mac[MAC_HEX + 1], struct berth_error *reterr)
+{
+    sqlite3 *db = berth_journal_db(j);
+    sqlite3_stmt *st = NULL;
+    int rc, r = 0;
+
+    if (sqlite3_prepare_v2(db, "SELECT seq, mac FROM audit_events ORDER BY seq DESC LIMIT 1", -1, &st, NULL) !=
+        SQLITE_OK)
+        return berth_journal_error(j, "reading the audit chain", reterr);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) {
+        *ret_seq = 0;
+        memcpy(ret_mac, zero_mac, sizeof(zero_mac));
+    } else if (rc == SQLITE_ROW) {
+        const char *mac = (const char *)sqlite3_column_text(st, 1);
+        sqlite3_int64 seq = sqlite3_column_int64(st, 0);
+        if (seq <= 0 || !berth_is_hex(mac, MAC_HEX))
+            r = berth_error_set(reterr, -EBADMSG, "the stored audit chain ends in a damaged event");
+        else {
+            *ret_seq = (uint64_t)seq;
+            memcpy(ret_mac, mac, MAC_HEX + 1);
+        }
+    } else {
+        r = berth_journal_error(j, "reading the audit chain", reterr);
+    }
+    sqlite3_finalize(st);
+    return r;
+}
+
+static int append_locked(struct berth_journal *j, const struct berth_audit_key *key, int64_t time_ns, const char *type,
+                         const char *actor, const json_t *details, uint64_t *ret_seq, struct berth_error *reterr)
+{
+    _cleanup_json_ json_t *ev = NULL;
+    _cleanup_free_ char *line = NULL;
+    char prev[MAC_HEX + 1], mac[MAC_HEX + 1];
+    sqlite3_stmt *st = NULL;
+    uint64_t seq = 0;
+    size_t len = 0;
+    int r, rc;
+
+    r = chain_tail(j, &seq, prev, reterr);
+    if (r < 0)
+        return r;
+    seq++;
+    ev = json_pack("{s:I, s:o, s:s, s:s, s:O, s:s}", "seq", (json_int_t)seq, "time_ns", berth_json_ns(time_ns), "type",
+                   type, "actor", actor, "details", details, "prev", prev);
+    if (!ev)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    r = event_mac(key, ev, mac, reterr);
+    if (r < 0)
+        return r;
+    if (json_object_set_new(ev, "mac", json_string(mac)) < 0)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    r = berth_json_serialize(ev, BERTH_AUDIT_EVENT_MAX, &line, &len, reterr);
+    if (r < 0)
+        return r;
+
+    if (sqlite3_prepare_v2(berth_journal_db(j), "INSERT INTO audit_events (seq, type, mac, line) VALUES (?, ?, ?, ?)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return berth_journal_error(j, "recording an audit event", reterr);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)seq);
+    sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, mac, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, line, (int)len, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return berth_journal_error(j, "recording an audit event", reterr);
+    if (ret_seq)
+        *ret_seq = seq;
+    return 0;
+}
+
+int berth_audit_append(struct berth_journal *j, const struct berth_audit_key *key, int64_t time_ns, const char *type,
+                       const char *actor, const json_t *details, uint64_t *ret_seq, struct berth_error *reterr)
+{
+    bool own;
+    int r;
+
+    if (!j || !key || time_ns < 0)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (!type_ok(type))
+        return berth_error_set(reterr, -EINVAL, "invalid audit event type");
+    if (!actor_ok(actor))
+        return berth_error_set(reterr, -EINVAL, "invalid audit actor");
+    if (!json_is_object(details))
+        return berth_error_set(reterr, -EINVAL, "audit details must be a JSON object");
+
+    own = !berth_journal_in_transaction(j);
+    if (own && (r = berth_journal_begin(j, reterr)) < 0)
+        return r;
+    r = append_locked(j, key, time_ns, type, actor, details, ret_seq, reterr);
+    if (own) {
+        if (r < 0)
+            berth_journal_rollback(j);
+        else
+            r = berth_journal_commit(j, reterr);
+    }
+    return r;
+}
+
+int berth_audit_foreach(struct berth_journal *j, uint64_t after_seq,
+                        int (*fn)(void *userdata, uint64_t seq, const char *line, size_t len), void *userdata,
+                        struct berth_error *reterr)
+{
+    sqlite3_stmt *st = NULL;
+    int rc, r = 0;
+
+    if (!j || !fn || after_seq > INT64_MAX)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (sqlite3_prepare_v2(berth_journal_db(j), "SELECT seq, line FROM audit_events WHERE seq > ? ORDER BY seq", -1,
+                           &st, NULL) != SQLITE_OK)
+        return berth_journal_error(j, "reading the audit chain", reterr);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)after_seq);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *line = (const char *)sqlite3_column_text(st, 1);
+        int n = sqlite3_column_bytes(st, 1);
+        r = fn(userdata, (uint64_t)sqlite3_column_int64(st, 0), line ? line : "", (size_t)n);
+        if (r < 0)
+            break;
+    }
+    if (r >= 0 && rc != SQLITE_DONE)
+        r = berth_journal_error(j, "reading the audit chain", reterr);
+    sqlite3_finalize(st);
+    return r < 0 ? r : 0;
+}
+
+/* Parse one stored or exported line: canonical, exactly the seven members,
+ * well-formed values.  Fills @ev pointing into *@ret_root.  No MAC check. */
+static int parse_event(const char *line, size_t len, json_t **ret_root, struct berth_audit_event *ev,
+                       struct berth_error *reterr)
+{
+    _cleanup_json_ json_t *root = NULL;
+    _cleanup_free_ char *canon = NULL;
+    const char *type, *actor, *mac, *prevmac;
+    int64_t seq = 0, time_ns;
+    size_t clen = 0;
+    int r;
+
+    r = berth_json_parse(line, len, BERTH_AUDIT_EVENT_MAX, &root, reterr);
+    if (r < 0)
+        return r == -ENOMEM ? r : -EBADMSG;
+    r = berth_json_serialize(root, 0, &canon, &clen, reterr);
+    if (r < 0)
+        return -EBADMSG;
+    if (clen != len || memcmp(canon, line, len) != 0)
+        return berth_error_set(reterr, -EBADMSG, "not in canonical form");
+    if ((r = berth_json_only_members(root, "event", event_members, reterr)) < 0 ||
+        (r = berth_json_int_member(root, "event", "seq", true, 1, BERTH_JSON_MAX_INTEGER, &seq, reterr)) < 0 ||
+        (r = berth_json_ns_member(root, "event", "time_ns", &time_ns, reterr)) < 0 ||
+        (r = berth_json_string_member(root, "event", "type", true, &type, reterr)) < 0 ||
+        (r = berth_json_string_member(root, "event", "actor", true, &actor, reterr)) < 0 ||
+        (r = berth_json_string_member(root, "event", "prev", true, &prevmac, reterr)) < 0 ||
+        (r = berth_json_string_member(root, "event", "mac", true, &mac, reterr)) < 0)
+        return r;
+    if (!json_is_object(json_object_get(root, "details")))
+        return berth_error_set(reterr, -EBADMSG, "details must be a JSON object");
+    if (!type_ok(type) || !actor_ok(actor))
+        return berth_error_set(reterr, -EBADMSG, "invalid type or actor");
+    if (!berth_is_hex(mac, MAC_HEX) || !berth_is_hex(prevmac, MAC_HEX))
+        return berth_error_set(reterr, -EBADMSG, "prev and mac must be 64 lowercase hex digits");
+    ev->seq = (uint64_t)seq;
+    ev->time_ns = time_ns;
+    ev->type = type;
+    ev->actor = actor;
+    ev->details = json_object_get(root, "details");
+    ev->prev = prevmac;
+    ev->mac = mac;
+    ev->root = root;
+    *ret_root = TAKE_PTR(root);
+    return 0;
+}
+
+/* Check one line's place in the chain and its MAC. */
+static int verify_line(const char *line, size_t len, uint64_t lineno, const char *prev,
+                       const struct berth_audit_key *key, json_t **ret_root, struct berth_audit_event *ev,
+                       char ret_mac[MAC_HEX + 1], struct berth_error *reterr)
+{
+    _cleanup_json_ json_t *root = NULL, *unsigned_ev = NULL;
+    uint8_t a[BERTH_HMAC_SHA256_LEN], b[BERTH_HMAC_SHA256_LEN];
+    char want[MAC_HEX + 1];
+    int r;
+
+    r = parse_event(line, len, &root, ev, reterr);
+    if (r < 0)
+        return r;
+    if (ev->seq != lineno)
+        return berth_error_set(reterr, -EBADMSG,
+                               "seq is %" PRIu64 ", expected %" PRIu64 " (events missing or reordered)", ev->seq,
+                               lineno);
+    if (strcmp(ev->prev, prev) != 0)
+        return berth_error_set(reterr, -EBADMSG, "prev does not match the previous event's mac (the chain is broken)");
+    unsigned_ev = json_copy(root); /* shallow: shares the members */
+    if (!unsigned_ev || json_object_del(unsigned_ev, "mac") < 0)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    r = event_mac(key, unsigned_ev, want, reterr);
+    if (r < 0)
+        return r;
+    if (berth_hex_decode(want, MAC_HEX, a, sizeof(a)) < 0 || berth_hex_decode(ev->mac, MAC_HEX, b, sizeof(b)) < 0 ||
+        sodium_memcmp(a, b, sizeof(a)) != 0)
+        return berth_error_set(reterr, -EBADMSG, "mac does not match (the event was changed, or the key is wrong)");
+    memcpy(ret_mac, ev->mac, MAC_HEX + 1);
+    *ret_root = TAKE_PTR(root);
+    return 0;
+}
+
+struct replay {
+    int (*check)(void *userdata, const struct berth_audit_event *ev, struct berth_error *reterr);
+    void *userdata;
+    struct berth_error *reterr;
+};
+
+static int replay_one(void *userdata, uint64_t seq, const char *line, size_t len)
+{
+    struct replay *rp = userdata;
+    struct berth_audit_event ev = {0};
+    json_t *root = NULL;
+    int r;
+
+    r = parse_event(line, len, &root, &ev, rp->reterr);
+    if (r == 0 && ev.seq != seq)
+        r = berth_error_set(rp->reterr, -EBADMSG, "stored under seq %" PRIu64 " but says %" PRIu64, seq, ev.seq);
+    if (r == 0)
+        r = rp->check(rp->userdata, &ev, rp->reterr);
+    json_decref(root);
+    if (r < 0)
+        berth_error_prefix(rp->reterr, "audit event %" PRIu64, seq);
+    return r;
+}
+
+int berth_audit_replay(struct berth_journal *j,
+                       int (*check)(void *userdata, const struct berth_audit_event *ev, struct berth_error *reterr),
+                       void *userdata, struct berth_error *reterr)
+{
+    struct replay rp = {check, userdata, reterr};
+
+    if (!check)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    return berth_audit_foreach(j, 0, replay_one, &rp, reterr);
+}
+
+int berth_audit_verify(const char *data, size_t len, const struct berth_audit_key *key,
+                       int (*check)(void *userdata, const struct berth_audit_event *ev, struct berth_error *reterr),
+                       void *userdata, uint64_t *ret_count, uint64_t *ret_bad_seq, struct berth_error *reterr)
+{
+    char prev[MAC_HEX + 1], mac[MAC_HEX + 1];
+    uint64_t lineno = 0;
+    size_t pos = 0;
+    int r = 0;
+
+    if ((!data && len > 0) || !key)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    memcpy(prev, zero_mac, sizeof(prev));
+    while (pos < len) {
+        const char *nl = memchr(data + pos, '\n', len - pos);
+        size_t end = nl ? (size_t)(nl - data) : len;
+        struct berth_audit_event ev = {0};
+        json_t *root = NULL;
+
+        lineno++;
+        if (end == pos)
+            r = berth_error_set(reterr, -EBADMSG, "empty line");
+        else
+            r = verify_line(data + pos, end - pos, lineno, prev, key, &root, &ev, mac, reterr);
+        if (r == 0 && check)
+            r = check(userdata, &ev, reterr);
+        json_decref(root);
+        if (r < 0) {
+            if (r != -ENOMEM) {
+                r = -EBADMSG;
+                berth_error_prefix(reterr, "event %" PRIu64, lineno);
+                if (reterr)
+                    reterr->code = r;
+            }
+            if (ret_bad_seq)
+                *ret_bad_seq = lineno;
+            return r;
+        }
+        memcpy(prev, mac, sizeof(prev));
+        pos = nl ? end + 1 : len;
+    }
+    if (ret_count)
+        *ret_count = lineno;
+    return 0;
+}

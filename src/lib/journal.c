@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: MIT */
+/* journal.c -- the SQLite journal: safe open, lock, pragmas, migrations. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "journal.h"
+#include "macro.h"
+
+struct berth_journal {
+    sqlite3 *db;
+    int lock_fd;
+    char *path;
+};
+
+/* Format N is reached by running migrations[N - 1] on format N - 1.  A
+ * migration only ever adds; it never rewrites history. */
+static const char *const migrations[] = {
+    /* 1: the audit chain and content-addressed pool manifests. */
+    "CREATE TABLE audit_events ("
+    "  seq INTEGER PRIMARY KEY CHECK (seq > 0),"
+    "  type TEXT NOT NULL,"
+    "  mac TEXT NOT NULL CHECK (length(mac) = 64),"
+    "  line TEXT NOT NULL"
+    ") STRICT;"
+    "CREATE TABLE pool_bodies ("
+    "  pool_hash TEXT PRIMARY KEY CHECK (length(pool_hash) = 64),"
+    "  body TEXT NOT NULL"
+    ") STRICT;",
+};
+
+_Static_assert(ELEMENTSOF(migrations) == BERTH_JOURNAL_FORMAT, "one migration per format version");
+
+int berth_journal_error(struct berth_journal *j, const char *what, struct berth_error *reterr)
+{
+    int rc = j && j->db ? sqlite3_extended_errcode(j->db) : SQLITE_ERROR;
+    const char *msg = j && j->db ? sqlite3_errmsg(j->db) : "no database";
+    int code;
+
+    switch (rc & 0xff) {
+    case SQLITE_FULL: code = -ENOSPC; break;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: code = -EBUSY; break;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: code = -EBADMSG; break;
+    case SQLITE_NOMEM: code = -ENOMEM; break;
+    case SQLITE_READONLY:
+    case SQLITE_PERM: code = -EPERM; break;
+    default: code = -EIO; break;
+    }
+    return berth_error_set(reterr, code, "%s: %s", what, msg);
+}
+
+static int exec(struct berth_journal *j, const char *sql, const char *what, struct berth_error *reterr)
+{
+    if (sqlite3_exec(j->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        return berth_journal_error(j, what, reterr);
+    return 0;
+}
+
+static int pragma_int(struct berth_journal *j, const char *sql, int *ret, struct berth_error *reterr)
+{
+    sqlite3_stmt *st = NULL;
+    int rc;
+
+    if (sqlite3_prepare_v2(j->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return berth_journal_error(j, sql, reterr);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *ret = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW)
+        return berth_journal_error(j, sql, reterr);
+    return 0;
+}
+
+static int pragma_text_is(struct berth_journal *j, const char *sql, const char *want, struct berth_error *reterr)
+{
+    sqlite3_stmt *st = NULL;
+    int rc, ok = 0;
+
+    if (sqlite3_prepare_v2(j->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return berth_journal_error(j, sql, reterr);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && sqlite3_column_text(st, 0))
+        ok = strcasecmp((const char *)sqlite3_column_text(st, 0), want) == 0;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW)
+        return berth_journal_error(j, sql, reterr);
+    if (!ok)
+        return berth_error_set(reterr, -EIO, "%s did not take effect", sql);
+    return 0;
+}
+
+/* Owned by us, mode 0600, one link: the journal, its lock and its WAL. */
+static int check_private_file(int fd, const char *what, struct berth_error *reterr)
+{
+    const struct berth_file_expect e = {
+        .type = S_IFREG,
+        .uid = (uint32_t)geteuid(),
+        .mode_mask = 07777,
+        .mode = 0600,
+        .one_link = 1,
+    };
+    return berth_file_check(fd, what, &e, NULL, reterr);
+}
+
+static int open_private_file(int dirfd, const char *name, const char *shown, bool create, struct berth_error *reterr)
+{
+    int fd, r;
+
+    fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (create ? O_CREAT : 0), 0600);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            return berth_error_set(reterr, -ELOOP, "%s is a symbolic link", shown);
+        return berth_error_set(reterr, -errno, "%s: %s", shown, strerror(errno));
+    }
+    r = check_private_file(fd, shown, reterr);
+    if (r < 0) {
+        close(fd);
+        return r;
+    }
+    return fd;
+}
+
+static int migrate(struct berth_journal *j, struct berth_error *reterr)
+{
+    int app = 0, version = 0, tables = 0, r;
+    char sql[128];
+
+    r = berth_journal_begin(j, reterr);
+    if (r < 0)
+        return r;
+    if ((r = pragma_int(j, "PRAGMA application_id", &app, reterr)) < 0 ||
+        (r = pragma_int(j, "PRAGMA user_version", &version, reterr)) < 0 ||
+        (r = pragma_int(j, "SELECT count(*) FROM sqlite_schema", &tables, reterr)) < 0)
+        goto fail;
+    if (app != BERTH_JOURNAL_APPLICATION_ID && !(app == 0 && version == 0 && tables == 0)) {
+        r = berth_error_set(reterr, -EMEDIUMTYPE, "%s is an SQLite database of another application", j->path);
+        goto fail;
+    }
+    if (version > BERTH_JOURNAL_FORMAT) {
+        r = berth_error_set(reterr, -EPROTONOSUPPORT,
+                            "%s has journal format %d; this berth understands formats up to %d", j->path, version,
+                            BERTH_JOURNAL_FORMAT);
+        goto fail;
+    }
+    if (version == BERTH_JOURNAL_FORMAT) {
+        berth_journal_rollback(j);
+        return 0;
+    }
+    for (; version < BERTH_JOURNAL_FORMAT; version++) {
+        snprintf(sql, sizeof(sql), "migrating the journal to format %d", version + 1);
+        if ((r = exec(j, migrations[version], sql, reterr)) < 0)
+            goto fail;
+    }
+    snprintf(sql, sizeof(sql), "PRAGMA application_id = %d; PRAGMA user_version = %d", BERTH_JOURNAL_APPLICATION_ID,
+             BERTH_JOURNAL_FORMAT);
+    if ((r = exec(j, sql, "recording the journal format", reterr)) < 0)
+        goto fail;
+    return berth_journal_commit(j, reterr);
+fail:
+    berth_journal_rollback(j);
+    return r;
+}
+
+int berth_journal_open(const char *path, unsigned flags, struct berth_journal **ret, struct berth_error *reterr)
+{
+    const struct berth_file_expect dir_expect = {
+        .type = S_IFDIR,
+        .uid = (uint32_t)geteuid(),
+        .mode_mask = 0077,
+        .mode = 0,
+    };
+    _cleanup_free_ char *dir = NULL, *lockname = NULL, *lockpath = NULL, *walname = NULL;
+    _cleanup_close_ int dfd = -1, fd = -1, wal = -1;
+    struct berth_journal *j = NULL;
+    const char *slash, *base;
+    struct stat st;
+    bool create;
+    int r;
+
+    if (!path || path[0] != '/' || !ret || (flags & ~BERTH_JOURNAL_CREATE))
+        return berth_error_set(reterr, -EINVAL, "%s: the journal needs an absolute path", path ? path : "(null)");
+    slash = strrchr(path, '/');
+    base = slash + 1;
+    if (!berth_name_valid(base))
+        return berth_error_set(reterr, -EINVAL, "%s does not end in a file name", path);
+    dir = strndup(path, (size_t)(slash - path) + 1);
+    if (!dir || asprintf(&lockname, "%s.lock", base) < 0 || asprintf(&lockpath, "%s.lock", path) < 0 ||
+        asprintf(&walname, "%s-wal", base) < 0)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+
+    dfd = berth_open_trusted(dir, O_RDONLY | O_DIRECTORY, 0, reterr);
+    if (dfd < 0)
+        return dfd;
+    r = berth_file_check(dfd, dir, &dir_expect, NULL, reterr);
+    if (r < 0) {
+        if (r == -EPERM)
+            berth_error_prefix(reterr, "the journal's directory must be private (chmod 0700, owned by uid %u)",
+                               (unsigned)geteuid());
+        return r;
+    }
+
+    if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (errno != ENOENT)
+            return berth_error_set(reterr, -errno, "%s: %s", path, strerror(errno));
+        if (!(flags & BERTH_JOURNAL_CREATE))
+            return berth_error_set(reterr, -ENOENT, "%s: no journal there", path);
+        create = true;
+    } else {
+        create = false;
+    }
+
+    j = calloc(1, sizeof(*j));
+    if (!j)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    j->lock_fd = -1;
+    j->path = strdup(path);
+    if (!j->path) {
+        r = berth_error_set(reterr, -ENOMEM, "out of memory");
+        goto fail;
+    }
+
+    /* The lock first: nobody else may be between our checks and our use. */
+    j->lock_fd = open_private_file(dfd, lockname, lockpath, true, reterr);
+    if (j->lock_fd < 0) {
+        r = j->lock_fd;
+        goto fail;
+    }
+    if (flock(j->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        r = errno == EWOULDBLOCK ? berth_error_set(reterr, -EBUSY, "%s is in use by another process", path)
+                                 : berth_error_set(reterr, -errno, "%s: flock: %s", lockpath, strerror(errno));
+        goto fail;
+    }
+
+    /* The database file: create it ourselves so that it is born 0600. */
+    if (create) {
+        fd = openat(dfd, base, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 || fchmod(fd, 0600) < 0 || fsync(dfd) < 0) {
+            r = berth_error_set(reterr, -errno, "creating %s: %s", path, strerror(errno));
+            goto fail;
+        }
+    } else {
+        fd = open_private_file(dfd, base, path, false, reterr);
+        if (fd < 0) {
+            r = fd;
+            goto fail;
+        }
+    }
+    /* A WAL left by a crash must be ours as well; SQLite will replay it. */
+    wal = openat(dfd, walname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (wal >= 0) {
+        r = check_private_file(wal, "the journal's write-ahead log", reterr);
+        if (r < 0)
+            goto fail;
+    } else if (errno != ENOENT) {
+        r = berth_error_set(reterr, -errno, "%s-wal: %s", path, strerror(errno));
+        goto fail;
+    }
+
+    if (sqlite3_open_v2(path, &j->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE, NULL) !=
+        SQLITE_OK) {
+        r = berth_journal_error(j, "opening the journal", reterr);
+        goto fail;
+    }
+    sqlite3_extended_result_codes(j->db, 1);
+    /* EXCLUSIVE before WAL: the WAL index then lives in heap memory. */
+    if ((r = pragma_text_is(j, "PRAGMA locking_mode = EXCLUSIVE", "exclusive", reterr)) < 0 ||
+        (r = pragma_text_is(j, "PRAGMA journal_mode = WAL", "wal", reterr)) < 0 ||
+        (r = exec(j, "PRAGMA synchronous = FULL; PRAGMA trusted_schema = OFF; PRAGMA foreign_keys = ON",
+                  "configuring the journal", reterr)) < 0)
+        goto fail;
+    r = migrate(j, reterr);
+    if (r < 0)
+        goto fail;
+    *ret = j;
+    return 0;
+
+fail:
+    if (r == -EBADMSG)
+        berth_error_prefix(reterr, "%s is not a usable berth journal", path);
+    berth_journal_close(j);
+    return r;
+}
+
+void berth_journal_close(struct berth_journal *j)
+{
+    if (!j)
+        return;
+    if (j->db) {
+        if (!sqlite3_get_autocommit(j->db))
+            (void)sqlite3_exec(j->db, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_close_v2(j->db);
+    }
+    if (j->lock_fd >= 0)
+        close(j->lock_fd); /* releases the flock; the lock file stays */
+    free(j->path);
+    free(j);
+}
+
+sqlite3 *berth_journal_db(struct berth_journal *j)
+{
+    return j ? j->db : NULL;
+}
+
+const char *berth_journal_path(const struct berth_journal *j)
+{
+    return j ? j->path : NULL;
+}
+
+int berth_journal_begin(struct berth_journal *j, struct berth_error *reterr)
+{
+    return exec(j, "BEGIN IMMEDIATE", "starting a journal transaction", reterr);
+}
+
+int berth_journal_commit(struct berth_journal *j, struct berth_error *reterr)
+{
+    int r = exec(j, "COMMIT", "committing to the journal", reterr);
+    if (r < 0)
+        berth_journal_rollback(j);
+    return r;
+}
+
+void berth_journal_rollback(struct berth_journal *j)
+{
+    if (j && j->db && !sqlite3_get_autocommit(j->db))
+        (void)sqlite3_exec(j->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+bool berth_journal_in_transaction(struct berth_journal *j)
+{
+    return j && j->db && !sqlite3_get_autocommit(j->db);
+}

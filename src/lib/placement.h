@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * placement.h -- choosing a backend for an effective manifest, and the
+ * placement receipt that proves the choice.
+ *
+ * Candidates are the pool's backend_allowlist in order.  Each is kept or
+ * dropped with a reason:
+ *
+ *   not_requested             the submitter's backend override names another
+ *   not_configured            no configured backend has that name
+ *   missing_capability:NAME   it does not offer a required capability
+ *   egress_unsupported:CLASS  it cannot enforce the egress class
+ *   unqualified               it has no qualification and requires one
+ *   qualification_expired     its qualification expired (at @now_ns)
+ *   eligible                  kept
+ *   eligible_unqualified      kept although unqualified: its configuration
+ *                             says require_qualification false (development)
+ *
+ * The first kept candidate is chosen; an override that cannot be honoured
+ * gives no fallback.  The receipt is
+ *
+ *   {schema_version: 1, pool_hash, template_hash, overrides_hash,
+ *    effective_manifest_hash, selector_inputs: [{backend, kept, reason}],
+ *    chosen_backend}
+ *
+ * with no time and no host name, so two hosts with the same pool, overrides
+ * and backends seal byte-identical receipts; placement_hash is the bare hex
+ * SHA-256 of its canonical JSON.
+ *
+ * The backend set describes configured backends as their runtime plugins'
+ * capabilities() report them, one object per backend name:
+ *
+ *   {"runsc": {"capabilities": ["exec","file_rw"],
+ *              "egress_classes": ["none","loopback"],
+ *              "qualification": {"id": "...", "expires_ns": "<ns>"},
+ *              "require_qualification": true}, ...}
+ *
+ * "qualification" may be the string "unqualified"; require_qualification
+ * defaults to true; the informational members backend, isolation, limits
+ * and runtime_version are accepted and ignored.  Thread-safe.
+ */
+#ifndef BERTH_PLACEMENT_H
+#define BERTH_PLACEMENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include <berth/error.h>
+
+#include "override.h"
+#include "pool.h"
+
+#define BERTH_PLACEMENT_SCHEMA_VERSION 1
+#define BERTH_BACKEND_SET_MAX (256 * 1024) /**< largest backend set document, bytes */
+
+/** struct berth_backend_offer - what one configured backend offers. */
+struct berth_backend_offer {
+    const char *name;
+    unsigned capabilities; /* bits of enum berth_capability */
+    unsigned egress;       /* bits of enum berth_egress */
+    bool qualified;
+    int64_t qualification_expires_ns;
+    bool require_qualification;
+};
+
+/** struct berth_backend_set - every configured backend (owns @doc). */
+struct berth_backend_set {
+    json_t *doc;
+    struct berth_backend_offer *v;
+    size_t n;
+};
+
+/**
+ * berth_backend_set_parse() - parse a backend set document (see above).
+ * Return: 0, -EBADMSG naming the backend and member, -EFBIG, -ENOMEM.
+ */
+int berth_backend_set_parse(const char *json, size_t len, struct berth_backend_set **ret, struct berth_error *reterr);
+
+/** berth_backend_set_from_json() - the same for a parsed document. */
+int berth_backend_set_from_json(const json_t *doc, struct berth_backend_set **ret, struct berth_error *reterr);
+
+/** berth_backend_set_empty() - a set with no backends. */
+int berth_backend_set_empty(struct berth_backend_set **ret);
+
+/** berth_backend_set_free() - release; accepts NULL. */
+void berth_backend_set_free(struct berth_backend_set *set);
+
+/**
+ * berth_place() - choose a backend and seal the placement receipt.
+ * @now_ns:         the time qualifications are judged at (not recorded).
+ * @ret_receipt:    on success, the receipt (a new reference).
+ * @ret_hash:       on success, its placement_hash.
+ * @refusal:        on -EPERM, reason no_backend and a summary.
+ * @ret_selector_inputs: on -EPERM, the candidates and their reasons (a new
+ *                  reference; may be NULL when not wanted).
+ * Return: 0; -EPERM when no candidate is kept; -ENOMEM; -EINVAL.
+ */
+int berth_place(const struct berth_pool *pool, const struct berth_effective *e, const struct berth_backend_set *set,
+                int64_t now_ns, json_t **ret_receipt, char ret_hash[BERTH_HASH_HEX_LEN + 1],
+                struct berth_refusal *refusal, json_t **ret_selector_inputs, struct berth_error *reterr);
+
+#endif /* BERTH_PLACEMENT_H */

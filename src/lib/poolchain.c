@@ -1,0 +1,479 @@
+/* SPDX-License-Identifier: MIT */
+/* poolchain.c -- replaying and checking pool events; see poolchain.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "enrol.h"
+#include "jsonobj.h"
+#include "macro.h"
+#include "override.h"
+#include "poolchain.h"
+
+struct berth_pool_chain {
+    struct berth_pool **pools; /* every manifest ever registered, owned */
+    size_t n_pools, cap_pools;
+    json_t *by_hash;    /* pool_hash -> index into pools */
+    json_t *active;     /* name -> pool_hash */
+    json_t *placements; /* placement_hash -> pool_hash */
+    json_t *enrolled;   /* "pool_hash/keyid" -> public key (base64url) */
+    json_t *credentials;
+    const struct berth_pool **sorted; /* active pools by name */
+    size_t events, n_placements, n_enrolments, n_claims;
+};
+
+static const char *const registered_members[] = {"manifest", "name", "pool_hash", NULL};
+static const char *const updated_members[] = {"manifest", "name", "pool_hash", "prev_pool_hash", NULL};
+static const char *const retired_members[] = {"name", "pool_hash", NULL};
+static const char *const placed_members[] = {"overrides", "placement_hash", "pool", "pool_hash", "receipt", NULL};
+static const char *const receipt_members[] = {
+    "chosen_backend", "effective_manifest_hash", "overrides_hash", "pool_hash",
+    "schema_version", "selector_inputs",         "template_hash",  NULL,
+};
+static const char *const input_members[] = {"backend", "kept", "reason", NULL};
+static const char *const override_refused_members[] = {
+    "actor", "overrides_hash", "pool_hash", "reason", "refused_field", NULL,
+};
+static const char *const placement_refused_members[] = {
+    "effective_manifest_hash", "overrides_hash", "pool", "pool_hash", "reason", "selector_inputs", NULL,
+};
+static const char *const quarantine_members[] = {"dispatch_hash", "slot_hash", "slot_id", NULL};
+
+int berth_pool_chain_new(struct berth_pool_chain **ret)
+{
+    struct berth_pool_chain *c = calloc(1, sizeof(*c));
+
+    if (!c)
+        return -ENOMEM;
+    c->by_hash = json_object();
+    c->active = json_object();
+    c->placements = json_object();
+    c->enrolled = json_object();
+    c->credentials = json_array();
+    c->sorted = calloc(1, sizeof(*c->sorted));
+    if (!c->by_hash || !c->active || !c->placements || !c->enrolled || !c->credentials || !c->sorted) {
+        berth_pool_chain_free(c);
+        return -ENOMEM;
+    }
+    *ret = c;
+    return 0;
+}
+
+void berth_pool_chain_free(struct berth_pool_chain *c)
+{
+    size_t i;
+
+    if (!c)
+        return;
+    for (i = 0; i < c->n_pools; i++)
+        berth_pool_free(c->pools[i]);
+    free(c->pools);
+    free(c->sorted);
+    json_decref(c->by_hash);
+    json_decref(c->active);
+    json_decref(c->placements);
+    json_decref(c->enrolled);
+    json_decref(c->credentials);
+    free(c);
+}
+
+static const struct berth_pool *by_hash(const struct berth_pool_chain *c, const char *hash)
+{
+    const json_t *idx = hash ? json_object_get(c->by_hash, hash) : NULL;
+    return idx ? c->pools[json_integer_value(idx)] : NULL;
+}
+
+const struct berth_pool *berth_pool_chain_find(const struct berth_pool_chain *c, const char *name)
+{
+    const json_t *h = name ? json_object_get(c->active, name) : NULL;
+    return h ? by_hash(c, json_string_value(h)) : NULL;
+}
+
+bool berth_pool_chain_known(const struct berth_pool_chain *c, const char *pool_hash)
+{
+    return by_hash(c, pool_hash) != NULL;
+}
+
+size_t berth_pool_chain_count(const struct berth_pool_chain *c)
+{
+    return json_object_size(c->active);
+}
+
+const struct berth_pool *berth_pool_chain_at(const struct berth_pool_chain *c, size_t i)
+{
+    return i < json_object_size(c->active) ? c->sorted[i] : NULL;
+}
+
+bool berth_pool_chain_enrolled(const struct berth_pool_chain *c, const char *pool_hash, const char *keyid)
+{
+    char key[BERTH_HASH_HEX_LEN + BERTH_KEY_ID_LEN + 2];
+
+    if (!pool_hash || !keyid)
+        return false;
+    snprintf(key, sizeof(key), "%s/%s", pool_hash, keyid);
+    return json_object_get(c->enrolled, key) != NULL;
+}
+
+const char *berth_pool_chain_placement(const struct berth_pool_chain *c, const char *placement_hash)
+{
+    return placement_hash ? json_string_value(json_object_get(c->placements, placement_hash)) : NULL;
+}
+
+const json_t *berth_pool_chain_credentials(const struct berth_pool_chain *c)
+{
+    return c->credentials;
+}
+
+void berth_pool_chain_stats(const struct berth_pool_chain *c, size_t *ret_events, size_t *ret_placements,
+                            size_t *ret_enrolments, size_t *ret_claims)
+{
+    if (ret_events)
+        *ret_events = c->events;
+    if (ret_placements)
+        *ret_placements = c->n_placements;
+    if (ret_enrolments)
+        *ret_enrolments = c->n_enrolments;
+    if (ret_claims)
+        *ret_claims = c->n_claims;
+}
+
+static int cmp_pool(const void *a, const void *b)
+{
+    return strcmp((*(const struct berth_pool *const *)a)->name, (*(const struct berth_pool *const *)b)->name);
+}
+
+/* Rebuild the sorted view and the credential names after active changed. */
+static int refresh(struct berth_pool_chain *c)
+{
+    size_t n = json_object_size(c->active), i = 0, k;
+    const struct berth_pool **sorted = calloc(n ? n : 1, sizeof(*sorted));
+    const char *name;
+    json_t *h;
+
+    if (!sorted)
+        return -ENOMEM;
+    json_object_foreach(c->active, name, h) sorted[i++] = by_hash(c, json_string_value(h));
+    if (n > 1)
+        qsort(sorted, n, sizeof(*sorted), cmp_pool);
+    free(c->sorted);
+    c->sorted = sorted;
+    json_array_clear(c->credentials);
+    for (i = 0; i < n; i++)
+        for (k = 0; k < sorted[i]->n_credential_allowlist; k++)
+            if (json_array_append_new(c->credentials, json_string(sorted[i]->credential_allowlist[k])) < 0)
+                return -ENOMEM;
+    return 0;
+}
+
+/* Parse an event's manifest and remember it under its hash. */
+static int add_manifest(struct berth_pool_chain *c, const json_t *manifest, const char *name, const char *hash,
+                        struct berth_error *reterr)
+{
+    struct berth_pool *p = NULL;
+    int r;
+
+    r = berth_pool_from_json(manifest, &p, reterr);
+    if (r < 0)
+        return r == -ENOMEM ? r : -EBADMSG;
+    if (!streq(p->pool_hash, hash) || !streq(p->name, name) || !json_equal(p->manifest, manifest)) {
+        berth_pool_free(p);
+        return berth_error_set(reterr, -EBADMSG, "the manifest is not the normalised manifest of pool %s with hash %s",
+                               name, hash);
+    }
+    if (by_hash(c, hash)) {
+        berth_pool_free(p);
+        return 0;
+    }
+    if (c->n_pools == c->cap_pools) {
+        size_t cap = c->cap_pools ? 2 * c->cap_pools : 8;
+        struct berth_pool **v = realloc(c->pools, cap * sizeof(*v));
+        if (!v) {
+            berth_pool_free(p);
+            return -ENOMEM;
+        }
+        c->pools = v;
+        c->cap_pools = cap;
+    }
+    c->pools[c->n_pools] = p;
+    if (json_object_set_new(c->by_hash, hash, json_integer((json_int_t)c->n_pools)) < 0)
+        return -ENOMEM;
+    c->n_pools++;
+    return 0;
+}
+
+/* Exact members, a hex pool_hash, and (when @name_key) the pool's name. */
+static int get_strings(const json_t *d, const char *const *members, const char *name_key, const char **name,
+                       const char **hash, struct berth_error *reterr)
+{
+    int r;
+
+    if ((r = berth_json_only_members(d, "details", members, reterr)) < 0 ||
+        (r = berth_json_string_member(d, "details", "pool_hash", true, hash, reterr)) < 0)
+        return r;
+    if (name_key && (r = berth_json_string_member(d, "details", name_key, true, name, reterr)) < 0)
+        return r;
+    if (!berth_is_hex(*hash, BERTH_HASH_HEX_LEN))
+        return berth_error_set(reterr, -EBADMSG, "details.pool_hash is not a hex SHA-256");
+    return 0;
+}
+
+static int check_registered(struct berth_pool_chain *c, const json_t *d, bool update, struct berth_error *reterr)
+{
+    const char *name = NULL, *hash = NULL, *prev = NULL;
+    const json_t *cur;
+    int r;
+
+    if ((r = get_strings(d, update ? updated_members : registered_members, "name", &name, &hash, reterr)) < 0)
+        return r;
+    cur = json_object_get(c->active, name);
+    if (update) {
+        if ((r = berth_json_string_member(d, "details", "prev_pool_hash", true, &prev, reterr)) < 0)
+            return r;
+        if (!cur || !streq(json_string_value(cur), prev))
+            return berth_error_set(reterr, -EBADMSG, "pool %s is not active at prev_pool_hash", name);
+        if (streq(prev, hash))
+            return berth_error_set(reterr, -EBADMSG, "an update of pool %s that does not change it", name);
+    } else if (cur) {
+        return berth_error_set(reterr, -EBADMSG, "pool %s is registered again while active", name);
+    }
+    r = add_manifest(c, json_object_get(d, "manifest"), name, hash, reterr);
+    if (r < 0)
+        return r;
+    if (json_object_set_new(c->active, name, json_string(hash)) < 0)
+        return -ENOMEM;
+    return refresh(c);
+}
+
+static int check_retired(struct berth_pool_chain *c, const json_t *d, struct berth_error *reterr)
+{
+    const char *name = NULL, *hash = NULL;
+    const json_t *cur;
+    int r;
+
+    if ((r = get_strings(d, retired_members, "name", &name, &hash, reterr)) < 0)
+        return r;
+    cur = json_object_get(c->active, name);
+    if (!cur || !streq(json_string_value(cur), hash))
+        return berth_error_set(reterr, -EBADMSG, "pool %s is not active at that hash", name);
+    if (json_object_del(c->active, name) < 0)
+        return -ENOMEM;
+    return refresh(c);
+}
+
+/* selector_inputs must follow the allowlist; returns the first kept index or -1. */
+static int check_inputs(const struct berth_pool *pool, const json_t *inputs, struct berth_error *reterr)
+{
+    int first = -1;
+    const json_t *in;
+    size_t i;
+    int r;
+
+    if (!json_is_array(inputs) || json_array_size(inputs) != pool->n_backends)
+        return berth_error_set(reterr, -EBADMSG, "selector_inputs must list every backend of the allowlist");
+    json_array_foreach(inputs, i, in)
+    {
+        const char *b = NULL, *why = NULL;
+        if ((r = berth_json_only_members(in, "selector_inputs[]", input_members, reterr)) < 0 ||
+            (r = berth_json_string_member(in, "selector_inputs[]", "backend", true, &b, reterr)) < 0 ||
+            (r = berth_json_string_member(in, "selector_inputs[]", "reason", true, &why, reterr)) < 0)
+            return r;
+        if (!streq(b, pool->backends[i]) || !json_is_boolean(json_object_get(in, "kept")))
+            return berth_error_set(reterr, -EBADMSG, "selector_inputs[%zu] does not follow the allowlist", i);
+        if (json_is_true(json_object_get(in, "kept")) && first < 0)
+            first = (int)i;
+    }
+    return first;
+}
+
+static int check_placed(struct berth_pool_chain *c, const json_t *d, struct berth_error *reterr)
+{
+    struct berth_effective *e = NULL;
+    struct berth_refusal rf;
+    const char *name = NULL, *hash = NULL, *ph = NULL, *chosen = NULL;
+    const struct berth_pool *pool;
+    const json_t *receipt = json_object_get(d, "receipt"), *cur;
+    char want[BERTH_HASH_HEX_LEN + 1];
+    int64_t version = 0;
+    int r, first;
+
+    if ((r = get_strings(d, placed_members, "pool", &name, &hash, reterr)) < 0 ||
+        (r = berth_json_string_member(d, "details", "placement_hash", true, &ph, reterr)) < 0 ||
+        (r = berth_json_only_members(receipt, "receipt", receipt_members, reterr)) < 0 ||
+        (r = berth_json_int_member(receipt, "receipt", "schema_version", true, 1, 1, &version, reterr)) < 0 ||
+        (r = berth_json_string_member(receipt, "receipt", "chosen_backend", true, &chosen, reterr)) < 0)
+        return r;
+    cur = json_object_get(c->active, name);
+    pool = by_hash(c, hash);
+    if (!cur || !streq(json_string_value(cur), hash) || !pool)
+        return berth_error_set(reterr, -EBADMSG, "pool %s is not active at pool_hash", name);
+    r = berth_hash_hex_json(receipt, want, reterr);
+    if (r < 0)
+        return r;
+    if (!streq(want, ph))
+        return berth_error_set(reterr, -EBADMSG, "placement_hash does not hash the receipt");
+
+    r = berth_pool_merge(pool, json_object_get(d, "overrides"), c->credentials, &e, &rf, reterr);
+    if (r == -EPERM)
+        return berth_error_set(reterr, -EBADMSG, "the recorded overrides are refused (%s: %s)",
+                               berth_refusal_names[rf.reason], rf.field);
+    if (r < 0)
+        return r;
+    if (!streq(json_string_value(json_object_get(receipt, "pool_hash")) ?: "", hash) ||
+        !streq(json_string_value(json_object_get(receipt, "template_hash")) ?: "", pool->template_hash) ||
+        !streq(json_string_value(json_object_get(receipt, "overrides_hash")) ?: "", e->overrides_hash) ||
+        !streq(json_string_value(json_object_get(receipt, "effective_manifest_hash")) ?: "", e->effective_hash)) {
+        berth_effective_free(e);
+        return berth_error_set(reterr, -EBADMSG,
+                               "the receipt's pool, template, overrides or effective manifest hash does not match "
+                               "the pool and overrides");
+    }
+    berth_effective_free(e);
+    first = check_inputs(pool, json_object_get(receipt, "selector_inputs"), reterr);
+    if (first < -1)
+        return first;
+    if (first < 0 || !streq(chosen, pool->backends[first]))
+        return berth_error_set(reterr, -EBADMSG, "chosen_backend is not the first kept candidate");
+    if (json_object_set_new(c->placements, ph, json_string(hash)) < 0)
+        return -ENOMEM;
+    c->n_placements++;
+    return 0;
+}
+
+static int check_refused(struct berth_pool_chain *c, const json_t *d, bool placement, struct berth_error *reterr)
+{
+    const char *hash = NULL, *reason = NULL, *oh = NULL, *name = NULL, *field = NULL, *actor = NULL;
+    int r, idx;
+
+    if ((r = get_strings(d, placement ? placement_refused_members : override_refused_members, placement ? "pool" : NULL,
+                         &name, &hash, reterr)) < 0 ||
+        (r = berth_json_string_member(d, "details", "reason", true, &reason, reterr)) < 0 ||
+        (r = berth_json_string_member(d, "details", "overrides_hash", true, &oh, reterr)) < 0)
+        return r;
+    if (!berth_pool_chain_known(c, hash))
+        return berth_error_set(reterr, -EBADMSG, "refers to a pool that was never registered");
+    if (!berth_is_hex(oh, BERTH_HASH_HEX_LEN))
+        return berth_error_set(reterr, -EBADMSG, "overrides_hash is not a hex SHA-256");
+    idx = berth_name_index(berth_refusal_names, BERTH_REFUSAL_COUNT, reason);
+    if (placement) {
+        if (idx != BERTH_REFUSAL_NO_BACKEND)
+            return berth_error_set(reterr, -EBADMSG, "a placement refusal must say no_backend");
+        r = check_inputs(by_hash(c, hash), json_object_get(d, "selector_inputs"), reterr);
+        if (r < -1)
+            return r;
+        if (r >= 0)
+            return berth_error_set(reterr, -EBADMSG, "a placement was refused although a candidate was kept");
+        return 0;
+    }
+    if (idx < 0 || idx == BERTH_REFUSAL_NO_BACKEND)
+        return berth_error_set(reterr, -EBADMSG, "unknown override refusal reason");
+    if ((r = berth_json_string_member(d, "details", "refused_field", true, &field, reterr)) < 0 ||
+        (r = berth_json_string_member(d, "details", "actor", true, &actor, reterr)) < 0)
+        return r;
+    return 0;
+}
+
+static int check_enrolled(struct berth_pool_chain *c, const json_t *d, struct berth_error *reterr)
+{
+    uint8_t pub[BERTH_ED25519_PUBLIC_LEN];
+    const json_t *e = json_object_get(d, "enrolment");
+    const char *hash, *keyid;
+    char key[BERTH_HASH_HEX_LEN + BERTH_KEY_ID_LEN + 2];
+    int r;
+
+    r = berth_enrolment_verify(d, pub, reterr);
+    if (r < 0)
+        return r;
+    hash = json_string_value(json_object_get(e, "pool_hash"));
+    keyid = json_string_value(json_object_get(e, "keyid"));
+    if (!berth_pool_chain_known(c, hash))
+        return berth_error_set(reterr, -EBADMSG, "enrolment into a pool that was never registered");
+    snprintf(key, sizeof(key), "%s/%s", hash, keyid);
+    if (json_object_set(c->enrolled, key, json_object_get(e, "public_key")) < 0)
+        return -ENOMEM;
+    c->n_enrolments++;
+    return 0;
+}
+
+static int check_claim(struct berth_pool_chain *c, const json_t *d, struct berth_error *reterr)
+{
+    const json_t *claim = json_object_get(d, "claim"), *pk, *placed;
+    uint8_t pub[BERTH_ED25519_PUBLIC_LEN];
+    const char *hash = json_string_value(json_object_get(claim, "pool_hash"));
+    const char *keyid = json_string_value(json_object_get(claim, "keyid"));
+    const char *ph = json_string_value(json_object_get(claim, "placement_hash"));
+    char key[BERTH_HASH_HEX_LEN + BERTH_KEY_ID_LEN + 2];
+    int r;
+
+    if (!hash || !keyid || strlen(keyid) != BERTH_KEY_ID_LEN)
+        return berth_error_set(reterr, -EBADMSG, "the claim lacks pool_hash or keyid");
+    snprintf(key, sizeof(key), "%s/%s", hash, keyid);
+    pk = json_object_get(c->enrolled, key);
+    if (!pk || berth_public_key_from_b64url(json_string_value(pk), pub) < 0)
+        return berth_error_set(reterr, -EBADMSG, "claim by key %s, which is not enrolled in that pool", keyid);
+    r = berth_claim_verify(d, pub, reterr);
+    if (r < 0)
+        return r;
+    placed = ph ? json_object_get(c->placements, ph) : NULL;
+    if (!placed || !streq(json_string_value(placed), hash))
+        return berth_error_set(reterr, -EBADMSG, "claim of a placement that was not recorded in that pool");
+    c->n_claims++;
+    return 0;
+}
+
+static int check_quarantine(const json_t *d, struct berth_error *reterr)
+{
+    const char *id = NULL, *a = NULL, *b = NULL;
+    int r;
+
+    if ((r = berth_json_only_members(d, "details", quarantine_members, reterr)) < 0 ||
+        (r = berth_json_string_member(d, "details", "slot_id", true, &id, reterr)) < 0 ||
+        (r = berth_json_string_member(d, "details", "slot_hash", true, &a, reterr)) < 0 ||
+        (r = berth_json_string_member(d, "details", "dispatch_hash", true, &b, reterr)) < 0)
+        return r;
+    if (!berth_worker_name_valid(id) || !berth_is_hex(a, BERTH_HASH_HEX_LEN) || !berth_is_hex(b, BERTH_HASH_HEX_LEN))
+        return berth_error_set(reterr, -EBADMSG, "malformed slot_id or hashes");
+    if (streq(a, b))
+        return berth_error_set(reterr, -EBADMSG, "a slot quarantined although its hash matched");
+    return 0;
+}
+
+int berth_pool_chain_check(void *userdata, const struct berth_audit_event *ev, struct berth_error *reterr)
+{
+    struct berth_pool_chain *c = userdata;
+    const json_t *d = ev->details;
+    int r;
+
+    c->events++;
+    if (strncmp(ev->type, "pool.", 5) != 0)
+        return 0;
+    if (streq(ev->type, "pool.registered"))
+        r = check_registered(c, d, false, reterr);
+    else if (streq(ev->type, "pool.updated"))
+        r = check_registered(c, d, true, reterr);
+    else if (streq(ev->type, "pool.retired"))
+        r = check_retired(c, d, reterr);
+    else if (streq(ev->type, "pool.placed"))
+        r = check_placed(c, d, reterr);
+    else if (streq(ev->type, "pool.override_refused"))
+        r = check_refused(c, d, false, reterr);
+    else if (streq(ev->type, "pool.placement_refused"))
+        r = check_refused(c, d, true, reterr);
+    else if (streq(ev->type, "pool.worker_enrolled"))
+        r = check_enrolled(c, d, reterr);
+    else if (streq(ev->type, "pool.claim_receipt"))
+        r = check_claim(c, d, reterr);
+    else if (streq(ev->type, "pool.warm_quarantine"))
+        r = check_quarantine(d, reterr);
+    else
+        r = berth_error_set(reterr, -EBADMSG, "unknown pool event type %s", ev->type);
+    if (r == -ENOMEM)
+        return berth_error_set(reterr, r, "out of memory");
+    if (r < 0) {
+        berth_error_prefix(reterr, "%s", ev->type);
+        if (reterr)
+            reterr->code = -EBADMSG;
+        return -EBADMSG;
+    }
+    return 0;
+}

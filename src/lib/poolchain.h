@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * poolchain.h -- the pool registry as a projection of the audit chain.
+ *
+ * Replaying the pool events of an audit chain, in order, rebuilds which
+ * pools are active (by name) and re-checks every record:
+ *
+ *   pool.registered        {name, pool_hash, manifest}: the manifest is
+ *                          normalised and hashes to pool_hash; the name is
+ *                          not active
+ *   pool.updated           {name, pool_hash, prev_pool_hash, manifest}: the
+ *                          name is active at prev_pool_hash; the hash changes
+ *   pool.retired           {name, pool_hash}: the name is active at pool_hash
+ *   pool.placed            {pool, pool_hash, overrides, receipt,
+ *                          placement_hash}: the pool is active at pool_hash;
+ *                          re-merging the overrides gives the receipt's
+ *                          overrides, template and effective manifest hashes;
+ *                          the chosen backend is the first kept candidate of
+ *                          the allowlist; placement_hash hashes the receipt
+ *   pool.override_refused  {pool_hash, reason, refused_field, overrides_hash,
+ *                          actor}: a known pool and reason
+ *   pool.placement_refused {pool, pool_hash, reason, overrides_hash,
+ *                          effective_manifest_hash, selector_inputs}: no
+ *                          candidate kept
+ *   pool.worker_enrolled   a valid self-signed enrolment into a known pool
+ *   pool.claim_receipt     a claim signed by a worker enrolled in that pool,
+ *                          for a placement recorded in that pool
+ *   pool.warm_quarantine   {slot_id, slot_hash, dispatch_hash}: two different
+ *                          hashes
+ *
+ * Events of other subsystems are skipped; an unknown pool.* type is an
+ * error.  Not thread-safe; one chain per thread.
+ */
+#ifndef BERTH_POOLCHAIN_H
+#define BERTH_POOLCHAIN_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include <berth/error.h>
+
+#include "audit.h"
+#include "pool.h"
+
+struct berth_pool_chain;
+
+/** berth_pool_chain_new() - an empty projection.  Return: 0 or -ENOMEM. */
+int berth_pool_chain_new(struct berth_pool_chain **ret);
+
+/** berth_pool_chain_free() - release; accepts NULL. */
+void berth_pool_chain_free(struct berth_pool_chain *c);
+
+/**
+ * berth_pool_chain_check() - apply one event (the callback shape of
+ * berth_audit_verify() and berth_audit_replay(); @userdata is the chain).
+ * Return: 0 or -EBADMSG with reterr saying which rule the event breaks.
+ */
+int berth_pool_chain_check(void *userdata, const struct berth_audit_event *ev, struct berth_error *reterr);
+
+/** berth_pool_chain_count() - number of active pools. */
+size_t berth_pool_chain_count(const struct berth_pool_chain *c);
+
+/** berth_pool_chain_at() - the @i-th active pool, in name order, or NULL. */
+const struct berth_pool *berth_pool_chain_at(const struct berth_pool_chain *c, size_t i);
+
+/** berth_pool_chain_find() - the active pool called @name, or NULL. */
+const struct berth_pool *berth_pool_chain_find(const struct berth_pool_chain *c, const char *name);
+
+/** berth_pool_chain_known() - whether a pool with @pool_hash was ever registered. */
+bool berth_pool_chain_known(const struct berth_pool_chain *c, const char *pool_hash);
+
+/**
+ * berth_pool_chain_credentials() - the names in any active pool's
+ * credential_env_allowlist (a borrowed JSON array).
+ */
+const json_t *berth_pool_chain_credentials(const struct berth_pool_chain *c);
+
+/**
+ * berth_pool_chain_enrolled() - whether the worker key @keyid is enrolled
+ * in the pool @pool_hash.
+ */
+bool berth_pool_chain_enrolled(const struct berth_pool_chain *c, const char *pool_hash, const char *keyid);
+
+/**
+ * berth_pool_chain_placement() - the pool_hash a placement was recorded in,
+ * or NULL when @placement_hash was never recorded.
+ */
+const char *berth_pool_chain_placement(const struct berth_pool_chain *c, const char *placement_hash);
+
+/** berth_pool_chain_stats() - events applied, placements and enrolments seen. */
+void berth_pool_chain_stats(const struct berth_pool_chain *c, size_t *ret_events, size_t *ret_placements,
+                            size_t *ret_enrolments, size_t *ret_claims);
+
+#endif /* BERTH_POOLCHAIN_H */

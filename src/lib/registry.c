@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: MIT */
+/* registry.c -- pool operations on a journal; see registry.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "canon.h"
+#include "enrol.h"
+#include "jsonobj.h"
+#include "macro.h"
+#include "registry.h"
+
+static inline void chain_freep(struct berth_pool_chain **c)
+{
+    berth_pool_chain_free(*c);
+}
+#define _cleanup_chain_ BERTH_CLEANUP(chain_freep)
+
+static inline void pool_freep(struct berth_pool **p)
+{
+    berth_pool_free(*p);
+}
+#define _cleanup_pool_ BERTH_CLEANUP(pool_freep)
+
+int berth_registry_load(struct berth_journal *j, struct berth_pool_chain **ret, struct berth_error *reterr)
+{
+    struct berth_pool_chain *c = NULL;
+    int r;
+
+    if (!j || !ret)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (berth_pool_chain_new(&c) < 0)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    r = berth_audit_replay(j, berth_pool_chain_check, c, reterr);
+    if (r < 0) {
+        berth_pool_chain_free(c);
+        return r;
+    }
+    *ret = c;
+    return 0;
+}
+
+/* The stored body for @hash: 1 and *ret_body (malloc'd), or 0 when absent. */
+static int read_body(struct berth_journal *j, const char *hash, char **ret_body, size_t *ret_len,
+                     struct berth_error *reterr)
+{
+    sqlite3_stmt *st = NULL;
+    int rc, r = 0;
+
+    if (sqlite3_prepare_v2(berth_journal_db(j), "SELECT body FROM pool_bodies WHERE pool_hash = ?", -1, &st, NULL) !=
+        SQLITE_OK)
+        return berth_journal_error(j, "reading pool manifests", reterr);
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        int n = sqlite3_column_bytes(st, 0);
+        const void *b = sqlite3_column_blob(st, 0);
+        char *copy = malloc((size_t)n + 1);
+        if (!copy) {
+            r = berth_error_set(reterr, -ENOMEM, "out of memory");
+        } else {
+            if (n > 0)
+                memcpy(copy, b, (size_t)n);
+            copy[n] = '\0';
+            *ret_body = copy;
+            *ret_len = (size_t)n;
+            r = 1;
+        }
+    } else if (rc != SQLITE_DONE) {
+        r = berth_journal_error(j, "reading pool manifests", reterr);
+    }
+    sqlite3_finalize(st);
+    return r;
+}
+
+/* Parse a stored body and check that it hashes to the key it is stored under. */
+static int load_body(struct berth_journal *j, const char *hash, struct berth_pool **ret, struct berth_error *reterr)
+{
+    _cleanup_free_ char *body = NULL;
+    size_t len = 0;
+    int r;
+
+    r = read_body(j, hash, &body, &len, reterr);
+    if (r < 0)
+        return r;
+    if (r == 0)
+        return berth_error_set(reterr, -EBADMSG, "the manifest body %s is missing from the journal", hash);
+    r = berth_pool_parse(body, len, ret, reterr);
+    if (r < 0) {
+        berth_error_prefix(reterr, "the stored manifest body %s is damaged", hash);
+        return r == -ENOMEM ? r : -EBADMSG;
+    }
+    if (!streq((*ret)->pool_hash, hash)) {
+        berth_error_set(reterr, -EBADMSG, "the stored manifest body %s is damaged: it hashes to %s", hash,
+                        (*ret)->pool_hash);
+        berth_pool_free(*ret);
+        *ret = NULL;
+        return -EBADMSG;
+    }
+    return 0;
+}
+
+static int store_body(struct berth_journal *j, const struct berth_pool *pool, struct berth_error *reterr)
+{
+    _cleanup_free_ char *bytes = NULL, *existing = NULL;
+    sqlite3_stmt *st = NULL;
+    size_t len = 0, elen = 0;
+    int r, rc;
+
+    r = berth_json_serialize(pool->manifest, 0, &bytes, &len, reterr);
+    if (r < 0)
+        return r;
+    r = read_body(j, pool->pool_hash, &existing, &elen, reterr);
+    if (r < 0)
+        return r;
+    if (r == 1) /* content-addressed: the same key must hold the same bytes */
+        return elen == len && memcmp(existing, bytes, len) == 0
+                   ? 0
+                   : berth_error_set(reterr, -EBADMSG, "the stored manifest body %s is damaged", pool->pool_hash);
+    if (sqlite3_prepare_v2(berth_journal_db(j), "INSERT INTO pool_bodies (pool_hash, body) VALUES (?, ?)", -1, &st,
+                           NULL) != SQLITE_OK)
+        return berth_journal_error(j, "storing a pool manifest", reterr);
+    sqlite3_bind_text(st, 1, pool->pool_hash, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, bytes, (int)len, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : berth_journal_error(j, "storing a pool manifest", reterr);
+}
+
+/* Append one event inside the open transaction, or roll it back. */
+static int record(struct berth_journal *j, const struct berth_audit_key *key, int64_t now_ns, const char *type,
+                  const char *actor, json_t *details, uint64_t *ret_seq, struct berth_error *reterr)
+{
+    int r;
+
+    if (!details)
+        r = berth_error_set(reterr, -ENOMEM, "out of memory");
+    else
+        r = berth_audit_append(j, key, now_ns, type, actor, details, ret_seq, reterr);
+    json_decref(details);
+    return r;
+}
+
+int berth_registry_register(struct berth_journal *j, const struct berth_audit_key *key, const struct berth_pool *pool,
+                            const char *actor, int64_t now_ns, enum berth_register_outcome *ret_outcome,
+                            struct berth_error *reterr)
+{
+    _cleanup_chain_ struct berth_pool_chain *chain = NULL;
+    const struct berth_pool *cur;
+    json_t *details;
+    int r;
+
+    if (!j || !key || !pool)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if ((r = berth_journal_begin(j, reterr)) < 0)
+        return r;
+    if ((r = berth_registry_load(j, &chain, reterr)) < 0)
+        goto fail;
+    cur = berth_pool_chain_find(chain, pool->name);
+    if (cur && streq(cur->pool_hash, pool->pool_hash)) {
+        berth_journal_rollback(j);
+        if (ret_outcome)
+            *ret_outcome = BERTH_REGISTER_UNCHANGED;
+        return 0;
+    }
+    if ((r = store_body(j, pool, reterr)) < 0)
+        goto fail;
+    if (cur)
+        details = json_pack("{s:s, s:s, s:s, s:O}", "name", pool->name, "pool_hash", pool->pool_hash, "prev_pool_hash",
+                            cur->pool_hash, "manifest", pool->manifest);
+    else
+        details =
+            json_pack("{s:s, s:s, s:O}", "name", pool->name, "pool_hash", pool->pool_hash, "manifest", pool->manifest);
+    r = record(j, key, now_ns, cur ? "pool.updated" : "pool.registered", actor, details, NULL, reterr);
+    if (r < 0)
+        goto fail;
+    if ((r = berth_journal_commit(j, reterr)) < 0)
+        return r;
+    if (ret_outcome)
+        *ret_outcome = cur ? BERTH_REGISTER_UPDATED : BERTH_REGISTER_NEW;
+    return 0;
+fail:
+    berth_journal_rollback(j);
+    return r;
+}
+
+/* BEGIN, replay the projection, find the active pool @name. */
+static int begin_with_pool(struct berth_journal *j, const char *name, struct berth_pool_chain **ret_chain,
+                           const struct berth_pool **ret_pool, struct berth_error *reterr)
+{
+    int r;
+
+    if ((r = berth_journal_begin(j, reterr)) < 0)
+        return r;
+    if ((r = berth_registry_load(j, ret_chain, reterr)) < 0)
+        goto fail;
+    *ret_pool = berth_pool_chain_find(*ret_chain, name);
+    if (!*ret_pool) {
+        r = berth_error_set(reterr, -ENOENT, "no active pool is called %s", name);
+        goto fail;
+    }
+    return 0;
+fail:
+    berth_journal_rollback(j);
+    return r;
+}
+
+int berth_registry_retire(struct berth_journal *j, const struct berth_audit_key *key, const char *name,
+                          const char *actor, int64_t now_ns, struct berth_error *reterr)
+{
+    _cleanup_chain_ struct berth_pool_chain *chain = NULL;
+    const struct berth_pool *cur;
+    int r;
+
+    if (!j || !key || !name)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if ((r = begin_with_pool(j, name, &chain, &cur, reterr)) < 0)
+        return r;
+    r = record(j, key, now_ns, "pool.retired", actor,
+               json_pack("{s:s, s:s}", "name", cur->name, "pool_hash", cur->pool_hash), NULL, reterr);
+    if (r < 0)
+        goto fail;
+    return berth_journal_commit(j, reterr);
+fail:
+    berth_journal_rollback(j);
+    return r;
+}
+
+int berth_registry_get(struct berth_journal *j, const struct berth_pool_chain *chain, const char *name,
+                       struct berth_pool **ret, struct berth_error *reterr)
+{
+    const struct berth_pool *cur;
+
+    if (!j || !chain || !name || !ret)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    cur = berth_pool_chain_find(chain, name);
+    if (!cur)
+        return berth_error_set(reterr, -ENOENT, "no active pool is called %s", name);
+    return load_body(j, cur->pool_hash, ret, reterr);
+}
+
+void berth_placement_result_clear(struct berth_placement_result *res)
+{
+    if (!res)
+        return;
+    json_decref(res->receipt);
+    json_decref(res->selector_inputs);
+    memset(res, 0, sizeof(*res));
+}
+
+int berth_registry_place(struct berth_journal *j, const struct berth_audit_key *key, const char *name,
+                         const json_t *overrides, const struct berth_backend_set *backends, const char *actor,
+                         int64_t now_ns, struct berth_placement_result *res, struct berth_error *reterr)
+{
+    _cleanup_chain_ struct berth_pool_chain *chain = NULL;
+    _cleanup_pool_ struct berth_pool *pool = NULL;
+    struct berth_effective *e = NULL;
+    const char *type = NULL;
+    json_t *details = NULL;
+    int r, decision;
+
+    if (!j || !key || !name || !res)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    memset(res, 0, sizeof(*res));
+    if ((r = berth_journal_begin(j, reterr)) < 0)
+        return r;
+    if ((r = berth_registry_load(j, &chain, reterr)) < 0 || (r = berth_registry_get(j, chain, name, &pool, reterr)) < 0)
+        goto fail;
+    if ((r = berth_overrides_hash(overrides, res->overrides_hash, reterr)) < 0)
+        goto fail;
+
+    /* The decision, then the event that records it. */
+    decision = berth_pool_merge(pool, overrides, berth_pool_chain_credentials(chain), &e, &res->refusal, reterr);
+    if (decision == -EPERM) {
+        type = "pool.override_refused";
+        details = json_pack("{s:s, s:s, s:s, s:s, s:s}", "pool_hash", pool->pool_hash, "reason",
+                            berth_refusal_names[res->refusal.reason], "refused_field", res->refusal.field,
+                            "overrides_hash", res->overrides_hash, "actor", actor);
+    } else if (decision == 0) {
+        decision = berth_place(pool, e, backends, now_ns, &res->receipt, res->placement_hash, &res->refusal,
+                               &res->selector_inputs, reterr);
+        if (decision == -EPERM) {
+            type = "pool.placement_refused";
+            details = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O}", "pool", pool->name, "pool_hash", pool->pool_hash,
+                                "reason", "no_backend", "overrides_hash", e->overrides_hash, "effective_manifest_hash",
+                                e->effective_hash, "selector_inputs", res->selector_inputs);
+        } else if (decision == 0) {
+            type = "pool.placed";
+            details =
+                json_pack("{s:s, s:s, s:O, s:O, s:s}", "pool", pool->name, "pool_hash", pool->pool_hash, "overrides",
+                          e->overrides, "receipt", res->receipt, "placement_hash", res->placement_hash);
+        }
+    }
+    r = type ? record(j, key, now_ns, type, actor, details, &res->seq, reterr) : decision;
+    berth_effective_free(e);
+    if (r < 0)
+        goto fail;
+    if ((r = berth_journal_commit(j, reterr)) < 0)
+        goto out;
+    if (decision == -EPERM) {
+        res->refused = true;
+        return -EPERM;
+    }
+    return 0;
+fail:
+    berth_journal_rollback(j);
+out:
+    berth_placement_result_clear(res);
+    return r;
+}
+
+int berth_registry_enrol(struct berth_journal *j, const struct berth_audit_key *key, const char *name,
+                         const struct berth_signing_key *worker, const char *worker_name, const char *actor,
+                         int64_t now_ns, json_t **ret_details, struct berth_error *reterr)
+{
+    _cleanup_chain_ struct berth_pool_chain *chain = NULL;
+    const struct berth_pool *cur;
+    json_t *details = NULL;
+    int r;
+
+    if (!j || !key || !name || !worker)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if ((r = begin_with_pool(j, name, &chain, &cur, reterr)) < 0)
+        return r;
+    if ((r = berth_enrolment_create(worker, cur->pool_hash, worker_name, now_ns, &details, reterr)) < 0)
+        goto fail;
+    if (ret_details)
+        *ret_details = json_incref(details);
+    r = record(j, key, now_ns, "pool.worker_enrolled", actor, details, NULL, reterr);
+    if (r < 0)
+        goto fail;
+    return berth_journal_commit(j, reterr);
+fail:
+    berth_journal_rollback(j);
+    return r;
+}
+
+int berth_registry_claim(struct berth_journal *j, const struct berth_audit_key *key, const char *name,
+                         const struct berth_signing_key *worker, const char *worker_name, const char *job_id,
+                         const char *placement_hash, const char *actor, int64_t now_ns, json_t **ret_details,
+                         struct berth_error *reterr)
+{
+    _cleanup_chain_ struct berth_pool_chain *chain = NULL;
+    const struct berth_pool *cur;
+    const char *placed_in;
+    json_t *details = NULL;
+    int r;
+
+    if (!j || !key || !name || !worker)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if ((r = begin_with_pool(j, name, &chain, &cur, reterr)) < 0)
+        return r;
+    if (!berth_pool_chain_enrolled(chain, cur->pool_hash, berth_signing_key_id(worker))) {
+        r = berth_error_set(reterr, -EPERM, "worker key %s is not enrolled in pool %s", berth_signing_key_id(worker),
+                            name);
+        goto fail;
+    }
+    placed_in = berth_pool_chain_placement(chain, placement_hash);
+    if (!placed_in || !streq(placed_in, cur->pool_hash)) {
+        r = berth_error_set(reterr, -EPERM, "placement %s was not recorded in pool %s",
+                            placement_hash ? placement_hash : "(none)", name);
+        goto fail;
+    }
+    if ((r = berth_claim_create(worker, cur->pool_hash, worker_name, job_id, placement_hash, now_ns, &details,
+                                reterr)) < 0)
+        goto fail;
+    if (ret_details)
+        *ret_details = json_incref(details);
+    r = record(j, key, now_ns, "pool.claim_receipt", actor, details, NULL, reterr);
+    if (r < 0)
+        goto fail;
+    return berth_journal_commit(j, reterr);
+fail:
+    berth_journal_rollback(j);
+    return r;
+}
+
+int berth_registry_warm_attach(struct berth_journal *j, const struct berth_audit_key *key, const char *slot_id,
+                               const char *slot_hash, const char *dispatch_hash, const char *actor, int64_t now_ns,
+                               struct berth_error *reterr)
+{
+    int r;
+
+    if (!j || !key || !berth_worker_name_valid(slot_id) || !berth_is_hex(slot_hash, BERTH_HASH_HEX_LEN) ||
+        !berth_is_hex(dispatch_hash, BERTH_HASH_HEX_LEN))
+        return berth_error_set(reterr, -EINVAL, "a slot id and two hex effective_manifest_hash values are required");
+    if (streq(slot_hash, dispatch_hash))
+        return 1;
+    r = record(j, key, now_ns, "pool.warm_quarantine", actor,
+               json_pack("{s:s, s:s, s:s}", "slot_id", slot_id, "slot_hash", slot_hash, "dispatch_hash", dispatch_hash),
+               NULL, reterr);
+    return r < 0 ? r : 0;
+}
+
+static int collect_line(void *userdata, uint64_t seq, const char *line, size_t len)
+{
+    struct berth_buf *b = userdata;
+    (void)seq;
+    if (berth_buf_append(b, line, len) < 0 || berth_buf_putc(b, '\n') < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+int berth_registry_verify(struct berth_journal *j, const struct berth_audit_key *key,
+                          struct berth_verify_report *report, struct berth_error *reterr)
+{
+    _cleanup_chain_ struct berth_pool_chain *chain = NULL;
+    struct berth_buf export = BERTH_BUF_INIT(0);
+    struct berth_verify_report rep = {0};
+    sqlite3_stmt *st = NULL;
+    size_t i;
+    int r, rc;
+
+    if (!j || !key)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (berth_pool_chain_new(&chain) < 0)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+
+    r = berth_audit_foreach(j, 0, collect_line, &export, reterr);
+    if (r == -ENOMEM)
+        r = berth_error_set(reterr, r, "out of memory");
+    if (r == 0)
+        r = berth_audit_verify(export.data, export.len, key, berth_pool_chain_check, chain, &rep.events, &rep.bad_seq,
+                               reterr);
+    berth_buf_free(&export);
+    if (r < 0)
+        goto out;
+
+    /* Every stored body hashes to its key ... */
+    if (sqlite3_prepare_v2(berth_journal_db(j), "SELECT pool_hash FROM pool_bodies ORDER BY pool_hash", -1, &st,
+                           NULL) != SQLITE_OK) {
+        r = berth_journal_error(j, "reading pool manifests", reterr);
+        goto out;
+    }
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        _cleanup_pool_ struct berth_pool *p = NULL;
+        const char *h = (const char *)sqlite3_column_text(st, 0);
+        r = load_body(j, h ? h : "", &p, reterr);
+        if (r < 0)
+            break;
+        rep.bodies++;
+    }
+    if (r == 0 && rc != SQLITE_DONE)
+        r = berth_journal_error(j, "reading pool manifests", reterr);
+    sqlite3_finalize(st);
+    if (r < 0)
+        goto out;
+
+    /* ... and every active pool's body is stored. */
+    rep.pools = berth_pool_chain_count(chain);
+    for (i = 0; i < rep.pools; i++) {
+        _cleanup_pool_ struct berth_pool *p = NULL;
+        r = berth_registry_get(j, chain, berth_pool_chain_at(chain, i)->name, &p, reterr);
+        if (r < 0)
+            goto out;
+    }
+    berth_pool_chain_stats(chain, NULL, &rep.placements, &rep.enrolments, &rep.claims);
+out:
+    if (report)
+        *report = rep;
+    return r;
+}

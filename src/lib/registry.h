@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * registry.h -- pool operations on a journal: register, retire, place,
+ * enrol, claim, quarantine, verify.
+ *
+ * The registry is not a table: it is the projection of the audit chain
+ * (poolchain.h) rebuilt by replaying the journal's pool events.  Manifest
+ * bodies are also kept in a content-addressed table keyed by pool_hash and
+ * re-hashed whenever they are loaded.  Every write happens in one journal
+ * transaction together with the audit event that records it, so a crash
+ * leaves either both or neither.
+ *
+ * @actor arguments name who acted (a principal, or "local:<user>" for
+ * offline berthctl) and @now_ns is the event time in nanoseconds.  None of
+ * these functions is thread-safe (a journal is used by one thread).
+ */
+#ifndef BERTH_REGISTRY_H
+#define BERTH_REGISTRY_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include <berth/error.h>
+
+#include "audit.h"
+#include "journal.h"
+#include "override.h"
+#include "placement.h"
+#include "pool.h"
+#include "poolchain.h"
+#include "sign.h"
+
+/** What berth_registry_register() did. */
+enum berth_register_outcome {
+    BERTH_REGISTER_UNCHANGED, /**< same name and hash: nothing recorded */
+    BERTH_REGISTER_NEW,       /**< pool.registered */
+    BERTH_REGISTER_UPDATED,   /**< pool.updated, with prev_pool_hash */
+};
+
+/**
+ * berth_registry_load() - replay the journal's pool events into a new chain
+ * (not MAC-checked: berth_registry_verify() proves the chain).
+ * Return: 0, -EBADMSG (a stored event breaks the pool rules), journal errors.
+ */
+int berth_registry_load(struct berth_journal *j, struct berth_pool_chain **ret, struct berth_error *reterr);
+
+/**
+ * berth_registry_register() - register @pool under its name, or update the
+ * pool of that name, or do nothing when it is already active unchanged.
+ * Return: 0; journal and audit errors.
+ */
+int berth_registry_register(struct berth_journal *j, const struct berth_audit_key *key, const struct berth_pool *pool,
+                            const char *actor, int64_t now_ns, enum berth_register_outcome *ret_outcome,
+                            struct berth_error *reterr);
+
+/**
+ * berth_registry_retire() - record pool.retired for the active pool @name.
+ * Return: 0; -ENOENT when no pool of that name is active.
+ */
+int berth_registry_retire(struct berth_journal *j, const struct berth_audit_key *key, const char *name,
+                          const char *actor, int64_t now_ns, struct berth_error *reterr);
+
+/**
+ * berth_registry_get() - the active pool @name with its manifest loaded from
+ * the content-addressed table and re-hashed.
+ * @ret: receives a new struct berth_pool (berth_pool_free() it).
+ * Return: 0; -ENOENT (no such pool); -EBADMSG (the stored body is missing or
+ * does not hash to its key).
+ */
+int berth_registry_get(struct berth_journal *j, const struct berth_pool_chain *chain, const char *name,
+                       struct berth_pool **ret, struct berth_error *reterr);
+
+/**
+ * struct berth_placement_result - what berth_registry_place() decided.
+ * @receipt, @placement_hash: set when placed.
+ * @refusal:  set when refused (override refusal or no_backend).
+ * @selector_inputs: the candidates, when refused with no_backend.
+ * @overrides_hash: always set once the overrides were read.
+ */
+struct berth_placement_result {
+    json_t *receipt;
+    char placement_hash[BERTH_HASH_HEX_LEN + 1];
+    bool refused;
+    struct berth_refusal refusal;
+    json_t *selector_inputs;
+    char overrides_hash[BERTH_HASH_HEX_LEN + 1];
+    uint64_t seq;
+};
+
+/** berth_placement_result_clear() - release what a result holds. */
+void berth_placement_result_clear(struct berth_placement_result *res);
+
+/**
+ * berth_registry_place() - merge @overrides (NULL for none) into the active
+ * pool @name, place it on @backends, and record the outcome in the chain:
+ * pool.placed, pool.override_refused or pool.placement_refused.  No
+ * sandbox is created here.
+ * Return: 0 placed; -EPERM refused (recorded; @res->refusal says why);
+ * -ENOENT no such pool (nothing recorded); journal and audit errors.
+ */
+int berth_registry_place(struct berth_journal *j, const struct berth_audit_key *key, const char *name,
+                         const json_t *overrides, const struct berth_backend_set *backends, const char *actor,
+                         int64_t now_ns, struct berth_placement_result *res, struct berth_error *reterr);
+
+/**
+ * berth_registry_enrol() - sign with @worker and record the enrolment of
+ * @worker_name into the active pool @name (pool.worker_enrolled).
+ * @ret_details: optional; receives the recorded details.
+ * Return: 0; -ENOENT; -EINVAL (bad worker name); journal and audit errors.
+ */
+int berth_registry_enrol(struct berth_journal *j, const struct berth_audit_key *key, const char *name,
+                         const struct berth_signing_key *worker, const char *worker_name, const char *actor,
+                         int64_t now_ns, json_t **ret_details, struct berth_error *reterr);
+
+/**
+ * berth_registry_claim() - sign with @worker and record its claim of @job_id
+ * placed by @placement_hash in the active pool @name (pool.claim_receipt).
+ * The worker must be enrolled in that pool and the placement recorded there.
+ * Return: 0; -ENOENT (pool); -EPERM (worker not enrolled, or placement not
+ * recorded for this pool); -EINVAL; journal and audit errors.
+ */
+int berth_registry_claim(struct berth_journal *j, const struct berth_audit_key *key, const char *name,
+                         const struct berth_signing_key *worker, const char *worker_name, const char *job_id,
+                         const char *placement_hash, const char *actor, int64_t now_ns, json_t **ret_details,
+                         struct berth_error *reterr);
+
+/**
+ * berth_registry_warm_attach() - the warm-slot predicate: a slot provisioned
+ * for @slot_hash (an effective_manifest_hash) attaches to a dispatch only
+ * when @dispatch_hash is equal.  Otherwise the slot is quarantined: a
+ * pool.warm_quarantine event (slot id, both hashes) is recorded and the
+ * dispatch must go cold.
+ * Return: 1 attach; 0 quarantined (recorded); -EINVAL; journal errors.
+ */
+int berth_registry_warm_attach(struct berth_journal *j, const struct berth_audit_key *key, const char *slot_id,
+                               const char *slot_hash, const char *dispatch_hash, const char *actor, int64_t now_ns,
+                               struct berth_error *reterr);
+
+/** What berth_registry_verify() checked. */
+struct berth_verify_report {
+    uint64_t events;
+    size_t pools, bodies, placements, enrolments, claims;
+    uint64_t bad_seq; /**< first bad event, 0 when the chain verified */
+};
+
+/**
+ * berth_registry_verify() - prove the journal: re-check the whole MAC chain
+ * (berth_audit_verify()), replay the pool projection with every rule of
+ * poolchain.h, re-hash every stored manifest body, and check that every
+ * active pool's body is stored.
+ * Return: 0; -EBADMSG with reterr naming the first failure (and
+ * @report->bad_seq when it is an event); journal errors.
+ */
+int berth_registry_verify(struct berth_journal *j, const struct berth_audit_key *key,
+                          struct berth_verify_report *report, struct berth_error *reterr);
+
+#endif /* BERTH_REGISTRY_H */

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/* test-journal.c -- the SQLite journal: safe open, lock, format, migration (journal.h). */
+#include "pooltest.h"
+
+#include <sqlite3.h>
+
+static char *dir;
+
+static void setup(void)
+{
+    dir = test_private_dir();
+}
+
+static void teardown(void)
+{
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static int open_at(const char *path, unsigned flags, struct berth_journal **j, struct berth_error *err)
+{
+    return berth_journal_open(path, flags, j, err);
+}
+
+/* Run SQL on a file with plain SQLite, behind the journal's back. */
+static void raw_sql(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
+    sqlite3_close(db);
+}
+
+START_TEST(create_and_reopen)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *path = test_path(dir, "journal.db"), *lock = test_path(dir, "journal.db.lock"),
+                        *shm = test_path(dir, "journal.db-shm");
+    struct berth_journal *j = NULL;
+    struct stat st;
+    sqlite3_stmt *q;
+
+    ck_assert_int_eq(open_at(path, 0, &j, &err), -ENOENT); /* no silent creation */
+    ck_assert_int_eq(open_at(path, BERTH_JOURNAL_CREATE, &j, &err), 0);
+    ck_assert_str_eq(berth_journal_path(j), path);
+    ck_assert_int_eq(stat(path, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 07777, 0600);
+    ck_assert_int_eq(stat(lock, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 07777, 0600);
+    ck_assert_int_eq(access(shm, F_OK), -1); /* exclusive WAL: no shared-memory file */
+
+    ck_assert_int_eq(sqlite3_prepare_v2(berth_journal_db(j), "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int(q, 0), BERTH_JOURNAL_FORMAT);
+    sqlite3_finalize(q);
+    ck_assert_int_eq(sqlite3_prepare_v2(berth_journal_db(j), "PRAGMA journal_mode", -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_str_eq((const char *)sqlite3_column_text(q, 0), "wal");
+    sqlite3_finalize(q);
+
+    ck_assert_int_eq(berth_journal_begin(j, &err), 0);
+    ck_assert(berth_journal_in_transaction(j));
+    ck_assert_int_eq(
+        sqlite3_exec(berth_journal_db(j), "INSERT INTO pool_bodies VALUES (printf('%064d', 1), 'x')", NULL, NULL, NULL),
+        SQLITE_OK);
+    ck_assert_int_eq(berth_journal_commit(j, &err), 0);
+    ck_assert(!berth_journal_in_transaction(j));
+    berth_journal_close(j);
+
+    /* Reopened: same data, the lock file stays. */
+    ck_assert_int_eq(open_at(path, 0, &j, &err), 0);
+    ck_assert_int_eq(sqlite3_prepare_v2(berth_journal_db(j), "SELECT count(*) FROM pool_bodies", -1, &q, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int(q, 0), 1);
+    sqlite3_finalize(q);
+    berth_journal_close(j);
+    ck_assert_int_eq(access(lock, F_OK), 0);
+    berth_journal_close(NULL);
+}
+END_TEST
+
+START_TEST(exclusive)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *path = test_path(dir, "journal.db");
+    struct berth_journal *a = NULL, *b = NULL;
+
+    ck_assert_int_eq(open_at(path, BERTH_JOURNAL_CREATE, &a, &err), 0);
+    ck_assert_int_eq(open_at(path, BERTH_JOURNAL_CREATE, &b, &err), -EBUSY);
+    ck_assert_ptr_nonnull(strstr(err.message, "is in use by another process"));
+    ck_assert_ptr_null(b);
+    berth_journal_close(a);
+    ck_assert_int_eq(open_at(path, 0, &b, &err), 0); /* released with the handle */
+    berth_journal_close(b);
+}
+END_TEST
+
+START_TEST(rollback)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *path = test_path(dir, "journal.db");
+    struct berth_journal *j = NULL;
+    sqlite3_stmt *q;
+
+    ck_assert_int_eq(open_at(path, BERTH_JOURNAL_CREATE, &j, &err), 0);
+    ck_assert_int_eq(berth_journal_begin(j, &err), 0);
+    ck_assert_int_eq(
+        sqlite3_exec(berth_journal_db(j), "INSERT INTO pool_bodies VALUES (printf('%064d', 1), 'x')", NULL, NULL, NULL),
+        SQLITE_OK);
+    berth_journal_rollback(j);
+    berth_journal_rollback(j); /* harmless without a transaction */
+    ck_assert_int_eq(sqlite3_prepare_v2(berth_journal_db(j), "SELECT count(*) FROM pool_bodies", -1, &q, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int(q, 0), 0);
+    sqlite3_finalize(q);
+    ck_assert_int_eq(berth_journal_commit(j, &err), -EIO); /* nothing to commit */
+    berth_journal_close(j);
+}
+END_TEST
+
+START_TEST(unsafe_places)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *path = test_path(dir, "journal.db"), *open_dir = test_path(dir, "open"),
+                        *in_open = test_path(dir, "open/journal.db"), *lnk = test_path(dir, "link"),
+                        *via_link = test_path(dir, "link/journal.db"), *hard = test_path(dir, "hard.db");
+    struct berth_journal *j = NULL;
+
+    ck_assert_int_eq(open_at("relative.db", BERTH_JOURNAL_CREATE, &j, &err), -EINVAL);
+
+    ck_assert_int_eq(mkdir(open_dir, 0755), 0);
+    ck_assert_int_eq(open_at(in_open, BERTH_JOURNAL_CREATE, &j, &err), -EPERM);
+    ck_assert_ptr_nonnull(strstr(err.message, "must be private (chmod 0700"));
+    ck_assert_int_eq(access(in_open, F_OK), -1); /* nothing created */
+
+    ck_assert_int_eq(symlink(dir, lnk), 0);
+    ck_assert_int_eq(open_at(via_link, BERTH_JOURNAL_CREATE, &j, &err), -ELOOP);
+
+    ck_assert_int_eq(open_at(path, BERTH_JOURNAL_CREATE, &j, &err), 0);
+    berth_journal_close(j);
+    j = NULL;
+    ck_assert_int_eq(chmod(path, 0644), 0);
+    ck_assert_int_eq(open_at(path, 0, &j, &err), -EPERM);
+    ck_assert_ptr_nonnull(strstr(err.message, "has mode 0644, expected 0600"));
+    ck_assert_int_eq(chmod(path, 0600), 0);
+    ck_assert_int_eq(link(path, hard), 0);
+    ck_assert_int_eq(open_at(path, 0, &j, &err), -EMLINK);
+    ck_assert_int_eq(unlink(hard), 0);
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(symlink("elsewhere.db", path), 0);
+    ck_assert_int_eq(open_at(path, BERTH_JOURNAL_CREATE, &j, &err), -ELOOP);
+    ck_assert_ptr_null(j);
+}
+END_TEST
+
+START_TEST(foreign_and_newer)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *foreign = test_path(dir, "foreign.db"), *newer = test_path(dir, "newer.db"),
+                        *junk = test_path(dir, "junk.db");
+    struct berth_journal *j = NULL;
+    char garbage[4096];
+
+    raw_sql(foreign, "CREATE TABLE t (x)");
+    ck_assert_int_eq(chmod(foreign, 0600), 0);
+    ck_assert_int_eq(open_at(foreign, 0, &j, &err), -EMEDIUMTYPE);
+    ck_assert_ptr_nonnull(strstr(err.message, "another application"));
+
+    ck_assert_int_eq(open_at(newer, BERTH_JOURNAL_CREATE, &j, &err), 0);
+    berth_journal_close(j);
+    raw_sql(newer, "PRAGMA user_version = 99");
+    ck_assert_int_eq(open_at(newer, 0, &j, &err), -EPROTONOSUPPORT);
+    ck_assert_ptr_nonnull(strstr(err.message, "has journal format 99; this berth understands formats up to 1"));
+
+    memset(garbage, 'g', sizeof(garbage));
+    test_write_file(junk, garbage, sizeof(garbage), 0600);
+    ck_assert_int_eq(open_at(junk, 0, &j, &err), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(err.message, "is not a usable berth journal"));
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("journal");
+    TCase *tc = test_case(s, "journal");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, create_and_reopen);
+    tcase_add_test(tc, exclusive);
+    tcase_add_test(tc, rollback);
+    tcase_add_test(tc, unsafe_places);
+    tcase_add_test(tc, foreign_and_newer);
+    return s;
+}
+
+TEST_MAIN()

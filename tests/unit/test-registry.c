@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-registry.c -- pool operations on a real journal (registry.h), the
+ * projection rules (poolchain.h), and tamper detection.
+ */
+#include "pooltest.h"
+
+#include <sqlite3.h>
+
+#include "buf.h"
+#include "canon.h"
+#include "enrol.h"
+#include "registry.h"
+
+#define NOW 1796342400000000000LL
+#define ACTOR "local:test"
+#define BACKENDS                                                                                                       \
+    "{\"runsc\":{\"capabilities\":[\"exec\",\"file_rw\"],\"egress_classes\":[\"none\",\"loopback\"],"                  \
+    "\"qualification\":{\"id\":\"q\",\"expires_ns\":\"9000000000000000000\"}},"                                        \
+    "\"crun\":{\"capabilities\":[\"exec\",\"file_rw\",\"network\"],\"egress_classes\":[\"none\"],"                     \
+    "\"qualification\":\"unqualified\",\"require_qualification\":false}}"
+
+static char *dir;
+static struct berth_journal *j;
+static struct berth_audit_key key;
+static struct berth_backend_set *backends;
+
+static void setup(void)
+{
+    dir = test_private_dir();
+    j = test_journal_open(dir);
+    test_audit_key(&key, 0x17);
+    ck_assert_int_eq(berth_backend_set_parse(BACKENDS, strlen(BACKENDS), &backends, NULL), 0);
+}
+
+static void teardown(void)
+{
+    berth_journal_close(j);
+    berth_backend_set_free(backends);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static enum berth_register_outcome reg(const char *manifest)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_pool *p = test_pool(manifest);
+    enum berth_register_outcome out;
+
+    ck_assert_msg(berth_registry_register(j, &key, p, ACTOR, NOW, &out, &err) == 0, "%s", err.message);
+    berth_pool_free(p);
+    return out;
+}
+
+static uint64_t event_count(void)
+{
+    sqlite3_stmt *st;
+    uint64_t n;
+
+    ck_assert_int_eq(sqlite3_prepare_v2(berth_journal_db(j), "SELECT count(*) FROM audit_events", -1, &st, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    n = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+/* The stored event @seq, parsed. */
+static json_t *event(uint64_t seq)
+{
+    sqlite3_stmt *st;
+    json_t *v;
+
+    ck_assert_int_eq(
+        sqlite3_prepare_v2(berth_journal_db(j), "SELECT line FROM audit_events WHERE seq = ?", -1, &st, NULL),
+        SQLITE_OK);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)seq);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    v = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
+    sqlite3_finalize(st);
+    ck_assert_ptr_nonnull(v);
+    return v;
+}
+
+static int verify(struct berth_verify_report *rep, char *msg, size_t msgsz)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    int r = berth_registry_verify(j, &key, rep, &err);
+
+    if (msg)
+        snprintf(msg, msgsz, "%s", err.message);
+    return r;
+}
+
+static void raw_exec(const char *sql)
+{
+    ck_assert_msg(sqlite3_exec(berth_journal_db(j), sql, NULL, NULL, NULL) == SQLITE_OK, "%s",
+                  sqlite3_errmsg(berth_journal_db(j)));
+}
+
+START_TEST(register_update_retire)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_pool_chain *chain = NULL;
+    struct berth_pool *got = NULL, *sample = test_pool(SAMPLE_POOL);
+    _cleanup_json_ json_t *e2 = NULL;
+    const char *changed = "{\"schema_version\":1,\"name\":\"sample\",\"backend_allowlist\":[\"crun\",\"runsc\"]}";
+
+    ck_assert_int_eq(reg(SAMPLE_POOL), BERTH_REGISTER_NEW);
+    ck_assert_uint_eq(event_count(), 1);
+    ck_assert_int_eq(reg(SAMPLE_POOL), BERTH_REGISTER_UNCHANGED);
+    ck_assert_uint_eq(event_count(), 1); /* nothing recorded */
+    ck_assert_int_eq(reg(changed), BERTH_REGISTER_UPDATED);
+    ck_assert_uint_eq(event_count(), 2);
+    e2 = event(2);
+    ck_assert_str_eq(json_string_value(json_object_get(e2, "type")), "pool.updated");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(e2, "details"), "prev_pool_hash")),
+                     sample->pool_hash);
+
+    ck_assert_int_eq(berth_registry_load(j, &chain, &err), 0);
+    ck_assert_uint_eq(berth_pool_chain_count(chain), 1);
+    ck_assert_int_eq(berth_registry_get(j, chain, "sample", &got, &err), 0);
+    ck_assert_str_eq(got->backends[0], "crun");
+    ck_assert_int_eq(berth_registry_get(j, chain, "nope", &got, &err), -ENOENT);
+    berth_pool_free(got);
+    berth_pool_chain_free(chain);
+
+    ck_assert_int_eq(berth_registry_retire(j, &key, "sample", ACTOR, NOW, &err), 0);
+    ck_assert_int_eq(berth_registry_retire(j, &key, "sample", ACTOR, NOW, &err), -ENOENT);
+    ck_assert_int_eq(berth_registry_load(j, &chain, &err), 0);
+    ck_assert_uint_eq(berth_pool_chain_count(chain), 0);
+    ck_assert(berth_pool_chain_known(chain, sample->pool_hash));
+    berth_pool_chain_free(chain);
+    /* The old manifest comes back as a fresh registration, not an update. */
+    ck_assert_int_eq(reg(SAMPLE_POOL), BERTH_REGISTER_NEW);
+    ck_assert_int_eq(verify(NULL, NULL, 0), 0);
+    berth_pool_free(sample);
+}
+END_TEST
+
+START_TEST(place_records_every_outcome)
+{
+    struct berth_placement_result res;
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_json_ json_t *ov_bad = test_json("{\"capabilities\":[\"gpu\"]}"),
+                          *ov_none = test_json("{\"backend\":\"crun\"}"), *ev = NULL;
+    struct berth_verify_report rep;
+
+    reg(SAMPLE_POOL);
+    ck_assert_int_eq(berth_registry_place(j, &key, "sample", NULL, backends, ACTOR, NOW, &res, &err), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(res.receipt, "chosen_backend")), "runsc");
+    ck_assert_uint_eq(res.seq, 2);
+    ev = event(2);
+    ck_assert_str_eq(json_string_value(json_object_get(ev, "type")), "pool.placed");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "details"), "placement_hash")),
+                     res.placement_hash);
+    berth_placement_result_clear(&res);
+    json_decref(ev);
+
+    ck_assert_int_eq(berth_registry_place(j, &key, "sample", ov_bad, backends, ACTOR, NOW, &res, &err), -EPERM);
+    ck_assert(res.refused);
+    ck_assert_int_eq(res.refusal.reason, BERTH_REFUSAL_CAPABILITY_ABOVE_CEILING);
+    ev = event(3);
+    ck_assert_str_eq(json_string_value(json_object_get(ev, "type")), "pool.override_refused");
+    {
+        const json_t *d = json_object_get(ev, "details");
+        ck_assert_str_eq(json_string_value(json_object_get(d, "reason")), "capability_above_ceiling");
+        ck_assert_str_eq(json_string_value(json_object_get(d, "refused_field")), "capabilities.gpu");
+        ck_assert_str_eq(json_string_value(json_object_get(d, "overrides_hash")), res.overrides_hash);
+        ck_assert_str_eq(json_string_value(json_object_get(d, "actor")), ACTOR);
+    }
+    berth_placement_result_clear(&res);
+    json_decref(ev);
+
+    /* crun cannot enforce the pool's loopback class and there is no fallback. */
+    ck_assert_int_eq(berth_registry_place(j, &key, "sample", ov_none, backends, ACTOR, NOW, &res, &err), -EPERM);
+    ck_assert_int_eq(res.refusal.reason, BERTH_REFUSAL_NO_BACKEND);
+    ck_assert_uint_eq(json_array_size(res.selector_inputs), 2);
+    ev = event(4);
+    ck_assert_str_eq(json_string_value(json_object_get(ev, "type")), "pool.placement_refused");
+    berth_placement_result_clear(&res);
+
+    ck_assert_int_eq(berth_registry_place(j, &key, "missing", NULL, backends, ACTOR, NOW, &res, &err), -ENOENT);
+    ck_assert_uint_eq(event_count(), 4); /* nothing recorded for an unknown pool */
+    ck_assert_int_eq(verify(&rep, NULL, 0), 0);
+    ck_assert_uint_eq(rep.events, 4);
+    ck_assert_uint_eq(rep.placements, 1);
+}
+END_TEST
+
+/* Two hosts with the same pool, overrides and backends seal byte-identical
+ * receipts: run the whole path in two separate state directories. */
+START_TEST(identical_receipts_across_hosts)
+{
+    _cleanup_free_ char *dir2 = test_private_dir(), *c1 = NULL, *c2 = NULL;
+    struct berth_journal *j2 = test_journal_open(dir2), *j1 = j;
+    _cleanup_json_ json_t *ov = test_json("{\"env\":{\"MODE\":\"ci\"},\"timeout_seconds\":99}");
+    struct berth_placement_result r1, r2;
+    struct berth_audit_key key2;
+    struct berth_pool *p = test_pool(SAMPLE_POOL);
+
+    test_audit_key(&key2, 0x99); /* another host, another audit key */
+    ck_assert_int_eq(berth_registry_register(j1, &key, p, "host-a", NOW, NULL, NULL), 0);
+    ck_assert_int_eq(berth_registry_register(j2, &key2, p, "host-b", NOW + 12345, NULL, NULL), 0);
+    ck_assert_int_eq(berth_registry_place(j1, &key, "sample", ov, backends, "host-a", NOW, &r1, NULL), 0);
+    ck_assert_int_eq(berth_registry_place(j2, &key2, "sample", ov, backends, "host-b", NOW + 777, &r2, NULL), 0);
+    ck_assert_int_eq(berth_json_serialize(r1.receipt, 0, &c1, NULL, NULL), 0);
+    ck_assert_int_eq(berth_json_serialize(r2.receipt, 0, &c2, NULL, NULL), 0);
+    ck_assert_str_eq(c1, c2);
+    ck_assert_str_eq(r1.placement_hash, r2.placement_hash);
+    berth_placement_result_clear(&r1);
+    berth_placement_result_clear(&r2);
+    berth_pool_free(p);
+    berth_journal_close(j2);
+    test_rm_rf(dir2);
+}
+END_TEST
+
+START_TEST(tampered_body_detected)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_pool_chain *chain = NULL;
+    struct berth_pool *got = NULL;
+    char msg[BERTH_ERROR_MESSAGE_MAX];
+
+    reg(SAMPLE_POOL);
+    ck_assert_int_eq(verify(NULL, NULL, 0), 0);
+    raw_exec("UPDATE pool_bodies SET body = replace(body, 'C.UTF-8', 'C.UTF-9')");
+    ck_assert_int_eq(verify(NULL, msg, sizeof(msg)), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(msg, "is damaged: it hashes to"));
+    ck_assert_int_eq(berth_registry_load(j, &chain, &err), 0);
+    ck_assert_int_eq(berth_registry_get(j, chain, "sample", &got, &err), -EBADMSG); /* re-hashed on every load */
+    raw_exec("DELETE FROM pool_bodies");
+    ck_assert_int_eq(verify(NULL, msg, sizeof(msg)), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(msg, "is missing from the journal"));
+    berth_pool_chain_free(chain);
+}
+END_TEST
+
+START_TEST(tampered_event_detected)
+{
+    struct berth_verify_report rep;
+    char msg[BERTH_ERROR_MESSAGE_MAX];
+
+    struct berth_placement_result res;
+
+    reg(SAMPLE_POOL);
+    ck_assert_int_eq(berth_registry_place(j, &key, "sample", NULL, backends, ACTOR, NOW, &res, NULL), 0);
+    berth_placement_result_clear(&res);
+    reg("{\"schema_version\":1,\"name\":\"other\",\"backend_allowlist\":[\"runsc\"]}");
+    /* Change the chosen backend in the recorded placement (event 2). */
+    raw_exec("UPDATE audit_events SET line = replace(line, '\"chosen_backend\":\"runsc\"', "
+             "'\"chosen_backend\":\"crun\"') WHERE seq = 2");
+    ck_assert_int_eq(verify(&rep, msg, sizeof(msg)), -EBADMSG);
+    ck_assert_uint_eq(rep.bad_seq, 2);
+    ck_assert_ptr_nonnull(strstr(msg, "event 2: mac does not match"));
+}
+END_TEST
+
+/* Events with valid MACs that break the pool rules: a key holder cannot
+ * write a placement the pool and overrides do not derive. */
+START_TEST(chain_rules)
+{
+    struct berth_placement_result res;
+    struct berth_verify_report rep;
+    _cleanup_json_ json_t *ev = NULL, *d = NULL;
+    char msg[BERTH_ERROR_MESSAGE_MAX];
+
+    reg(SAMPLE_POOL);
+    ck_assert_int_eq(berth_registry_place(j, &key, "sample", NULL, backends, ACTOR, NOW, &res, NULL), 0);
+    berth_placement_result_clear(&res);
+    ev = event(2);
+    d = json_deep_copy(json_object_get(ev, "details"));
+    /* A forged placement: the receipt says crun although runsc was first eligible. */
+    json_object_set_new(json_object_get(d, "receipt"), "chosen_backend", json_string("crun"));
+    {
+        char h[BERTH_HASH_HEX_LEN + 1];
+        ck_assert_int_eq(berth_hash_hex_json(json_object_get(d, "receipt"), h, NULL), 0);
+        json_object_set_new(d, "placement_hash", json_string(h));
+    }
+    ck_assert_int_eq(berth_audit_append(j, &key, NOW, "pool.placed", ACTOR, d, NULL, NULL), 0);
+    ck_assert_int_eq(verify(&rep, msg, sizeof(msg)), -EBADMSG);
+    ck_assert_uint_eq(rep.bad_seq, 3);
+    ck_assert_ptr_nonnull(strstr(msg, "chosen_backend is not the first kept candidate"));
+}
+END_TEST
+
+START_TEST(chain_rules_registration)
+{
+    struct berth_verify_report rep;
+    char msg[BERTH_ERROR_MESSAGE_MAX];
+    _cleanup_json_ json_t *first = NULL, *unknown = json_object();
+    const json_t *again;
+
+    reg(SAMPLE_POOL);
+    first = event(1);
+    again = json_object_get(first, "details");
+    ck_assert_int_eq(berth_audit_append(j, &key, NOW, "pool.registered", ACTOR, again, NULL, NULL), 0);
+    ck_assert_int_eq(verify(&rep, msg, sizeof(msg)), -EBADMSG);
+    ck_assert_uint_eq(rep.bad_seq, 2);
+    ck_assert_ptr_nonnull(strstr(msg, "registered again while active"));
+    raw_exec("DELETE FROM audit_events WHERE seq = 2");
+    ck_assert_int_eq(berth_audit_append(j, &key, NOW, "pool.frobnicated", ACTOR, unknown, NULL, NULL), 0);
+    ck_assert_int_eq(verify(&rep, msg, sizeof(msg)), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(msg, "unknown pool event type pool.frobnicated"));
+    /* Events of other subsystems pass through. */
+    raw_exec("DELETE FROM audit_events WHERE seq = 2");
+    ck_assert_int_eq(berth_audit_append(j, &key, NOW, "job.accepted", ACTOR, unknown, NULL, NULL), 0);
+    ck_assert_int_eq(verify(&rep, NULL, 0), 0);
+}
+END_TEST
+
+START_TEST(enrol_and_claim)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_signing_key *w = NULL, *stranger = NULL;
+    struct berth_placement_result res;
+    struct berth_verify_report rep;
+    const char *other_placement = "0000000000000000000000000000000000000000000000000000000000000000";
+
+    ck_assert_int_eq(berth_signing_key_generate(&w, NULL), 0);
+    ck_assert_int_eq(berth_signing_key_generate(&stranger, NULL), 0);
+    reg(SAMPLE_POOL);
+    ck_assert_int_eq(berth_registry_place(j, &key, "sample", NULL, backends, ACTOR, NOW, &res, NULL), 0);
+    ck_assert_int_eq(
+        berth_registry_claim(j, &key, "sample", w, "w1", "job-1", res.placement_hash, ACTOR, NOW, NULL, &err),
+        -EPERM); /* not enrolled yet */
+    ck_assert_ptr_nonnull(strstr(err.message, "is not enrolled in pool sample"));
+    ck_assert_int_eq(berth_registry_enrol(j, &key, "sample", w, "w1", ACTOR, NOW, NULL, &err), 0);
+    ck_assert_int_eq(berth_registry_claim(j, &key, "sample", w, "w1", "job-1", other_placement, ACTOR, NOW, NULL, &err),
+                     -EPERM);
+    ck_assert_ptr_nonnull(strstr(err.message, "was not recorded in pool sample"));
+    ck_assert_int_eq(
+        berth_registry_claim(j, &key, "sample", w, "w1", "job-1", res.placement_hash, ACTOR, NOW, NULL, &err), 0);
+    ck_assert_int_eq(
+        berth_registry_claim(j, &key, "sample", stranger, "w9", "job-1", res.placement_hash, ACTOR, NOW, NULL, &err),
+        -EPERM);
+    ck_assert_int_eq(berth_registry_enrol(j, &key, "nope", w, "w1", ACTOR, NOW, NULL, &err), -ENOENT);
+    ck_assert_int_eq(verify(&rep, NULL, 0), 0);
+    ck_assert_uint_eq(rep.enrolments, 1);
+    ck_assert_uint_eq(rep.claims, 1);
+
+    /* A claim signed by a stranger, forged into the chain with a valid MAC. */
+    {
+        _cleanup_json_ json_t *forged = NULL;
+        char msg[BERTH_ERROR_MESSAGE_MAX];
+        ck_assert_int_eq(berth_claim_create(stranger, json_string_value(json_object_get(res.receipt, "pool_hash")),
+                                            "w9", "job-2", res.placement_hash, NOW, &forged, NULL),
+                         0);
+        ck_assert_int_eq(berth_audit_append(j, &key, NOW, "pool.claim_receipt", ACTOR, forged, NULL, NULL), 0);
+        ck_assert_int_eq(verify(&rep, msg, sizeof(msg)), -EBADMSG);
+        ck_assert_ptr_nonnull(strstr(msg, "which is not enrolled in that pool"));
+    }
+    berth_placement_result_clear(&res);
+    berth_signing_key_free(w);
+    berth_signing_key_free(stranger);
+}
+END_TEST
+
+START_TEST(warm_slot)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    const char *a = "1111111111111111111111111111111111111111111111111111111111111111";
+    const char *b = "2222222222222222222222222222222222222222222222222222222222222222";
+    _cleanup_json_ json_t *ev = NULL;
+
+    ck_assert_int_eq(berth_registry_warm_attach(j, &key, "slot-1", a, a, ACTOR, NOW, &err), 1);
+    ck_assert_uint_eq(event_count(), 0); /* attaching records nothing */
+    ck_assert_int_eq(berth_registry_warm_attach(j, &key, "slot-1", a, b, ACTOR, NOW, &err), 0);
+    ck_assert_uint_eq(event_count(), 1);
+    ev = event(1);
+    ck_assert_str_eq(json_string_value(json_object_get(ev, "type")), "pool.warm_quarantine");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "details"), "slot_hash")), a);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "details"), "dispatch_hash")), b);
+    ck_assert_int_eq(berth_registry_warm_attach(j, &key, "slot 1", a, b, ACTOR, NOW, &err), -EINVAL);
+    ck_assert_int_eq(berth_registry_warm_attach(j, &key, "slot-1", "short", b, ACTOR, NOW, &err), -EINVAL);
+    ck_assert_int_eq(verify(NULL, NULL, 0), 0);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("registry");
+    TCase *tc = test_case(s, "registry");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, register_update_retire);
+    tcase_add_test(tc, place_records_every_outcome);
+    tcase_add_test(tc, identical_receipts_across_hosts);
+    tcase_add_test(tc, tampered_body_detected);
+    tcase_add_test(tc, tampered_event_detected);
+    tcase_add_test(tc, chain_rules);
+    tcase_add_test(tc, chain_rules_registration);
+    tcase_add_test(tc, enrol_and_claim);
+    tcase_add_test(tc, warm_slot);
+    return s;
+}
+
+TEST_MAIN()
