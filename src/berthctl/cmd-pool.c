@@ -68,9 +68,24 @@ static inline void journal_closep(struct berth_journal **j)
 }
 #define _cleanup_journal_ BERTH_CLEANUP(journal_closep)
 
-static inline void chain_freep(struct berth_pool_chain **c)
+static inline void registry_freep(struct berth_registry **r)
 {
-    berth_pool_chain_free(*c);
+    berth_registry_free(*r);
+}
+#define _cleanup_registry_ BERTH_CLEANUP(registry_freep)
+
+/* Open the journal and replay its registry; prints errors, returns an exit code. */
+static int open_registry(struct bctl_globals *g, bool create, struct berth_journal **ret_j,
+                         struct berth_registry **ret_reg)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    int r;
+
+    if ((r = bctl_open_journal(g, VERB, create, ret_j)) != 0)
+        return r;
+    if (berth_registry_open(*ret_j, ret_reg, &err) < 0)
+        return bctl_error(VERB, "%s", err.message);
+    return BCTL_EXIT_OK;
 }
 
 static inline void pool_freep(struct berth_pool **p)
@@ -99,6 +114,7 @@ static int do_register(struct bctl_globals *g, const char *file)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_journal_ struct berth_journal *j = NULL;
+    _cleanup_registry_ struct berth_registry *reg = NULL;
     BERTH_CLEANUP(pool_freep) struct berth_pool *pool = NULL;
     _cleanup_free_ char *buf = NULL;
     struct berth_audit_key key;
@@ -112,15 +128,12 @@ static int do_register(struct bctl_globals *g, const char *file)
         return bctl_error(VERB, "%s: %s", bctl_input_name(file), err.message);
     if ((r = bctl_load_audit_key(g, VERB, &key)) != 0)
         return r;
-    if ((r = bctl_open_journal(g, VERB, true, &j)) != 0)
+    if ((r = open_registry(g, true, &j, &reg)) != 0)
         goto out;
-    {
-        /* The hash this name had, to report an update. */
-        BERTH_CLEANUP(chain_freep) struct berth_pool_chain *chain = NULL;
-        if (berth_registry_load(j, &chain, &err) == 0 && berth_pool_chain_find(chain, pool->name))
-            snprintf(prev, sizeof(prev), "%s", berth_pool_chain_find(chain, pool->name)->pool_hash);
-    }
-    if (berth_registry_register(j, &key, pool, bctl_actor(actor, sizeof(actor)), bctl_now_ns(), &outcome, &err) < 0) {
+    /* The hash this name had, to report an update. */
+    if (berth_pool_chain_find(berth_registry_chain(reg), pool->name))
+        snprintf(prev, sizeof(prev), "%s", berth_pool_chain_find(berth_registry_chain(reg), pool->name)->pool_hash);
+    if (berth_registry_register(reg, &key, pool, bctl_actor(actor, sizeof(actor)), bctl_now_ns(), &outcome, &err) < 0) {
         r = bctl_error(VERB, "%s", err.message);
         goto out;
     }
@@ -146,17 +159,16 @@ out:
 
 static int do_list(struct bctl_globals *g)
 {
-    struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_journal_ struct berth_journal *j = NULL;
-    BERTH_CLEANUP(chain_freep) struct berth_pool_chain *chain = NULL;
+    _cleanup_registry_ struct berth_registry *reg = NULL;
+    const struct berth_pool_chain *chain;
     _cleanup_json_ json_t *arr = NULL;
     size_t i, n;
     int r;
 
-    if ((r = bctl_open_journal(g, VERB, false, &j)) != 0)
+    if ((r = open_registry(g, false, &j, &reg)) != 0)
         return r;
-    if (berth_registry_load(j, &chain, &err) < 0)
-        return bctl_error(VERB, "%s", err.message);
+    chain = berth_registry_chain(reg);
     n = berth_pool_chain_count(chain);
     if (g->json) {
         arr = json_array();
@@ -186,14 +198,14 @@ static int do_show(struct bctl_globals *g, const char *name)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_journal_ struct berth_journal *j = NULL;
-    BERTH_CLEANUP(chain_freep) struct berth_pool_chain *chain = NULL;
+    _cleanup_registry_ struct berth_registry *reg = NULL;
     BERTH_CLEANUP(pool_freep) struct berth_pool *pool = NULL;
     _cleanup_json_ json_t *doc = NULL;
     int r;
 
-    if ((r = bctl_open_journal(g, VERB, false, &j)) != 0)
+    if ((r = open_registry(g, false, &j, &reg)) != 0)
         return r;
-    if (berth_registry_load(j, &chain, &err) < 0 || berth_registry_get(j, chain, name, &pool, &err) < 0)
+    if (berth_registry_get(reg, name, &pool, &err) < 0)
         return bctl_error(VERB, "%s", err.message);
     doc = berth_pool_to_json(pool);
     if (!doc)
@@ -215,6 +227,7 @@ static int do_place(struct bctl_globals *g, const char *name, const char *overri
 {
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_journal_ struct berth_journal *j = NULL;
+    _cleanup_registry_ struct berth_registry *reg = NULL;
     _cleanup_json_ json_t *overrides = NULL, *backends_doc = NULL;
     struct berth_backend_set *backends = NULL;
     struct berth_placement_result res;
@@ -234,11 +247,11 @@ static int do_place(struct bctl_globals *g, const char *name, const char *overri
     }
     if ((r = bctl_load_audit_key(g, VERB, &key)) != 0)
         goto out;
-    if ((r = bctl_open_journal(g, VERB, false, &j)) != 0)
+    if ((r = open_registry(g, false, &j, &reg)) != 0)
         goto out;
 
-    r = berth_registry_place(j, &key, name, overrides, backends, bctl_actor(actor, sizeof(actor)), bctl_now_ns(), &res,
-                             &err);
+    r = berth_registry_place(reg, &key, name, overrides, backends, bctl_actor(actor, sizeof(actor)), bctl_now_ns(),
+                             &res, &err);
     if (r < 0 && r != -EPERM) {
         r = bctl_error(VERB, "%s", err.message);
         goto out;
@@ -279,14 +292,15 @@ static int do_retire(struct bctl_globals *g, const char *name)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_journal_ struct berth_journal *j = NULL;
+    _cleanup_registry_ struct berth_registry *reg = NULL;
     struct berth_audit_key key;
     char actor[300];
     int r;
 
     if ((r = bctl_load_audit_key(g, VERB, &key)) != 0)
         return r;
-    if ((r = bctl_open_journal(g, VERB, false, &j)) == 0) {
-        if (berth_registry_retire(j, &key, name, bctl_actor(actor, sizeof(actor)), bctl_now_ns(), &err) < 0)
+    if ((r = open_registry(g, false, &j, &reg)) == 0) {
+        if (berth_registry_retire(reg, &key, name, bctl_actor(actor, sizeof(actor)), bctl_now_ns(), &err) < 0)
             r = bctl_error(VERB, "%s", err.message);
         else
             printf("retired pool %s\n", name);
@@ -300,6 +314,7 @@ static int do_worker(struct bctl_globals *g, const char *name, const char *key_f
 {
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_journal_ struct berth_journal *j = NULL;
+    _cleanup_registry_ struct berth_registry *reg = NULL;
     BERTH_CLEANUP(key_freep) struct berth_signing_key *worker = NULL;
     _cleanup_json_ json_t *details = NULL;
     struct berth_audit_key key;
@@ -314,12 +329,12 @@ static int do_worker(struct bctl_globals *g, const char *name, const char *key_f
         return bctl_error(VERB, "%s", err.message);
     if ((r = bctl_load_audit_key(g, VERB, &key)) != 0)
         return r;
-    if ((r = bctl_open_journal(g, VERB, false, &j)) == 0) {
+    if ((r = open_registry(g, false, &j, &reg)) == 0) {
         if (claim)
-            r = berth_registry_claim(j, &key, name, worker, worker_name, job_id, placement_hash,
+            r = berth_registry_claim(reg, &key, name, worker, worker_name, job_id, placement_hash,
                                      bctl_actor(actor, sizeof(actor)), bctl_now_ns(), &details, &err);
         else
-            r = berth_registry_enrol(j, &key, name, worker, worker_name, bctl_actor(actor, sizeof(actor)),
+            r = berth_registry_enrol(reg, &key, name, worker, worker_name, bctl_actor(actor, sizeof(actor)),
                                      bctl_now_ns(), &details, &err);
         r = r < 0 ? bctl_error(VERB, "%s", err.message) : bctl_print_json(VERB, details, g->json);
     }

@@ -13,6 +13,12 @@
 #include "macro.h"
 #include "registry.h"
 
+struct berth_registry {
+    struct berth_journal *j;
+    struct berth_pool_chain *chain;
+    bool broken; /* a committed event could not be applied: the projection is stale */
+};
+
 static inline void chain_freep(struct berth_pool_chain **c)
 {
     berth_pool_chain_free(*c);
@@ -25,21 +31,68 @@ static inline void pool_freep(struct berth_pool **p)
 }
 #define _cleanup_pool_ BERTH_CLEANUP(pool_freep)
 
-int berth_registry_load(struct berth_journal *j, struct berth_pool_chain **ret, struct berth_error *reterr)
+int berth_registry_open(struct berth_journal *j, struct berth_registry **ret, struct berth_error *reterr)
 {
-    struct berth_pool_chain *c = NULL;
+    struct berth_registry *reg;
     int r;
 
     if (!j || !ret)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
-    if (berth_pool_chain_new(&c) < 0)
+    reg = calloc(1, sizeof(*reg));
+    if (!reg || berth_pool_chain_new(&reg->chain) < 0) {
+        free(reg);
         return berth_error_set(reterr, -ENOMEM, "out of memory");
-    r = berth_audit_replay(j, berth_pool_chain_check, c, reterr);
+    }
+    reg->j = j;
+    r = berth_audit_replay(j, berth_pool_chain_check, reg->chain, reterr);
     if (r < 0) {
-        berth_pool_chain_free(c);
+        berth_registry_free(reg);
         return r;
     }
-    *ret = c;
+    *ret = reg;
+    return 0;
+}
+
+void berth_registry_free(struct berth_registry *reg)
+{
+    if (!reg)
+        return;
+    berth_pool_chain_free(reg->chain);
+    free(reg);
+}
+
+const struct berth_pool_chain *berth_registry_chain(const struct berth_registry *reg)
+{
+    return reg ? reg->chain : NULL;
+}
+
+/* BEGIN a write; refuse when an earlier apply failed. */
+static int begin(struct berth_registry *reg, struct berth_error *reterr)
+{
+    if (reg->broken)
+        return berth_error_set(reterr, -EIO, "the pool registry is out of date; reopen the journal");
+    return berth_journal_begin(reg->j, reterr);
+}
+
+/* COMMIT, then apply the committed event to the projection. */
+static int commit_apply(struct berth_registry *reg, uint64_t seq, const char *type, const char *actor,
+                        const json_t *details, struct berth_error *reterr)
+{
+    struct berth_audit_event ev = {.seq = seq, .type = type, .actor = actor, .details = details};
+    int r;
+
+    r = berth_journal_commit(reg->j, reterr);
+    if (r < 0)
+        return r;
+    r = berth_pool_chain_check(reg->chain, &ev, reterr);
+    if (r < 0) {
+        reg->broken = true;
+        berth_error_prefix(reterr, "event %llu was recorded but cannot be applied to the pool registry",
+                           (unsigned long long)seq);
+        if (reterr)
+            reterr->code = -EIO;
+        return -EIO;
+    }
     return 0;
 }
 
@@ -130,116 +183,110 @@ static int store_body(struct berth_journal *j, const struct berth_pool *pool, st
     return rc == SQLITE_DONE ? 0 : berth_journal_error(j, "storing a pool manifest", reterr);
 }
 
-/* Append one event inside the open transaction, or roll it back. */
+/* Append one event inside the open transaction. */
 static int record(struct berth_journal *j, const struct berth_audit_key *key, int64_t now_ns, const char *type,
-                  const char *actor, json_t *details, uint64_t *ret_seq, struct berth_error *reterr)
+                  const char *actor, const json_t *details, uint64_t *ret_seq, struct berth_error *reterr)
 {
+    if (!details)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    return berth_audit_append(j, key, now_ns, type, actor, details, ret_seq, reterr);
+}
+
+/* Record one event in the open transaction, commit, apply; rolls back on
+ * failure.  Takes the reference to @details. */
+static int record_commit(struct berth_registry *reg, const struct berth_audit_key *key, int64_t now_ns,
+                         const char *type, const char *actor, json_t *details, uint64_t *ret_seq,
+                         struct berth_error *reterr)
+{
+    uint64_t seq = 0;
     int r;
 
-    if (!details)
-        r = berth_error_set(reterr, -ENOMEM, "out of memory");
+    r = record(reg->j, key, now_ns, type, actor, details, &seq, reterr);
+    if (r < 0)
+        berth_journal_rollback(reg->j);
     else
-        r = berth_audit_append(j, key, now_ns, type, actor, details, ret_seq, reterr);
+        r = commit_apply(reg, seq, type, actor, details, reterr);
     json_decref(details);
+    if (r == 0 && ret_seq)
+        *ret_seq = seq;
     return r;
 }
 
-int berth_registry_register(struct berth_journal *j, const struct berth_audit_key *key, const struct berth_pool *pool,
-                            const char *actor, int64_t now_ns, enum berth_register_outcome *ret_outcome,
-                            struct berth_error *reterr)
+/* BEGIN and find the active pool @name (-ENOENT, rolled back, when absent). */
+static int begin_with_pool(struct berth_registry *reg, const char *name, const struct berth_pool **ret_pool,
+                           struct berth_error *reterr)
 {
-    _cleanup_chain_ struct berth_pool_chain *chain = NULL;
+    int r;
+
+    if ((r = begin(reg, reterr)) < 0)
+        return r;
+    *ret_pool = berth_pool_chain_find(reg->chain, name);
+    if (!*ret_pool) {
+        berth_journal_rollback(reg->j);
+        return berth_error_set(reterr, -ENOENT, "no active pool is called %s", name);
+    }
+    return 0;
+}
+
+int berth_registry_register(struct berth_registry *reg, const struct berth_audit_key *key,
+                            const struct berth_pool *pool, const char *actor, int64_t now_ns,
+                            enum berth_register_outcome *ret_outcome, struct berth_error *reterr)
+{
     const struct berth_pool *cur;
     json_t *details;
     int r;
 
-    if (!j || !key || !pool)
+    if (!reg || !key || !pool)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
-    if ((r = berth_journal_begin(j, reterr)) < 0)
-        return r;
-    if ((r = berth_registry_load(j, &chain, reterr)) < 0)
-        goto fail;
-    cur = berth_pool_chain_find(chain, pool->name);
+    cur = berth_pool_chain_find(reg->chain, pool->name);
     if (cur && streq(cur->pool_hash, pool->pool_hash)) {
-        berth_journal_rollback(j);
         if (ret_outcome)
             *ret_outcome = BERTH_REGISTER_UNCHANGED;
         return 0;
     }
-    if ((r = store_body(j, pool, reterr)) < 0)
-        goto fail;
+    if ((r = begin(reg, reterr)) < 0)
+        return r;
+    if ((r = store_body(reg->j, pool, reterr)) < 0) {
+        berth_journal_rollback(reg->j);
+        return r;
+    }
     if (cur)
         details = json_pack("{s:s, s:s, s:s, s:O}", "name", pool->name, "pool_hash", pool->pool_hash, "prev_pool_hash",
                             cur->pool_hash, "manifest", pool->manifest);
     else
         details =
             json_pack("{s:s, s:s, s:O}", "name", pool->name, "pool_hash", pool->pool_hash, "manifest", pool->manifest);
-    r = record(j, key, now_ns, cur ? "pool.updated" : "pool.registered", actor, details, NULL, reterr);
-    if (r < 0)
-        goto fail;
-    if ((r = berth_journal_commit(j, reterr)) < 0)
-        return r;
+    /* cur belongs to the projection, which the apply may change: decide first. */
     if (ret_outcome)
         *ret_outcome = cur ? BERTH_REGISTER_UPDATED : BERTH_REGISTER_NEW;
-    return 0;
-fail:
-    berth_journal_rollback(j);
-    return r;
+    return record_commit(reg, key, now_ns, cur ? "pool.updated" : "pool.registered", actor, details, NULL, reterr);
 }
 
-/* BEGIN, replay the projection, find the active pool @name. */
-static int begin_with_pool(struct berth_journal *j, const char *name, struct berth_pool_chain **ret_chain,
-                           const struct berth_pool **ret_pool, struct berth_error *reterr)
-{
-    int r;
-
-    if ((r = berth_journal_begin(j, reterr)) < 0)
-        return r;
-    if ((r = berth_registry_load(j, ret_chain, reterr)) < 0)
-        goto fail;
-    *ret_pool = berth_pool_chain_find(*ret_chain, name);
-    if (!*ret_pool) {
-        r = berth_error_set(reterr, -ENOENT, "no active pool is called %s", name);
-        goto fail;
-    }
-    return 0;
-fail:
-    berth_journal_rollback(j);
-    return r;
-}
-
-int berth_registry_retire(struct berth_journal *j, const struct berth_audit_key *key, const char *name,
+int berth_registry_retire(struct berth_registry *reg, const struct berth_audit_key *key, const char *name,
                           const char *actor, int64_t now_ns, struct berth_error *reterr)
 {
-    _cleanup_chain_ struct berth_pool_chain *chain = NULL;
     const struct berth_pool *cur;
     int r;
 
-    if (!j || !key || !name)
+    if (!reg || !key || !name)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
-    if ((r = begin_with_pool(j, name, &chain, &cur, reterr)) < 0)
+    if ((r = begin_with_pool(reg, name, &cur, reterr)) < 0)
         return r;
-    r = record(j, key, now_ns, "pool.retired", actor,
-               json_pack("{s:s, s:s}", "name", cur->name, "pool_hash", cur->pool_hash), NULL, reterr);
-    if (r < 0)
-        goto fail;
-    return berth_journal_commit(j, reterr);
-fail:
-    berth_journal_rollback(j);
-    return r;
+    return record_commit(reg, key, now_ns, "pool.retired", actor,
+                         json_pack("{s:s, s:s}", "name", cur->name, "pool_hash", cur->pool_hash), NULL, reterr);
 }
 
-int berth_registry_get(struct berth_journal *j, const struct berth_pool_chain *chain, const char *name,
-                       struct berth_pool **ret, struct berth_error *reterr)
+int berth_registry_get(struct berth_registry *reg, const char *name, struct berth_pool **ret,
+                       struct berth_error *reterr)
 {
     const struct berth_pool *cur;
 
-    if (!j || !chain || !name || !ret)
+    if (!reg || !name || !ret)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
-    cur = berth_pool_chain_find(chain, name);
+    cur = berth_pool_chain_find(reg->chain, name);
     if (!cur)
         return berth_error_set(reterr, -ENOENT, "no active pool is called %s", name);
-    return load_body(j, cur->pool_hash, ret, reterr);
+    return load_body(reg->j, cur->pool_hash, ret, reterr);
 }
 
 void berth_placement_result_clear(struct berth_placement_result *res)
@@ -251,29 +298,27 @@ void berth_placement_result_clear(struct berth_placement_result *res)
     memset(res, 0, sizeof(*res));
 }
 
-int berth_registry_place(struct berth_journal *j, const struct berth_audit_key *key, const char *name,
+int berth_registry_place(struct berth_registry *reg, const struct berth_audit_key *key, const char *name,
                          const json_t *overrides, const struct berth_backend_set *backends, const char *actor,
                          int64_t now_ns, struct berth_placement_result *res, struct berth_error *reterr)
 {
-    _cleanup_chain_ struct berth_pool_chain *chain = NULL;
     _cleanup_pool_ struct berth_pool *pool = NULL;
     struct berth_effective *e = NULL;
     const char *type = NULL;
     json_t *details = NULL;
     int r, decision;
 
-    if (!j || !key || !name || !res)
+    if (!reg || !key || !name || !res)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
     memset(res, 0, sizeof(*res));
-    if ((r = berth_journal_begin(j, reterr)) < 0)
+    /* The manifest from the content-addressed table, re-hashed. */
+    if ((r = berth_registry_get(reg, name, &pool, reterr)) < 0)
         return r;
-    if ((r = berth_registry_load(j, &chain, reterr)) < 0 || (r = berth_registry_get(j, chain, name, &pool, reterr)) < 0)
-        goto fail;
     if ((r = berth_overrides_hash(overrides, res->overrides_hash, reterr)) < 0)
-        goto fail;
+        return r;
 
     /* The decision, then the event that records it. */
-    decision = berth_pool_merge(pool, overrides, berth_pool_chain_credentials(chain), &e, &res->refusal, reterr);
+    decision = berth_pool_merge(pool, overrides, berth_pool_chain_credentials(reg->chain), &e, &res->refusal, reterr);
     if (decision == -EPERM) {
         type = "pool.override_refused";
         details = json_pack("{s:s, s:s, s:s, s:s, s:s}", "pool_hash", pool->pool_hash, "reason",
@@ -294,104 +339,107 @@ int berth_registry_place(struct berth_journal *j, const struct berth_audit_key *
                           e->overrides, "receipt", res->receipt, "placement_hash", res->placement_hash);
         }
     }
-    r = type ? record(j, key, now_ns, type, actor, details, &res->seq, reterr) : decision;
     berth_effective_free(e);
-    if (r < 0)
-        goto fail;
-    if ((r = berth_journal_commit(j, reterr)) < 0)
-        goto out;
+    if (!type) {
+        r = decision;
+    } else if ((r = begin(reg, reterr)) < 0) {
+        json_decref(details);
+    } else {
+        r = record_commit(reg, key, now_ns, type, actor, details, &res->seq, reterr);
+    }
+    if (r < 0) {
+        berth_placement_result_clear(res);
+        return r;
+    }
     if (decision == -EPERM) {
         res->refused = true;
         return -EPERM;
     }
     return 0;
-fail:
-    berth_journal_rollback(j);
-out:
-    berth_placement_result_clear(res);
-    return r;
 }
 
-int berth_registry_enrol(struct berth_journal *j, const struct berth_audit_key *key, const char *name,
+int berth_registry_enrol(struct berth_registry *reg, const struct berth_audit_key *key, const char *name,
                          const struct berth_signing_key *worker, const char *worker_name, const char *actor,
                          int64_t now_ns, json_t **ret_details, struct berth_error *reterr)
 {
-    _cleanup_chain_ struct berth_pool_chain *chain = NULL;
     const struct berth_pool *cur;
     json_t *details = NULL;
     int r;
 
-    if (!j || !key || !name || !worker)
+    if (!reg || !key || !name || !worker)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
-    if ((r = begin_with_pool(j, name, &chain, &cur, reterr)) < 0)
+    if ((r = begin_with_pool(reg, name, &cur, reterr)) < 0)
         return r;
-    if ((r = berth_enrolment_create(worker, cur->pool_hash, worker_name, now_ns, &details, reterr)) < 0)
-        goto fail;
+    if ((r = berth_enrolment_create(worker, cur->pool_hash, worker_name, now_ns, &details, reterr)) < 0) {
+        berth_journal_rollback(reg->j);
+        return r;
+    }
     if (ret_details)
         *ret_details = json_incref(details);
-    r = record(j, key, now_ns, "pool.worker_enrolled", actor, details, NULL, reterr);
-    if (r < 0)
-        goto fail;
-    return berth_journal_commit(j, reterr);
-fail:
-    berth_journal_rollback(j);
+    r = record_commit(reg, key, now_ns, "pool.worker_enrolled", actor, details, NULL, reterr);
+    if (r < 0 && ret_details) {
+        json_decref(*ret_details);
+        *ret_details = NULL;
+    }
     return r;
 }
 
-int berth_registry_claim(struct berth_journal *j, const struct berth_audit_key *key, const char *name,
+int berth_registry_claim(struct berth_registry *reg, const struct berth_audit_key *key, const char *name,
                          const struct berth_signing_key *worker, const char *worker_name, const char *job_id,
                          const char *placement_hash, const char *actor, int64_t now_ns, json_t **ret_details,
                          struct berth_error *reterr)
 {
-    _cleanup_chain_ struct berth_pool_chain *chain = NULL;
     const struct berth_pool *cur;
     const char *placed_in;
     json_t *details = NULL;
     int r;
 
-    if (!j || !key || !name || !worker)
+    if (!reg || !key || !name || !worker)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
-    if ((r = begin_with_pool(j, name, &chain, &cur, reterr)) < 0)
-        return r;
-    if (!berth_pool_chain_enrolled(chain, cur->pool_hash, berth_signing_key_id(worker))) {
-        r = berth_error_set(reterr, -EPERM, "worker key %s is not enrolled in pool %s", berth_signing_key_id(worker),
-                            name);
-        goto fail;
-    }
-    placed_in = berth_pool_chain_placement(chain, placement_hash);
-    if (!placed_in || !streq(placed_in, cur->pool_hash)) {
-        r = berth_error_set(reterr, -EPERM, "placement %s was not recorded in pool %s",
-                            placement_hash ? placement_hash : "(none)", name);
-        goto fail;
-    }
+    cur = berth_pool_chain_find(reg->chain, name);
+    if (!cur)
+        return berth_error_set(reterr, -ENOENT, "no active pool is called %s", name);
+    if (!berth_pool_chain_enrolled(reg->chain, cur->pool_hash, berth_signing_key_id(worker)))
+        return berth_error_set(reterr, -EPERM, "worker key %s is not enrolled in pool %s", berth_signing_key_id(worker),
+                               name);
+    placed_in = berth_pool_chain_placement(reg->chain, placement_hash);
+    if (!placed_in || !streq(placed_in, cur->pool_hash))
+        return berth_error_set(reterr, -EPERM, "placement %s was not recorded in pool %s",
+                               placement_hash ? placement_hash : "(none)", name);
     if ((r = berth_claim_create(worker, cur->pool_hash, worker_name, job_id, placement_hash, now_ns, &details,
                                 reterr)) < 0)
-        goto fail;
+        return r;
+    if ((r = begin(reg, reterr)) < 0) {
+        json_decref(details);
+        return r;
+    }
     if (ret_details)
         *ret_details = json_incref(details);
-    r = record(j, key, now_ns, "pool.claim_receipt", actor, details, NULL, reterr);
-    if (r < 0)
-        goto fail;
-    return berth_journal_commit(j, reterr);
-fail:
-    berth_journal_rollback(j);
+    r = record_commit(reg, key, now_ns, "pool.claim_receipt", actor, details, NULL, reterr);
+    if (r < 0 && ret_details) {
+        json_decref(*ret_details);
+        *ret_details = NULL;
+    }
     return r;
 }
 
-int berth_registry_warm_attach(struct berth_journal *j, const struct berth_audit_key *key, const char *slot_id,
+int berth_registry_warm_attach(struct berth_registry *reg, const struct berth_audit_key *key, const char *slot_id,
                                const char *slot_hash, const char *dispatch_hash, const char *actor, int64_t now_ns,
                                struct berth_error *reterr)
 {
     int r;
 
-    if (!j || !key || !berth_worker_name_valid(slot_id) || !berth_is_hex(slot_hash, BERTH_HASH_HEX_LEN) ||
+    if (!reg || !key || !berth_worker_name_valid(slot_id) || !berth_is_hex(slot_hash, BERTH_HASH_HEX_LEN) ||
         !berth_is_hex(dispatch_hash, BERTH_HASH_HEX_LEN))
         return berth_error_set(reterr, -EINVAL, "a slot id and two hex effective_manifest_hash values are required");
     if (streq(slot_hash, dispatch_hash))
         return 1;
-    r = record(j, key, now_ns, "pool.warm_quarantine", actor,
-               json_pack("{s:s, s:s, s:s}", "slot_id", slot_id, "slot_hash", slot_hash, "dispatch_hash", dispatch_hash),
-               NULL, reterr);
+    if ((r = begin(reg, reterr)) < 0)
+        return r;
+    r = record_commit(
+        reg, key, now_ns, "pool.warm_quarantine", actor,
+        json_pack("{s:s, s:s, s:s}", "slot_id", slot_id, "slot_hash", slot_hash, "dispatch_hash", dispatch_hash), NULL,
+        reterr);
     return r < 0 ? r : 0;
 }
 
@@ -453,7 +501,7 @@ int berth_registry_verify(struct berth_journal *j, const struct berth_audit_key 
     rep.pools = berth_pool_chain_count(chain);
     for (i = 0; i < rep.pools; i++) {
         _cleanup_pool_ struct berth_pool *p = NULL;
-        r = berth_registry_get(j, chain, berth_pool_chain_at(chain, i)->name, &p, reterr);
+        r = load_body(j, berth_pool_chain_at(chain, i)->pool_hash, &p, reterr);
         if (r < 0)
             goto out;
     }

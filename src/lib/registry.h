@@ -4,11 +4,15 @@
  * enrol, claim, quarantine, verify.
  *
  * The registry is not a table: it is the projection of the audit chain
- * (poolchain.h) rebuilt by replaying the journal's pool events.  Manifest
- * bodies are also kept in a content-addressed table keyed by pool_hash and
- * re-hashed whenever they are loaded.  Every write happens in one journal
- * transaction together with the audit event that records it, so a crash
- * leaves either both or neither.
+ * (poolchain.h).  berth_registry_open() rebuilds it by replaying the
+ * journal's events once, with every pool rule; each operation then commits
+ * its event and applies that one event to the projection, so an operation
+ * costs the same however long the chain is.  The journal is exclusively
+ * locked by this process, so nothing else can append behind the projection's
+ * back.  Manifest bodies are also kept in a content-addressed table keyed by
+ * pool_hash and re-hashed whenever they are loaded.  Every write happens in
+ * one journal transaction together with the audit event that records it, so
+ * a crash leaves either both or neither.
  *
  * @actor arguments name who acted (a principal, or "local:<user>" for
  * offline berthctl) and @now_ns is the event time in nanoseconds.  None of
@@ -38,27 +42,39 @@ enum berth_register_outcome {
     BERTH_REGISTER_UPDATED,   /**< pool.updated, with prev_pool_hash */
 };
 
+/** A journal and the pool projection of its chain. */
+struct berth_registry;
+
 /**
- * berth_registry_load() - replay the journal's pool events into a new chain
- * (not MAC-checked: berth_registry_verify() proves the chain).
- * Return: 0, -EBADMSG (a stored event breaks the pool rules), journal errors.
+ * berth_registry_open() - replay the journal's events into a new projection
+ * (every pool rule is checked; MACs are not: berth_registry_verify() proves
+ * the chain).  @j is borrowed and must outlive the registry.
+ * Return: 0, -EBADMSG (a stored event breaks the pool rules), -ENOMEM,
+ * journal errors.
  */
-int berth_registry_load(struct berth_journal *j, struct berth_pool_chain **ret, struct berth_error *reterr);
+int berth_registry_open(struct berth_journal *j, struct berth_registry **ret, struct berth_error *reterr);
+
+/** berth_registry_free() - release the projection (not the journal); accepts NULL. */
+void berth_registry_free(struct berth_registry *reg);
+
+/** berth_registry_chain() - the current projection (borrowed). */
+const struct berth_pool_chain *berth_registry_chain(const struct berth_registry *reg);
 
 /**
  * berth_registry_register() - register @pool under its name, or update the
  * pool of that name, or do nothing when it is already active unchanged.
- * Return: 0; journal and audit errors.
+ * Return: 0; journal and audit errors; -EIO when the committed event could
+ * not be applied to the projection (reopen the registry).
  */
-int berth_registry_register(struct berth_journal *j, const struct berth_audit_key *key, const struct berth_pool *pool,
-                            const char *actor, int64_t now_ns, enum berth_register_outcome *ret_outcome,
-                            struct berth_error *reterr);
+int berth_registry_register(struct berth_registry *reg, const struct berth_audit_key *key,
+                            const struct berth_pool *pool, const char *actor, int64_t now_ns,
+                            enum berth_register_outcome *ret_outcome, struct berth_error *reterr);
 
 /**
  * berth_registry_retire() - record pool.retired for the active pool @name.
  * Return: 0; -ENOENT when no pool of that name is active.
  */
-int berth_registry_retire(struct berth_journal *j, const struct berth_audit_key *key, const char *name,
+int berth_registry_retire(struct berth_registry *reg, const struct berth_audit_key *key, const char *name,
                           const char *actor, int64_t now_ns, struct berth_error *reterr);
 
 /**
@@ -68,8 +84,8 @@ int berth_registry_retire(struct berth_journal *j, const struct berth_audit_key 
  * Return: 0; -ENOENT (no such pool); -EBADMSG (the stored body is missing or
  * does not hash to its key).
  */
-int berth_registry_get(struct berth_journal *j, const struct berth_pool_chain *chain, const char *name,
-                       struct berth_pool **ret, struct berth_error *reterr);
+int berth_registry_get(struct berth_registry *reg, const char *name, struct berth_pool **ret,
+                       struct berth_error *reterr);
 
 /**
  * struct berth_placement_result - what berth_registry_place() decided.
@@ -99,7 +115,7 @@ void berth_placement_result_clear(struct berth_placement_result *res);
  * Return: 0 placed; -EPERM refused (recorded; @res->refusal says why);
  * -ENOENT no such pool (nothing recorded); journal and audit errors.
  */
-int berth_registry_place(struct berth_journal *j, const struct berth_audit_key *key, const char *name,
+int berth_registry_place(struct berth_registry *reg, const struct berth_audit_key *key, const char *name,
                          const json_t *overrides, const struct berth_backend_set *backends, const char *actor,
                          int64_t now_ns, struct berth_placement_result *res, struct berth_error *reterr);
 
@@ -109,7 +125,7 @@ int berth_registry_place(struct berth_journal *j, const struct berth_audit_key *
  * @ret_details: optional; receives the recorded details.
  * Return: 0; -ENOENT; -EINVAL (bad worker name); journal and audit errors.
  */
-int berth_registry_enrol(struct berth_journal *j, const struct berth_audit_key *key, const char *name,
+int berth_registry_enrol(struct berth_registry *reg, const struct berth_audit_key *key, const char *name,
                          const struct berth_signing_key *worker, const char *worker_name, const char *actor,
                          int64_t now_ns, json_t **ret_details, struct berth_error *reterr);
 
@@ -120,7 +136,7 @@ int berth_registry_enrol(struct berth_journal *j, const struct berth_audit_key *
  * Return: 0; -ENOENT (pool); -EPERM (worker not enrolled, or placement not
  * recorded for this pool); -EINVAL; journal and audit errors.
  */
-int berth_registry_claim(struct berth_journal *j, const struct berth_audit_key *key, const char *name,
+int berth_registry_claim(struct berth_registry *reg, const struct berth_audit_key *key, const char *name,
                          const struct berth_signing_key *worker, const char *worker_name, const char *job_id,
                          const char *placement_hash, const char *actor, int64_t now_ns, json_t **ret_details,
                          struct berth_error *reterr);
@@ -133,7 +149,7 @@ int berth_registry_claim(struct berth_journal *j, const struct berth_audit_key *
  * dispatch must go cold.
  * Return: 1 attach; 0 quarantined (recorded); -EINVAL; journal errors.
  */
-int berth_registry_warm_attach(struct berth_journal *j, const struct berth_audit_key *key, const char *slot_id,
+int berth_registry_warm_attach(struct berth_registry *reg, const struct berth_audit_key *key, const char *slot_id,
                                const char *slot_hash, const char *dispatch_hash, const char *actor, int64_t now_ns,
                                struct berth_error *reterr);
 

@@ -22,6 +22,7 @@
 
 static char *dir;
 static struct berth_journal *j;
+static struct berth_registry *reg;
 static struct berth_audit_key key;
 static struct berth_backend_set *backends;
 
@@ -29,25 +30,27 @@ static void setup(void)
 {
     dir = test_private_dir();
     j = test_journal_open(dir);
+    ck_assert_int_eq(berth_registry_open(j, &reg, NULL), 0);
     test_audit_key(&key, 0x17);
     ck_assert_int_eq(berth_backend_set_parse(BACKENDS, strlen(BACKENDS), &backends, NULL), 0);
 }
 
 static void teardown(void)
 {
+    berth_registry_free(reg);
     berth_journal_close(j);
     berth_backend_set_free(backends);
     test_rm_rf(dir);
     free(dir);
 }
 
-static enum berth_register_outcome reg(const char *manifest)
+static enum berth_register_outcome register_pool(const char *manifest)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     struct berth_pool *p = test_pool(manifest);
     enum berth_register_outcome out;
 
-    ck_assert_msg(berth_registry_register(j, &key, p, ACTOR, NOW, &out, &err) == 0, "%s", err.message);
+    ck_assert_msg(berth_registry_register(reg, &key, p, ACTOR, NOW, &out, &err) == 0, "%s", err.message);
     berth_pool_free(p);
     return out;
 }
@@ -101,38 +104,41 @@ static void raw_exec(const char *sql)
 START_TEST(register_update_retire)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    struct berth_pool_chain *chain = NULL;
+    const struct berth_pool_chain *chain = berth_registry_chain(reg);
     struct berth_pool *got = NULL, *sample = test_pool(SAMPLE_POOL);
     _cleanup_json_ json_t *e2 = NULL;
     const char *changed = "{\"schema_version\":1,\"name\":\"sample\",\"backend_allowlist\":[\"crun\",\"runsc\"]}";
 
-    ck_assert_int_eq(reg(SAMPLE_POOL), BERTH_REGISTER_NEW);
+    ck_assert_int_eq(register_pool(SAMPLE_POOL), BERTH_REGISTER_NEW);
     ck_assert_uint_eq(event_count(), 1);
-    ck_assert_int_eq(reg(SAMPLE_POOL), BERTH_REGISTER_UNCHANGED);
+    ck_assert_int_eq(register_pool(SAMPLE_POOL), BERTH_REGISTER_UNCHANGED);
     ck_assert_uint_eq(event_count(), 1); /* nothing recorded */
-    ck_assert_int_eq(reg(changed), BERTH_REGISTER_UPDATED);
+    ck_assert_int_eq(register_pool(changed), BERTH_REGISTER_UPDATED);
     ck_assert_uint_eq(event_count(), 2);
     e2 = event(2);
     ck_assert_str_eq(json_string_value(json_object_get(e2, "type")), "pool.updated");
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(e2, "details"), "prev_pool_hash")),
                      sample->pool_hash);
 
-    ck_assert_int_eq(berth_registry_load(j, &chain, &err), 0);
     ck_assert_uint_eq(berth_pool_chain_count(chain), 1);
-    ck_assert_int_eq(berth_registry_get(j, chain, "sample", &got, &err), 0);
+    ck_assert_int_eq(berth_registry_get(reg, "sample", &got, &err), 0);
     ck_assert_str_eq(got->backends[0], "crun");
-    ck_assert_int_eq(berth_registry_get(j, chain, "nope", &got, &err), -ENOENT);
+    ck_assert_int_eq(berth_registry_get(reg, "nope", &got, &err), -ENOENT);
     berth_pool_free(got);
-    berth_pool_chain_free(chain);
 
-    ck_assert_int_eq(berth_registry_retire(j, &key, "sample", ACTOR, NOW, &err), 0);
-    ck_assert_int_eq(berth_registry_retire(j, &key, "sample", ACTOR, NOW, &err), -ENOENT);
-    ck_assert_int_eq(berth_registry_load(j, &chain, &err), 0);
+    ck_assert_int_eq(berth_registry_retire(reg, &key, "sample", ACTOR, NOW, &err), 0);
+    ck_assert_int_eq(berth_registry_retire(reg, &key, "sample", ACTOR, NOW, &err), -ENOENT);
     ck_assert_uint_eq(berth_pool_chain_count(chain), 0);
     ck_assert(berth_pool_chain_known(chain, sample->pool_hash));
-    berth_pool_chain_free(chain);
+    /* A fresh replay of the journal agrees with the incremental projection. */
+    {
+        struct berth_registry *fresh = NULL;
+        ck_assert_int_eq(berth_registry_open(j, &fresh, &err), 0);
+        ck_assert_uint_eq(berth_pool_chain_count(berth_registry_chain(fresh)), 0);
+        berth_registry_free(fresh);
+    }
     /* The old manifest comes back as a fresh registration, not an update. */
-    ck_assert_int_eq(reg(SAMPLE_POOL), BERTH_REGISTER_NEW);
+    ck_assert_int_eq(register_pool(SAMPLE_POOL), BERTH_REGISTER_NEW);
     ck_assert_int_eq(verify(NULL, NULL, 0), 0);
     berth_pool_free(sample);
 }
@@ -146,8 +152,8 @@ START_TEST(place_records_every_outcome)
                           *ov_none = test_json("{\"backend\":\"crun\"}"), *ev = NULL;
     struct berth_verify_report rep;
 
-    reg(SAMPLE_POOL);
-    ck_assert_int_eq(berth_registry_place(j, &key, "sample", NULL, backends, ACTOR, NOW, &res, &err), 0);
+    register_pool(SAMPLE_POOL);
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", NULL, backends, ACTOR, NOW, &res, &err), 0);
     ck_assert_str_eq(json_string_value(json_object_get(res.receipt, "chosen_backend")), "runsc");
     ck_assert_uint_eq(res.seq, 2);
     ev = event(2);
@@ -157,7 +163,7 @@ START_TEST(place_records_every_outcome)
     berth_placement_result_clear(&res);
     json_decref(ev);
 
-    ck_assert_int_eq(berth_registry_place(j, &key, "sample", ov_bad, backends, ACTOR, NOW, &res, &err), -EPERM);
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", ov_bad, backends, ACTOR, NOW, &res, &err), -EPERM);
     ck_assert(res.refused);
     ck_assert_int_eq(res.refusal.reason, BERTH_REFUSAL_CAPABILITY_ABOVE_CEILING);
     ev = event(3);
@@ -173,14 +179,14 @@ START_TEST(place_records_every_outcome)
     json_decref(ev);
 
     /* crun cannot enforce the pool's loopback class and there is no fallback. */
-    ck_assert_int_eq(berth_registry_place(j, &key, "sample", ov_none, backends, ACTOR, NOW, &res, &err), -EPERM);
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", ov_none, backends, ACTOR, NOW, &res, &err), -EPERM);
     ck_assert_int_eq(res.refusal.reason, BERTH_REFUSAL_NO_BACKEND);
     ck_assert_uint_eq(json_array_size(res.selector_inputs), 2);
     ev = event(4);
     ck_assert_str_eq(json_string_value(json_object_get(ev, "type")), "pool.placement_refused");
     berth_placement_result_clear(&res);
 
-    ck_assert_int_eq(berth_registry_place(j, &key, "missing", NULL, backends, ACTOR, NOW, &res, &err), -ENOENT);
+    ck_assert_int_eq(berth_registry_place(reg, &key, "missing", NULL, backends, ACTOR, NOW, &res, &err), -ENOENT);
     ck_assert_uint_eq(event_count(), 4); /* nothing recorded for an unknown pool */
     ck_assert_int_eq(verify(&rep, NULL, 0), 0);
     ck_assert_uint_eq(rep.events, 4);
@@ -193,17 +199,19 @@ END_TEST
 START_TEST(identical_receipts_across_hosts)
 {
     _cleanup_free_ char *dir2 = test_private_dir(), *c1 = NULL, *c2 = NULL;
-    struct berth_journal *j2 = test_journal_open(dir2), *j1 = j;
+    struct berth_journal *j2 = test_journal_open(dir2);
+    struct berth_registry *reg2 = NULL, *reg1 = reg;
     _cleanup_json_ json_t *ov = test_json("{\"env\":{\"MODE\":\"ci\"},\"timeout_seconds\":99}");
     struct berth_placement_result r1, r2;
     struct berth_audit_key key2;
     struct berth_pool *p = test_pool(SAMPLE_POOL);
 
     test_audit_key(&key2, 0x99); /* another host, another audit key */
-    ck_assert_int_eq(berth_registry_register(j1, &key, p, "host-a", NOW, NULL, NULL), 0);
-    ck_assert_int_eq(berth_registry_register(j2, &key2, p, "host-b", NOW + 12345, NULL, NULL), 0);
-    ck_assert_int_eq(berth_registry_place(j1, &key, "sample", ov, backends, "host-a", NOW, &r1, NULL), 0);
-    ck_assert_int_eq(berth_registry_place(j2, &key2, "sample", ov, backends, "host-b", NOW + 777, &r2, NULL), 0);
+    ck_assert_int_eq(berth_registry_open(j2, &reg2, NULL), 0);
+    ck_assert_int_eq(berth_registry_register(reg1, &key, p, "host-a", NOW, NULL, NULL), 0);
+    ck_assert_int_eq(berth_registry_register(reg2, &key2, p, "host-b", NOW + 12345, NULL, NULL), 0);
+    ck_assert_int_eq(berth_registry_place(reg1, &key, "sample", ov, backends, "host-a", NOW, &r1, NULL), 0);
+    ck_assert_int_eq(berth_registry_place(reg2, &key2, "sample", ov, backends, "host-b", NOW + 777, &r2, NULL), 0);
     ck_assert_int_eq(berth_json_serialize(r1.receipt, 0, &c1, NULL, NULL), 0);
     ck_assert_int_eq(berth_json_serialize(r2.receipt, 0, &c2, NULL, NULL), 0);
     ck_assert_str_eq(c1, c2);
@@ -211,6 +219,7 @@ START_TEST(identical_receipts_across_hosts)
     berth_placement_result_clear(&r1);
     berth_placement_result_clear(&r2);
     berth_pool_free(p);
+    berth_registry_free(reg2);
     berth_journal_close(j2);
     test_rm_rf(dir2);
 }
@@ -219,21 +228,18 @@ END_TEST
 START_TEST(tampered_body_detected)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    struct berth_pool_chain *chain = NULL;
     struct berth_pool *got = NULL;
     char msg[BERTH_ERROR_MESSAGE_MAX];
 
-    reg(SAMPLE_POOL);
+    register_pool(SAMPLE_POOL);
     ck_assert_int_eq(verify(NULL, NULL, 0), 0);
     raw_exec("UPDATE pool_bodies SET body = replace(body, 'C.UTF-8', 'C.UTF-9')");
     ck_assert_int_eq(verify(NULL, msg, sizeof(msg)), -EBADMSG);
     ck_assert_ptr_nonnull(strstr(msg, "is damaged: it hashes to"));
-    ck_assert_int_eq(berth_registry_load(j, &chain, &err), 0);
-    ck_assert_int_eq(berth_registry_get(j, chain, "sample", &got, &err), -EBADMSG); /* re-hashed on every load */
+    ck_assert_int_eq(berth_registry_get(reg, "sample", &got, &err), -EBADMSG); /* re-hashed on every load */
     raw_exec("DELETE FROM pool_bodies");
     ck_assert_int_eq(verify(NULL, msg, sizeof(msg)), -EBADMSG);
     ck_assert_ptr_nonnull(strstr(msg, "is missing from the journal"));
-    berth_pool_chain_free(chain);
 }
 END_TEST
 
@@ -244,10 +250,10 @@ START_TEST(tampered_event_detected)
 
     struct berth_placement_result res;
 
-    reg(SAMPLE_POOL);
-    ck_assert_int_eq(berth_registry_place(j, &key, "sample", NULL, backends, ACTOR, NOW, &res, NULL), 0);
+    register_pool(SAMPLE_POOL);
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", NULL, backends, ACTOR, NOW, &res, NULL), 0);
     berth_placement_result_clear(&res);
-    reg("{\"schema_version\":1,\"name\":\"other\",\"backend_allowlist\":[\"runsc\"]}");
+    register_pool("{\"schema_version\":1,\"name\":\"other\",\"backend_allowlist\":[\"runsc\"]}");
     /* Change the chosen backend in the recorded placement (event 2). */
     raw_exec("UPDATE audit_events SET line = replace(line, '\"chosen_backend\":\"runsc\"', "
              "'\"chosen_backend\":\"crun\"') WHERE seq = 2");
@@ -266,8 +272,8 @@ START_TEST(chain_rules)
     _cleanup_json_ json_t *ev = NULL, *d = NULL;
     char msg[BERTH_ERROR_MESSAGE_MAX];
 
-    reg(SAMPLE_POOL);
-    ck_assert_int_eq(berth_registry_place(j, &key, "sample", NULL, backends, ACTOR, NOW, &res, NULL), 0);
+    register_pool(SAMPLE_POOL);
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", NULL, backends, ACTOR, NOW, &res, NULL), 0);
     berth_placement_result_clear(&res);
     ev = event(2);
     d = json_deep_copy(json_object_get(ev, "details"));
@@ -292,7 +298,7 @@ START_TEST(chain_rules_registration)
     _cleanup_json_ json_t *first = NULL, *unknown = json_object();
     const json_t *again;
 
-    reg(SAMPLE_POOL);
+    register_pool(SAMPLE_POOL);
     first = event(1);
     again = json_object_get(first, "details");
     ck_assert_int_eq(berth_audit_append(j, &key, NOW, "pool.registered", ACTOR, again, NULL, NULL), 0);
@@ -320,22 +326,22 @@ START_TEST(enrol_and_claim)
 
     ck_assert_int_eq(berth_signing_key_generate(&w, NULL), 0);
     ck_assert_int_eq(berth_signing_key_generate(&stranger, NULL), 0);
-    reg(SAMPLE_POOL);
-    ck_assert_int_eq(berth_registry_place(j, &key, "sample", NULL, backends, ACTOR, NOW, &res, NULL), 0);
+    register_pool(SAMPLE_POOL);
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", NULL, backends, ACTOR, NOW, &res, NULL), 0);
     ck_assert_int_eq(
-        berth_registry_claim(j, &key, "sample", w, "w1", "job-1", res.placement_hash, ACTOR, NOW, NULL, &err),
+        berth_registry_claim(reg, &key, "sample", w, "w1", "job-1", res.placement_hash, ACTOR, NOW, NULL, &err),
         -EPERM); /* not enrolled yet */
     ck_assert_ptr_nonnull(strstr(err.message, "is not enrolled in pool sample"));
-    ck_assert_int_eq(berth_registry_enrol(j, &key, "sample", w, "w1", ACTOR, NOW, NULL, &err), 0);
-    ck_assert_int_eq(berth_registry_claim(j, &key, "sample", w, "w1", "job-1", other_placement, ACTOR, NOW, NULL, &err),
-                     -EPERM);
+    ck_assert_int_eq(berth_registry_enrol(reg, &key, "sample", w, "w1", ACTOR, NOW, NULL, &err), 0);
+    ck_assert_int_eq(
+        berth_registry_claim(reg, &key, "sample", w, "w1", "job-1", other_placement, ACTOR, NOW, NULL, &err), -EPERM);
     ck_assert_ptr_nonnull(strstr(err.message, "was not recorded in pool sample"));
     ck_assert_int_eq(
-        berth_registry_claim(j, &key, "sample", w, "w1", "job-1", res.placement_hash, ACTOR, NOW, NULL, &err), 0);
+        berth_registry_claim(reg, &key, "sample", w, "w1", "job-1", res.placement_hash, ACTOR, NOW, NULL, &err), 0);
     ck_assert_int_eq(
-        berth_registry_claim(j, &key, "sample", stranger, "w9", "job-1", res.placement_hash, ACTOR, NOW, NULL, &err),
+        berth_registry_claim(reg, &key, "sample", stranger, "w9", "job-1", res.placement_hash, ACTOR, NOW, NULL, &err),
         -EPERM);
-    ck_assert_int_eq(berth_registry_enrol(j, &key, "nope", w, "w1", ACTOR, NOW, NULL, &err), -ENOENT);
+    ck_assert_int_eq(berth_registry_enrol(reg, &key, "nope", w, "w1", ACTOR, NOW, NULL, &err), -ENOENT);
     ck_assert_int_eq(verify(&rep, NULL, 0), 0);
     ck_assert_uint_eq(rep.enrolments, 1);
     ck_assert_uint_eq(rep.claims, 1);
@@ -364,16 +370,16 @@ START_TEST(warm_slot)
     const char *b = "2222222222222222222222222222222222222222222222222222222222222222";
     _cleanup_json_ json_t *ev = NULL;
 
-    ck_assert_int_eq(berth_registry_warm_attach(j, &key, "slot-1", a, a, ACTOR, NOW, &err), 1);
+    ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "slot-1", a, a, ACTOR, NOW, &err), 1);
     ck_assert_uint_eq(event_count(), 0); /* attaching records nothing */
-    ck_assert_int_eq(berth_registry_warm_attach(j, &key, "slot-1", a, b, ACTOR, NOW, &err), 0);
+    ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "slot-1", a, b, ACTOR, NOW, &err), 0);
     ck_assert_uint_eq(event_count(), 1);
     ev = event(1);
     ck_assert_str_eq(json_string_value(json_object_get(ev, "type")), "pool.warm_quarantine");
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "details"), "slot_hash")), a);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "details"), "dispatch_hash")), b);
-    ck_assert_int_eq(berth_registry_warm_attach(j, &key, "slot 1", a, b, ACTOR, NOW, &err), -EINVAL);
-    ck_assert_int_eq(berth_registry_warm_attach(j, &key, "slot-1", "short", b, ACTOR, NOW, &err), -EINVAL);
+    ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "slot 1", a, b, ACTOR, NOW, &err), -EINVAL);
+    ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "slot-1", "short", b, ACTOR, NOW, &err), -EINVAL);
     ck_assert_int_eq(verify(NULL, NULL, 0), 0);
 }
 END_TEST
