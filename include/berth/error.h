@@ -60,15 +60,30 @@ struct berth_error {
  * berth_error_sanitize() - make @text one printable line in place: every
  * control character (below U+0020, and U+007F) becomes '?', so that text
  * quoted from hostile input can neither break a log line nor carry terminal
- * escapes.  Bytes from 0x80 up (UTF-8) are kept.  Accepts NULL.
+ * escapes.  Bytes from 0x80 up (UTF-8) are kept, except an incomplete UTF-8
+ * sequence at the very end (left by truncation), which is dropped.  Accepts
+ * NULL.
  */
 static inline void berth_error_sanitize(char *text)
 {
+    size_t n, lead, need;
+    char *p;
+
     if (!text)
         return;
-    for (; *text; text++)
-        if ((unsigned char)*text < 0x20 || (unsigned char)*text == 0x7f)
-            *text = '?';
+    for (p = text; *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f)
+            *p = '?';
+    /* A message cut to fit its buffer may end inside a UTF-8 sequence:
+     * drop the incomplete character so the text stays valid UTF-8. */
+    n = (size_t)(p - text);
+    for (lead = n; lead > 0 && n - lead < 4 && ((unsigned char)text[lead - 1] & 0xc0) == 0x80; lead--)
+        ;
+    if (lead == 0 || ((unsigned char)text[lead - 1] & 0xc0) != 0xc0)
+        return;
+    need = ((unsigned char)text[lead - 1] & 0xe0) == 0xc0 ? 2 : ((unsigned char)text[lead - 1] & 0xf0) == 0xe0 ? 3 : 4;
+    if (n - (lead - 1) < need)
+        text[lead - 1] = '\0';
 }
 
 /**

@@ -14,6 +14,7 @@
 #include "journal.h"
 #include "macro.h"
 #include "poolchain.h"
+#include "utf8.h"
 
 #define VERB "audit"
 /** Largest export "audit verify" reads: 1 GiB. */
@@ -23,7 +24,7 @@ static void help(FILE *out)
 {
     fprintf(out, "Usage: berthctl audit keygen --out=FILE\n"
                  "       berthctl --journal=PATH audit export [--after=SEQ] [--out=FILE]\n"
-                 "       berthctl audit verify FILE --audit-key=KEY\n"
+                 "       berthctl audit verify FILE --audit-key=KEY [--anchor=SEQ:MAC]\n"
                  "\n"
                  "berth records every pool change, placement, refusal, enrolment and claim\n"
                  "as an event in an HMAC-SHA256 chain: each event carries the MAC of the\n"
@@ -50,7 +51,7 @@ static void help(FILE *out)
                  "  berthctl audit verify chain.jsonl --audit-key audit.key\n");
 }
 
-static int do_keygen(const char *out)
+static int do_keygen(struct bctl_globals *g, const char *out)
 {
     struct berth_error err = BERTH_ERROR_INIT;
 
@@ -58,6 +59,13 @@ static int do_keygen(const char *out)
         return bctl_usage_error(VERB, "keygen needs --out=FILE");
     if (berth_audit_key_create(out, &err) < 0)
         return bctl_error(VERB, "%s", err.message);
+    if (g->json) {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_json_ json_t *o = NULL;
+        if (berth_utf8_lossy(out, &path) < 0 || !(o = json_pack("{s:s}", "audit_key_file", path)))
+            return bctl_error(VERB, "out of memory");
+        return bctl_print_json(VERB, o, true);
+    }
     printf("audit key written to %s\n", out);
     return BCTL_EXIT_OK;
 }
@@ -96,13 +104,13 @@ static int do_export(struct bctl_globals *g, const char *out, uint64_t after)
     return r;
 }
 
-static int do_verify(struct bctl_globals *g, const char *file)
+static int do_verify(struct bctl_globals *g, const char *file, const struct berth_audit_anchor *anchor)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     struct berth_pool_chain *chain = NULL;
+    struct berth_audit_summary sum = {0};
     _cleanup_free_ char *data = NULL;
     struct berth_audit_key key;
-    uint64_t count = 0, bad = 0;
     size_t len = 0, placements = 0, enrolments = 0, claims = 0;
     int r;
 
@@ -114,25 +122,28 @@ static int do_verify(struct bctl_globals *g, const char *file)
         berth_audit_key_wipe(&key);
         return bctl_error(VERB, "out of memory");
     }
-    r = berth_audit_verify(data, len, &key, berth_pool_chain_check, chain, &count, &bad, &err);
+    r = berth_audit_verify(data, len, &key, anchor, berth_pool_chain_check, chain, &sum, &err);
     berth_audit_key_wipe(&key);
     if (r == 0) {
         berth_pool_chain_stats(chain, NULL, &placements, &enrolments, &claims);
         if (g->json) {
             _cleanup_json_ json_t *o =
-                json_pack("{s:b, s:I, s:I, s:I, s:I, s:I}", "verified", 1, "events", (json_int_t)count, "pools",
-                          (json_int_t)berth_pool_chain_count(chain), "placements", (json_int_t)placements, "enrolments",
-                          (json_int_t)enrolments, "claims", (json_int_t)claims);
+                json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:s}", "verified", 1, "events", (json_int_t)sum.count,
+                          "pools", (json_int_t)berth_pool_chain_count(chain), "placements", (json_int_t)placements,
+                          "enrolments", (json_int_t)enrolments, "claims", (json_int_t)claims, "head", sum.head_mac);
             r = bctl_print_json(VERB, o, true);
         } else {
             printf("verified: %" PRIu64 " events, %zu active pools, %zu placements, %zu enrolments, %zu claims\n",
-                   count, berth_pool_chain_count(chain), placements, enrolments, claims);
+                   sum.count, berth_pool_chain_count(chain), placements, enrolments, claims);
+            if (sum.count)
+                printf("head: %" PRIu64 ":%s (keep it; pass it as --anchor to detect removal from the end)\n",
+                       sum.count, sum.head_mac);
             r = BCTL_EXIT_OK;
         }
     } else if (r == -EBADMSG) {
         if (g->json) {
-            _cleanup_json_ json_t *o =
-                json_pack("{s:b, s:I, s:s}", "verified", 0, "bad_event", (json_int_t)bad, "reason", err.message);
+            _cleanup_json_ json_t *o = json_pack("{s:b, s:I, s:s}", "verified", 0, "bad_event", (json_int_t)sum.bad_seq,
+                                                 "reason", err.message);
             bctl_print_json(VERB, o, true);
         }
         bctl_error(VERB, "%s: verification failed at %s", bctl_input_name(file), err.message);
@@ -146,15 +157,18 @@ static int do_verify(struct bctl_globals *g, const char *file)
 
 int cmd_audit(struct bctl_globals *g, int argc, char **argv)
 {
-    enum { OPT_OUT = 1, OPT_AFTER };
+    enum { OPT_OUT = 1, OPT_AFTER, OPT_ANCHOR };
     static const struct option options[] = {
         {"out", required_argument, NULL, OPT_OUT},
         {"after", required_argument, NULL, OPT_AFTER},
+        {"anchor", required_argument, NULL, OPT_ANCHOR},
         {"help", no_argument, NULL, 'h'},
         BCTL_GLOBAL_OPTIONS,
         {},
     };
     _cleanup_free_ char *out = NULL;
+    struct berth_audit_anchor anchor;
+    bool anchored = false;
     uint64_t after = 0;
     const char *sub;
     char *end = NULL;
@@ -177,6 +191,11 @@ int cmd_audit(struct bctl_globals *g, int argc, char **argv)
             if (errno || !end || *end || optarg[0] < '0' || optarg[0] > '9' || after > INT64_MAX)
                 return bctl_usage_error(VERB, "--after takes an event number, not \"%s\"", optarg);
             break;
+        case OPT_ANCHOR:
+            if (berth_audit_anchor_parse(optarg, &anchor) < 0)
+                return bctl_usage_error(VERB, "--anchor takes SEQ:MAC (as verify prints it), not \"%s\"", optarg);
+            anchored = true;
+            break;
         case 'h': help(stdout); return BCTL_EXIT_OK;
         default: return bctl_usage_hint(VERB);
         }
@@ -187,12 +206,12 @@ int cmd_audit(struct bctl_globals *g, int argc, char **argv)
     if (streq(sub, "keygen") || streq(sub, "export")) {
         if (argc - optind != 1)
             return bctl_usage_error(VERB, "%s takes no arguments", sub);
-        return streq(sub, "keygen") ? do_keygen(out) : do_export(g, out, after);
+        return streq(sub, "keygen") ? do_keygen(g, out) : do_export(g, out, after);
     }
     if (streq(sub, "verify")) {
         if (argc - optind != 2)
             return bctl_usage_error(VERB, "verify takes exactly one FILE");
-        return do_verify(g, argv[optind + 1]);
+        return do_verify(g, argv[optind + 1], anchored ? &anchor : NULL);
     }
     return bctl_usage_error(VERB, "unknown subcommand \"%s\"", sub);
 }

@@ -300,10 +300,14 @@ static int do_retire(struct bctl_globals *g, const char *name)
     if ((r = bctl_load_audit_key(g, VERB, &key)) != 0)
         return r;
     if ((r = open_registry(g, false, &j, &reg)) == 0) {
-        if (berth_registry_retire(reg, &key, name, bctl_actor(actor, sizeof(actor)), bctl_now_ns(), &err) < 0)
+        if (berth_registry_retire(reg, &key, name, bctl_actor(actor, sizeof(actor)), bctl_now_ns(), &err) < 0) {
             r = bctl_error(VERB, "%s", err.message);
-        else
+        } else if (g->json) {
+            _cleanup_json_ json_t *o = json_pack("{s:s, s:s}", "outcome", "retired", "name", name);
+            r = o ? bctl_print_json(VERB, o, true) : bctl_error(VERB, "out of memory");
+        } else {
             printf("retired pool %s\n", name);
+        }
     }
     berth_audit_key_wipe(&key);
     return r;
@@ -342,7 +346,7 @@ static int do_worker(struct bctl_globals *g, const char *name, const char *key_f
     return r;
 }
 
-static int do_verify(struct bctl_globals *g)
+static int do_verify(struct bctl_globals *g, const struct berth_audit_anchor *anchor)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_journal_ struct berth_journal *j = NULL;
@@ -354,22 +358,30 @@ static int do_verify(struct bctl_globals *g)
         return r;
     if ((r = bctl_open_journal(g, VERB, false, &j)) != 0)
         goto out;
-    r = berth_registry_verify(j, &key, &rep, &err);
+    r = berth_registry_verify(j, &key, anchor, &rep, &err);
     if (r == -EBADMSG) {
-        r = bctl_error(VERB, "verification failed: %s", err.message);
+        if (g->json) {
+            _cleanup_json_ json_t *o = json_pack("{s:b, s:I, s:s}", "verified", 0, "bad_event", (json_int_t)rep.bad_seq,
+                                                 "reason", err.message);
+            bctl_print_json(VERB, o, true);
+        }
+        bctl_error(VERB, "verification failed: %s", err.message);
         r = BCTL_EXIT_VERIFY;
     } else if (r < 0) {
         r = bctl_error(VERB, "%s", err.message);
     } else if (g->json) {
-        _cleanup_json_ json_t *o =
-            json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I}", "verified", 1, "events", (json_int_t)rep.events, "pools",
-                      (json_int_t)rep.pools, "bodies", (json_int_t)rep.bodies, "placements", (json_int_t)rep.placements,
-                      "enrolments", (json_int_t)rep.enrolments, "claims", (json_int_t)rep.claims);
+        _cleanup_json_ json_t *o = json_pack(
+            "{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "verified", 1, "events", (json_int_t)rep.events, "pools",
+            (json_int_t)rep.pools, "bodies", (json_int_t)rep.bodies, "placements", (json_int_t)rep.placements,
+            "enrolments", (json_int_t)rep.enrolments, "claims", (json_int_t)rep.claims, "head", rep.head_mac);
         r = bctl_print_json(VERB, o, true);
     } else {
         printf("verified: %llu events, %zu active pools, %zu stored manifests, %zu placements, %zu enrolments, "
                "%zu claims\n",
                (unsigned long long)rep.events, rep.pools, rep.bodies, rep.placements, rep.enrolments, rep.claims);
+        if (rep.events)
+            printf("head: %llu:%s (keep it; pass it as --anchor to detect removal from the end)\n",
+                   (unsigned long long)rep.events, rep.head_mac);
     }
 out:
     berth_audit_key_wipe(&key);
@@ -378,8 +390,17 @@ out:
 
 int cmd_pool(struct bctl_globals *g, int argc, char **argv)
 {
-    enum { OPT_OVERRIDES = 1, OPT_BACKENDS, OPT_WORKER_KEY, OPT_WORKER_NAME, OPT_JOB_ID, OPT_PLACEMENT_HASH };
+    enum {
+        OPT_OVERRIDES = 1,
+        OPT_BACKENDS,
+        OPT_WORKER_KEY,
+        OPT_WORKER_NAME,
+        OPT_JOB_ID,
+        OPT_PLACEMENT_HASH,
+        OPT_ANCHOR
+    };
     static const struct option options[] = {
+        {"anchor", required_argument, NULL, OPT_ANCHOR},
         {"overrides", required_argument, NULL, OPT_OVERRIDES},
         {"backends", required_argument, NULL, OPT_BACKENDS},
         {"worker-key", required_argument, NULL, OPT_WORKER_KEY},
@@ -392,6 +413,8 @@ int cmd_pool(struct bctl_globals *g, int argc, char **argv)
     };
     _cleanup_free_ char *overrides = NULL, *backends = NULL, *worker_key = NULL;
     const char *worker_name = NULL, *job_id = NULL, *placement_hash = NULL, *sub, *arg;
+    struct berth_audit_anchor anchor;
+    bool anchored = false;
     int c, gr, nargs;
 
     while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
@@ -416,6 +439,11 @@ int cmd_pool(struct bctl_globals *g, int argc, char **argv)
         case OPT_WORKER_NAME: worker_name = optarg; break;
         case OPT_JOB_ID: job_id = optarg; break;
         case OPT_PLACEMENT_HASH: placement_hash = optarg; break;
+        case OPT_ANCHOR:
+            if (berth_audit_anchor_parse(optarg, &anchor) < 0)
+                return bctl_usage_error(VERB, "--anchor takes SEQ:MAC (as verify prints it), not \"%s\"", optarg);
+            anchored = true;
+            break;
         case 'h': help(stdout); return BCTL_EXIT_OK;
         default: return bctl_usage_hint(VERB);
         }
@@ -429,7 +457,7 @@ int cmd_pool(struct bctl_globals *g, int argc, char **argv)
     if (streq(sub, "list") || streq(sub, "verify")) {
         if (nargs != 0)
             return bctl_usage_error(VERB, "%s takes no arguments", sub);
-        return streq(sub, "list") ? do_list(g) : do_verify(g);
+        return streq(sub, "list") ? do_list(g) : do_verify(g, anchored ? &anchor : NULL);
     }
     if (!streq(sub, "register") && !streq(sub, "show") && !streq(sub, "place") && !streq(sub, "retire") &&
         !streq(sub, "enrol") && !streq(sub, "claim"))

@@ -11,6 +11,7 @@
 #include <sodium.h>
 
 #include "audit.h"
+#include "buf.h"
 #include "canon.h"
 #include "encoding.h"
 #include "fsutil.h"
@@ -116,14 +117,18 @@ static int event_mac(const struct berth_audit_key *key, const json_t *event, cha
     return 0;
 }
 
-/* seq and mac of the last stored event: (0, zeros) for an empty chain. */
+static int parse_event(const char *line, size_t len, json_t **ret_root, struct berth_audit_event *ev,
+                       struct berth_error *reterr);
+
+/* seq and mac of the last stored event: (0, zeros) for an empty chain.  Read
+ * from the MAC'd line itself, never from the index columns. */
 static int chain_tail(struct berth_journal *j, uint64_t *ret_seq, char ret_mac[MAC_HEX + 1], struct berth_error *reterr)
 {
     sqlite3 *db = berth_journal_db(j);
     sqlite3_stmt *st = NULL;
     int rc, r = 0;
 
-    if (sqlite3_prepare_v2(db, "SELECT seq, mac FROM audit_events ORDER BY seq DESC LIMIT 1", -1, &st, NULL) !=
+    if (sqlite3_prepare_v2(db, "SELECT seq, line FROM audit_events ORDER BY seq DESC LIMIT 1", -1, &st, NULL) !=
         SQLITE_OK)
         return berth_journal_error(j, "reading the audit chain", reterr);
     rc = sqlite3_step(st);
@@ -131,14 +136,21 @@ static int chain_tail(struct berth_journal *j, uint64_t *ret_seq, char ret_mac[M
         *ret_seq = 0;
         memcpy(ret_mac, zero_mac, sizeof(zero_mac));
     } else if (rc == SQLITE_ROW) {
-        const char *mac = (const char *)sqlite3_column_text(st, 1);
+        struct berth_audit_event ev = {0};
+        json_t *root = NULL;
+        const char *line = (const char *)sqlite3_column_text(st, 1);
         sqlite3_int64 seq = sqlite3_column_int64(st, 0);
-        if (seq <= 0 || !berth_is_hex(mac, MAC_HEX))
+
+        r = parse_event(line ? line : "", (size_t)sqlite3_column_bytes(st, 1), &root, &ev, reterr);
+        if (r == 0 && (seq <= 0 || ev.seq != (uint64_t)seq))
+            r = -EBADMSG;
+        if (r == 0) {
+            *ret_seq = ev.seq;
+            memcpy(ret_mac, ev.mac, MAC_HEX + 1);
+        } else if (r != -ENOMEM) {
             r = berth_error_set(reterr, -EBADMSG, "the stored audit chain ends in a damaged event");
-        else {
-            *ret_seq = (uint64_t)seq;
-            memcpy(ret_mac, mac, MAC_HEX + 1);
         }
+        json_decref(root);
     } else {
         r = berth_journal_error(j, "reading the audit chain", reterr);
     }
@@ -358,10 +370,28 @@ int berth_audit_replay(struct berth_journal *j,
     return berth_audit_foreach(j, 0, replay_one, &rp, reterr);
 }
 
-int berth_audit_verify(const char *data, size_t len, const struct berth_audit_key *key,
-                       int (*check)(void *userdata, const struct berth_audit_event *ev, struct berth_error *reterr),
-                       void *userdata, uint64_t *ret_count, uint64_t *ret_bad_seq, struct berth_error *reterr)
+int berth_audit_anchor_parse(const char *text, struct berth_audit_anchor *ret)
 {
+    unsigned long long seq;
+    char *end = NULL;
+
+    if (!text || !ret || text[0] < '1' || text[0] > '9')
+        return -EINVAL;
+    errno = 0;
+    seq = strtoull(text, &end, 10);
+    if (errno || !end || *end != ':' || seq > INT64_MAX || !berth_is_hex(end + 1, MAC_HEX))
+        return -EINVAL;
+    ret->seq = seq;
+    memcpy(ret->mac, end + 1, MAC_HEX + 1);
+    return 0;
+}
+
+int berth_audit_verify(const char *data, size_t len, const struct berth_audit_key *key,
+                       const struct berth_audit_anchor *anchor,
+                       int (*check)(void *userdata, const struct berth_audit_event *ev, struct berth_error *reterr),
+                       void *userdata, struct berth_audit_summary *ret_summary, struct berth_error *reterr)
+{
+    struct berth_audit_summary sum = {0};
     char prev[MAC_HEX + 1], mac[MAC_HEX + 1];
     uint64_t lineno = 0;
     size_t pos = 0;
@@ -381,6 +411,8 @@ int berth_audit_verify(const char *data, size_t len, const struct berth_audit_ke
             r = berth_error_set(reterr, -EBADMSG, "empty line");
         else
             r = verify_line(data + pos, end - pos, lineno, prev, key, &root, &ev, mac, reterr);
+        if (r == 0 && anchor && anchor->seq == lineno && strcmp(anchor->mac, mac) != 0)
+            r = berth_error_set(reterr, -EBADMSG, "this is not the anchored event (its mac differs)");
         if (r == 0 && check)
             r = check(userdata, &ev, reterr);
         json_decref(root);
@@ -391,14 +423,63 @@ int berth_audit_verify(const char *data, size_t len, const struct berth_audit_ke
                 if (reterr)
                     reterr->code = r;
             }
-            if (ret_bad_seq)
-                *ret_bad_seq = lineno;
-            return r;
+            sum.bad_seq = lineno;
+            goto out;
         }
         memcpy(prev, mac, sizeof(prev));
+        sum.count = lineno;
+        memcpy(sum.head_mac, mac, sizeof(mac));
         pos = nl ? end + 1 : len;
     }
-    if (ret_count)
-        *ret_count = lineno;
-    return 0;
+    if (anchor && anchor->seq > lineno) {
+        sum.bad_seq = lineno + 1;
+        r = berth_error_set(reterr, -EBADMSG,
+                            "event %" PRIu64 ": the chain ends at event %" PRIu64
+                            ", before the anchored event: events were removed from its end",
+                            anchor->seq, lineno);
+    }
+out:
+    if (ret_summary)
+        *ret_summary = sum;
+    return r;
+}
+
+int berth_audit_export_checked(struct berth_journal *j, struct berth_buf *out, struct berth_error *reterr)
+{
+    sqlite3_stmt *st = NULL;
+    int rc, r = 0;
+
+    if (!j || !out)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (sqlite3_prepare_v2(berth_journal_db(j), "SELECT seq, type, mac, line FROM audit_events ORDER BY seq", -1, &st,
+                           NULL) != SQLITE_OK)
+        return berth_journal_error(j, "reading the audit chain", reterr);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *type = (const char *)sqlite3_column_text(st, 1), *mac = (const char *)sqlite3_column_text(st, 2);
+        const char *line = (const char *)sqlite3_column_text(st, 3);
+        size_t len = (size_t)sqlite3_column_bytes(st, 3);
+        uint64_t seq = (uint64_t)sqlite3_column_int64(st, 0);
+        struct berth_audit_event ev = {0};
+        json_t *root = NULL;
+
+        r = parse_event(line ? line : "", len, &root, &ev, reterr);
+        if (r == 0 && (ev.seq != seq || !type || strcmp(type, ev.type) != 0 || !mac || strcmp(mac, ev.mac) != 0))
+            r = berth_error_set(reterr, -EBADMSG, "the stored seq, type or mac column disagrees with the event");
+        json_decref(root);
+        if (r == 0 && (berth_buf_append(out, line, len) < 0 || berth_buf_putc(out, '\n') < 0))
+            r = berth_error_set(reterr, -ENOMEM, "out of memory");
+        if (r < 0) {
+            if (r != -ENOMEM) {
+                berth_error_prefix(reterr, "event %" PRIu64, seq);
+                r = -EBADMSG;
+                if (reterr)
+                    reterr->code = r;
+            }
+            break;
+        }
+    }
+    if (r == 0 && rc != SQLITE_DONE)
+        r = berth_journal_error(j, "reading the audit chain", reterr);
+    sqlite3_finalize(st);
+    return r;
 }

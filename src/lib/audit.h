@@ -114,17 +114,52 @@ int berth_audit_replay(struct berth_journal *j,
                        void *userdata, struct berth_error *reterr);
 
 /**
+ * struct berth_audit_anchor - an event known from elsewhere (seq and mac).
+ *
+ * A chain protects everything up to its last event, but nothing in it says
+ * how long it should be: removing events from the end leaves a valid,
+ * shorter chain.  An anchor -- the seq and mac of an event noted earlier,
+ * for example the head printed by a previous verification -- closes that
+ * gap: the chain must still hold that exact event (it may have grown since).
+ */
+struct berth_audit_anchor {
+    uint64_t seq;
+    char mac[65];
+};
+
+/**
+ * berth_audit_anchor_parse() - parse "SEQ:MAC" (a positive decimal seq and
+ * 64 lowercase hex digits).  Return: 0 or -EINVAL.
+ */
+int berth_audit_anchor_parse(const char *text, struct berth_audit_anchor *ret);
+
+/**
+ * struct berth_audit_summary - what a verification saw.
+ * @count:    events verified.
+ * @bad_seq:  on failure, the 1-based line number of the first bad event (its
+ *            seq for an intact prefix), or count + 1 when the anchor is
+ *            missing from the end.
+ * @head_mac: the last event's mac ("" for an empty chain): with @count, the
+ *            anchor to keep for the next verification.
+ */
+struct berth_audit_summary {
+    uint64_t count;
+    uint64_t bad_seq;
+    char head_mac[65];
+};
+
+/**
  * berth_audit_verify() - verify a JSON Lines export of a chain.
  * @data, @len:   the export ("\n"-terminated lines; a missing final newline
  *                is accepted, an empty export is a valid empty chain).
  * @key:          the audit key.
+ * @anchor:       optional; the chain must contain this exact event.
  * @check:        optional; called for every event whose MAC and link are
  *                good, for semantic checks (the pool registry's replay); a
  *                negative return fails verification at that event with
  *                reterr as the check filled it.
- * @ret_count:    optional; number of events verified.
- * @ret_bad_seq:  optional; on failure, the 1-based line number of the first
- *                bad event (equal to its seq for an intact prefix).
+ * @ret_summary:  optional; see struct berth_audit_summary (filled on
+ *                success and on failure).
  *
  * Each line must be the canonical form of an event with exactly the seven
  * members, seq must be the line number, prev the previous line's mac, and
@@ -133,7 +168,18 @@ int berth_audit_replay(struct berth_journal *j,
  * and the reason otherwise; -ENOMEM; -EINVAL.
  */
 int berth_audit_verify(const char *data, size_t len, const struct berth_audit_key *key,
+                       const struct berth_audit_anchor *anchor,
                        int (*check)(void *userdata, const struct berth_audit_event *ev, struct berth_error *reterr),
-                       void *userdata, uint64_t *ret_count, uint64_t *ret_bad_seq, struct berth_error *reterr);
+                       void *userdata, struct berth_audit_summary *ret_summary, struct berth_error *reterr);
+
+/**
+ * berth_audit_export_checked() - append every stored event, as JSON Lines, to
+ * @out, checking that each row's seq, type and mac columns agree with its
+ * line (the columns index the chain; only the lines are MAC'd).
+ * Return: 0; -EBADMSG naming the first disagreeing row; -ENOMEM; journal
+ * errors.
+ */
+struct berth_buf;
+int berth_audit_export_checked(struct berth_journal *j, struct berth_buf *out, struct berth_error *reterr);
 
 #endif /* BERTH_AUDIT_H */

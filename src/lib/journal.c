@@ -146,6 +146,10 @@ static int migrate(struct berth_journal *j, struct berth_error *reterr)
         r = berth_error_set(reterr, -EMEDIUMTYPE, "%s is an SQLite database of another application", j->path);
         goto fail;
     }
+    if (version < 0) {
+        r = berth_error_set(reterr, -EBADMSG, "%s has an invalid journal format %d", j->path, version);
+        goto fail;
+    }
     if (version > BERTH_JOURNAL_FORMAT) {
         r = berth_error_set(reterr, -EPROTONOSUPPORT,
                             "%s has journal format %d; this berth understands formats up to %d", j->path, version,
@@ -193,6 +197,10 @@ int berth_journal_open(const char *path, unsigned flags, struct berth_journal **
     base = slash + 1;
     if (!berth_name_valid(base))
         return berth_error_set(reterr, -EINVAL, "%s does not end in a file name", path);
+    /* SQLite and berth put files beside the journal under these suffixes. */
+    for (const char *const *sfx = (const char *const[]){"-wal", "-shm", "-journal", ".lock", NULL}; *sfx; sfx++)
+        if (strlen(base) > strlen(*sfx) && streq(base + strlen(base) - strlen(*sfx), *sfx))
+            return berth_error_set(reterr, -EINVAL, "%s: a journal name may not end in \"%s\"", path, *sfx);
     dir = strndup(path, (size_t)(slash - path) + 1);
     if (!dir || asprintf(&lockname, "%s.lock", base) < 0 || asprintf(&lockpath, "%s.lock", path) < 0 ||
         asprintf(&walname, "%s-wal", base) < 0)

@@ -226,7 +226,7 @@ static int check_field(const struct berth_pool *pool, enum berth_pool_field f, c
     }
 }
 
-static json_t *credential_env_json(const struct berth_pool *pool, const json_t *env, const json_t *known)
+static json_t *credential_env_json(const struct berth_pool *pool, const json_t *env)
 {
     _cleanup_free_ const char **keys = NULL;
     json_t *arr = json_array();
@@ -237,8 +237,10 @@ static json_t *credential_env_json(const struct berth_pool *pool, const json_t *
         json_decref(arr);
         return NULL;
     }
+    /* Only the pool's own list and the fixed rule: the effective manifest
+     * (and so the receipt) must not depend on which other pools exist. */
     for (i = 0; i < n; i++)
-        if ((berth_credential_name(keys[i], known) ||
+        if ((berth_credential_name(keys[i], NULL) ||
              in_list(pool->credential_allowlist, pool->n_credential_allowlist, keys[i])) &&
             json_array_append_new(arr, json_string(keys[i])) < 0) {
             json_decref(arr);
@@ -272,7 +274,7 @@ static int build_effective(const struct berth_pool *pool, const json_t *ov, cons
     e->egress = v ? (enum berth_egress)berth_name_index(berth_egress_names, BERTH_EGRESS_COUNT, json_string_value(v))
                   : pool->egress;
     caps = capability_json(e->capabilities);
-    creds = credential_env_json(pool, env, known);
+    creds = credential_env_json(pool, env);
     if (!tpl || !caps || !creds)
         return -ENOMEM;
     e->json =

@@ -7,8 +7,9 @@
  * timeout_seconds, backend, capabilities and network_egress_class.  The
  * merge is a pure function of (pool, overrides, credential names) and either
  * yields the effective manifest or a refusal with a stable reason and the
- * field it concerns.  Checks run in this order, over the members in sorted
- * order, and the first failure is the refusal:
+ * field it concerns.  First every member (in sorted order) must be a known,
+ * exposed field; then each field in sorted order is checked in full (its
+ * value, then its ceiling), and the first failure is the refusal:
  *
  *   unknown_field              a member that is not an override field
  *   non_exposed_field          a field the pool does not expose
@@ -23,16 +24,20 @@
  *   credential_env_not_allowed an env variable that names a credential and
  *                              is not in the pool's credential_env_allowlist
  *
- * Which env names are credentials: every name in any registered pool's
- * credential_env_allowlist (passed in by the caller), and every name that,
+ * Which env names are credentials: every name in the credential_env_allowlist
+ * of any pool ever registered in the journal (passed in by the caller; a name
+ * stays a credential after its pool is retired), and every name that,
  * compared case-insensitively, is TOKEN, SECRET, KEY, PASSWORD, PASSWD or
  * CREDENTIALS or ends in "_" followed by one of those, plus PGPASSWORD and
- * MYSQL_PWD.
+ * MYSQL_PWD.  Because of the first part, whether overrides are refused can
+ * depend on the other pools a journal holds.
  *
  * The effective manifest: env overlays the template's env; capabilities are
  * the union of exec, file_rw and the request; the egress class is the
  * request's or the pool's; credential_env lists (sorted) every name in the
- * merged env that is a credential.  Its hash covers {pool_hash, template
+ * merged env that is a credential by the fixed rule or by the pool's own
+ * allowlist -- never by other pools' lists, so that the effective manifest
+ * and the placement receipt depend only on the pool and the overrides.  Its hash covers {pool_hash, template
  * (merged), backend_override (or null), capabilities (sorted),
  * network_egress_class, credential_env}.  overrides_hash covers the
  * normalised overrides (capabilities sorted and de-duplicated).

@@ -340,6 +340,9 @@ static const char **string_array(const json_t *arr, size_t *ret_n)
 int berth_pool_from_json(const json_t *doc, struct berth_pool **ret, struct berth_error *reterr)
 {
     _cleanup_json_ json_t *manifest = NULL;
+    _cleanup_free_ char *canon = NULL;
+    uint8_t raw[BERTH_SHA256_LEN];
+    size_t canon_len = 0;
     const json_t *tpl;
     struct berth_pool *p;
     const char *claimed = NULL;
@@ -356,9 +359,19 @@ int berth_pool_from_json(const json_t *doc, struct berth_pool **ret, struct bert
     if (!p)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     p->manifest = TAKE_PTR(manifest);
-    r = berth_hash_hex_json(p->manifest, p->pool_hash, reterr);
+    /* Defaults make the normalised form longer than its source: it must fit
+     * the bound too, or the stored body could never be read back. */
+    r = berth_json_serialize(p->manifest, BERTH_POOL_MANIFEST_MAX, &canon, &canon_len, reterr);
+    if (r == -EFBIG)
+        r = berth_error_set(reterr, -EBADMSG, "the normalised manifest is longer than %d bytes",
+                            BERTH_POOL_MANIFEST_MAX);
     if (r < 0)
         goto fail;
+    if ((r = berth_sha256(canon, canon_len, raw)) < 0) {
+        r = berth_error_set(reterr, r, "SHA-256 failed");
+        goto fail;
+    }
+    berth_hex_encode(raw, sizeof(raw), p->pool_hash);
     if (claimed && !streq(claimed, p->pool_hash)) {
         r = berth_error_set(reterr, -EBADMSG, "pool.pool_hash is %.64s but the manifest hashes to %s", claimed,
                             p->pool_hash);

@@ -160,8 +160,8 @@ bool berth_env_name_valid(const char *name);
 
 /**
  * berth_guest_path_valid() - whether @path is an absolute guest path of at
- * most 1024 bytes with no "." or ".." component and no empty component
- * (except a single trailing "/").
+ * most 1024 bytes with no "." or ".." component and no empty component (so
+ * no "//" and no trailing "/"; "/" itself is valid).
  */
 bool berth_guest_path_valid(const char *path);
 

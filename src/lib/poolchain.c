@@ -9,6 +9,7 @@
 #include "jsonobj.h"
 #include "macro.h"
 #include "override.h"
+#include "placement.h"
 #include "poolchain.h"
 
 struct berth_pool_chain {
@@ -18,6 +19,7 @@ struct berth_pool_chain {
     json_t *active;     /* name -> pool_hash */
     json_t *placements; /* placement_hash -> pool_hash */
     json_t *enrolled;   /* "pool_hash/keyid" -> public key (base64url) */
+    json_t *claims;     /* "pool_hash/job_id" -> true */
     json_t *credentials;
     const struct berth_pool **sorted; /* active pools by name */
     size_t events, n_placements, n_enrolments, n_claims;
@@ -26,17 +28,15 @@ struct berth_pool_chain {
 static const char *const registered_members[] = {"manifest", "name", "pool_hash", NULL};
 static const char *const updated_members[] = {"manifest", "name", "pool_hash", "prev_pool_hash", NULL};
 static const char *const retired_members[] = {"name", "pool_hash", NULL};
-static const char *const placed_members[] = {"overrides", "placement_hash", "pool", "pool_hash", "receipt", NULL};
-static const char *const receipt_members[] = {
-    "chosen_backend", "effective_manifest_hash", "overrides_hash", "pool_hash",
-    "schema_version", "selector_inputs",         "template_hash",  NULL,
+static const char *const placed_members[] = {
+    "backends", "overrides", "placement_hash", "pool", "pool_hash", "receipt", NULL,
 };
-static const char *const input_members[] = {"backend", "kept", "reason", NULL};
 static const char *const override_refused_members[] = {
-    "actor", "overrides_hash", "pool_hash", "reason", "refused_field", NULL,
+    "actor", "overrides", "overrides_hash", "pool", "pool_hash", "reason", "refused_field", NULL,
 };
 static const char *const placement_refused_members[] = {
-    "effective_manifest_hash", "overrides_hash", "pool", "pool_hash", "reason", "selector_inputs", NULL,
+    "backends", "effective_manifest_hash", "overrides", "overrides_hash", "pool", "pool_hash",
+    "reason",   "selector_inputs",         NULL,
 };
 static const char *const quarantine_members[] = {"dispatch_hash", "slot_hash", "slot_id", NULL};
 
@@ -50,9 +50,10 @@ int berth_pool_chain_new(struct berth_pool_chain **ret)
     c->active = json_object();
     c->placements = json_object();
     c->enrolled = json_object();
+    c->claims = json_object();
     c->credentials = json_array();
     c->sorted = calloc(1, sizeof(*c->sorted));
-    if (!c->by_hash || !c->active || !c->placements || !c->enrolled || !c->credentials || !c->sorted) {
+    if (!c->by_hash || !c->active || !c->placements || !c->enrolled || !c->claims || !c->credentials || !c->sorted) {
         berth_pool_chain_free(c);
         return -ENOMEM;
     }
@@ -74,6 +75,7 @@ void berth_pool_chain_free(struct berth_pool_chain *c)
     json_decref(c->active);
     json_decref(c->placements);
     json_decref(c->enrolled);
+    json_decref(c->claims);
     json_decref(c->credentials);
     free(c);
 }
@@ -113,6 +115,16 @@ bool berth_pool_chain_enrolled(const struct berth_pool_chain *c, const char *poo
         return false;
     snprintf(key, sizeof(key), "%s/%s", pool_hash, keyid);
     return json_object_get(c->enrolled, key) != NULL;
+}
+
+bool berth_pool_chain_claimed(const struct berth_pool_chain *c, const char *pool_hash, const char *job_id)
+{
+    char key[BERTH_HASH_HEX_LEN + 130];
+
+    if (!pool_hash || !job_id)
+        return false;
+    snprintf(key, sizeof(key), "%s/%s", pool_hash, job_id);
+    return json_object_get(c->claims, key) != NULL;
 }
 
 const char *berth_pool_chain_placement(const struct berth_pool_chain *c, const char *placement_hash)
@@ -158,10 +170,12 @@ static int refresh(struct berth_pool_chain *c)
         qsort(sorted, n, sizeof(*sorted), cmp_pool);
     free(c->sorted);
     c->sorted = sorted;
+    /* Credential names: from every manifest ever registered, so that
+     * retiring or updating a pool never makes a name a non-credential. */
     json_array_clear(c->credentials);
-    for (i = 0; i < n; i++)
-        for (k = 0; k < sorted[i]->n_credential_allowlist; k++)
-            if (json_array_append_new(c->credentials, json_string(sorted[i]->credential_allowlist[k])) < 0)
+    for (i = 0; i < c->n_pools; i++)
+        for (k = 0; k < c->pools[i]->n_credential_allowlist; k++)
+            if (json_array_append_new(c->credentials, json_string(c->pools[i]->credential_allowlist[k])) < 0)
                 return -ENOMEM;
     return 0;
 }
@@ -261,115 +275,102 @@ static int check_retired(struct berth_pool_chain *c, const json_t *d, struct ber
     return refresh(c);
 }
 
-/* selector_inputs must follow the allowlist; returns the first kept index or -1. */
-static int check_inputs(const struct berth_pool *pool, const json_t *inputs, struct berth_error *reterr)
+static bool string_member_is(const json_t *o, const char *key, const char *want)
 {
-    int first = -1;
-    const json_t *in;
-    size_t i;
-    int r;
-
-    if (!json_is_array(inputs) || json_array_size(inputs) != pool->n_backends)
-        return berth_error_set(reterr, -EBADMSG, "selector_inputs must list every backend of the allowlist");
-    json_array_foreach(inputs, i, in)
-    {
-        const char *b = NULL, *why = NULL;
-        if ((r = berth_json_only_members(in, "selector_inputs[]", input_members, reterr)) < 0 ||
-            (r = berth_json_string_member(in, "selector_inputs[]", "backend", true, &b, reterr)) < 0 ||
-            (r = berth_json_string_member(in, "selector_inputs[]", "reason", true, &why, reterr)) < 0)
-            return r;
-        if (!streq(b, pool->backends[i]) || !json_is_boolean(json_object_get(in, "kept")))
-            return berth_error_set(reterr, -EBADMSG, "selector_inputs[%zu] does not follow the allowlist", i);
-        if (json_is_true(json_object_get(in, "kept")) && first < 0)
-            first = (int)i;
-    }
-    return first;
+    const char *v = json_string_value(json_object_get(o, key));
+    return v && want && streq(v, want);
 }
 
-static int check_placed(struct berth_pool_chain *c, const json_t *d, struct berth_error *reterr)
+/* The pool an event names: active under @name at @hash when it happened. */
+static const struct berth_pool *active_pool(const struct berth_pool_chain *c, const char *name, const char *hash,
+                                            struct berth_error *reterr)
 {
+    const json_t *cur = json_object_get(c->active, name);
+    const struct berth_pool *pool = by_hash(c, hash);
+
+    if (!cur || !streq(json_string_value(cur), hash) || !pool) {
+        berth_error_set(reterr, -EBADMSG, "pool %s is not active at pool_hash", name);
+        return NULL;
+    }
+    return pool;
+}
+
+/*
+ * pool.placed, pool.placement_refused and pool.override_refused record
+ * everything their decision depended on -- the pool, the overrides, the
+ * backends placement saw, and (as the event time) the time it judged
+ * qualifications at -- so the decision is re-derived here and must come out
+ * byte for byte the same.
+ */
+static int rederive(struct berth_pool_chain *c, const struct berth_audit_event *ev, const char *kind,
+                    struct berth_error *reterr)
+{
+    const json_t *d = ev->details, *overrides = json_object_get(d, "overrides");
+    const bool placed = streq(kind, "placed"), no_backend = streq(kind, "placement_refused");
+    struct berth_backend_set *set = NULL;
     struct berth_effective *e = NULL;
-    struct berth_refusal rf;
-    const char *name = NULL, *hash = NULL, *ph = NULL, *chosen = NULL;
     const struct berth_pool *pool;
-    const json_t *receipt = json_object_get(d, "receipt"), *cur;
-    char want[BERTH_HASH_HEX_LEN + 1];
-    int64_t version = 0;
-    int r, first;
+    json_t *receipt = NULL, *inputs = NULL;
+    char ph[BERTH_HASH_HEX_LEN + 1], oh[BERTH_HASH_HEX_LEN + 1];
+    const char *name = NULL, *hash = NULL;
+    struct berth_refusal rf;
+    int r, decision;
 
-    if ((r = get_strings(d, placed_members, "pool", &name, &hash, reterr)) < 0 ||
-        (r = berth_json_string_member(d, "details", "placement_hash", true, &ph, reterr)) < 0 ||
-        (r = berth_json_only_members(receipt, "receipt", receipt_members, reterr)) < 0 ||
-        (r = berth_json_int_member(receipt, "receipt", "schema_version", true, 1, 1, &version, reterr)) < 0 ||
-        (r = berth_json_string_member(receipt, "receipt", "chosen_backend", true, &chosen, reterr)) < 0)
+    if ((r = get_strings(d,
+                         placed       ? placed_members
+                         : no_backend ? placement_refused_members
+                                      : override_refused_members,
+                         "pool", &name, &hash, reterr)) < 0)
         return r;
-    cur = json_object_get(c->active, name);
-    pool = by_hash(c, hash);
-    if (!cur || !streq(json_string_value(cur), hash) || !pool)
-        return berth_error_set(reterr, -EBADMSG, "pool %s is not active at pool_hash", name);
-    r = berth_hash_hex_json(receipt, want, reterr);
-    if (r < 0)
+    if (!(pool = active_pool(c, name, hash, reterr)))
+        return -EBADMSG;
+    if (!overrides)
+        return berth_error_set(reterr, -EBADMSG, "details.overrides is missing");
+    if ((r = berth_overrides_hash(overrides, oh, reterr)) < 0)
         return r;
-    if (!streq(want, ph))
-        return berth_error_set(reterr, -EBADMSG, "placement_hash does not hash the receipt");
+    if (!placed && !string_member_is(d, "overrides_hash", oh))
+        return berth_error_set(reterr, -EBADMSG, "overrides_hash does not hash the overrides");
 
-    r = berth_pool_merge(pool, json_object_get(d, "overrides"), c->credentials, &e, &rf, reterr);
-    if (r == -EPERM)
-        return berth_error_set(reterr, -EBADMSG, "the recorded overrides are refused (%s: %s)",
-                               berth_refusal_names[rf.reason], rf.field);
-    if (r < 0)
-        return r;
-    if (!streq(json_string_value(json_object_get(receipt, "pool_hash")) ?: "", hash) ||
-        !streq(json_string_value(json_object_get(receipt, "template_hash")) ?: "", pool->template_hash) ||
-        !streq(json_string_value(json_object_get(receipt, "overrides_hash")) ?: "", e->overrides_hash) ||
-        !streq(json_string_value(json_object_get(receipt, "effective_manifest_hash")) ?: "", e->effective_hash)) {
+    decision = berth_pool_merge(pool, overrides, c->credentials, &e, &rf, reterr);
+    if (decision != -EPERM && decision < 0)
+        return decision;
+    if (streq(kind, "override_refused")) {
         berth_effective_free(e);
-        return berth_error_set(reterr, -EBADMSG,
-                               "the receipt's pool, template, overrides or effective manifest hash does not match "
-                               "the pool and overrides");
-    }
-    berth_effective_free(e);
-    first = check_inputs(pool, json_object_get(receipt, "selector_inputs"), reterr);
-    if (first < -1)
-        return first;
-    if (first < 0 || !streq(chosen, pool->backends[first]))
-        return berth_error_set(reterr, -EBADMSG, "chosen_backend is not the first kept candidate");
-    if (json_object_set_new(c->placements, ph, json_string(hash)) < 0)
-        return -ENOMEM;
-    c->n_placements++;
-    return 0;
-}
-
-static int check_refused(struct berth_pool_chain *c, const json_t *d, bool placement, struct berth_error *reterr)
-{
-    const char *hash = NULL, *reason = NULL, *oh = NULL, *name = NULL, *field = NULL, *actor = NULL;
-    int r, idx;
-
-    if ((r = get_strings(d, placement ? placement_refused_members : override_refused_members, placement ? "pool" : NULL,
-                         &name, &hash, reterr)) < 0 ||
-        (r = berth_json_string_member(d, "details", "reason", true, &reason, reterr)) < 0 ||
-        (r = berth_json_string_member(d, "details", "overrides_hash", true, &oh, reterr)) < 0)
-        return r;
-    if (!berth_pool_chain_known(c, hash))
-        return berth_error_set(reterr, -EBADMSG, "refers to a pool that was never registered");
-    if (!berth_is_hex(oh, BERTH_HASH_HEX_LEN))
-        return berth_error_set(reterr, -EBADMSG, "overrides_hash is not a hex SHA-256");
-    idx = berth_name_index(berth_refusal_names, BERTH_REFUSAL_COUNT, reason);
-    if (placement) {
-        if (idx != BERTH_REFUSAL_NO_BACKEND)
-            return berth_error_set(reterr, -EBADMSG, "a placement refusal must say no_backend");
-        r = check_inputs(by_hash(c, hash), json_object_get(d, "selector_inputs"), reterr);
-        if (r < -1)
-            return r;
-        if (r >= 0)
-            return berth_error_set(reterr, -EBADMSG, "a placement was refused although a candidate was kept");
+        if (decision != -EPERM || !string_member_is(d, "reason", berth_refusal_names[rf.reason]) ||
+            !string_member_is(d, "refused_field", rf.field))
+            return berth_error_set(reterr, -EBADMSG, "the overrides are not refused for that reason and field");
+        if (!json_is_string(json_object_get(d, "actor")))
+            return berth_error_set(reterr, -EBADMSG, "details.actor must be a string");
         return 0;
     }
-    if (idx < 0 || idx == BERTH_REFUSAL_NO_BACKEND)
-        return berth_error_set(reterr, -EBADMSG, "unknown override refusal reason");
-    if ((r = berth_json_string_member(d, "details", "refused_field", true, &field, reterr)) < 0 ||
-        (r = berth_json_string_member(d, "details", "actor", true, &actor, reterr)) < 0)
-        return r;
+    if (decision == -EPERM)
+        return berth_error_set(reterr, -EBADMSG, "the recorded overrides are refused (%s: %s)",
+                               berth_refusal_names[rf.reason], rf.field);
+    r = berth_backend_set_from_json(json_object_get(d, "backends"), &set, reterr);
+    if (r == 0) {
+        decision = berth_place(pool, e, set, ev->time_ns, &receipt, ph, &rf, &inputs, reterr);
+        if (placed) {
+            if (decision != 0 || !json_equal(receipt, json_object_get(d, "receipt")) ||
+                !string_member_is(d, "placement_hash", ph))
+                r = berth_error_set(reterr, -EBADMSG,
+                                    "the receipt does not follow from the pool, overrides and backends");
+        } else if (decision != -EPERM || !json_equal(inputs, json_object_get(d, "selector_inputs")) ||
+                   !string_member_is(d, "reason", "no_backend") ||
+                   !string_member_is(d, "effective_manifest_hash", e->effective_hash)) {
+            r = berth_error_set(reterr, -EBADMSG, "the refusal does not follow from the pool, overrides and backends");
+        }
+    }
+    json_decref(receipt);
+    json_decref(inputs);
+    berth_backend_set_free(set);
+    berth_effective_free(e);
+    if (r < 0)
+        return r == -ENOMEM ? r : -EBADMSG;
+    if (placed) {
+        if (json_object_set_new(c->placements, ph, json_string(hash)) < 0)
+            return -ENOMEM;
+        c->n_placements++;
+    }
     return 0;
 }
 
@@ -417,6 +418,15 @@ static int check_claim(struct berth_pool_chain *c, const json_t *d, struct berth
     placed = ph ? json_object_get(c->placements, ph) : NULL;
     if (!placed || !streq(json_string_value(placed), hash))
         return berth_error_set(reterr, -EBADMSG, "claim of a placement that was not recorded in that pool");
+    {
+        const char *job = json_string_value(json_object_get(claim, "job_id"));
+        char ckey[BERTH_HASH_HEX_LEN + 130];
+        if (berth_pool_chain_claimed(c, hash, job))
+            return berth_error_set(reterr, -EBADMSG, "job %s was already claimed in that pool", job);
+        snprintf(ckey, sizeof(ckey), "%s/%s", hash, job);
+        if (json_object_set_new(c->claims, ckey, json_true()) < 0)
+            return -ENOMEM;
+    }
     c->n_claims++;
     return 0;
 }
@@ -454,11 +464,11 @@ int berth_pool_chain_check(void *userdata, const struct berth_audit_event *ev, s
     else if (streq(ev->type, "pool.retired"))
         r = check_retired(c, d, reterr);
     else if (streq(ev->type, "pool.placed"))
-        r = check_placed(c, d, reterr);
+        r = rederive(c, ev, "placed", reterr);
     else if (streq(ev->type, "pool.override_refused"))
-        r = check_refused(c, d, false, reterr);
+        r = rederive(c, ev, "override_refused", reterr);
     else if (streq(ev->type, "pool.placement_refused"))
-        r = check_refused(c, d, true, reterr);
+        r = rederive(c, ev, "placement_refused", reterr);
     else if (streq(ev->type, "pool.worker_enrolled"))
         r = check_enrolled(c, d, reterr);
     else if (streq(ev->type, "pool.claim_receipt"))

@@ -11,20 +11,23 @@
  *   pool.updated           {name, pool_hash, prev_pool_hash, manifest}: the
  *                          name is active at prev_pool_hash; the hash changes
  *   pool.retired           {name, pool_hash}: the name is active at pool_hash
- *   pool.placed            {pool, pool_hash, overrides, receipt,
- *                          placement_hash}: the pool is active at pool_hash;
- *                          re-merging the overrides gives the receipt's
- *                          overrides, template and effective manifest hashes;
- *                          the chosen backend is the first kept candidate of
- *                          the allowlist; placement_hash hashes the receipt
- *   pool.override_refused  {pool_hash, reason, refused_field, overrides_hash,
- *                          actor}: a known pool and reason
- *   pool.placement_refused {pool, pool_hash, reason, overrides_hash,
- *                          effective_manifest_hash, selector_inputs}: no
- *                          candidate kept
+ *   pool.placed            {pool, pool_hash, overrides, backends, receipt,
+ *                          placement_hash}: the pool is active at pool_hash,
+ *                          and merging the overrides and placing on the
+ *                          recorded backends at the event's time gives
+ *                          exactly the recorded receipt and its hash
+ *   pool.override_refused  {pool, pool_hash, overrides, overrides_hash,
+ *                          reason, refused_field, actor}: the merge refuses
+ *                          the overrides for exactly that reason and field
+ *   pool.placement_refused {pool, pool_hash, overrides, backends, reason,
+ *                          overrides_hash, effective_manifest_hash,
+ *                          selector_inputs}: placement on the recorded
+ *                          backends keeps no candidate, for exactly the
+ *                          recorded reasons
  *   pool.worker_enrolled   a valid self-signed enrolment into a known pool
  *   pool.claim_receipt     a claim signed by a worker enrolled in that pool,
- *                          for a placement recorded in that pool
+ *                          for a placement recorded in that pool, of a job
+ *                          id not claimed in that pool before
  *   pool.warm_quarantine   {slot_id, slot_hash, dispatch_hash}: two different
  *                          hashes
  *
@@ -87,6 +90,9 @@ bool berth_pool_chain_enrolled(const struct berth_pool_chain *c, const char *poo
  * or NULL when @placement_hash was never recorded.
  */
 const char *berth_pool_chain_placement(const struct berth_pool_chain *c, const char *placement_hash);
+
+/** berth_pool_chain_claimed() - whether @job_id was claimed in the pool @pool_hash. */
+bool berth_pool_chain_claimed(const struct berth_pool_chain *c, const char *pool_hash, const char *job_id);
 
 /** berth_pool_chain_stats() - events applied, placements and enrolments seen. */
 void berth_pool_chain_stats(const struct berth_pool_chain *c, size_t *ret_events, size_t *ret_placements,

@@ -75,10 +75,16 @@ static int begin(struct berth_registry *reg, struct berth_error *reterr)
 }
 
 /* COMMIT, then apply the committed event to the projection. */
-static int commit_apply(struct berth_registry *reg, uint64_t seq, const char *type, const char *actor,
+static int commit_apply(struct berth_registry *reg, uint64_t seq, int64_t time_ns, const char *type, const char *actor,
                         const json_t *details, struct berth_error *reterr)
 {
-    struct berth_audit_event ev = {.seq = seq, .type = type, .actor = actor, .details = details};
+    struct berth_audit_event ev = {
+        .seq = seq,
+        .time_ns = time_ns,
+        .type = type,
+        .actor = actor,
+        .details = details,
+    };
     int r;
 
     r = berth_journal_commit(reg->j, reterr);
@@ -132,8 +138,8 @@ static int read_body(struct berth_journal *j, const char *hash, char **ret_body,
 /* Parse a stored body and check that it hashes to the key it is stored under. */
 static int load_body(struct berth_journal *j, const char *hash, struct berth_pool **ret, struct berth_error *reterr)
 {
-    _cleanup_free_ char *body = NULL;
-    size_t len = 0;
+    _cleanup_free_ char *body = NULL, *canon = NULL;
+    size_t len = 0, canon_len = 0;
     int r;
 
     r = read_body(j, hash, &body, &len, reterr);
@@ -149,6 +155,14 @@ static int load_body(struct berth_journal *j, const char *hash, struct berth_poo
     if (!streq((*ret)->pool_hash, hash)) {
         berth_error_set(reterr, -EBADMSG, "the stored manifest body %s is damaged: it hashes to %s", hash,
                         (*ret)->pool_hash);
+        berth_pool_free(*ret);
+        *ret = NULL;
+        return -EBADMSG;
+    }
+    /* Content-addressed means these exact bytes, not an equivalent document. */
+    if (berth_json_serialize((*ret)->manifest, 0, &canon, &canon_len, reterr) < 0 || canon_len != len ||
+        memcmp(canon, body, len) != 0) {
+        berth_error_set(reterr, -EBADMSG, "the stored manifest body %s is damaged: it is not in canonical form", hash);
         berth_pool_free(*ret);
         *ret = NULL;
         return -EBADMSG;
@@ -205,7 +219,7 @@ static int record_commit(struct berth_registry *reg, const struct berth_audit_ke
     if (r < 0)
         berth_journal_rollback(reg->j);
     else
-        r = commit_apply(reg, seq, type, actor, details, reterr);
+        r = commit_apply(reg, seq, now_ns, type, actor, details, reterr);
     json_decref(details);
     if (r == 0 && ret_seq)
         *ret_seq = seq;
@@ -305,7 +319,7 @@ int berth_registry_place(struct berth_registry *reg, const struct berth_audit_ke
     _cleanup_pool_ struct berth_pool *pool = NULL;
     struct berth_effective *e = NULL;
     const char *type = NULL;
-    json_t *details = NULL;
+    json_t *details = NULL, *backends_doc;
     int r, decision;
 
     if (!reg || !key || !name || !res)
@@ -317,28 +331,33 @@ int berth_registry_place(struct berth_registry *reg, const struct berth_audit_ke
     if ((r = berth_overrides_hash(overrides, res->overrides_hash, reterr)) < 0)
         return r;
 
-    /* The decision, then the event that records it. */
+    /* The decision, then the event that records it: with everything the
+     * decision depended on, so that verification can re-derive it. */
+    backends_doc = backends ? json_incref(backends->doc) : json_object();
     decision = berth_pool_merge(pool, overrides, berth_pool_chain_credentials(reg->chain), &e, &res->refusal, reterr);
     if (decision == -EPERM) {
         type = "pool.override_refused";
-        details = json_pack("{s:s, s:s, s:s, s:s, s:s}", "pool_hash", pool->pool_hash, "reason",
-                            berth_refusal_names[res->refusal.reason], "refused_field", res->refusal.field,
-                            "overrides_hash", res->overrides_hash, "actor", actor);
+        details = json_pack("{s:s, s:s, s:o, s:s, s:s, s:s, s:s}", "pool", pool->name, "pool_hash", pool->pool_hash,
+                            "overrides", overrides ? json_deep_copy(overrides) : json_object(), "overrides_hash",
+                            res->overrides_hash, "reason", berth_refusal_names[res->refusal.reason], "refused_field",
+                            res->refusal.field, "actor", actor);
     } else if (decision == 0) {
         decision = berth_place(pool, e, backends, now_ns, &res->receipt, res->placement_hash, &res->refusal,
                                &res->selector_inputs, reterr);
         if (decision == -EPERM) {
             type = "pool.placement_refused";
-            details = json_pack("{s:s, s:s, s:s, s:s, s:s, s:O}", "pool", pool->name, "pool_hash", pool->pool_hash,
-                                "reason", "no_backend", "overrides_hash", e->overrides_hash, "effective_manifest_hash",
+            details = json_pack("{s:s, s:s, s:O, s:O, s:s, s:s, s:s, s:O}", "pool", pool->name, "pool_hash",
+                                pool->pool_hash, "overrides", e->overrides, "backends", backends_doc, "reason",
+                                "no_backend", "overrides_hash", e->overrides_hash, "effective_manifest_hash",
                                 e->effective_hash, "selector_inputs", res->selector_inputs);
         } else if (decision == 0) {
             type = "pool.placed";
-            details =
-                json_pack("{s:s, s:s, s:O, s:O, s:s}", "pool", pool->name, "pool_hash", pool->pool_hash, "overrides",
-                          e->overrides, "receipt", res->receipt, "placement_hash", res->placement_hash);
+            details = json_pack("{s:s, s:s, s:O, s:O, s:O, s:s}", "pool", pool->name, "pool_hash", pool->pool_hash,
+                                "overrides", e->overrides, "backends", backends_doc, "receipt", res->receipt,
+                                "placement_hash", res->placement_hash);
         }
     }
+    json_decref(backends_doc);
     berth_effective_free(e);
     if (!type) {
         r = decision;
@@ -402,6 +421,8 @@ int berth_registry_claim(struct berth_registry *reg, const struct berth_audit_ke
     if (!berth_pool_chain_enrolled(reg->chain, cur->pool_hash, berth_signing_key_id(worker)))
         return berth_error_set(reterr, -EPERM, "worker key %s is not enrolled in pool %s", berth_signing_key_id(worker),
                                name);
+    if (berth_pool_chain_claimed(reg->chain, cur->pool_hash, job_id))
+        return berth_error_set(reterr, -EEXIST, "job %s was already claimed in pool %s", job_id, name);
     placed_in = berth_pool_chain_placement(reg->chain, placement_hash);
     if (!placed_in || !streq(placed_in, cur->pool_hash))
         return berth_error_set(reterr, -EPERM, "placement %s was not recorded in pool %s",
@@ -443,17 +464,9 @@ int berth_registry_warm_attach(struct berth_registry *reg, const struct berth_au
     return r < 0 ? r : 0;
 }
 
-static int collect_line(void *userdata, uint64_t seq, const char *line, size_t len)
-{
-    struct berth_buf *b = userdata;
-    (void)seq;
-    if (berth_buf_append(b, line, len) < 0 || berth_buf_putc(b, '\n') < 0)
-        return -ENOMEM;
-    return 0;
-}
-
 int berth_registry_verify(struct berth_journal *j, const struct berth_audit_key *key,
-                          struct berth_verify_report *report, struct berth_error *reterr)
+                          const struct berth_audit_anchor *anchor, struct berth_verify_report *report,
+                          struct berth_error *reterr)
 {
     _cleanup_chain_ struct berth_pool_chain *chain = NULL;
     struct berth_buf export = BERTH_BUF_INIT(0);
@@ -467,12 +480,14 @@ int berth_registry_verify(struct berth_journal *j, const struct berth_audit_key 
     if (berth_pool_chain_new(&chain) < 0)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
 
-    r = berth_audit_foreach(j, 0, collect_line, &export, reterr);
-    if (r == -ENOMEM)
-        r = berth_error_set(reterr, r, "out of memory");
-    if (r == 0)
-        r = berth_audit_verify(export.data, export.len, key, berth_pool_chain_check, chain, &rep.events, &rep.bad_seq,
-                               reterr);
+    r = berth_audit_export_checked(j, &export, reterr);
+    if (r == 0) {
+        struct berth_audit_summary sum;
+        r = berth_audit_verify(export.data, export.len, key, anchor, berth_pool_chain_check, chain, &sum, reterr);
+        rep.events = sum.count;
+        rep.bad_seq = sum.bad_seq;
+        memcpy(rep.head_mac, sum.head_mac, sizeof(rep.head_mac));
+    }
     berth_buf_free(&export);
     if (r < 0)
         goto out;

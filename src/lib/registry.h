@@ -134,7 +134,8 @@ int berth_registry_enrol(struct berth_registry *reg, const struct berth_audit_ke
  * placed by @placement_hash in the active pool @name (pool.claim_receipt).
  * The worker must be enrolled in that pool and the placement recorded there.
  * Return: 0; -ENOENT (pool); -EPERM (worker not enrolled, or placement not
- * recorded for this pool); -EINVAL; journal and audit errors.
+ * recorded for this pool); -EEXIST (the job id was already claimed in this
+ * pool: a job runs once); -EINVAL; journal and audit errors.
  */
 int berth_registry_claim(struct berth_registry *reg, const struct berth_audit_key *key, const char *name,
                          const struct berth_signing_key *worker, const char *worker_name, const char *job_id,
@@ -157,18 +158,22 @@ int berth_registry_warm_attach(struct berth_registry *reg, const struct berth_au
 struct berth_verify_report {
     uint64_t events;
     size_t pools, bodies, placements, enrolments, claims;
-    uint64_t bad_seq; /**< first bad event, 0 when the chain verified */
+    uint64_t bad_seq;  /**< first bad event, 0 when the chain verified */
+    char head_mac[65]; /**< the last event's mac: with @events, an anchor for next time */
 };
 
 /**
- * berth_registry_verify() - prove the journal: re-check the whole MAC chain
- * (berth_audit_verify()), replay the pool projection with every rule of
- * poolchain.h, re-hash every stored manifest body, and check that every
- * active pool's body is stored.
+ * berth_registry_verify() - prove the journal: check every stored row's
+ * index columns against its event, re-check the whole MAC chain
+ * (berth_audit_verify()) including the optional @anchor, replay the pool
+ * projection with every rule of poolchain.h, re-hash every stored manifest
+ * body and require its bytes to be the canonical normalised manifest, and
+ * check that every active pool's body is stored.
  * Return: 0; -EBADMSG with reterr naming the first failure (and
  * @report->bad_seq when it is an event); journal errors.
  */
 int berth_registry_verify(struct berth_journal *j, const struct berth_audit_key *key,
-                          struct berth_verify_report *report, struct berth_error *reterr);
+                          const struct berth_audit_anchor *anchor, struct berth_verify_report *report,
+                          struct berth_error *reterr);
 
 #endif /* BERTH_REGISTRY_H */

@@ -124,7 +124,7 @@ int main(void)
     report("registry open: replay with every pool rule (per event)", events, now_s() - t);
     berth_registry_free(fresh);
     t = now_s();
-    if (berth_registry_verify(j, &key, &rep, &err) < 0)
+    if (berth_registry_verify(j, &key, NULL, &rep, &err) < 0)
         die("verify", &err);
     report("pool verify, whole chain (per event)", (long)rep.events, now_s() - t);
     if (berth_audit_foreach(j, 0, collect, &export, &err) < 0)

@@ -26,6 +26,17 @@ head -n1 "$TMP/stdout" | grep -q '"seq":3,' || fail "--after=2 should start at s
 
 run 0 "$BERTHCTL" audit verify "$TMP/chain.jsonl" $K
 stdout_has "verified: 4 events, 3 active pools, 1 placements"
+head=$(sed -n 's/^head: \([0-9]*:[0-9a-f]*\) .*/\1/p' "$TMP/stdout")
+case $head in 4:????????????????????????????????????????????????????????????????) ;; *) fail "no head printed" ;; esac
+
+# Removing events from the end leaves a valid, shorter chain; the anchor
+# (the head noted earlier) exposes it.
+head -n 3 "$TMP/chain.jsonl" >"$TMP/short.jsonl"
+run 0 "$BERTHCTL" audit verify "$TMP/short.jsonl" $K
+run 3 "$BERTHCTL" audit verify "$TMP/short.jsonl" $K --anchor="$head"
+stderr_has "the chain ends at event 3, before the anchored event"
+run 0 "$BERTHCTL" audit verify "$TMP/chain.jsonl" $K --anchor="$head"
+run 2 "$BERTHCTL" audit verify "$TMP/chain.jsonl" $K --anchor=4
 run 0 "$BERTHCTL" --json audit verify "$TMP/chain.jsonl" $K
 stdout_has '"verified":true'
 

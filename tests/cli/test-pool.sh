@@ -94,7 +94,9 @@ run 0 "$BERTHCTL" $J $K pool claim default --worker-key "$TMP/worker.key" --work
 stdout_has '"kind": "pool.claim"'
 
 # Retire, and verify everything.
-run 0 "$BERTHCTL" $J $K pool retire graders
+run 0 "$BERTHCTL" $J $K --json pool retire graders
+stdout_is '{"name":"graders","outcome":"retired"}
+'
 run 0 "$BERTHCTL" $J pool list
 [ "$(grep -c . "$TMP/stdout")" = 3 ] || fail "expected two pools after retiring one"
 run 0 "$BERTHCTL" $J $K pool verify
@@ -106,6 +108,9 @@ stdout_has '"verified":true'
 run 0 "$BERTHCTL" audit keygen --out "$TMP/other.key"
 run 3 "$BERTHCTL" $J --audit-key="$TMP/other.key" pool verify
 stderr_has "verification failed: event 1: mac does not match"
+run 3 "$BERTHCTL" $J --audit-key="$TMP/other.key" --json pool verify
+stdout_has '{"bad_event":1,"reason":"event 1: mac does not match'
+stdout_has '"verified":false}'
 
 # Usage and safety errors.
 run 2 "$BERTHCTL" pool list

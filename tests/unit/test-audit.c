@@ -54,16 +54,16 @@ static char *export_chain(size_t *ret_len)
 static uint64_t verify(const char *data, size_t len, const struct berth_audit_key *k, char *msg, size_t msgsz)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    uint64_t count = 0, bad = 0;
-    int r = berth_audit_verify(data, len, k, NULL, NULL, &count, &bad, &err);
+    struct berth_audit_summary sum;
+    int r = berth_audit_verify(data, len, k, NULL, NULL, NULL, &sum, &err);
 
     if (msg)
         snprintf(msg, msgsz, "%s", err.message);
     if (r == 0)
         return 0;
     ck_assert_int_eq(r, -EBADMSG);
-    ck_assert_uint_gt(bad, 0);
-    return bad;
+    ck_assert_uint_gt(sum.bad_seq, 0);
+    return sum.bad_seq;
 }
 
 START_TEST(chain_links)
@@ -73,7 +73,7 @@ START_TEST(chain_links)
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_json_ json_t *e1 = NULL, *e2 = NULL;
     uint8_t mac[32];
-    uint64_t seq = 0, count = 0;
+    uint64_t seq = 0;
     size_t len = 0;
     const char *nl;
 
@@ -109,10 +109,15 @@ START_TEST(chain_links)
         berth_hex_encode(mac, 32, expect);
         ck_assert_str_eq(expect, first_mac);
     }
-    ck_assert_int_eq(berth_audit_verify(data, len, &key, NULL, NULL, &count, NULL, &err), 0);
-    ck_assert_uint_eq(count, 2);
-    ck_assert_int_eq(berth_audit_verify("", 0, &key, NULL, NULL, &count, NULL, &err), 0); /* empty chain */
-    ck_assert_uint_eq(count, 0);
+    {
+        struct berth_audit_summary sum;
+        ck_assert_int_eq(berth_audit_verify(data, len, &key, NULL, NULL, NULL, &sum, &err), 0);
+        ck_assert_uint_eq(sum.count, 2);
+        ck_assert_str_eq(sum.head_mac, json_string_value(json_object_get(e2, "mac")));
+        ck_assert_int_eq(berth_audit_verify("", 0, &key, NULL, NULL, NULL, &sum, &err), 0); /* empty chain */
+        ck_assert_uint_eq(sum.count, 0);
+        ck_assert_str_eq(sum.head_mac, "");
+    }
 }
 END_TEST
 
@@ -207,6 +212,51 @@ START_TEST(structure)
 }
 END_TEST
 
+/* Removing events from the end leaves a valid shorter chain; only an anchor
+ * -- an event noted earlier -- exposes it. */
+START_TEST(anchors)
+{
+    _cleanup_free_ char *data = NULL;
+    struct berth_audit_summary sum;
+    struct berth_audit_anchor anchor, bad_anchor;
+    struct berth_error err = BERTH_ERROR_INIT;
+    char text[96];
+    size_t len = 0, cut;
+
+    append("test.a", "1");
+    append("test.b", "2");
+    append("test.c", "3");
+    data = export_chain(&len);
+    ck_assert_int_eq(berth_audit_verify(data, len, &key, NULL, NULL, NULL, &sum, &err), 0);
+    snprintf(text, sizeof(text), "%llu:%s", (unsigned long long)sum.count, sum.head_mac);
+    ck_assert_int_eq(berth_audit_anchor_parse(text, &anchor), 0);
+    ck_assert_uint_eq(anchor.seq, 3);
+    ck_assert_int_eq(berth_audit_verify(data, len, &key, &anchor, NULL, NULL, &sum, &err), 0);
+
+    /* The last event removed: still a valid chain, but not with the anchor. */
+    cut = (size_t)(strrchr(data, '\n') - data);
+    cut = (size_t)((const char *)memrchr(data, '\n', cut) - data) + 1;
+    ck_assert_int_eq(berth_audit_verify(data, cut, &key, NULL, NULL, NULL, &sum, &err), 0);
+    ck_assert_uint_eq(sum.count, 2);
+    ck_assert_int_eq(berth_audit_verify(data, cut, &key, &anchor, NULL, NULL, &sum, &err), -EBADMSG);
+    ck_assert_uint_eq(sum.bad_seq, 3);
+    ck_assert_ptr_nonnull(strstr(err.message, "the chain ends at event 2, before the anchored event"));
+
+    /* An anchor whose mac differs (another chain). */
+    bad_anchor = anchor;
+    bad_anchor.seq = 2;
+    ck_assert_int_eq(berth_audit_verify(data, len, &key, &bad_anchor, NULL, NULL, &sum, &err), -EBADMSG);
+    ck_assert_uint_eq(sum.bad_seq, 2);
+    ck_assert_ptr_nonnull(strstr(err.message, "not the anchored event"));
+
+    ck_assert_int_eq(berth_audit_anchor_parse("0:abc", &anchor), -EINVAL);
+    ck_assert_int_eq(berth_audit_anchor_parse("3", &anchor), -EINVAL);
+    ck_assert_int_eq(
+        berth_audit_anchor_parse("x:0000000000000000000000000000000000000000000000000000000000000000", &anchor),
+        -EINVAL);
+}
+END_TEST
+
 START_TEST(append_rules)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -294,6 +344,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, any_flipped_byte);
     tcase_add_test(tc, named_places);
     tcase_add_test(tc, structure);
+    tcase_add_test(tc, anchors);
     tcase_add_test(tc, append_rules);
     tcase_add_test(tc, key_files);
     tcase_add_test(tc, replay);

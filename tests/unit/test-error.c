@@ -42,6 +42,26 @@ START_TEST(control_characters)
 }
 END_TEST
 
+/* Truncation inside a multi-byte character leaves valid UTF-8. */
+START_TEST(utf8_truncation)
+{
+    struct berth_error e = BERTH_ERROR_INIT;
+    char text[BERTH_ERROR_MESSAGE_MAX + 8], copy[16];
+
+    memset(text, 'a', BERTH_ERROR_MESSAGE_MAX - 2);
+    strcpy(text + BERTH_ERROR_MESSAGE_MAX - 2, "\xe2\x82\xac"); /* the euro sign straddles the end */
+    berth_error_set(&e, -EINVAL, "%s", text);
+    ck_assert_uint_eq(strlen(e.message), BERTH_ERROR_MESSAGE_MAX - 2);
+    ck_assert_int_eq(e.message[strlen(e.message) - 1], 'a');
+    strcpy(copy, "ok \xc3\xa9");
+    berth_error_sanitize(copy); /* complete: untouched */
+    ck_assert_str_eq(copy, "ok \xc3\xa9");
+    strcpy(copy, "cut \xf0\x9f\x98");
+    berth_error_sanitize(copy);
+    ck_assert_str_eq(copy, "cut ");
+}
+END_TEST
+
 START_TEST(truncation)
 {
     struct berth_error e = BERTH_ERROR_INIT;
@@ -105,6 +125,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, set_and_prefix);
     tcase_add_test(tc, control_characters);
     tcase_add_test(tc, truncation);
+    tcase_add_test(tc, utf8_truncation);
     tcase_add_test(tc, cleanup_helpers);
     return s;
 }

@@ -129,6 +129,15 @@ START_TEST(unsafe_places)
     struct berth_journal *j = NULL;
 
     ck_assert_int_eq(open_at("relative.db", BERTH_JOURNAL_CREATE, &j, &err), -EINVAL);
+    /* Names SQLite or berth use for a journal's companions. */
+    {
+        static const char *const reserved[] = {"j.db-wal", "j.db-shm", "j.db-journal", "j.db.lock"};
+        for (size_t i = 0; i < 4; i++) {
+            _cleanup_free_ char *p = test_path(dir, reserved[i]);
+            ck_assert_int_eq(open_at(p, BERTH_JOURNAL_CREATE, &j, &err), -EINVAL);
+            ck_assert_ptr_nonnull(strstr(err.message, "a journal name may not end in"));
+        }
+    }
 
     ck_assert_int_eq(mkdir(open_dir, 0755), 0);
     ck_assert_int_eq(open_at(in_open, BERTH_JOURNAL_CREATE, &j, &err), -EPERM);
@@ -173,6 +182,10 @@ START_TEST(foreign_and_newer)
     raw_sql(newer, "PRAGMA user_version = 99");
     ck_assert_int_eq(open_at(newer, 0, &j, &err), -EPROTONOSUPPORT);
     ck_assert_ptr_nonnull(strstr(err.message, "has journal format 99; this berth understands formats up to 1"));
+
+    raw_sql(newer, "PRAGMA user_version = -1");
+    ck_assert_int_eq(open_at(newer, 0, &j, &err), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(err.message, "invalid journal format -1"));
 
     memset(garbage, 'g', sizeof(garbage));
     test_write_file(junk, garbage, sizeof(garbage), 0600);

@@ -155,6 +155,40 @@ START_TEST(refusals)
 }
 END_TEST
 
+/* A manifest that fits the bound only before its defaults are added is
+ * refused, instead of being stored as a body that cannot be read back. */
+START_TEST(normalised_size)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    const char *head =
+        "{\"schema_version\":1,\"name\":\"big\",\"backend_allowlist\":[\"runsc\"],\"template\":{\"env\":{";
+    size_t len = strlen(head), vars = 0;
+    char *doc = malloc(BERTH_POOL_MANIFEST_MAX + 1);
+    struct berth_pool *p = NULL;
+
+    ck_assert_ptr_nonnull(doc);
+    memcpy(doc, head, len);
+    /* Fill with long variables until about 120 bytes short of the bound. */
+    for (;;) {
+        size_t room = BERTH_POOL_MANIFEST_MAX - 120 - len, value;
+        if (room < 64)
+            break;
+        value = room - 20 > 32000 ? 32000 : room - 20;
+        len += (size_t)sprintf(doc + len, "%s\"V%02zu\":\"", vars ? "," : "", vars);
+        memset(doc + len, 'x', value);
+        len += value;
+        doc[len++] = '"';
+        vars++;
+    }
+    len += (size_t)sprintf(doc + len, "}}}");
+    ck_assert_uint_le(len, BERTH_POOL_MANIFEST_MAX);
+    ck_assert_int_eq(berth_pool_parse(doc, len, &p, &err), -EBADMSG);
+    ck_assert_msg(strstr(err.message, "the normalised manifest is longer than 262144 bytes"), "%s", err.message);
+    ck_assert_ptr_null(p);
+    free(doc);
+}
+END_TEST
+
 START_TEST(validators)
 {
     ck_assert(berth_guest_path_valid("/"));
@@ -185,6 +219,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, hash_stable);
     tcase_add_test(tc, claimed_hash);
     tcase_add_test(tc, refusals);
+    tcase_add_test(tc, normalised_size);
     tcase_add_test(tc, validators);
     return s;
 }

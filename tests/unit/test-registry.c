@@ -88,7 +88,7 @@ static json_t *event(uint64_t seq)
 static int verify(struct berth_verify_report *rep, char *msg, size_t msgsz)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    int r = berth_registry_verify(j, &key, rep, &err);
+    int r = berth_registry_verify(j, &key, NULL, rep, &err);
 
     if (msg)
         snprintf(msg, msgsz, "%s", err.message);
@@ -208,6 +208,14 @@ START_TEST(identical_receipts_across_hosts)
 
     test_audit_key(&key2, 0x99); /* another host, another audit key */
     ck_assert_int_eq(berth_registry_open(j2, &reg2, NULL), 0);
+    /* The second host also holds an unrelated pool that calls LANG -- which
+     * the sample template sets -- a credential: the receipt must not care. */
+    {
+        struct berth_pool *other = test_pool("{\"schema_version\":1,\"name\":\"other\",\"backend_allowlist\":"
+                                             "[\"runsc\"],\"credential_env_allowlist\":[\"LANG\"]}");
+        ck_assert_int_eq(berth_registry_register(reg2, &key2, other, "host-b", NOW, NULL, NULL), 0);
+        berth_pool_free(other);
+    }
     ck_assert_int_eq(berth_registry_register(reg1, &key, p, "host-a", NOW, NULL, NULL), 0);
     ck_assert_int_eq(berth_registry_register(reg2, &key2, p, "host-b", NOW + 12345, NULL, NULL), 0);
     ck_assert_int_eq(berth_registry_place(reg1, &key, "sample", ov, backends, "host-a", NOW, &r1, NULL), 0);
@@ -225,6 +233,69 @@ START_TEST(identical_receipts_across_hosts)
 }
 END_TEST
 
+/* A name some pool declared a credential stays one after that pool is
+ * retired: retiring a pool must not open a hole in another. */
+/* The index columns are not MAC'd: the verifier checks them against the
+ * events, and appending reads the chain's tail from the event itself. */
+START_TEST(tampered_columns_detected)
+{
+    struct berth_verify_report rep;
+    char msg[BERTH_ERROR_MESSAGE_MAX];
+
+    register_pool(SAMPLE_POOL);
+    register_pool("{\"schema_version\":1,\"name\":\"b\",\"backend_allowlist\":[\"runsc\"]}");
+    raw_exec("UPDATE audit_events SET mac = printf('%064d', 0) WHERE seq = 2");
+    ck_assert_int_eq(verify(&rep, msg, sizeof(msg)), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(msg, "event 2: the stored seq, type or mac column disagrees"));
+    /* The next append links to the real mac, not the column. */
+    raw_exec("UPDATE audit_events SET mac = json_extract(line, '$.mac') WHERE seq = 2");
+    ck_assert_int_eq(verify(NULL, NULL, 0), 0);
+    raw_exec("UPDATE audit_events SET type = 'pool.retired' WHERE seq = 1");
+    ck_assert_int_eq(verify(&rep, msg, sizeof(msg)), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(msg, "event 1: the stored seq, type or mac column disagrees"));
+}
+END_TEST
+
+START_TEST(anchored_verify)
+{
+    struct berth_verify_report rep;
+    struct berth_audit_anchor anchor;
+    char msg[BERTH_ERROR_MESSAGE_MAX];
+    struct berth_error err = BERTH_ERROR_INIT;
+
+    register_pool(SAMPLE_POOL);
+    register_pool("{\"schema_version\":1,\"name\":\"b\",\"backend_allowlist\":[\"runsc\"]}");
+    ck_assert_int_eq(verify(&rep, NULL, 0), 0);
+    ck_assert_uint_eq(rep.events, 2);
+    anchor.seq = rep.events;
+    memcpy(anchor.mac, rep.head_mac, sizeof(anchor.mac));
+    raw_exec("DELETE FROM audit_events WHERE seq = 2");                              /* truncate the tail */
+    ck_assert_int_eq(verify(&rep, NULL, 0), 0);                                      /* a valid, shorter chain ... */
+    ck_assert_int_eq(berth_registry_verify(j, &key, &anchor, &rep, &err), -EBADMSG); /* ... but not the anchored one */
+    snprintf(msg, sizeof(msg), "%s", err.message);
+    ck_assert_ptr_nonnull(strstr(msg, "before the anchored event"));
+}
+END_TEST
+
+START_TEST(retired_credentials_still_count)
+{
+    struct berth_placement_result res;
+    _cleanup_json_ json_t *ov = test_json("{\"env\":{\"DATABASE_URL\":\"postgres://x\"}}");
+
+    register_pool(SAMPLE_POOL);
+    register_pool("{\"schema_version\":1,\"name\":\"db\",\"backend_allowlist\":[\"runsc\"],"
+                  "\"credential_env_allowlist\":[\"DATABASE_URL\"]}");
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", ov, backends, ACTOR, NOW, &res, NULL), -EPERM);
+    ck_assert_int_eq(res.refusal.reason, BERTH_REFUSAL_CREDENTIAL_ENV_NOT_ALLOWED);
+    berth_placement_result_clear(&res);
+    ck_assert_int_eq(berth_registry_retire(reg, &key, "db", ACTOR, NOW, NULL), 0);
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", ov, backends, ACTOR, NOW, &res, NULL), -EPERM);
+    ck_assert_int_eq(res.refusal.reason, BERTH_REFUSAL_CREDENTIAL_ENV_NOT_ALLOWED);
+    berth_placement_result_clear(&res);
+    ck_assert_int_eq(verify(NULL, NULL, 0), 0);
+}
+END_TEST
+
 START_TEST(tampered_body_detected)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -232,6 +303,12 @@ START_TEST(tampered_body_detected)
     char msg[BERTH_ERROR_MESSAGE_MAX];
 
     register_pool(SAMPLE_POOL);
+    ck_assert_int_eq(verify(NULL, NULL, 0), 0);
+    /* The same manifest, re-indented: equivalent, but not the stored bytes. */
+    raw_exec("UPDATE pool_bodies SET body = replace(body, ',', ', ')");
+    ck_assert_int_eq(verify(NULL, msg, sizeof(msg)), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(msg, "is damaged: it is not in canonical form"));
+    raw_exec("UPDATE pool_bodies SET body = replace(body, ', ', ',')");
     ck_assert_int_eq(verify(NULL, NULL, 0), 0);
     raw_exec("UPDATE pool_bodies SET body = replace(body, 'C.UTF-8', 'C.UTF-9')");
     ck_assert_int_eq(verify(NULL, msg, sizeof(msg)), -EBADMSG);
@@ -287,7 +364,98 @@ START_TEST(chain_rules)
     ck_assert_int_eq(berth_audit_append(j, &key, NOW, "pool.placed", ACTOR, d, NULL, NULL), 0);
     ck_assert_int_eq(verify(&rep, msg, sizeof(msg)), -EBADMSG);
     ck_assert_uint_eq(rep.bad_seq, 3);
-    ck_assert_ptr_nonnull(strstr(msg, "chosen_backend is not the first kept candidate"));
+    ck_assert_ptr_nonnull(strstr(msg, "the receipt does not follow from the pool, overrides and backends"));
+}
+END_TEST
+
+/* Forge an event from a recorded one with @edit applied (valid MAC: the
+ * forger holds the key) and return the verification message. */
+static void forge_and_verify(uint64_t from_seq, const char *type, void (*edit)(json_t *d), uint64_t want_bad,
+                             const char *needle)
+{
+    _cleanup_json_ json_t *ev = event(from_seq), *d = NULL;
+    struct berth_verify_report rep;
+    char msg[BERTH_ERROR_MESSAGE_MAX];
+
+    d = json_deep_copy(json_object_get(ev, "details"));
+    edit(d);
+    ck_assert_int_eq(berth_audit_append(j, &key, NOW, type, ACTOR, d, NULL, NULL), 0);
+    ck_assert_int_eq(verify(&rep, msg, sizeof(msg)), -EBADMSG);
+    ck_assert_uint_eq(rep.bad_seq, want_bad);
+    ck_assert_msg(strstr(msg, needle), "\"%s\" lacks \"%s\"", msg, needle);
+}
+
+/* The override named crun; a forger drops it and keeps runsc, with
+ * self-consistent selector inputs and a recomputed placement_hash. */
+static void drop_override(json_t *d)
+{
+    json_t *receipt = json_object_get(d, "receipt"), *inputs = json_object_get(receipt, "selector_inputs");
+    char h[BERTH_HASH_HEX_LEN + 1];
+
+    json_object_set_new(json_array_get(inputs, 0), "kept", json_true());
+    json_object_set_new(json_array_get(inputs, 0), "reason", json_string("eligible"));
+    json_object_set_new(receipt, "chosen_backend", json_string("runsc"));
+    ck_assert_int_eq(berth_hash_hex_json(receipt, h, NULL), 0);
+    json_object_set_new(d, "placement_hash", json_string(h));
+}
+
+static void other_reason(json_t *d)
+{
+    json_object_set_new(d, "reason", json_string("egress_widened"));
+}
+
+static void keep_a_candidate(json_t *d)
+{
+    json_object_set_new(json_array_get(json_object_get(d, "selector_inputs"), 1), "kept", json_true());
+}
+
+/* A refused field name that is long and non-ASCII is cut on a character
+ * boundary: the refusal is still recorded and verifies. */
+START_TEST(long_utf8_field_recorded)
+{
+    struct berth_placement_result res;
+    char doc[512], key_name[400];
+    json_t *ov;
+    size_t i;
+
+    for (i = 0; i < 158; i++)
+        key_name[i] = 'a';
+    strcpy(key_name + 158, "\xc3\xa9");
+    snprintf(doc, sizeof(doc), "{\"%s\":1}", key_name);
+    ov = test_json(doc);
+    register_pool(SAMPLE_POOL);
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", ov, backends, ACTOR, NOW, &res, NULL), -EPERM);
+    ck_assert_int_eq(res.refusal.reason, BERTH_REFUSAL_UNKNOWN_FIELD);
+    ck_assert_uint_eq(strlen(res.refusal.field), 158); /* the cut character dropped */
+    ck_assert_uint_eq(event_count(), 2);
+    berth_placement_result_clear(&res);
+    json_decref(ov);
+    ck_assert_int_eq(verify(NULL, NULL, 0), 0);
+}
+END_TEST
+
+START_TEST(forged_decisions)
+{
+    struct berth_placement_result res;
+    _cleanup_json_ json_t *crun = test_json("{\"backend\":\"crun\",\"network_egress_class\":\"none\"}"),
+                          *gpu = test_json("{\"capabilities\":[\"gpu\"]}"),
+                          *to_crun = test_json("{\"backend\":\"crun\"}");
+
+    register_pool(SAMPLE_POOL);
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", crun, backends, ACTOR, NOW, &res, NULL), 0); /* 2 */
+    ck_assert_str_eq(json_string_value(json_object_get(res.receipt, "chosen_backend")), "crun");
+    berth_placement_result_clear(&res);
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", gpu, backends, ACTOR, NOW, &res, NULL), -EPERM); /* 3 */
+    berth_placement_result_clear(&res);
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", to_crun, backends, ACTOR, NOW, &res, NULL), -EPERM);
+    berth_placement_result_clear(&res); /* 4: no_backend */
+    ck_assert_int_eq(verify(NULL, NULL, 0), 0);
+
+    forge_and_verify(2, "pool.placed", drop_override, 5, "the receipt does not follow");
+    raw_exec("DELETE FROM audit_events WHERE seq = 5");
+    forge_and_verify(3, "pool.override_refused", other_reason, 5, "not refused for that reason and field");
+    raw_exec("DELETE FROM audit_events WHERE seq = 5");
+    forge_and_verify(4, "pool.placement_refused", keep_a_candidate, 5, "the refusal does not follow");
 }
 END_TEST
 
@@ -393,9 +561,14 @@ static Suite *make_suite(void)
     tcase_add_test(tc, register_update_retire);
     tcase_add_test(tc, place_records_every_outcome);
     tcase_add_test(tc, identical_receipts_across_hosts);
+    tcase_add_test(tc, tampered_columns_detected);
+    tcase_add_test(tc, anchored_verify);
+    tcase_add_test(tc, retired_credentials_still_count);
     tcase_add_test(tc, tampered_body_detected);
     tcase_add_test(tc, tampered_event_detected);
     tcase_add_test(tc, chain_rules);
+    tcase_add_test(tc, long_utf8_field_recorded);
+    tcase_add_test(tc, forged_decisions);
     tcase_add_test(tc, chain_rules_registration);
     tcase_add_test(tc, enrol_and_claim);
     tcase_add_test(tc, warm_slot);
