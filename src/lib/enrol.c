@@ -5,7 +5,6 @@
 
 #include "canon.h"
 #include "enrol.h"
-#include "encoding.h"
 #include "jsonobj.h"
 #include "macro.h"
 #include "pool.h"
@@ -18,8 +17,6 @@ static const char *const enrolment_members[] = {
 static const char *const claim_members[] = {
     "created_ns", "job_id", "keyid", "kind", "placement_hash", "pool_hash", "schema_version", "worker_name", NULL,
 };
-static const char *const enrolment_details[] = {"enrolment", "signature", NULL};
-static const char *const claim_details[] = {"claim", "signature", NULL};
 
 static bool token_valid(const char *s)
 {
@@ -44,30 +41,6 @@ bool berth_job_id_valid(const char *id)
     return token_valid(id);
 }
 
-/* {"<what>": receipt, "signature": sig over canonical(receipt)}. */
-static int sign_details(const struct berth_signing_key *worker, json_t *receipt, const char *what, json_t **ret,
-                        struct berth_error *reterr)
-{
-    _cleanup_free_ char *bytes = NULL;
-    uint8_t sig[BERTH_ED25519_SIGNATURE_LEN];
-    char b64[BERTH_SIGNATURE_B64_LEN + 1];
-    size_t len = 0;
-    json_t *out;
-    int r;
-
-    r = berth_json_serialize(receipt, 0, &bytes, &len, reterr);
-    if (r < 0)
-        return r;
-    r = berth_sign(worker, bytes, len, sig);
-    if (r < 0 || berth_base64url_encode(sig, sizeof(sig), b64, sizeof(b64)) < 0)
-        return berth_error_set(reterr, -EIO, "signing failed");
-    out = json_pack("{s:O, s:s}", what, receipt, "signature", b64);
-    if (!out)
-        return berth_error_set(reterr, -ENOMEM, "out of memory");
-    *ret = out;
-    return 0;
-}
-
 int berth_enrolment_create(const struct berth_signing_key *worker, const char *pool_hash, const char *worker_name,
                            int64_t created_ns, json_t **ret_details, struct berth_error *reterr)
 {
@@ -84,7 +57,7 @@ int berth_enrolment_create(const struct berth_signing_key *worker, const char *p
                         pub, "schema_version", SCHEMA_VERSION, "worker_name", worker_name);
     if (!receipt)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
-    return sign_details(worker, receipt, "enrolment", ret_details, reterr);
+    return berth_envelope_seal(worker, "enrolment", receipt, ret_details, reterr);
 }
 
 int berth_claim_create(const struct berth_signing_key *worker, const char *pool_hash, const char *worker_name,
@@ -102,23 +75,19 @@ int berth_claim_create(const struct berth_signing_key *worker, const char *pool_
                   "pool_hash", pool_hash, "schema_version", SCHEMA_VERSION, "worker_name", worker_name);
     if (!receipt)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
-    return sign_details(worker, receipt, "claim", ret_details, reterr);
+    return berth_envelope_seal(worker, "claim", receipt, ret_details, reterr);
 }
 
-/* Common shape checks; returns the receipt and the decoded signature. */
-static int check_signed(const json_t *details, const char *what, const char *const *details_members,
-                        const char *const *receipt_members, const char *kind, const json_t **ret_receipt,
-                        uint8_t sig[BERTH_ED25519_SIGNATURE_LEN], struct berth_error *reterr)
+/* The receipt's common members; returns it (borrowed from @details). */
+static int check_receipt(const json_t *details, const char *what, const char *const *receipt_members, const char *kind,
+                         const json_t **ret_receipt, struct berth_error *reterr)
 {
     const json_t *receipt = json_object_get(details, what);
-    const char *s = NULL, *k = NULL, *ph = NULL, *wn = NULL;
+    const char *k = NULL, *ph = NULL, *wn = NULL;
     int64_t version = 0, created;
-    size_t n = 0;
     int r;
 
-    if ((r = berth_json_only_members(details, "details", details_members, reterr)) < 0 ||
-        (r = berth_json_string_member(details, "details", "signature", true, &s, reterr)) < 0 ||
-        (r = berth_json_only_members(receipt, what, receipt_members, reterr)) < 0 ||
+    if ((r = berth_json_only_members(receipt, what, receipt_members, reterr)) < 0 ||
         (r = berth_json_string_member(receipt, what, "kind", true, &k, reterr)) < 0 ||
         (r = berth_json_string_member(receipt, what, "pool_hash", true, &ph, reterr)) < 0 ||
         (r = berth_json_string_member(receipt, what, "worker_name", true, &wn, reterr)) < 0 ||
@@ -129,40 +98,20 @@ static int check_signed(const json_t *details, const char *what, const char *con
         return berth_error_set(reterr, -EBADMSG, "%s.kind must be \"%s\"", what, kind);
     if (!berth_is_hex(ph, BERTH_HASH_HEX_LEN) || !berth_worker_name_valid(wn))
         return berth_error_set(reterr, -EBADMSG, "%s has a malformed pool_hash or worker_name", what);
-    if (strlen(s) != BERTH_SIGNATURE_B64_LEN ||
-        berth_base64url_decode(s, strlen(s), sig, BERTH_ED25519_SIGNATURE_LEN, &n) < 0 ||
-        n != BERTH_ED25519_SIGNATURE_LEN)
-        return berth_error_set(reterr, -EBADMSG, "the signature is not 64 bytes of base64url");
     *ret_receipt = receipt;
-    return 0;
-}
-
-static int verify_signature(const json_t *receipt, const uint8_t *pub, const uint8_t *sig, const char *what,
-                            struct berth_error *reterr)
-{
-    _cleanup_free_ char *bytes = NULL;
-    size_t len = 0;
-    int r;
-
-    r = berth_json_serialize(receipt, 0, &bytes, &len, reterr);
-    if (r < 0)
-        return -EBADMSG;
-    if (berth_verify(pub, bytes, len, sig) < 0)
-        return berth_error_set(reterr, -EBADMSG, "the %s signature does not verify", what);
     return 0;
 }
 
 int berth_enrolment_verify(const json_t *details, uint8_t ret_public_key[BERTH_ED25519_PUBLIC_LEN],
                            struct berth_error *reterr)
 {
-    uint8_t sig[BERTH_ED25519_SIGNATURE_LEN], pub[BERTH_ED25519_PUBLIC_LEN];
+    uint8_t pub[BERTH_ED25519_PUBLIC_LEN];
     char kid[BERTH_KEY_ID_LEN + 1];
     const json_t *receipt = NULL;
     const char *pk = NULL, *keyid = NULL;
     int r;
 
-    if ((r = check_signed(details, "enrolment", enrolment_details, enrolment_members, "pool.enrolment", &receipt, sig,
-                          reterr)) < 0 ||
+    if ((r = check_receipt(details, "enrolment", enrolment_members, "pool.enrolment", &receipt, reterr)) < 0 ||
         (r = berth_json_string_member(receipt, "enrolment", "public_key", true, &pk, reterr)) < 0 ||
         (r = berth_json_string_member(receipt, "enrolment", "keyid", true, &keyid, reterr)) < 0)
         return r;
@@ -170,7 +119,7 @@ int berth_enrolment_verify(const json_t *details, uint8_t ret_public_key[BERTH_E
         return berth_error_set(reterr, -EBADMSG, "enrolment.public_key is not a base64url Ed25519 key");
     if (berth_public_key_id(pub, kid) < 0 || !streq(kid, keyid))
         return berth_error_set(reterr, -EBADMSG, "enrolment.keyid is not the thumbprint of enrolment.public_key");
-    r = verify_signature(receipt, pub, sig, "enrolment", reterr);
+    r = berth_envelope_open(details, "enrolment", pub, NULL, reterr);
     if (r < 0)
         return r;
     memcpy(ret_public_key, pub, sizeof(pub));
@@ -180,16 +129,15 @@ int berth_enrolment_verify(const json_t *details, uint8_t ret_public_key[BERTH_E
 int berth_claim_verify(const json_t *details, const uint8_t public_key[BERTH_ED25519_PUBLIC_LEN],
                        struct berth_error *reterr)
 {
-    uint8_t sig[BERTH_ED25519_SIGNATURE_LEN];
     const json_t *receipt = NULL;
     const char *job = NULL, *ph = NULL;
     int r;
 
-    if ((r = check_signed(details, "claim", claim_details, claim_members, "pool.claim", &receipt, sig, reterr)) < 0 ||
+    if ((r = check_receipt(details, "claim", claim_members, "pool.claim", &receipt, reterr)) < 0 ||
         (r = berth_json_string_member(receipt, "claim", "job_id", true, &job, reterr)) < 0 ||
         (r = berth_json_string_member(receipt, "claim", "placement_hash", true, &ph, reterr)) < 0)
         return r;
     if (!berth_job_id_valid(job) || !berth_is_hex(ph, BERTH_HASH_HEX_LEN))
         return berth_error_set(reterr, -EBADMSG, "claim has a malformed job_id or placement_hash");
-    return verify_signature(receipt, public_key, sig, "claim", reterr);
+    return berth_envelope_open(details, "claim", public_key, NULL, reterr);
 }

@@ -15,10 +15,9 @@
  *    "placement_hash":..., "pool_hash":..., "schema_version":1,
  *    "worker_name":...}
  *
- * The signature (unpadded base64url, 86 characters) covers the canonical
- * JSON of the receipt.  keyid is the RFC 7638 thumbprint of public_key.
- * Both are recorded in the audit chain (pool.worker_enrolled,
- * pool.claim_receipt) as {"enrolment"|"claim": receipt, "signature": sig}.
+ * Each is sealed in an envelope (envelope.h), {"enrolment"|"claim": receipt,
+ * "signature": sig}, and recorded so in the audit chain (pool.worker_enrolled,
+ * pool.claim_receipt).  keyid is the RFC 7638 thumbprint of public_key.
  * Thread-safe.
  */
 #ifndef BERTH_ENROL_H
@@ -31,9 +30,8 @@
 
 #include <berth/error.h>
 
+#include "envelope.h"
 #include "sign.h"
-
-#define BERTH_SIGNATURE_B64_LEN 86 /**< base64url characters of an Ed25519 signature */
 
 /** Worker names and job ids: 1..128 bytes of [A-Za-z0-9._-]. */
 bool berth_worker_name_valid(const char *name);

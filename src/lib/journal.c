@@ -34,6 +34,27 @@ static const char *const migrations[] = {
     "  pool_hash TEXT PRIMARY KEY CHECK (length(pool_hash) = 64),"
     "  body TEXT NOT NULL"
     ") STRICT;",
+    /* 2: jobs, keyed by who asked (principal and canonical scope) and the job id. */
+    "CREATE TABLE jobs ("
+    "  principal TEXT NOT NULL,"
+    "  scope TEXT NOT NULL,"
+    "  job_id TEXT NOT NULL,"
+    "  run_id TEXT NOT NULL UNIQUE,"
+    "  job_digest TEXT NOT NULL,"
+    "  job TEXT NOT NULL,"
+    "  receipt TEXT NOT NULL,"
+    "  backend TEXT NOT NULL,"
+    "  state TEXT NOT NULL CHECK (state IN ('accepted','claimed','running','finalizing','reaping',"
+    "                                      'exited','failed','cancelled','expired')),"
+    "  revision INTEGER NOT NULL CHECK (revision > 0),"
+    "  accepted_at INTEGER NOT NULL,"
+    "  deadline INTEGER NOT NULL,"
+    "  cancel_requested INTEGER NOT NULL DEFAULT 0,"
+    "  result TEXT,"
+    "  updated_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (principal, scope, job_id)"
+    ") STRICT;"
+    "CREATE INDEX jobs_open ON jobs (state) WHERE state NOT IN ('exited','failed','cancelled','expired');",
 };
 
 _Static_assert(ELEMENTSOF(migrations) == BERTH_JOURNAL_FORMAT, "one migration per format version");

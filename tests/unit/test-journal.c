@@ -181,7 +181,7 @@ START_TEST(foreign_and_newer)
     berth_journal_close(j);
     raw_sql(newer, "PRAGMA user_version = 99");
     ck_assert_int_eq(open_at(newer, 0, &j, &err), -EPROTONOSUPPORT);
-    ck_assert_ptr_nonnull(strstr(err.message, "has journal format 99; this berth understands formats up to 1"));
+    ck_assert_ptr_nonnull(strstr(err.message, "has journal format 99; this berth understands formats up to 2"));
 
     raw_sql(newer, "PRAGMA user_version = -1");
     ck_assert_int_eq(open_at(newer, 0, &j, &err), -EBADMSG);
@@ -191,6 +191,41 @@ START_TEST(foreign_and_newer)
     test_write_file(junk, garbage, sizeof(garbage), 0600);
     ck_assert_int_eq(open_at(junk, 0, &j, &err), -EBADMSG);
     ck_assert_ptr_nonnull(strstr(err.message, "is not a usable berth journal"));
+}
+END_TEST
+
+/* A journal written by format 1 (audit chain and pool bodies only) is
+ * migrated forward on open: the jobs table appears and nothing is lost. */
+START_TEST(migrate_from_format_1)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *path = test_path(dir, "old.db");
+    struct berth_journal *j = NULL;
+    sqlite3_stmt *q = NULL;
+
+    raw_sql(path, "PRAGMA journal_mode=WAL;"
+                  "CREATE TABLE audit_events (seq INTEGER PRIMARY KEY CHECK (seq > 0), type TEXT NOT NULL,"
+                  " mac TEXT NOT NULL CHECK (length(mac) = 64), line TEXT NOT NULL) STRICT;"
+                  "CREATE TABLE pool_bodies (pool_hash TEXT PRIMARY KEY CHECK (length(pool_hash) = 64),"
+                  " body TEXT NOT NULL) STRICT;"
+                  "INSERT INTO pool_bodies VALUES ('aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa',"
+                  " '{\"kept\":true}');"
+                  "PRAGMA application_id = 1651668072; PRAGMA user_version = 1;");
+    ck_assert_int_eq(chmod(path, 0600), 0);
+    ck_assert_msg(open_at(path, 0, &j, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(sqlite3_prepare_v2(berth_journal_db(j), "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int(q, 0), BERTH_JOURNAL_FORMAT);
+    sqlite3_finalize(q);
+    ck_assert_int_eq(sqlite3_prepare_v2(berth_journal_db(j), "SELECT body FROM pool_bodies", -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_str_eq((const char *)sqlite3_column_text(q, 0), "{\"kept\":true}");
+    sqlite3_finalize(q);
+    ck_assert_int_eq(sqlite3_prepare_v2(berth_journal_db(j), "SELECT count(*) FROM jobs", -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int(q, 0), 0);
+    sqlite3_finalize(q);
+    berth_journal_close(j);
 }
 END_TEST
 
@@ -205,6 +240,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, rollback);
     tcase_add_test(tc, unsafe_places);
     tcase_add_test(tc, foreign_and_newer);
+    tcase_add_test(tc, migrate_from_format_1);
     return s;
 }
 

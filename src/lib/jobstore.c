@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: MIT */
+/* jobstore.c -- durable job records; see jobstore.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "digest.h"
+#include "encoding.h"
+#include "jobstore.h"
+#include "macro.h"
+#include "pool.h"
+
+const char *const berth_job_state_names[BERTH_JOB_STATE_COUNT] = {
+    "accepted", "claimed", "running", "finalizing", "reaping", "exited", "failed", "cancelled", "expired",
+};
+
+#define B(s) (1u << BERTH_JOB_##s)
+static const unsigned allowed_next[BERTH_JOB_STATE_COUNT] = {
+    [BERTH_JOB_ACCEPTED] = B(CLAIMED) | B(CANCELLED) | B(EXPIRED) | B(FAILED),
+    [BERTH_JOB_CLAIMED] = B(RUNNING) | B(REAPING) | B(FAILED),
+    [BERTH_JOB_RUNNING] = B(FINALIZING) | B(REAPING),
+    [BERTH_JOB_FINALIZING] = B(EXITED) | B(FAILED) | B(CANCELLED) | B(EXPIRED),
+    [BERTH_JOB_REAPING] = B(CANCELLED) | B(EXPIRED) | B(FAILED),
+};
+#undef B
+
+bool berth_job_state_terminal(enum berth_job_state s)
+{
+    return s == BERTH_JOB_EXITED || s == BERTH_JOB_FAILED || s == BERTH_JOB_CANCELLED || s == BERTH_JOB_EXPIRED;
+}
+
+bool berth_job_transition_allowed(enum berth_job_state from, enum berth_job_state to)
+{
+    return (unsigned)from < BERTH_JOB_STATE_COUNT && (unsigned)to < BERTH_JOB_STATE_COUNT &&
+           (allowed_next[from] & (1u << to));
+}
+
+void berth_job_record_clear(struct berth_job_record *rec)
+{
+    if (!rec)
+        return;
+    free(rec->principal);
+    free(rec->scope);
+    free(rec->job_id);
+    free(rec->run_id);
+    free(rec->job_digest);
+    free(rec->job);
+    free(rec->receipt);
+    free(rec->backend);
+    free(rec->result);
+    memset(rec, 0, sizeof(*rec));
+}
+
+int berth_run_id(const char *principal, const char *scope, const char *job_id, char out[34])
+{
+    struct berth_sha256 *ctx = NULL;
+    uint8_t raw[BERTH_SHA256_LEN];
+    int r;
+
+    if (!principal || !scope || !job_id)
+        return -EINVAL;
+    r = berth_sha256_new(&ctx);
+    if (r < 0)
+        return r;
+    r = berth_sha256_update(ctx, principal, strlen(principal) + 1);
+    if (r == 0)
+        r = berth_sha256_update(ctx, scope, strlen(scope) + 1);
+    if (r == 0)
+        r = berth_sha256_update(ctx, job_id, strlen(job_id));
+    if (r == 0)
+        r = berth_sha256_final(ctx, raw);
+    berth_sha256_free(ctx);
+    if (r < 0)
+        return r;
+    out[0] = 'r';
+    berth_hex_encode(raw, 16, out + 1);
+    return 0;
+}
+
+#define COLUMNS                                                                                                        \
+    "principal, scope, job_id, run_id, job_digest, job, receipt, backend, state, revision, accepted_at, deadline, "    \
+    "cancel_requested, result, updated_at"
+
+static char *col_text(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t ? strdup((const char *)t) : NULL;
+}
+
+static int read_row(sqlite3_stmt *st, struct berth_job_record *rec)
+{
+    const char *state = (const char *)sqlite3_column_text(st, 8);
+    int idx = berth_name_index(berth_job_state_names, BERTH_JOB_STATE_COUNT, state);
+
+    memset(rec, 0, sizeof(*rec));
+    rec->principal = col_text(st, 0);
+    rec->scope = col_text(st, 1);
+    rec->job_id = col_text(st, 2);
+    rec->run_id = col_text(st, 3);
+    rec->job_digest = col_text(st, 4);
+    rec->job = col_text(st, 5);
+    rec->receipt = col_text(st, 6);
+    rec->backend = col_text(st, 7);
+    rec->state = (enum berth_job_state)(idx < 0 ? 0 : idx);
+    rec->revision = sqlite3_column_int64(st, 9);
+    rec->accepted_at = sqlite3_column_int64(st, 10);
+    rec->deadline = sqlite3_column_int64(st, 11);
+    rec->cancel_requested = sqlite3_column_int(st, 12) != 0;
+    rec->result = col_text(st, 13);
+    rec->updated_at = sqlite3_column_int64(st, 14);
+    if (idx < 0 || !rec->principal || !rec->scope || !rec->job_id || !rec->run_id || !rec->job_digest || !rec->job ||
+        !rec->receipt || !rec->backend) {
+        berth_job_record_clear(rec);
+        return idx < 0 ? -EBADMSG : -ENOMEM;
+    }
+    return 0;
+}
+
+static int find_one(struct berth_journal *j, const char *sql, const char *const *args, size_t nargs,
+                    struct berth_job_record *ret, struct berth_error *reterr)
+{
+    sqlite3_stmt *st = NULL;
+    size_t i;
+    int rc, r;
+
+    if (sqlite3_prepare_v2(berth_journal_db(j), sql, -1, &st, NULL) != SQLITE_OK)
+        return berth_journal_error(j, "reading jobs", reterr);
+    for (i = 0; i < nargs; i++)
+        sqlite3_bind_text(st, (int)i + 1, args[i], -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        r = read_row(st, ret);
+        if (r < 0)
+            r = berth_error_set(reterr, r, "a stored job record is damaged");
+    } else if (rc == SQLITE_DONE) {
+        r = berth_error_set(reterr, -ENOENT, "no such job");
+    } else {
+        r = berth_journal_error(j, "reading jobs", reterr);
+    }
+    sqlite3_finalize(st);
+    return r;
+}
+
+int berth_jobstore_find(struct berth_journal *j, const char *principal, const char *scope, const char *job_id,
+                        struct berth_job_record *ret, struct berth_error *reterr)
+{
+    const char *const args[] = {principal, scope, job_id};
+
+    if (!j || !principal || !scope || !job_id || !ret)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    return find_one(j, "SELECT " COLUMNS " FROM jobs WHERE principal = ? AND scope = ? AND job_id = ?", args, 3, ret,
+                    reterr);
+}
+
+int berth_jobstore_find_run(struct berth_journal *j, const char *run_id, struct berth_job_record *ret,
+                            struct berth_error *reterr)
+{
+    const char *const args[] = {run_id};
+
+    if (!j || !run_id || !ret)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    return find_one(j, "SELECT " COLUMNS " FROM jobs WHERE run_id = ?", args, 1, ret, reterr);
+}
+
+static int count(struct berth_journal *j, const char *sql, int64_t *ret, struct berth_error *reterr)
+{
+    sqlite3_stmt *st = NULL;
+    int rc;
+
+    if (sqlite3_prepare_v2(berth_journal_db(j), sql, -1, &st, NULL) != SQLITE_OK)
+        return berth_journal_error(j, "counting jobs", reterr);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *ret = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 0 : berth_journal_error(j, "counting jobs", reterr);
+}
+
+int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record *rec, int64_t max_active,
+                          int64_t max_retained, struct berth_error *reterr)
+{
+    int64_t active = 0, retained = 0;
+    sqlite3_stmt *st = NULL;
+    int rc, r;
+
+    if (!j || !rec || !rec->principal || !rec->scope || !rec->job_id || !rec->run_id || !rec->job_digest || !rec->job ||
+        !rec->receipt || !rec->backend)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if ((r = count(j, "SELECT count(*) FROM jobs WHERE state NOT IN ('exited','failed','cancelled','expired')", &active,
+                   reterr)) < 0 ||
+        (r = count(j, "SELECT count(*) FROM jobs", &retained, reterr)) < 0)
+        return r;
+    if (retained >= max_retained)
+        return berth_error_set(reterr, -ENOSPC,
+                               "the journal holds %lld jobs, its limit; no job is ever deleted to "
+                               "make room",
+                               (long long)retained);
+    if (active >= max_active)
+        return berth_error_set(reterr, -EAGAIN, "%lld jobs are active, the limit", (long long)active);
+    if (sqlite3_prepare_v2(berth_journal_db(j),
+                           "INSERT INTO jobs (" COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'accepted', 1, ?, ?, 0, "
+                           "NULL, ?)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return berth_journal_error(j, "recording a job", reterr);
+    sqlite3_bind_text(st, 1, rec->principal, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, rec->scope, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, rec->job_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, rec->run_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, rec->job_digest, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, rec->job, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, rec->receipt, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 8, rec->backend, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 9, rec->accepted_at);
+    sqlite3_bind_int64(st, 10, rec->deadline);
+    sqlite3_bind_int64(st, 11, rec->accepted_at);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc == SQLITE_CONSTRAINT || (rc & 0xff) == SQLITE_CONSTRAINT)
+        return berth_error_set(reterr, -EEXIST, "job %s is already recorded", rec->job_id);
+    return rc == SQLITE_DONE ? 0 : berth_journal_error(j, "recording a job", reterr);
+}
+
+static int update(struct berth_journal *j, const char *run_id, int64_t expected_revision, const char *state,
+                  const char *result, bool cancel, int64_t now_ns, struct berth_error *reterr)
+{
+    sqlite3_stmt *st = NULL;
+    int rc;
+
+    if (sqlite3_prepare_v2(berth_journal_db(j),
+                           "UPDATE jobs SET state = ?, result = coalesce(?, result), revision = revision + 1, "
+                           "cancel_requested = cancel_requested OR ?, updated_at = ? "
+                           "WHERE run_id = ? AND revision = ?",
+                           -1, &st, NULL) != SQLITE_OK)
+        return berth_journal_error(j, "updating a job", reterr);
+    sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
+    if (result)
+        sqlite3_bind_text(st, 2, result, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 2);
+    sqlite3_bind_int(st, 3, cancel);
+    sqlite3_bind_int64(st, 4, now_ns);
+    sqlite3_bind_text(st, 5, run_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, expected_revision);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return berth_journal_error(j, "updating a job", reterr);
+    if (sqlite3_changes(berth_journal_db(j)) != 1)
+        return berth_error_set(reterr, -ESTALE, "job run %s moved on from revision %lld", run_id,
+                               (long long)expected_revision);
+    return 0;
+}
+
+int berth_jobstore_transition(struct berth_journal *j, const char *run_id, int64_t expected_revision,
+                              enum berth_job_state to, const char *result, int64_t now_ns, struct berth_error *reterr)
+{
+    struct berth_job_record cur;
+    int r;
+
+    if (!j || !run_id || (unsigned)to >= BERTH_JOB_STATE_COUNT)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    r = berth_jobstore_find_run(j, run_id, &cur, reterr);
+    if (r < 0)
+        return r;
+    if (cur.revision != expected_revision) {
+        berth_job_record_clear(&cur);
+        return berth_error_set(reterr, -ESTALE, "job run %s is at revision %lld, not %lld", run_id,
+                               (long long)cur.revision, (long long)expected_revision);
+    }
+    if (!berth_job_transition_allowed(cur.state, to)) {
+        r = berth_error_set(reterr, -EINVAL, "job run %s cannot move from %s to %s", run_id,
+                            berth_job_state_names[cur.state], berth_job_state_names[to]);
+        berth_job_record_clear(&cur);
+        return r;
+    }
+    berth_job_record_clear(&cur);
+    return update(j, run_id, expected_revision, berth_job_state_names[to], result, false, now_ns, reterr);
+}
+
+int berth_jobstore_request_cancel(struct berth_journal *j, const char *run_id, int64_t now_ns,
+                                  struct berth_error *reterr)
+{
+    struct berth_job_record cur;
+    int r;
+
+    if (!j || !run_id)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    r = berth_jobstore_find_run(j, run_id, &cur, reterr);
+    if (r < 0)
+        return r;
+    if (!berth_job_state_terminal(cur.state) && !cur.cancel_requested)
+        r = update(j, run_id, cur.revision, berth_job_state_names[cur.state], NULL, true, now_ns, reterr);
+    berth_job_record_clear(&cur);
+    return r;
+}
+
+int berth_jobstore_foreach_open(struct berth_journal *j, int (*fn)(void *userdata, const struct berth_job_record *rec),
+                                void *userdata, struct berth_error *reterr)
+{
+    sqlite3_stmt *st = NULL;
+    int rc, r = 0;
+
+    if (!j || !fn)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (sqlite3_prepare_v2(berth_journal_db(j),
+                           "SELECT " COLUMNS " FROM jobs WHERE state NOT IN ('exited','failed','cancelled','expired') "
+                           "ORDER BY accepted_at, run_id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return berth_journal_error(j, "reading jobs", reterr);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct berth_job_record rec;
+        r = read_row(st, &rec);
+        if (r < 0) {
+            r = berth_error_set(reterr, r, "a stored job record is damaged");
+            break;
+        }
+        r = fn(userdata, &rec);
+        berth_job_record_clear(&rec);
+        if (r < 0)
+            break;
+    }
+    if (r == 0 && rc != SQLITE_DONE)
+        r = berth_journal_error(j, "reading jobs", reterr);
+    sqlite3_finalize(st);
+    return r;
+}
+
+int berth_jobstore_counts(struct berth_journal *j, int64_t counts[BERTH_JOB_STATE_COUNT], struct berth_error *reterr)
+{
+    sqlite3_stmt *st = NULL;
+    int rc, idx;
+
+    if (!j || !counts)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    memset(counts, 0, sizeof(int64_t) * BERTH_JOB_STATE_COUNT);
+    if (sqlite3_prepare_v2(berth_journal_db(j), "SELECT state, count(*) FROM jobs GROUP BY state", -1, &st, NULL) !=
+        SQLITE_OK)
+        return berth_journal_error(j, "counting jobs", reterr);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        idx = berth_name_index(berth_job_state_names, BERTH_JOB_STATE_COUNT, (const char *)sqlite3_column_text(st, 0));
+        if (idx >= 0)
+            counts[idx] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : berth_journal_error(j, "counting jobs", reterr);
+}

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jobstore.h -- durable job records in the journal.
+ *
+ * A job is keyed by who submitted it (principal and canonical scope) and its
+ * id; it also has a run id, unique across the journal, that the runtime
+ * sees.  Its state only moves forward:
+ *
+ *   accepted -> claimed -> running -> finalizing -> exited | failed
+ *                                                 | cancelled | expired
+ *   with reaping for cleanup that has not been confirmed yet:
+ *   accepted  -> claimed | cancelled | expired | failed
+ *   claimed   -> running | reaping | failed
+ *   running   -> finalizing | reaping
+ *   finalizing-> exited | failed | cancelled | expired
+ *   reaping   -> cancelled | expired | failed
+ *
+ * Every transition names the revision it expects and bumps it, so a late
+ * writer cannot overwrite newer state (-ESTALE).  Terminal records keep
+ * their signed result.  Admission limits are checked in the transaction that
+ * inserts.  All functions run in the caller's journal transaction when one
+ * is open.  Not thread-safe (a journal is used by one thread).
+ */
+#ifndef BERTH_JOBSTORE_H
+#define BERTH_JOBSTORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include <berth/error.h>
+
+#include "journal.h"
+
+enum berth_job_state {
+    BERTH_JOB_ACCEPTED,
+    BERTH_JOB_CLAIMED,
+    BERTH_JOB_RUNNING,
+    BERTH_JOB_FINALIZING,
+    BERTH_JOB_REAPING,
+    BERTH_JOB_EXITED,
+    BERTH_JOB_FAILED,
+    BERTH_JOB_CANCELLED,
+    BERTH_JOB_EXPIRED,
+    BERTH_JOB_STATE_COUNT,
+};
+extern const char *const berth_job_state_names[BERTH_JOB_STATE_COUNT];
+
+/** berth_job_state_terminal() - exited, failed, cancelled or expired. */
+bool berth_job_state_terminal(enum berth_job_state s);
+
+/** berth_job_transition_allowed() - whether @from may move to @to (table above). */
+bool berth_job_transition_allowed(enum berth_job_state from, enum berth_job_state to);
+
+/**
+ * struct berth_job_record - one row.  Strings and JSON are owned by the
+ * record; free with berth_job_record_clear().
+ * @scope: canonical JSON text of the scope array.
+ * @job, @receipt, @result: canonical JSON text (result NULL until terminal).
+ */
+struct berth_job_record {
+    char *principal;
+    char *scope;
+    char *job_id;
+    char *run_id;
+    char *job_digest;
+    char *job;
+    char *receipt;
+    char *backend;
+    enum berth_job_state state;
+    int64_t revision;
+    int64_t accepted_at;
+    int64_t deadline;
+    bool cancel_requested;
+    char *result;
+    int64_t updated_at;
+};
+
+void berth_job_record_clear(struct berth_job_record *rec);
+
+/**
+ * berth_run_id() - the run id of (principal, canonical scope, job id):
+ * "r" followed by the first 32 hex digits of SHA-256 over the three joined
+ * by NUL bytes.  @out holds 34 bytes.  Return: 0 or -EIO.
+ */
+int berth_run_id(const char *principal, const char *scope, const char *job_id, char out[34]);
+
+/**
+ * berth_jobstore_find() - the record with this key.
+ * Return: 0; -ENOENT; journal errors.
+ */
+int berth_jobstore_find(struct berth_journal *j, const char *principal, const char *scope, const char *job_id,
+                        struct berth_job_record *ret, struct berth_error *reterr);
+
+/** berth_jobstore_find_run() - the record with this run id (-ENOENT if none). */
+int berth_jobstore_find_run(struct berth_journal *j, const char *run_id, struct berth_job_record *ret,
+                            struct berth_error *reterr);
+
+/**
+ * berth_jobstore_insert() - add a new record in state accepted, revision 1,
+ * unless that would pass @max_active non-terminal records (-EAGAIN) or
+ * @max_retained records in all (-ENOSPC; nothing is ever deleted to make
+ * room).  -EEXIST when the key or run id exists.
+ */
+int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record *rec, int64_t max_active,
+                          int64_t max_retained, struct berth_error *reterr);
+
+/**
+ * berth_jobstore_transition() - move the record with @run_id from revision
+ * @expected_revision to @to, storing @result (canonical JSON text, may be
+ * NULL) and @now_ns.  Return: 0; -ESTALE (the record moved on: revision or
+ * state differ); -EINVAL (transition not allowed); -ENOENT; journal errors.
+ */
+int berth_jobstore_transition(struct berth_journal *j, const char *run_id, int64_t expected_revision,
+                              enum berth_job_state to, const char *result, int64_t now_ns, struct berth_error *reterr);
+
+/**
+ * berth_jobstore_request_cancel() - mark the record cancel_requested (and bump
+ * its revision) unless it is terminal.  Return: 0, -ENOENT, journal errors.
+ */
+int berth_jobstore_request_cancel(struct berth_journal *j, const char *run_id, int64_t now_ns,
+                                  struct berth_error *reterr);
+
+/**
+ * berth_jobstore_foreach_open() - call @fn with every non-terminal record,
+ * oldest first (the record is cleared after the call).
+ */
+int berth_jobstore_foreach_open(struct berth_journal *j, int (*fn)(void *userdata, const struct berth_job_record *rec),
+                                void *userdata, struct berth_error *reterr);
+
+/** berth_jobstore_counts() - records per state (array of BERTH_JOB_STATE_COUNT). */
+int berth_jobstore_counts(struct berth_journal *j, int64_t counts[BERTH_JOB_STATE_COUNT], struct berth_error *reterr);
+
+#endif /* BERTH_JOBSTORE_H */

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * policy.h -- host policy: who may use this broker, for what, until when.
+ *
+ * The policy file (strict JSON, no unknown members, at most 1 MiB, a regular
+ * file owned by the effective uid, mode 0600, one link, no symlink on its
+ * path):
+ *
+ *   {"schema_version": 1, "not_before": "<ns>", "not_after": "<ns>",
+ *    "subjects": [                                      at most 512
+ *      {"principal": "dev",                             1..128 of [A-Za-z0-9._@-]
+ *       "scope": ["team", "dev"],                       1..16 strings, ordered
+ *       "fingerprints": ["<64 hex>", ...],              1..16, unique in the file
+ *       "pools": ["default"],                           0..256 pool names
+ *       "images": ["sha256:..."],                       0..256 manifest digests
+ *       "limits": {the seven job limits},               the ceiling
+ *       "not_before": "<ns>", "not_after": "<ns>",      inside the file's interval
+ *       "admin": false}]}                               optional: audit export,
+ *                                                       pool registration
+ *
+ * A fingerprint is the lowercase hex SHA-256 of a client certificate's leaf
+ * DER.  Each (principal, scope) pair appears once.  Identity comes only from
+ * the fingerprint of the verified certificate; nothing in a request chooses
+ * it.
+ *
+ * A struct berth_policy_source re-reads the file whenever its device,
+ * inode, size or modification time change (publish updates by atomic
+ * replacement), and checks validity against the clock on every lookup.  A
+ * missing, malformed or expired file denies everything; there is no
+ * fallback to an older snapshot.  Not thread-safe.
+ */
+#ifndef BERTH_POLICY_H
+#define BERTH_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include <berth/error.h>
+
+#include "job.h"
+
+#define BERTH_POLICY_MAX (1024 * 1024) /**< largest policy file, bytes */
+
+/** struct berth_subject - one grant (strings point into the policy). */
+struct berth_subject {
+    const char *principal;
+    const json_t *scope;
+    const json_t *fingerprints;
+    const json_t *pools;
+    const json_t *images;
+    struct berth_limits limits;
+    int64_t not_before, not_after;
+    bool admin;
+};
+
+/** struct berth_policy - a parsed policy document. */
+struct berth_policy {
+    json_t *doc;
+    int64_t not_before, not_after;
+    struct berth_subject *subjects;
+    size_t n_subjects;
+};
+
+/**
+ * berth_policy_parse() - parse and validate a policy document.
+ * Return: 0; -EBADMSG naming the member and rule; -EFBIG; -ENOMEM.
+ */
+int berth_policy_parse(const char *json, size_t len, struct berth_policy **ret, struct berth_error *reterr);
+
+/** berth_policy_free() - release; accepts NULL. */
+void berth_policy_free(struct berth_policy *p);
+
+/**
+ * berth_policy_subject() - the subject whose fingerprints include @fingerprint
+ * (64 lowercase hex), if the document and the subject are valid at @now_ns.
+ * Return: the subject, or NULL (unknown fingerprint, or outside a validity
+ * interval; *@ret_why, when not NULL, says which).
+ */
+const struct berth_subject *berth_policy_subject(const struct berth_policy *p, const char *fingerprint, int64_t now_ns,
+                                                 const char **ret_why);
+
+/** berth_subject_allows_pool() / _image() - membership in the grant's lists. */
+bool berth_subject_allows_pool(const struct berth_subject *s, const char *pool);
+bool berth_subject_allows_image(const struct berth_subject *s, const char *digest);
+
+/** A policy file watched for changes. */
+struct berth_policy_source;
+
+/** berth_policy_source_new() - watch the absolute @path (nothing read yet). */
+int berth_policy_source_new(const char *path, struct berth_policy_source **ret);
+
+/** berth_policy_source_free() - release; accepts NULL. */
+void berth_policy_source_free(struct berth_policy_source *src);
+
+/**
+ * berth_policy_current() - the policy in force at @now_ns: re-read when the
+ * file changed, refused when missing, malformed or expired.
+ * @ret: receives the policy (borrowed; valid until the next call).
+ * Return: 0; -EACCES (no valid policy: reterr says why); -ENOMEM.
+ */
+int berth_policy_current(struct berth_policy_source *src, int64_t now_ns, const struct berth_policy **ret,
+                         struct berth_error *reterr);
+
+/**
+ * berth_policy_reloads() - how many times the file was (re)read; for tests
+ * and metrics.
+ */
+uint64_t berth_policy_reloads(const struct berth_policy_source *src);
+
+#endif /* BERTH_POLICY_H */

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * receipt.h -- broker-signed receipts and results.
+ *
+ * A receipt says "this broker accepted this job, for this caller, placed it
+ * here, and it must finish by then"; it is signed and written to the journal
+ * before the backend is called.  Both travel as envelopes (envelope.h):
+ *
+ *   {"receipt": {
+ *      "schema_version": 1, "kind": "berth.receipt",
+ *      "broker": <name>, "key_id": <RFC 7638 key id of the signing key>,
+ *      "job_id", "job_digest": "sha256:...",
+ *      "run_id": the id the runtime knows the job by (jobstore.h),
+ *      "principal", "scope": [strings],    -- from the authenticated caller
+ *      "pool", "placement_hash", "backend",
+ *      "runtime": {"plugin", "plugin_version", "qualification": id or null},
+ *      "accepted_at": "<ns>", "deadline": "<ns>"},
+ *    "signature": ...}
+ *
+ *   {"result": {
+ *      "schema_version": 1, "kind": "berth.result",
+ *      "broker", "key_id", "job_id", "job_digest",
+ *      "receipt_digest": "sha256:..." of the canonical receipt envelope,
+ *      "status": "exited" | "failed" | "cancelled" | "expired",
+ *      "exit_code": integer or null, "reason": short code or null,
+ *      "stdout": base64url, "stderr": base64url,   -- together at most the
+ *                                                     job's output_bytes
+ *      "outputs": [{"id", "digest", "size"}],
+ *      "started_at": "<ns>" or null, "finished_at": "<ns>"},
+ *    "signature": ...}
+ *
+ * Times are nanosecond strings (jsonobj.h).  Verification pins the broker's
+ * public key from the verifier's own configuration, never from the document.
+ * Thread-safe.
+ */
+#ifndef BERTH_RECEIPT_H
+#define BERTH_RECEIPT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include <berth/error.h>
+#include <berth/plugin.h>
+
+#include "job.h"
+#include "sign.h"
+
+#define BERTH_RECEIPT_SCHEMA_VERSION 1
+
+/** Who asked: principal and scope, from the authenticated transport. */
+struct berth_identity {
+    const char *principal;
+    const json_t *scope; /* array of strings */
+};
+
+/** struct berth_receipt_params - what a receipt records (strings borrowed). */
+struct berth_receipt_params {
+    const char *broker;
+    const struct berth_job *job;
+    const char *run_id;
+    struct berth_identity who;
+    const char *pool;
+    const char *placement_hash;
+    const char *backend;
+    const char *plugin;
+    const char *plugin_version;
+    const char *qualification; /* NULL: unqualified */
+    int64_t accepted_at;
+    int64_t deadline;
+};
+
+/**
+ * berth_receipt_create() - build and sign a receipt.
+ * @ret: receives the envelope {"receipt", "signature"}.
+ * Return: 0, -EINVAL (missing members, deadline before acceptance), -ENOMEM,
+ * -EIO.
+ */
+int berth_receipt_create(const struct berth_signing_key *key, const struct berth_receipt_params *p, json_t **ret,
+                         struct berth_error *reterr);
+
+/**
+ * berth_receipt_verify() - check a receipt envelope: its shape, a signature
+ * by @pub, key_id = thumbprint(@pub), and -- when @job is not NULL -- that it
+ * covers exactly that job (id and digest).
+ * @ret_body: optional; receives the receipt body (borrowed from @env).
+ * Return: 0 or -EBADMSG naming what is wrong.
+ */
+int berth_receipt_verify(const json_t *env, const uint8_t pub[BERTH_ED25519_PUBLIC_LEN], const struct berth_job *job,
+                         const json_t **ret_body, struct berth_error *reterr);
+
+/** Terminal statuses of a job. */
+enum berth_result_status {
+    BERTH_RESULT_EXITED,
+    BERTH_RESULT_FAILED,
+    BERTH_RESULT_CANCELLED,
+    BERTH_RESULT_EXPIRED,
+};
+extern const char *const berth_result_status_names[4];
+
+/** struct berth_result_params - what a result records (buffers borrowed). */
+struct berth_result_params {
+    const char *broker;
+    const struct berth_job *job;
+    const json_t *receipt; /* the signed receipt envelope */
+    enum berth_result_status status;
+    bool has_exit_code;
+    int exit_code;
+    const char *reason; /* NULL or a short code such as "output_limit" */
+    const void *out;
+    size_t out_len;
+    const void *err;
+    size_t err_len;
+    const json_t *outputs; /* array of {id, digest, size}, or NULL */
+    int64_t started_at;    /* < 0: never started */
+    int64_t finished_at;
+};
+
+/**
+ * berth_result_create() - build and sign a result.
+ * Return: 0; -EFBIG (stdout and stderr together over the job's
+ * output_bytes); -EINVAL; -ENOMEM; -EIO.
+ */
+int berth_result_create(const struct berth_signing_key *key, const struct berth_result_params *p, json_t **ret,
+                        struct berth_error *reterr);
+
+/**
+ * berth_result_verify() - check a result envelope: shape, signature by
+ * @pub, key_id, that it answers @job (id and digest), that stdout and stderr
+ * fit the job's output_bytes, and -- when @receipt is not NULL -- that
+ * receipt_digest is that receipt's digest.
+ * Return: 0 or -EBADMSG naming what is wrong.
+ */
+int berth_result_verify(const json_t *env, const uint8_t pub[BERTH_ED25519_PUBLIC_LEN], const struct berth_job *job,
+                        const json_t *receipt, const json_t **ret_body, struct berth_error *reterr);
+
+#endif /* BERTH_RECEIPT_H */

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/* test-jobstore.c -- durable job records and their state machine (jobstore.h). */
+#include "testutil.h"
+
+#include "jobstore.h"
+#include "journal.h"
+#include "macro.h"
+#include "pooltest.h"
+
+static char *dir;
+static struct berth_journal *j;
+
+static void setup(void)
+{
+    dir = test_tmpdir();
+    ck_assert_int_eq(chmod(dir, 0700), 0);
+    j = test_journal_open(dir);
+}
+
+static void teardown(void)
+{
+    berth_journal_close(j);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* A record for job @id of alice; the strings are static. */
+static struct berth_job_record record(const char *id, char run_id[34])
+{
+    struct berth_job_record rec = {0};
+
+    ck_assert_int_eq(berth_run_id("alice", "[\"team\"]", id, run_id), 0);
+    rec.principal = (char *)"alice";
+    rec.scope = (char *)"[\"team\"]";
+    rec.job_id = (char *)id;
+    rec.run_id = run_id;
+    rec.job_digest = (char *)"sha256:1111111111111111111111111111111111111111111111111111111111111111";
+    rec.job = (char *)"{}";
+    rec.receipt = (char *)"{\"receipt\":{}}";
+    rec.backend = (char *)"fixture";
+    rec.accepted_at = 100;
+    rec.deadline = 200;
+    return rec;
+}
+
+START_TEST(run_ids)
+{
+    char a[34], b[34], c[34];
+
+    ck_assert_int_eq(berth_run_id("alice", "[\"team\"]", "job-1", a), 0);
+    ck_assert_int_eq(strlen(a), 33);
+    ck_assert_int_eq(a[0], 'r');
+    ck_assert_int_eq(berth_run_id("alice", "[\"team\"]", "job-1", b), 0);
+    ck_assert_str_eq(a, b);
+    /* The separator keeps ("ab","c") and ("a","bc") apart. */
+    ck_assert_int_eq(berth_run_id("alice", "[\"team\"]", "job-2", c), 0);
+    ck_assert_str_ne(a, c);
+    ck_assert_int_eq(berth_run_id("alicex", "[\"team\"]", "job-1", c), 0);
+    ck_assert_str_ne(a, c);
+    ck_assert_int_eq(berth_run_id("alic", "e[\"team\"]", "job-1", c), 0);
+    ck_assert_str_ne(a, c);
+    ck_assert_int_eq(berth_run_id(NULL, "x", "y", c), -EINVAL);
+}
+END_TEST
+
+START_TEST(insert_find)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    char run_id[34];
+    struct berth_job_record rec = record("job-1", run_id), got;
+
+    ck_assert_msg(berth_jobstore_insert(j, &rec, 16, 100, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(berth_jobstore_find(j, "alice", "[\"team\"]", "job-1", &got, &err), 0);
+    ck_assert_str_eq(got.run_id, run_id);
+    ck_assert_int_eq(got.state, BERTH_JOB_ACCEPTED);
+    ck_assert_int_eq(got.revision, 1);
+    ck_assert_int_eq(got.deadline, 200);
+    ck_assert(!got.cancel_requested);
+    ck_assert_ptr_null(got.result);
+    berth_job_record_clear(&got);
+    ck_assert_int_eq(berth_jobstore_find_run(j, run_id, &got, &err), 0);
+    ck_assert_str_eq(got.job_id, "job-1");
+    berth_job_record_clear(&got);
+    /* Same request key again: refused, the first stays. */
+    ck_assert_int_eq(berth_jobstore_insert(j, &rec, 16, 100, &err), -EEXIST);
+    /* Another principal's job of the same id is its own job. */
+    ck_assert_int_eq(berth_jobstore_find(j, "bob", "[\"team\"]", "job-1", &got, &err), -ENOENT);
+    ck_assert_int_eq(berth_jobstore_find_run(j, "r00000000000000000000000000000000", &got, &err), -ENOENT);
+}
+END_TEST
+
+START_TEST(admission_limits)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    char ids[5][34], name[16];
+    int64_t counts[BERTH_JOB_STATE_COUNT];
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        snprintf(name, sizeof(name), "job-%d", i);
+        struct berth_job_record rec = record(strdup(name), ids[i]);
+        ck_assert_int_eq(berth_jobstore_insert(j, &rec, 3, 4, &err), 0);
+        free(rec.job_id);
+    }
+    {
+        struct berth_job_record rec = record("job-3", ids[3]);
+        /* Three active of three. */
+        ck_assert_int_eq(berth_jobstore_insert(j, &rec, 3, 4, &err), -EAGAIN);
+        ck_assert_ptr_nonnull(strstr(err.message, "3 jobs are active"));
+        /* One finishes: room again. */
+        ck_assert_int_eq(berth_jobstore_transition(j, ids[0], 1, BERTH_JOB_CANCELLED, "{}", 300, &err), 0);
+        ck_assert_int_eq(berth_jobstore_insert(j, &rec, 3, 4, &err), 0);
+    }
+    {
+        struct berth_job_record rec = record("job-4", ids[4]);
+        ck_assert_int_eq(berth_jobstore_transition(j, ids[1], 1, BERTH_JOB_EXPIRED, "{}", 300, &err), 0);
+        /* Four retained of four: full, and nothing is deleted to make room. */
+        ck_assert_int_eq(berth_jobstore_insert(j, &rec, 3, 4, &err), -ENOSPC);
+        ck_assert_ptr_nonnull(strstr(err.message, "no job is ever deleted"));
+    }
+    ck_assert_int_eq(berth_jobstore_counts(j, counts, &err), 0);
+    ck_assert_int_eq(counts[BERTH_JOB_ACCEPTED], 2);
+    ck_assert_int_eq(counts[BERTH_JOB_CANCELLED], 1);
+    ck_assert_int_eq(counts[BERTH_JOB_EXPIRED], 1);
+}
+END_TEST
+
+START_TEST(state_machine)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    char run_id[34];
+    struct berth_job_record rec = record("job-1", run_id), got;
+
+    ck_assert_int_eq(berth_jobstore_insert(j, &rec, 16, 100, &err), 0);
+    /* Wrong expected revision. */
+    ck_assert_int_eq(berth_jobstore_transition(j, run_id, 2, BERTH_JOB_CLAIMED, NULL, 110, &err), -ESTALE);
+    /* Not a forward edge. */
+    ck_assert_int_eq(berth_jobstore_transition(j, run_id, 1, BERTH_JOB_EXITED, NULL, 110, &err), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "cannot move from accepted to exited"));
+    ck_assert_int_eq(berth_jobstore_transition(j, run_id, 1, BERTH_JOB_CLAIMED, NULL, 110, &err), 0);
+    ck_assert_int_eq(berth_jobstore_transition(j, run_id, 2, BERTH_JOB_RUNNING, NULL, 120, &err), 0);
+    ck_assert_int_eq(berth_jobstore_transition(j, run_id, 3, BERTH_JOB_ACCEPTED, NULL, 130, &err), -EINVAL);
+    ck_assert_int_eq(berth_jobstore_transition(j, run_id, 3, BERTH_JOB_FINALIZING, NULL, 130, &err), 0);
+    ck_assert_int_eq(berth_jobstore_transition(j, run_id, 4, BERTH_JOB_EXITED, "{\"result\":1}", 140, &err), 0);
+    ck_assert_int_eq(berth_jobstore_find_run(j, run_id, &got, &err), 0);
+    ck_assert_int_eq(got.state, BERTH_JOB_EXITED);
+    ck_assert_int_eq(got.revision, 5);
+    ck_assert_str_eq(got.result, "{\"result\":1}");
+    ck_assert_int_eq(got.updated_at, 140);
+    berth_job_record_clear(&got);
+    /* Terminal is final. */
+    ck_assert_int_eq(berth_jobstore_transition(j, run_id, 5, BERTH_JOB_FAILED, NULL, 150, &err), -EINVAL);
+    /* A cancel request on a terminal job changes nothing. */
+    ck_assert_int_eq(berth_jobstore_request_cancel(j, run_id, 160, &err), 0);
+    ck_assert_int_eq(berth_jobstore_find_run(j, run_id, &got, &err), 0);
+    ck_assert_int_eq(got.revision, 5);
+    ck_assert(!got.cancel_requested);
+    berth_job_record_clear(&got);
+    ck_assert(berth_job_state_terminal(BERTH_JOB_EXPIRED));
+    ck_assert(!berth_job_state_terminal(BERTH_JOB_REAPING));
+    ck_assert(!berth_job_transition_allowed(BERTH_JOB_STATE_COUNT, BERTH_JOB_ACCEPTED));
+}
+END_TEST
+
+static int collect(void *userdata, const struct berth_job_record *rec)
+{
+    char *seen = userdata;
+    strcat(seen, rec->job_id);
+    strcat(seen, rec->cancel_requested ? "!" : ";");
+    return 0;
+}
+
+START_TEST(cancel_and_open)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    char a[34], b[34], c[34], seen[128] = "";
+    struct berth_job_record ra = record("a", a), rb = record("b", b), rc = record("c", c), got;
+
+    rb.accepted_at = 50; /* listed first */
+    ck_assert_int_eq(berth_jobstore_insert(j, &ra, 16, 100, &err), 0);
+    ck_assert_int_eq(berth_jobstore_insert(j, &rb, 16, 100, &err), 0);
+    ck_assert_int_eq(berth_jobstore_insert(j, &rc, 16, 100, &err), 0);
+    ck_assert_int_eq(berth_jobstore_transition(j, c, 1, BERTH_JOB_FAILED, "{}", 110, &err), 0);
+    /* The intent is recorded once and bumps the revision. */
+    ck_assert_int_eq(berth_jobstore_request_cancel(j, a, 120, &err), 0);
+    ck_assert_int_eq(berth_jobstore_request_cancel(j, a, 130, &err), 0);
+    ck_assert_int_eq(berth_jobstore_find_run(j, a, &got, &err), 0);
+    ck_assert(got.cancel_requested);
+    ck_assert_int_eq(got.revision, 2);
+    ck_assert_int_eq(got.state, BERTH_JOB_ACCEPTED);
+    berth_job_record_clear(&got);
+    ck_assert_int_eq(berth_jobstore_foreach_open(j, collect, seen, &err), 0);
+    ck_assert_str_eq(seen, "b;a!");
+    ck_assert_int_eq(berth_jobstore_request_cancel(j, "r-none", 1, &err), -ENOENT);
+}
+END_TEST
+
+/* Records survive closing and reopening the journal (a restart). */
+START_TEST(durable)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    char run_id[34];
+    struct berth_job_record rec = record("job-1", run_id), got;
+
+    ck_assert_int_eq(berth_journal_begin(j, &err), 0);
+    ck_assert_int_eq(berth_jobstore_insert(j, &rec, 16, 100, &err), 0);
+    ck_assert_int_eq(berth_journal_commit(j, &err), 0);
+    ck_assert_int_eq(berth_journal_begin(j, &err), 0);
+    {
+        struct berth_job_record r2 = record("job-2", (char[34]){0});
+        ck_assert_int_eq(berth_jobstore_insert(j, &r2, 16, 100, &err), 0);
+    }
+    berth_journal_rollback(j);
+    berth_journal_close(j);
+    j = test_journal_open(dir);
+    ck_assert_int_eq(berth_jobstore_find(j, "alice", "[\"team\"]", "job-1", &got, &err), 0);
+    ck_assert_str_eq(got.receipt, "{\"receipt\":{}}");
+    berth_job_record_clear(&got);
+    ck_assert_int_eq(berth_jobstore_find(j, "alice", "[\"team\"]", "job-2", &got, &err), -ENOENT);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("jobstore");
+    TCase *tc = test_case(s, "jobstore");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, run_ids);
+    tcase_add_test(tc, insert_find);
+    tcase_add_test(tc, admission_limits);
+    tcase_add_test(tc, state_machine);
+    tcase_add_test(tc, cancel_and_open);
+    tcase_add_test(tc, durable);
+    return s;
+}
+
+TEST_MAIN()

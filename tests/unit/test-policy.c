@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/* test-policy.c -- host policy documents and the watched policy file (policy.h). */
+#include "testutil.h"
+
+#include <time.h>
+
+#include "jobtest.h"
+#include "macro.h"
+#include "policy.h"
+
+#define FP_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define FP_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+#define SUBJECT(principal, fp, extra)                                                                                  \
+    "{\"principal\":\"" principal "\",\"scope\":[\"team\"],\"fingerprints\":[\"" fp "\"],"                             \
+    "\"pools\":[\"sample\"],\"images\":[\"" SAMPLE_IMAGE "\"],\"limits\":" SAMPLE_LIMITS ","                           \
+    "\"not_before\":\"1000\",\"not_after\":\"5000\"" extra "}"
+
+#define POLICY(subjects)                                                                                               \
+    "{\"schema_version\":1,\"not_before\":\"1000\",\"not_after\":\"5000\",\"subjects\":[" subjects "]}"
+
+static struct berth_policy *parse_ok(const char *doc)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_policy *p = NULL;
+
+    ck_assert_msg(berth_policy_parse(doc, strlen(doc), &p, &err) == 0, "%s", err.message);
+    return p;
+}
+
+static void refused(const char *doc, const char *needle)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_policy *p = NULL;
+
+    ck_assert_msg(berth_policy_parse(doc, strlen(doc), &p, &err) == -EBADMSG, "accepted: %s", doc);
+    ck_assert_msg(strstr(err.message, needle), "\"%s\" lacks \"%s\"", err.message, needle);
+    ck_assert_ptr_null(p);
+}
+
+START_TEST(lookup)
+{
+    struct berth_policy *p = parse_ok(POLICY(SUBJECT("alice", FP_A, ",\"admin\":true") "," SUBJECT("bob", FP_B, "")));
+    const struct berth_subject *s;
+    const char *why = NULL;
+
+    ck_assert_int_eq(p->n_subjects, 2);
+    s = berth_policy_subject(p, FP_A, 2000, &why);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_str_eq(s->principal, "alice");
+    ck_assert(s->admin);
+    ck_assert(berth_subject_allows_pool(s, "sample"));
+    ck_assert(!berth_subject_allows_pool(s, "other"));
+    ck_assert(berth_subject_allows_image(s, SAMPLE_IMAGE));
+    ck_assert(
+        !berth_subject_allows_image(s, "sha256:0000000000000000000000000000000000000000000000000000000000000000"));
+    s = berth_policy_subject(p, FP_B, 2000, &why);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_str_eq(s->principal, "bob");
+    ck_assert(!s->admin);
+    ck_assert_int_eq(s->limits.pids, 64);
+    /* Unknown fingerprint and outside the subject's interval. */
+    ck_assert_ptr_null(
+        berth_policy_subject(p, "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", 2000, &why));
+    ck_assert_str_eq(why, "the client certificate is not in the host policy");
+    ck_assert_ptr_null(berth_policy_subject(p, FP_A, 5001, &why));
+    ck_assert_str_eq(why, "the grant is not valid now");
+    ck_assert_ptr_nonnull(berth_policy_subject(p, FP_A, 5000, &why)); /* the interval is inclusive */
+    berth_policy_free(p);
+}
+END_TEST
+
+START_TEST(refusals)
+{
+    refused("{\"schema_version\":1,\"not_before\":\"1000\",\"not_after\":\"5000\",\"subjects\":[],\"x\":1}",
+            "unknown member \"x\"");
+    refused("{\"schema_version\":2,\"not_before\":\"1000\",\"not_after\":\"5000\",\"subjects\":[]}", "schema_version");
+    refused("{\"schema_version\":1,\"not_before\":\"6000\",\"not_after\":\"5000\",\"subjects\":[]}",
+            "policy.not_before is after policy.not_after");
+    refused(POLICY(SUBJECT("alice", FP_A, "") "," SUBJECT("bob", FP_A, "")), "fingerprint " FP_A " is used twice");
+    refused(POLICY(SUBJECT("alice", FP_A, "") "," SUBJECT("alice", FP_B, "")),
+            "principal alice with that scope appears twice");
+    refused(POLICY(SUBJECT("alice", "AAAA", "")), "policy.subjects[0].fingerprints[0] is not valid");
+    refused(POLICY(SUBJECT("al ice", FP_A, "")), "policy.subjects[0].principal must be");
+    refused(POLICY(SUBJECT("alice", FP_A, ",\"admin\":\"yes\"")), "admin must be true or false");
+    refused(POLICY(SUBJECT("alice", FP_A, ",\"role\":\"root\"")), "unknown member \"role\"");
+    refused("{\"schema_version\":1,\"not_before\":\"1000\",\"not_after\":\"4000\",\"subjects\":[" SUBJECT("alice", FP_A,
+                                                                                                          "") "]}",
+            "must lie inside the policy's");
+    refused(POLICY(SUBJECT("alice", FP_A, "") "," SUBJECT("alice", FP_A, "")), "is used twice");
+    /* Duplicate keys are refused by the parser itself. */
+    {
+        struct berth_error err = BERTH_ERROR_INIT;
+        struct berth_policy *p = NULL;
+        const char *dup = "{\"schema_version\":1,\"schema_version\":1,\"not_before\":\"1\",\"not_after\":\"2\","
+                          "\"subjects\":[]}";
+        ck_assert_int_eq(berth_policy_parse(dup, strlen(dup), &p, &err), -EBADMSG);
+    }
+}
+END_TEST
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* A policy valid from 1000 ns after the epoch until 2100, with one subject. */
+#define LIVE_POLICY(fp)                                                                                                \
+    "{\"schema_version\":1,\"not_before\":\"1000\",\"not_after\":\"4102444800000000000\",\"subjects\":["               \
+    "{\"principal\":\"alice\",\"scope\":[\"team\"],\"fingerprints\":[\"" fp "\"],\"pools\":[\"sample\"],"              \
+    "\"images\":[],\"limits\":" SAMPLE_LIMITS ",\"not_before\":\"1000\",\"not_after\":\"4102444800000000000\"}]}"
+
+/* Replace the policy file the way an operator's tool does: write a new file, rename over. */
+static void replace(const char *dir, const char *path, const char *text, mode_t mode)
+{
+    char *tmp = test_path(dir, "policy.new");
+    test_write_file(tmp, text, strlen(text), mode);
+    ck_assert_int_eq(rename(tmp, path), 0);
+    free(tmp);
+}
+
+START_TEST(watched_file)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    char *dir = test_tmpdir(), *path = test_path(dir, "policy.json");
+    struct berth_policy_source *src = NULL;
+    const struct berth_policy *p = NULL;
+
+    ck_assert_int_eq(berth_policy_source_new(path, &src), 0);
+    /* Missing: deny. */
+    ck_assert_int_eq(berth_policy_current(src, now_ns(), &p, &err), -EACCES);
+    ck_assert_ptr_nonnull(strstr(err.message, "no host policy"));
+    /* Present: allow; the same file is read once. */
+    replace(dir, path, LIVE_POLICY(FP_A), 0600);
+    ck_assert_msg(berth_policy_current(src, now_ns(), &p, &err) == 0, "%s", err.message);
+    ck_assert_ptr_nonnull(berth_policy_subject(p, FP_A, now_ns(), NULL));
+    ck_assert_int_eq(berth_policy_current(src, now_ns(), &p, &err), 0);
+    ck_assert_int_eq(berth_policy_reloads(src), 1);
+    /* The fingerprint is revoked: the next check sees it. */
+    replace(dir, path, LIVE_POLICY(FP_B), 0600);
+    ck_assert_int_eq(berth_policy_current(src, now_ns(), &p, &err), 0);
+    ck_assert_ptr_null(berth_policy_subject(p, FP_A, now_ns(), NULL));
+    ck_assert_ptr_nonnull(berth_policy_subject(p, FP_B, now_ns(), NULL));
+    ck_assert_int_eq(berth_policy_reloads(src), 2);
+    /* Malformed: deny everything, and keep denying until it changes. */
+    replace(dir, path, "{\"schema_version\":1", 0600);
+    ck_assert_int_eq(berth_policy_current(src, now_ns(), &p, &err), -EACCES);
+    ck_assert_ptr_nonnull(strstr(err.message, "everything is denied"));
+    ck_assert_int_eq(berth_policy_current(src, now_ns(), &p, &err), -EACCES);
+    /* Writable by others: refused like a malformed file. */
+    replace(dir, path, LIVE_POLICY(FP_A), 0666);
+    ck_assert_int_eq(berth_policy_current(src, now_ns(), &p, &err), -EACCES);
+    /* Expired policy: deny. */
+    replace(dir, path, "{\"schema_version\":1,\"not_before\":\"1000\",\"not_after\":\"2000\",\"subjects\":[]}", 0600);
+    ck_assert_int_eq(berth_policy_current(src, now_ns(), &p, &err), -EACCES);
+    ck_assert_ptr_nonnull(strstr(err.message, "not valid now"));
+    /* Good again. */
+    replace(dir, path, LIVE_POLICY(FP_A), 0600);
+    ck_assert_int_eq(berth_policy_current(src, now_ns(), &p, &err), 0);
+    /* Deleted: deny. */
+    ck_assert_int_eq(unlink(path), 0);
+    ck_assert_int_eq(berth_policy_current(src, now_ns(), &p, &err), -EACCES);
+    berth_policy_source_free(src);
+    test_rm_rf(dir);
+    free(path);
+    free(dir);
+}
+END_TEST
+
+START_TEST(source_arguments)
+{
+    struct berth_policy_source *src = NULL;
+
+    ck_assert_int_eq(berth_policy_source_new("relative/policy.json", &src), -EINVAL);
+    ck_assert_ptr_null(src);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("policy");
+    TCase *tc = test_case(s, "policy");
+
+    tcase_add_test(tc, lookup);
+    tcase_add_test(tc, refusals);
+    tcase_add_test(tc, watched_file);
+    tcase_add_test(tc, source_arguments);
+    return s;
+}
+
+TEST_MAIN()
