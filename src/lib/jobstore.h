@@ -58,6 +58,7 @@ bool berth_job_transition_allowed(enum berth_job_state from, enum berth_job_stat
  * record; free with berth_job_record_clear().
  * @scope: canonical JSON text of the scope array.
  * @job, @receipt, @result: canonical JSON text (result NULL until terminal).
+ * @effective: canonical JSON of the effective manifest placement chose.
  */
 struct berth_job_record {
     char *principal;
@@ -68,6 +69,7 @@ struct berth_job_record {
     char *job;
     char *receipt;
     char *backend;
+    char *effective;
     enum berth_job_state state;
     int64_t revision;
     int64_t accepted_at;

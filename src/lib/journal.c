@@ -43,6 +43,7 @@ static const char *const migrations[] = {
     "  job_digest TEXT NOT NULL,"
     "  job TEXT NOT NULL,"
     "  receipt TEXT NOT NULL,"
+    "  effective TEXT NOT NULL,"
     "  backend TEXT NOT NULL,"
     "  state TEXT NOT NULL CHECK (state IN ('accepted','claimed','running','finalizing','reaping',"
     "                                      'exited','failed','cancelled','expired')),"
@@ -367,4 +368,24 @@ void berth_journal_rollback(struct berth_journal *j)
 bool berth_journal_in_transaction(struct berth_journal *j)
 {
     return j && j->db && !sqlite3_get_autocommit(j->db);
+}
+
+int berth_journal_savepoint(struct berth_journal *j, struct berth_error *reterr)
+{
+    if (!berth_journal_in_transaction(j))
+        return berth_error_set(reterr, -EINVAL, "a savepoint needs an open transaction");
+    return exec(j, "SAVEPOINT berth_step", "marking a journal savepoint", reterr);
+}
+
+int berth_journal_release(struct berth_journal *j, struct berth_error *reterr)
+{
+    return exec(j, "RELEASE berth_step", "releasing a journal savepoint", reterr);
+}
+
+int berth_journal_rollback_to(struct berth_journal *j, struct berth_error *reterr)
+{
+    int r = exec(j, "ROLLBACK TO berth_step", "rolling back to a journal savepoint", reterr);
+    if (r == 0)
+        r = exec(j, "RELEASE berth_step", "releasing a journal savepoint", reterr);
+    return r;
 }

@@ -78,6 +78,19 @@ int berth_journal_begin(struct berth_journal *j, struct berth_error *reterr);
 int berth_journal_commit(struct berth_journal *j, struct berth_error *reterr);
 void berth_journal_rollback(struct berth_journal *j);
 
+/**
+ * berth_journal_savepoint() - mark a point inside the open transaction
+ * (SQL SAVEPOINT) so that one step of a batch can be undone alone.
+ * berth_journal_release() - keep what the step wrote (RELEASE).
+ * berth_journal_rollback_to() - undo what the step wrote and drop the mark
+ * (ROLLBACK TO, then RELEASE); the transaction stays open.
+ * One mark at a time.  Return: 0; -EINVAL (no open transaction); errors of
+ * berth_journal_error().
+ */
+int berth_journal_savepoint(struct berth_journal *j, struct berth_error *reterr);
+int berth_journal_release(struct berth_journal *j, struct berth_error *reterr);
+int berth_journal_rollback_to(struct berth_journal *j, struct berth_error *reterr);
+
 /** berth_journal_in_transaction() - whether a transaction is open. */
 bool berth_journal_in_transaction(struct berth_journal *j);
 

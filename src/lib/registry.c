@@ -13,10 +13,21 @@
 #include "macro.h"
 #include "registry.h"
 
+/* An event recorded inside the caller's transaction, applied after it commits. */
+struct pending_event {
+    uint64_t seq;
+    int64_t time_ns;
+    char *type, *actor;
+    json_t *details;
+};
+
 struct berth_registry {
     struct berth_journal *j;
     struct berth_pool_chain *chain;
-    bool broken; /* a committed event could not be applied: the projection is stale */
+    bool broken;   /* a committed event could not be applied: the projection is stale */
+    bool borrowed; /* the current operation runs inside the caller's transaction */
+    struct pending_event *pending;
+    size_t n_pending, cap_pending;
 };
 
 static inline void chain_freep(struct berth_pool_chain **c)
@@ -57,6 +68,8 @@ void berth_registry_free(struct berth_registry *reg)
 {
     if (!reg)
         return;
+    berth_registry_pending_truncate(reg, 0);
+    free(reg->pending);
     berth_pool_chain_free(reg->chain);
     free(reg);
 }
@@ -66,17 +79,26 @@ const struct berth_pool_chain *berth_registry_chain(const struct berth_registry 
     return reg ? reg->chain : NULL;
 }
 
-/* BEGIN a write; refuse when an earlier apply failed. */
+/* BEGIN a write, or join the caller's open transaction; refuse when an
+ * earlier apply failed. */
 static int begin(struct berth_registry *reg, struct berth_error *reterr)
 {
     if (reg->broken)
         return berth_error_set(reterr, -EIO, "the pool registry is out of date; reopen the journal");
-    return berth_journal_begin(reg->j, reterr);
+    reg->borrowed = berth_journal_in_transaction(reg->j);
+    return reg->borrowed ? 0 : berth_journal_begin(reg->j, reterr);
 }
 
-/* COMMIT, then apply the committed event to the projection. */
-static int commit_apply(struct berth_registry *reg, uint64_t seq, int64_t time_ns, const char *type, const char *actor,
-                        const json_t *details, struct berth_error *reterr)
+/* Undo what this operation wrote: its own transaction, never the caller's
+ * (the caller rolls back, or truncates to a savepoint, itself). */
+static void abort_txn(struct berth_registry *reg)
+{
+    if (!reg->borrowed)
+        berth_journal_rollback(reg->j);
+}
+
+static int apply(struct berth_registry *reg, uint64_t seq, int64_t time_ns, const char *type, const char *actor,
+                 const json_t *details, struct berth_error *reterr)
 {
     struct berth_audit_event ev = {
         .seq = seq,
@@ -87,9 +109,6 @@ static int commit_apply(struct berth_registry *reg, uint64_t seq, int64_t time_n
     };
     int r;
 
-    r = berth_journal_commit(reg->j, reterr);
-    if (r < 0)
-        return r;
     r = berth_pool_chain_check(reg->chain, &ev, reterr);
     if (r < 0) {
         reg->broken = true;
@@ -100,6 +119,81 @@ static int commit_apply(struct berth_registry *reg, uint64_t seq, int64_t time_n
         return -EIO;
     }
     return 0;
+}
+
+size_t berth_registry_pending_mark(const struct berth_registry *reg)
+{
+    return reg ? reg->n_pending : 0;
+}
+
+void berth_registry_pending_truncate(struct berth_registry *reg, size_t mark)
+{
+    if (!reg)
+        return;
+    while (reg->n_pending > mark) {
+        struct pending_event *e = &reg->pending[--reg->n_pending];
+        free(e->type);
+        free(e->actor);
+        json_decref(e->details);
+    }
+}
+
+int berth_registry_apply_pending(struct berth_registry *reg, struct berth_error *reterr)
+{
+    size_t i;
+    int r = 0;
+
+    if (!reg)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    for (i = 0; i < reg->n_pending && r == 0; i++)
+        r = apply(reg, reg->pending[i].seq, reg->pending[i].time_ns, reg->pending[i].type, reg->pending[i].actor,
+                  reg->pending[i].details, reterr);
+    berth_registry_pending_truncate(reg, 0);
+    return r;
+}
+
+static int queue_pending(struct berth_registry *reg, uint64_t seq, int64_t time_ns, const char *type, const char *actor,
+                         json_t *details, struct berth_error *reterr)
+{
+    struct pending_event *e;
+
+    if (reg->n_pending == reg->cap_pending) {
+        size_t cap = reg->cap_pending ? reg->cap_pending * 2 : 8;
+        struct pending_event *v = reallocarray(reg->pending, cap, sizeof(*v));
+        if (!v)
+            return berth_error_set(reterr, -ENOMEM, "out of memory");
+        reg->pending = v;
+        reg->cap_pending = cap;
+    }
+    e = &reg->pending[reg->n_pending];
+    e->seq = seq;
+    e->time_ns = time_ns;
+    e->type = strdup(type);
+    e->actor = strdup(actor);
+    e->details = json_incref(details);
+    if (!e->type || !e->actor) {
+        free(e->type);
+        free(e->actor);
+        json_decref(details);
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    }
+    reg->n_pending++;
+    return 0;
+}
+
+/* COMMIT, then apply the committed event to the projection; inside the
+ * caller's transaction, queue it for berth_registry_apply_pending(). */
+static int commit_apply(struct berth_registry *reg, uint64_t seq, int64_t time_ns, const char *type, const char *actor,
+                        json_t *details, struct berth_error *reterr)
+{
+    int r;
+
+    if (reg->borrowed)
+        return queue_pending(reg, seq, time_ns, type, actor, details, reterr);
+    r = berth_journal_commit(reg->j, reterr);
+    if (r < 0)
+        return r;
+    return apply(reg, seq, time_ns, type, actor, details, reterr);
 }
 
 /* The stored body for @hash: 1 and *ret_body (malloc'd), or 0 when absent. */
@@ -217,7 +311,7 @@ static int record_commit(struct berth_registry *reg, const struct berth_audit_ke
 
     r = record(reg->j, key, now_ns, type, actor, details, &seq, reterr);
     if (r < 0)
-        berth_journal_rollback(reg->j);
+        abort_txn(reg);
     else
         r = commit_apply(reg, seq, now_ns, type, actor, details, reterr);
     json_decref(details);
@@ -236,7 +330,7 @@ static int begin_with_pool(struct berth_registry *reg, const char *name, const s
         return r;
     *ret_pool = berth_pool_chain_find(reg->chain, name);
     if (!*ret_pool) {
-        berth_journal_rollback(reg->j);
+        abort_txn(reg);
         return berth_error_set(reterr, -ENOENT, "no active pool is called %s", name);
     }
     return 0;
@@ -261,7 +355,7 @@ int berth_registry_register(struct berth_registry *reg, const struct berth_audit
     if ((r = begin(reg, reterr)) < 0)
         return r;
     if ((r = store_body(reg->j, pool, reterr)) < 0) {
-        berth_journal_rollback(reg->j);
+        abort_txn(reg);
         return r;
     }
     if (cur)
@@ -309,6 +403,7 @@ void berth_placement_result_clear(struct berth_placement_result *res)
         return;
     json_decref(res->receipt);
     json_decref(res->selector_inputs);
+    json_decref(res->effective);
     memset(res, 0, sizeof(*res));
 }
 
@@ -352,6 +447,7 @@ int berth_registry_place(struct berth_registry *reg, const struct berth_audit_ke
                                 e->effective_hash, "selector_inputs", res->selector_inputs);
         } else if (decision == 0) {
             type = "pool.placed";
+            res->effective = json_incref(e->json);
             details = json_pack("{s:s, s:s, s:O, s:O, s:O, s:s}", "pool", pool->name, "pool_hash", pool->pool_hash,
                                 "overrides", e->overrides, "backends", backends_doc, "receipt", res->receipt,
                                 "placement_hash", res->placement_hash);
@@ -390,7 +486,7 @@ int berth_registry_enrol(struct berth_registry *reg, const struct berth_audit_ke
     if ((r = begin_with_pool(reg, name, &cur, reterr)) < 0)
         return r;
     if ((r = berth_enrolment_create(worker, cur->pool_hash, worker_name, now_ns, &details, reterr)) < 0) {
-        berth_journal_rollback(reg->j);
+        abort_txn(reg);
         return r;
     }
     if (ret_details)

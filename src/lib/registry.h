@@ -54,6 +54,32 @@ struct berth_registry;
  */
 int berth_registry_open(struct berth_journal *j, struct berth_registry **ret, struct berth_error *reterr);
 
+/*
+ * Transactions.  Every recording operation below normally runs in its own
+ * write transaction and applies its event to the projection once that has
+ * committed.  When the caller already holds a transaction open on the
+ * journal (berth_journal_begin()), the operation joins it instead: it never
+ * commits or rolls back, and its event waits in a pending list.  After the
+ * caller commits it calls berth_registry_apply_pending(); after a rollback,
+ * berth_registry_pending_truncate(reg, 0) (or to a mark taken before a
+ * savepoint that was rolled back).  Until then the projection does not show
+ * the pending events.
+ */
+
+/** berth_registry_pending_mark() - how many events are pending (a mark for truncate). */
+size_t berth_registry_pending_mark(const struct berth_registry *reg);
+
+/** berth_registry_pending_truncate() - forget pending events after @mark (rolled back). */
+void berth_registry_pending_truncate(struct berth_registry *reg, size_t mark);
+
+/**
+ * berth_registry_apply_pending() - apply the pending events, in order, after
+ * the caller's transaction committed; the list is emptied either way.
+ * Return: 0; -EIO when an event cannot be applied (the registry is then
+ * marked out of date and refuses further writes: reopen it).
+ */
+int berth_registry_apply_pending(struct berth_registry *reg, struct berth_error *reterr);
+
 /** berth_registry_free() - release the projection (not the journal); accepts NULL. */
 void berth_registry_free(struct berth_registry *reg);
 
@@ -90,12 +116,14 @@ int berth_registry_get(struct berth_registry *reg, const char *name, struct bert
 /**
  * struct berth_placement_result - what berth_registry_place() decided.
  * @receipt, @placement_hash: set when placed.
+ * @effective: the effective manifest (override.h), set when placed.
  * @refusal:  set when refused (override refusal or no_backend).
  * @selector_inputs: the candidates, when refused with no_backend.
  * @overrides_hash: always set once the overrides were read.
  */
 struct berth_placement_result {
     json_t *receipt;
+    json_t *effective;
     char placement_hash[BERTH_HASH_HEX_LEN + 1];
     bool refused;
     struct berth_refusal refusal;

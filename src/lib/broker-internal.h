@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* broker-internal.h -- what broker.c and broker-worker.c share; not installed. */
+#ifndef BERTH_BROKER_INTERNAL_H
+#define BERTH_BROKER_INTERNAL_H
+
+#include <pthread.h>
+
+#include "broker.h"
+#include "placement.h"
+#include "registry.h"
+
+struct berth_broker {
+    struct berth_broker_params p;
+    struct berth_broker_backend *backends;
+    pthread_mutex_t lock; /* journal, registry, policy source, backend set */
+    struct berth_registry *reg;
+    struct berth_backend_set *offers; /* from the last capabilities refresh */
+    json_t *capabilities;             /* {backend: capabilities()} from that refresh */
+};
+
+/* The authenticated caller, resolved under the lock. */
+struct broker_caller {
+    const struct berth_subject *subject; /* borrowed from the current policy */
+    char *scope;                         /* canonical JSON of subject->scope */
+};
+
+void broker_caller_clear(struct broker_caller *c);
+
+/* Resolve @fingerprint against the current policy (lock held); fills
+ * @reply with 403 and returns -EACCES when denied. */
+int broker_authenticate(struct berth_broker *b, const char *fingerprint, struct broker_caller *c,
+                        struct berth_reply *reply);
+
+/* Fill @reply with an error. */
+void broker_fail(struct berth_reply *reply, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* The realtime clock, nanoseconds since the epoch. */
+int64_t broker_now(void);
+
+/* The backend named @name, or NULL. */
+const struct berth_broker_backend *broker_backend(const struct berth_broker *b, const char *name);
+
+/* Append a job.* audit event in the open transaction. */
+int broker_audit(struct berth_broker *b, const char *type, const struct berth_job_record *rec, const char *actor,
+                 json_t *extra, struct berth_error *reterr);
+
+/* Call the fault hook. */
+void broker_fault(struct berth_broker *b, const char *point);
+
+#endif

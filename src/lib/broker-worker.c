@@ -1,0 +1,585 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * broker-worker.c -- the broker's side that talks to backends: capability
+ * refresh, dispatch and reconcile.  See broker.h.
+ *
+ * Pattern for every step: with the lock held, record the intent (a state
+ * transition checked against the revision this pass read); release the
+ * lock; call the backend; take the lock again and record what it said,
+ * again checked against the revision.  A transition that finds a newer
+ * revision (-ESTALE: a cancellation arrived meanwhile) is dropped and the
+ * job is looked at again on the next pass.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker-internal.h"
+#include "canon.h"
+#include "encoding.h"
+#include "jsonobj.h"
+#include "macro.h"
+#include "receipt.h"
+
+#define CAPABILITIES_MAX (64 * 1024)
+#define INSPECT_MAX (4 * 1024 * 1024)
+
+static const char *const inspect_states[] = {"starting", "running", "exited", "failed", "cancelled", "expired"};
+#define INSPECT_FIRST_TERMINAL 2
+
+int berth_broker_refresh_backends(struct berth_broker *b)
+{
+    _cleanup_json_ json_t *caps = json_object(), *set_doc = json_object();
+    struct berth_backend_set *set = NULL;
+    size_t i;
+
+    if (!caps || !set_doc)
+        return -ENOMEM;
+    for (i = 0; i < b->p.n_backends; i++) {
+        const struct berth_broker_backend *be = &b->backends[i];
+        struct berth_error err = BERTH_ERROR_INIT;
+        _cleanup_free_ char *text = NULL;
+        json_t *doc = NULL, *offer;
+        size_t len = 0;
+        int r;
+
+        r = be->ops->capabilities ? be->ops->capabilities(be->state, &text, &len, &err) : -ENOSYS;
+        if (r >= 0)
+            r = berth_json_parse(text, len, CAPABILITIES_MAX, &doc, &err);
+        if (r >= 0 && !json_is_object(doc))
+            r = berth_error_set(&err, -EBADMSG, "not a JSON object");
+        if (r < 0) {
+            berth_logf(b->p.logger, BERTH_LOG_WARNING, "backend %s: capabilities failed, so it gets no work: %s",
+                       be->name, err.message);
+            json_decref(doc);
+            doc = json_pack("{s:[], s:[], s:s}", "capabilities", "egress_classes", "qualification", "unqualified");
+        }
+        offer = json_pack("{s:O*, s:O*, s:O*, s:b}", "capabilities", json_object_get(doc, "capabilities"),
+                          "egress_classes", json_object_get(doc, "egress_classes"), "qualification",
+                          json_object_get(doc, "qualification"), "require_qualification", be->require_qualification);
+        if (!offer || json_object_set_new(set_doc, be->name, offer) < 0 || json_object_set_new(caps, be->name, doc) < 0)
+            return -ENOMEM;
+    }
+    {
+        struct berth_error err = BERTH_ERROR_INIT;
+        if (berth_backend_set_from_json(set_doc, &set, &err) < 0) {
+            /* A plugin reported something placement cannot read: offer nothing. */
+            berth_logf(b->p.logger, BERTH_LOG_WARNING, "backend capabilities unusable: %s", err.message);
+            if (berth_backend_set_empty(&set) < 0)
+                return -ENOMEM;
+        }
+    }
+    pthread_mutex_lock(&b->lock);
+    berth_backend_set_free(b->offers);
+    b->offers = set;
+    json_decref(b->capabilities);
+    b->capabilities = json_incref(caps);
+    pthread_mutex_unlock(&b->lock);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+
+struct snapshot {
+    struct berth_job_record *v;
+    size_t n, cap;
+};
+
+static int snap_one(void *userdata, const struct berth_job_record *rec)
+{
+    struct snapshot *s = userdata;
+    struct berth_job_record *d;
+
+#define DUP(f)                                                                                                         \
+    do {                                                                                                               \
+        if (rec->f && !(d->f = strdup(rec->f)))                                                                        \
+            goto nomem;                                                                                                \
+    } while (0)
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        struct berth_job_record *v = reallocarray(s->v, cap, sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        s->v = v;
+        s->cap = cap;
+    }
+    d = &s->v[s->n];
+    *d = (struct berth_job_record){.state = rec->state,
+                                   .revision = rec->revision,
+                                   .accepted_at = rec->accepted_at,
+                                   .deadline = rec->deadline,
+                                   .cancel_requested = rec->cancel_requested,
+                                   .updated_at = rec->updated_at};
+    DUP(principal);
+    DUP(scope);
+    DUP(job_id);
+    DUP(run_id);
+    DUP(job_digest);
+    DUP(job);
+    DUP(receipt);
+    DUP(backend);
+    DUP(effective);
+    s->n++;
+    return 0;
+nomem:
+    berth_job_record_clear(d);
+    return -ENOMEM;
+#undef DUP
+}
+
+static void snapshot_clear(struct snapshot *s)
+{
+    size_t i;
+
+    for (i = 0; i < s->n; i++)
+        berth_job_record_clear(&s->v[i]);
+    free(s->v);
+    memset(s, 0, sizeof(*s));
+}
+
+static int take_snapshot(struct berth_broker *b, struct snapshot *s, struct berth_error *reterr)
+{
+    int r;
+
+    pthread_mutex_lock(&b->lock);
+    r = berth_jobstore_foreach_open(b->p.journal, snap_one, s, reterr);
+    pthread_mutex_unlock(&b->lock);
+    if (r == -ENOMEM)
+        berth_error_set(reterr, r, "out of memory");
+    return r;
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* A backend's report on one job (the inspect document, plugin.h). */
+struct outcome {
+    json_t *doc;
+    int state; /* index into inspect_states */
+    bool has_exit_code;
+    int exit_code;
+    const char *reason;
+    uint8_t *out, *err;
+    size_t out_len, err_len;
+    const json_t *outputs;
+    int64_t started_at, finished_at;
+};
+
+static void outcome_clear(struct outcome *o)
+{
+    json_decref(o->doc);
+    free(o->out);
+    free(o->err);
+    memset(o, 0, sizeof(*o));
+}
+
+static int decode_b64(const json_t *v, uint8_t **ret, size_t *ret_len)
+{
+    size_t n;
+
+    if (!v) {
+        *ret = NULL;
+        *ret_len = 0;
+        return 0;
+    }
+    if (!json_is_string(v))
+        return -EBADMSG;
+    n = json_string_length(v);
+    *ret = malloc(n + 1);
+    if (!*ret)
+        return -ENOMEM;
+    if (berth_base64url_decode(json_string_value(v), n, *ret, n + 1, ret_len) < 0) {
+        free(*ret);
+        *ret = NULL;
+        return -EBADMSG;
+    }
+    return 0;
+}
+
+static int parse_outcome(const char *text, size_t len, struct outcome *o, struct berth_error *reterr)
+{
+    const json_t *v;
+    const char *state = NULL;
+    int r;
+
+    memset(o, 0, sizeof(*o));
+    o->started_at = -1;
+    r = berth_json_parse(text, len, INSPECT_MAX, &o->doc, reterr);
+    if (r < 0)
+        return r;
+    if ((r = berth_json_string_member(o->doc, "inspect", "state", true, &state, reterr)) < 0 ||
+        (r = berth_json_string_member(o->doc, "inspect", "reason", false, &o->reason, reterr)) < 0)
+        goto fail;
+    for (o->state = 0; o->state < (int)ELEMENTSOF(inspect_states); o->state++)
+        if (streq(state, inspect_states[o->state]))
+            break;
+    if (o->state == (int)ELEMENTSOF(inspect_states)) {
+        r = berth_error_set(reterr, -EBADMSG, "inspect.state \"%s\" is not a known state", state);
+        goto fail;
+    }
+    v = json_object_get(o->doc, "exit_code");
+    if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= 255) {
+        o->has_exit_code = true;
+        o->exit_code = (int)json_integer_value(v);
+    }
+    if (decode_b64(json_object_get(o->doc, "stdout"), &o->out, &o->out_len) < 0 ||
+        decode_b64(json_object_get(o->doc, "stderr"), &o->err, &o->err_len) < 0) {
+        r = berth_error_set(reterr, -EBADMSG, "inspect.stdout and inspect.stderr must be base64url");
+        goto fail;
+    }
+    o->outputs = json_object_get(o->doc, "outputs");
+    if (o->outputs && !json_is_array(o->outputs))
+        o->outputs = NULL;
+    v = json_object_get(o->doc, "started_at");
+    if (v && !json_is_null(v) && berth_json_ns_value(v, &o->started_at) < 0)
+        o->started_at = -1;
+    v = json_object_get(o->doc, "finished_at");
+    if (!v || berth_json_ns_value(v, &o->finished_at) < 0)
+        o->finished_at = 0;
+    return 0;
+fail:
+    outcome_clear(o);
+    return r < 0 ? r : -EBADMSG;
+}
+
+/* Ask the backend about @rec.  0 with @o filled; -ENOENT confirmed absent; other errors. */
+static int inspect(struct berth_broker *b, const struct berth_broker_backend *be, const struct berth_job_record *rec,
+                   struct outcome *o)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    int r;
+
+    r = be->ops->inspect(be->state, rec->run_id, &text, &len, &err);
+    if (r == -ENOENT)
+        return r;
+    if (r >= 0)
+        r = parse_outcome(text, len, o, &err);
+    if (r < 0)
+        berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: backend %s inspect failed: %s", rec->job_id,
+                   rec->run_id, be->name, err.message);
+    return r < 0 ? (r == -ENOENT ? -EIO : r) : 0;
+}
+
+/* Record @to (lock held inside); on success @rec follows. */
+static int move(struct berth_broker *b, struct berth_job_record *rec, enum berth_job_state to, const char *result,
+                const char *audit_type, json_t *audit_extra, struct berth_error *reterr)
+{
+    int64_t now = broker_now();
+    int r;
+
+    pthread_mutex_lock(&b->lock);
+    r = berth_journal_begin(b->p.journal, reterr);
+    if (r == 0)
+        r = berth_jobstore_transition(b->p.journal, rec->run_id, rec->revision, to, result, now, reterr);
+    if (r == 0 && audit_type)
+        r = broker_audit(b, audit_type, rec, "berthd", json_incref(audit_extra), reterr);
+    if (r == 0)
+        r = berth_journal_commit(b->p.journal, reterr);
+    else
+        berth_journal_rollback(b->p.journal);
+    pthread_mutex_unlock(&b->lock);
+    json_decref(audit_extra);
+    if (r < 0) {
+        if (r != -ESTALE)
+            berth_logf(b->p.logger, BERTH_LOG_ERR, "job %s run %s: recording %s failed: %s", rec->job_id, rec->run_id,
+                       berth_job_state_names[to], reterr->message);
+        return r;
+    }
+    berth_logf(b->p.logger, BERTH_LOG_NOTICE, "job %s run %s of %s: %s -> %s", rec->job_id, rec->run_id, rec->principal,
+               berth_job_state_names[rec->state], berth_job_state_names[to]);
+    rec->state = to;
+    rec->revision++;
+    return 0;
+}
+
+static const enum berth_result_status status_of_state[] = {
+    [BERTH_JOB_EXITED] = BERTH_RESULT_EXITED,
+    [BERTH_JOB_FAILED] = BERTH_RESULT_FAILED,
+    [BERTH_JOB_CANCELLED] = BERTH_RESULT_CANCELLED,
+    [BERTH_JOB_EXPIRED] = BERTH_RESULT_EXPIRED,
+};
+
+/* Sign and record the terminal result @to for @rec, from @o (may be NULL:
+ * the job never ran or nothing is known), then let the backend reap it. */
+static int finish(struct berth_broker *b, struct berth_job_record *rec, enum berth_job_state to,
+                  const struct outcome *o, const char *reason, struct berth_pass_stats *stats,
+                  struct berth_error *reterr)
+{
+    const struct berth_broker_backend *be = broker_backend(b, rec->backend);
+    struct berth_job *job = NULL;
+    _cleanup_json_ json_t *receipt = NULL, *result = NULL;
+    _cleanup_free_ char *text = NULL;
+    struct berth_result_params rp;
+    bool reached = rec->state != BERTH_JOB_ACCEPTED; /* the backend may hold something of it */
+    int r;
+
+    r = berth_job_parse(rec->job, strlen(rec->job), &job, reterr);
+    if (r < 0)
+        return r;
+    receipt = json_loads(rec->receipt, JSON_REJECT_DUPLICATES, NULL);
+    rp = (struct berth_result_params){
+        .broker = b->p.name,
+        .job = job,
+        .receipt = receipt,
+        .status = status_of_state[to],
+        .has_exit_code = o && o->has_exit_code,
+        .exit_code = o ? o->exit_code : 0,
+        .reason = reason ? reason : (o ? o->reason : NULL),
+        .out = o ? o->out : NULL,
+        .out_len = o ? o->out_len : 0,
+        .err = o ? o->err : NULL,
+        .err_len = o ? o->err_len : 0,
+        .outputs = o ? o->outputs : NULL,
+        .started_at = o ? o->started_at : -1,
+        .finished_at = o && o->finished_at > 0 ? o->finished_at : broker_now(),
+    };
+    r = receipt ? berth_result_create(b->p.key, &rp, &result, reterr) : -EBADMSG;
+    if (r == -EFBIG) {
+        /* More output than the job allowed: the backend broke its bound. */
+        rp.status = BERTH_RESULT_FAILED;
+        rp.reason = "output_limit";
+        rp.out = rp.err = NULL;
+        rp.out_len = rp.err_len = 0;
+        r = berth_result_create(b->p.key, &rp, &result, reterr);
+    }
+    if (r == 0)
+        r = berth_json_serialize(result, 0, &text, NULL, reterr);
+    berth_job_free(job);
+    if (r < 0) {
+        berth_logf(b->p.logger, BERTH_LOG_ERR, "job %s run %s: cannot make its result: %s", rec->job_id, rec->run_id,
+                   reterr->message);
+        return r;
+    }
+    r = move(b, rec, rp.status == BERTH_RESULT_FAILED ? BERTH_JOB_FAILED : to, text, "job.finished",
+             json_pack("{s:s, s:s?}", "status", berth_result_status_names[rp.status], "reason", rp.reason), reterr);
+    if (r < 0)
+        return r;
+    if (stats) {
+        if (rec->state == BERTH_JOB_CANCELLED)
+            stats->cancelled++;
+        else if (rec->state == BERTH_JOB_EXPIRED)
+            stats->expired++;
+        else if (rec->state == BERTH_JOB_FAILED)
+            stats->failed++;
+        else
+            stats->finished++;
+    }
+    /* The outcome is durable; releasing the sandbox is best effort and the plugin keeps its tombstone. */
+    if (be && be->ops->reap && reached) {
+        struct berth_error err = BERTH_ERROR_INIT;
+        int rr = be->ops->reap(be->state, rec->run_id, &err);
+        if (rr < 0 && rr != -ENOENT)
+            berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: backend %s reap failed: %s", rec->job_id,
+                       rec->run_id, be->name, err.message);
+    }
+    return 0;
+}
+
+/* A job being stopped: ask the backend to cancel, then record the outcome. */
+static int reap(struct berth_broker *b, const struct berth_broker_backend *be, struct berth_job_record *rec,
+                int64_t now, struct berth_pass_stats *stats, struct berth_error *reterr)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct outcome o = {0};
+    enum berth_job_state to;
+    const char *reason = NULL;
+    int r;
+
+    r = be->ops->cancel(be->state, rec->run_id, &err);
+    if (r < 0 && r != -ENOENT) {
+        berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: backend %s cancel failed, will retry: %s",
+                   rec->job_id, rec->run_id, be->name, err.message);
+        if (stats)
+            stats->errors++;
+        return 0;
+    }
+    if (rec->cancel_requested) {
+        to = BERTH_JOB_CANCELLED;
+    } else if (now > rec->deadline) {
+        to = BERTH_JOB_EXPIRED;
+        reason = "deadline";
+    } else {
+        to = BERTH_JOB_FAILED;
+        reason = "lost";
+    }
+    r = r == -ENOENT ? -ENOENT : inspect(b, be, rec, &o);
+    r = finish(b, rec, to, r == 0 ? &o : NULL, reason, stats, reterr);
+    outcome_clear(&o);
+    return r;
+}
+
+static int reconcile_one(struct berth_broker *b, struct berth_job_record *rec, int64_t now,
+                         struct berth_pass_stats *stats, struct berth_error *reterr)
+{
+    const struct berth_broker_backend *be = broker_backend(b, rec->backend);
+    struct outcome o = {0};
+    bool stop = rec->cancel_requested || now > rec->deadline;
+    int r;
+
+    if (rec->state == BERTH_JOB_ACCEPTED) {
+        /* Never started: decide without any backend. */
+        if (rec->cancel_requested)
+            return finish(b, rec, BERTH_JOB_CANCELLED, NULL, "cancelled_before_start", stats, reterr);
+        if (now > rec->deadline)
+            return finish(b, rec, BERTH_JOB_EXPIRED, NULL, "deadline_before_start", stats, reterr);
+        return 0;
+    }
+    if (!be) {
+        /* Its backend is no longer configured: nothing can stop or ask it. */
+        berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: backend %s is not configured; left %s", rec->job_id,
+                   rec->run_id, rec->backend, berth_job_state_names[rec->state]);
+        return 0;
+    }
+    if (rec->state == BERTH_JOB_CLAIMED) {
+        r = inspect(b, be, rec, &o);
+        outcome_clear(&o);
+        if (r == -ENOENT && !stop)
+            return 0; /* never reached the backend: dispatch starts it */
+        if (r < 0 && r != -ENOENT)
+            return 0;
+        if (stop)
+            r = move(b, rec, BERTH_JOB_REAPING, NULL, NULL, NULL, reterr);
+        else
+            r = move(b, rec, BERTH_JOB_RUNNING, NULL, "job.started", NULL, reterr);
+        if (r < 0)
+            return r == -ESTALE ? 0 : r;
+    }
+    if (rec->state == BERTH_JOB_RUNNING && stop) {
+        r = move(b, rec, BERTH_JOB_REAPING, NULL, NULL, NULL, reterr);
+        if (r < 0)
+            return r == -ESTALE ? 0 : r;
+    }
+    if (rec->state == BERTH_JOB_REAPING)
+        return reap(b, be, rec, now, stats, reterr);
+
+    /* running or finalizing: has it finished? */
+    r = inspect(b, be, rec, &o);
+    if (r == -ENOENT) {
+        if (rec->state == BERTH_JOB_FINALIZING)
+            return finish(b, rec, BERTH_JOB_FAILED, NULL, "lost", stats, reterr);
+        r = move(b, rec, BERTH_JOB_REAPING, NULL, NULL, NULL, reterr);
+        return r < 0 ? (r == -ESTALE ? 0 : r) : reap(b, be, rec, now, stats, reterr);
+    }
+    if (r < 0) {
+        if (stats)
+            stats->errors++;
+        return 0;
+    }
+    if (o.state >= INSPECT_FIRST_TERMINAL) {
+        static const enum berth_job_state terminal_of[] = {
+            0, 0, BERTH_JOB_EXITED, BERTH_JOB_FAILED, BERTH_JOB_CANCELLED, BERTH_JOB_EXPIRED};
+        if (rec->state == BERTH_JOB_RUNNING)
+            r = move(b, rec, BERTH_JOB_FINALIZING, NULL, NULL, NULL, reterr);
+        if (r == 0)
+            r = finish(b, rec, terminal_of[o.state], &o, NULL, stats, reterr);
+    }
+    outcome_clear(&o);
+    return r == -ESTALE ? 0 : r;
+}
+
+int berth_broker_reconcile(struct berth_broker *b, struct berth_pass_stats *stats, struct berth_error *reterr)
+{
+    struct snapshot s = {0};
+    int64_t now;
+    size_t i;
+    int r;
+
+    if (!b)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    r = take_snapshot(b, &s, reterr);
+    now = broker_now();
+    for (i = 0; r == 0 && i < s.n; i++) {
+        struct berth_error err = BERTH_ERROR_INIT;
+        int rr = reconcile_one(b, &s.v[i], now, stats, &err);
+        /* A journal failure stops the pass; anything else is this job's problem only. */
+        if (rr == -EIO || rr == -ENOSPC || rr == -EBADMSG) {
+            r = berth_error_set(reterr, rr, "%s", err.message);
+        } else if (rr < 0 && stats) {
+            stats->errors++;
+        }
+    }
+    snapshot_clear(&s);
+    return r;
+}
+
+/* The document a runtime's start() receives (plugin.h). */
+static int dispatch_doc(const struct berth_job_record *rec, char **ret, size_t *ret_len, struct berth_error *reterr)
+{
+    _cleanup_json_ json_t *doc = NULL;
+
+    doc = json_pack("{s:i, s:o, s:o, s:o}", "schema_version", 1, "receipt",
+                    json_loads(rec->receipt, JSON_REJECT_DUPLICATES, NULL), "job",
+                    json_loads(rec->job, JSON_REJECT_DUPLICATES, NULL), "effective",
+                    json_loads(rec->effective, JSON_REJECT_DUPLICATES, NULL));
+    if (!doc)
+        return berth_error_set(reterr, -EBADMSG, "the stored job, receipt or manifest is damaged");
+    return berth_json_serialize(doc, 0, ret, ret_len, reterr);
+}
+
+static int dispatch_one(struct berth_broker *b, struct berth_job_record *rec, int64_t now,
+                        struct berth_pass_stats *stats, struct berth_error *reterr)
+{
+    const struct berth_broker_backend *be = broker_backend(b, rec->backend);
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *doc = NULL;
+    size_t len = 0;
+    int r;
+
+    if (rec->cancel_requested || now > rec->deadline || !be)
+        return 0; /* reconcile's business */
+    if (rec->state == BERTH_JOB_ACCEPTED) {
+        r = move(b, rec, BERTH_JOB_CLAIMED, NULL, NULL, NULL, reterr);
+        if (r < 0)
+            return r == -ESTALE ? 0 : r;
+        broker_fault(b, "dispatch-after-claim");
+    } else if (rec->state != BERTH_JOB_CLAIMED) {
+        return 0;
+    }
+    r = dispatch_doc(rec, &doc, &len, reterr);
+    if (r < 0)
+        return finish(b, rec, BERTH_JOB_FAILED, NULL, "damaged_record", stats, reterr);
+    r = be->ops->start(be->state, doc, len, &err);
+    if (r == -EBADMSG || r == -EKEYREJECTED || r == -ETIME) {
+        berth_logf(b->p.logger, BERTH_LOG_ERR, "job %s run %s: backend %s refused to start it: %s", rec->job_id,
+                   rec->run_id, be->name, err.message);
+        return finish(b, rec, BERTH_JOB_FAILED, NULL, r == -ETIME ? "deadline" : "start_refused", stats, reterr);
+    }
+    if (r < 0) {
+        /* Uncertain: the claim stays; reconcile asks, dispatch retries (start is idempotent). */
+        berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: backend %s start failed, will retry: %s",
+                   rec->job_id, rec->run_id, be->name, err.message);
+        if (stats)
+            stats->errors++;
+        return 0;
+    }
+    broker_fault(b, "dispatch-after-start");
+    r = move(b, rec, BERTH_JOB_RUNNING, NULL, "job.started", NULL, reterr);
+    if (r == 0 && stats)
+        stats->started++;
+    return r == -ESTALE ? 0 : r;
+}
+
+int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats, struct berth_error *reterr)
+{
+    struct snapshot s = {0};
+    int64_t now;
+    size_t i;
+    int r;
+
+    if (!b)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    r = take_snapshot(b, &s, reterr);
+    now = broker_now();
+    for (i = 0; r == 0 && i < s.n; i++) {
+        struct berth_error err = BERTH_ERROR_INIT;
+        int rr = dispatch_one(b, &s.v[i], now, stats, &err);
+        if (rr == -EIO || rr == -ENOSPC || rr == -EBADMSG)
+            r = berth_error_set(reterr, rr, "%s", err.message);
+        else if (rr < 0 && stats)
+            stats->errors++;
+    }
+    snapshot_clear(&s);
+    return r;
+}

@@ -1,0 +1,741 @@
+/* SPDX-License-Identifier: MIT */
+/* broker.c -- the broker's caller-facing operations; see broker.h. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "broker-internal.h"
+#include "buf.h"
+#include "canon.h"
+#include "jsonobj.h"
+#include "macro.h"
+#include "poolchain.h"
+#include "receipt.h"
+
+void berth_reply_clear(struct berth_reply *r)
+{
+    if (!r)
+        return;
+    json_decref(r->body);
+    free(r->text);
+    memset(r, 0, sizeof(*r));
+}
+
+json_t *berth_reply_json(const struct berth_reply *r)
+{
+    if (r->body)
+        return json_incref(r->body);
+    return json_pack("{s:s, s:s}", "error", r->error ? r->error : "internal", "message", r->message);
+}
+
+void broker_fail(struct berth_reply *reply, int status, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+
+    json_decref(reply->body);
+    reply->body = NULL;
+    reply->status = status;
+    reply->error = code;
+    va_start(ap, fmt);
+    vsnprintf(reply->message, sizeof(reply->message), fmt, ap);
+    va_end(ap);
+}
+
+static void succeed(struct berth_reply *reply, int status, json_t *body)
+{
+    json_decref(reply->body);
+    reply->body = body;
+    reply->status = body ? status : 500;
+    reply->error = body ? NULL : "internal";
+    if (!body)
+        snprintf(reply->message, sizeof(reply->message), "out of memory");
+}
+
+int64_t broker_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void broker_fault(struct berth_broker *b, const char *point)
+{
+    if (b->p.fault)
+        b->p.fault(b->p.userdata, point);
+}
+
+const struct berth_broker_backend *broker_backend(const struct berth_broker *b, const char *name)
+{
+    size_t i;
+
+    for (i = 0; name && i < b->p.n_backends; i++)
+        if (streq(b->backends[i].name, name))
+            return &b->backends[i];
+    return NULL;
+}
+
+int berth_broker_new(const struct berth_broker_params *p, struct berth_broker **ret, struct berth_error *reterr)
+{
+    struct berth_broker *b;
+    int r;
+
+    if (!p || !p->name || !p->journal || !p->key || !p->audit_key || !p->policy || (p->n_backends && !p->backends) ||
+        p->max_active < 1 || p->max_retained < 1 || !ret)
+        return berth_error_set(reterr, -EINVAL, "invalid broker parameters");
+    b = calloc(1, sizeof(*b));
+    if (!b)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    b->p = *p;
+    b->backends = calloc(p->n_backends ? p->n_backends : 1, sizeof(*b->backends));
+    if (!b->backends || berth_backend_set_empty(&b->offers) < 0 || !(b->capabilities = json_object())) {
+        berth_broker_free(b);
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    }
+    if (p->n_backends)
+        memcpy(b->backends, p->backends, p->n_backends * sizeof(*b->backends));
+    b->p.backends = b->backends;
+    pthread_mutex_init(&b->lock, NULL);
+    r = berth_registry_open(p->journal, &b->reg, reterr);
+    if (r < 0) {
+        pthread_mutex_destroy(&b->lock);
+        b->reg = NULL;
+        berth_broker_free(b);
+        return r;
+    }
+    *ret = b;
+    return 0;
+}
+
+void berth_broker_free(struct berth_broker *b)
+{
+    if (!b)
+        return;
+    if (b->reg) {
+        berth_registry_free(b->reg);
+        pthread_mutex_destroy(&b->lock);
+    }
+    berth_backend_set_free(b->offers);
+    json_decref(b->capabilities);
+    free(b->backends);
+    free(b);
+}
+
+void broker_caller_clear(struct broker_caller *c)
+{
+    free(c->scope);
+    memset(c, 0, sizeof(*c));
+}
+
+int broker_authenticate(struct berth_broker *b, const char *fingerprint, struct broker_caller *c,
+                        struct berth_reply *reply)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    const struct berth_policy *policy = NULL;
+    const char *why = "the client certificate is not in the host policy";
+    int64_t now = broker_now();
+    int r;
+
+    memset(c, 0, sizeof(*c));
+    if (!fingerprint || !berth_is_hex(fingerprint, 64)) {
+        broker_fail(reply, 403, "denied", "no verified client certificate");
+        return -EACCES;
+    }
+    r = berth_policy_current(b->p.policy, now, &policy, &err);
+    if (r < 0) {
+        /* The detail names the policy file: it goes to the log, not the caller. */
+        berth_logf(b->p.logger, BERTH_LOG_WARNING, "request denied: %s", err.message);
+        broker_fail(reply, r == -ENOMEM ? 500 : 403, r == -ENOMEM ? "internal" : "denied",
+                    r == -ENOMEM ? "out of memory" : "the host policy denies every request at the moment");
+        return -EACCES;
+    }
+    c->subject = berth_policy_subject(policy, fingerprint, now, &why);
+    if (!c->subject) {
+        broker_fail(reply, 403, "denied", "%s", why);
+        return -EACCES;
+    }
+    if (berth_json_serialize(c->subject->scope, 0, &c->scope, NULL, NULL) < 0) {
+        broker_fail(reply, 500, "internal", "out of memory");
+        return -ENOMEM;
+    }
+    snprintf(reply->principal, sizeof(reply->principal), "%s", c->subject->principal);
+    return 0;
+}
+
+/* Whether the job @job may run for @subject now; fills @reply when not. */
+static bool granted(const struct berth_subject *s, const struct berth_job *job, struct berth_reply *reply)
+{
+    const char *name = NULL;
+
+    if (!berth_subject_allows_pool(s, job->pool)) {
+        broker_fail(reply, 403, "denied", "pool %s is not granted to %s", job->pool, s->principal);
+        return false;
+    }
+    if (!berth_subject_allows_image(s, job->image)) {
+        broker_fail(reply, 403, "denied", "image %s is not granted to %s", job->image, s->principal);
+        return false;
+    }
+    if (!berth_limits_within(&job->limits, &s->limits, &name)) {
+        broker_fail(reply, 403, "denied", "limits.%s is above the grant's ceiling", name);
+        return false;
+    }
+    return true;
+}
+
+int broker_audit(struct berth_broker *b, const char *type, const struct berth_job_record *rec, const char *actor,
+                 json_t *extra, struct berth_error *reterr)
+{
+    _cleanup_json_ json_t *details = NULL, *scope = NULL;
+    int r;
+
+    scope = json_loads(rec->scope, 0, NULL);
+    details = json_pack("{s:s, s:s, s:s, s:O?, s:s, s:s}", "job_id", rec->job_id, "run_id", rec->run_id, "principal",
+                        rec->principal, "scope", scope, "job_digest", rec->job_digest, "backend", rec->backend);
+    if (!details || (extra && json_object_update(details, extra) < 0)) {
+        json_decref(extra);
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    }
+    json_decref(extra);
+    r = berth_audit_append(b->p.journal, b->p.audit_key, broker_now(), type, actor, details, NULL, reterr);
+    return r;
+}
+
+/* Deadline: accepted_at + min(job wall time, pool timeout, grant ceiling). */
+static int64_t deadline_for(const struct berth_job *job, const json_t *effective, const struct berth_subject *s,
+                            int64_t accepted)
+{
+    int64_t wall = job->limits.wall_time_ns;
+    json_int_t timeout = json_integer_value(json_object_get(json_object_get(effective, "template"), "timeout_seconds"));
+
+    if (timeout > 0 && timeout * 1000000000LL < wall)
+        wall = timeout * 1000000000LL;
+    if (s->limits.wall_time_ns < wall)
+        wall = s->limits.wall_time_ns;
+    return accepted + wall;
+}
+
+/* The stored receipt of @rec as JSON (a new reference), or NULL. */
+static json_t *stored_json(const char *text)
+{
+    return text ? json_loads(text, JSON_REJECT_DUPLICATES, NULL) : NULL;
+}
+
+/* Accept one submission inside the batch transaction.  Returns 1 when
+ * something was written that must be committed, 0 when not, <0 when the
+ * step must be undone. */
+static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_t now, struct berth_error *err)
+{
+    struct broker_caller caller = {0};
+    struct berth_job *job = NULL;
+    struct berth_job_record old = {0}, rec = {0};
+    struct berth_placement_result placed = {0};
+    struct berth_receipt_params rp;
+    const struct berth_broker_backend *be;
+    _cleanup_free_ char *job_text = NULL, *receipt_text = NULL, *effective_text = NULL;
+    json_t *receipt = NULL;
+    char run_id[34];
+    int r;
+
+    if (broker_authenticate(b, s->fingerprint, &caller, &s->reply) < 0)
+        return 0;
+    if (s->len > BERTH_JOB_MAX) {
+        broker_fail(&s->reply, 413, "too_large", "a job document is at most %d bytes", BERTH_JOB_MAX);
+        r = 0;
+        goto out;
+    }
+    r = berth_job_parse(s->body, s->len, &job, err);
+    if (r < 0) {
+        if (r == -ENOMEM)
+            broker_fail(&s->reply, 500, "internal", "out of memory");
+        else
+            broker_fail(&s->reply, 400, "malformed", "%s", err->message);
+        r = 0;
+        goto out;
+    }
+    if (!granted(caller.subject, job, &s->reply)) {
+        r = 0;
+        goto out;
+    }
+    if ((r = berth_run_id(caller.subject->principal, caller.scope, job->id, run_id)) < 0) {
+        broker_fail(&s->reply, 500, "internal", "cannot derive the run id");
+        r = 0;
+        goto out;
+    }
+    r = berth_jobstore_find(b->p.journal, caller.subject->principal, caller.scope, job->id, &old, err);
+    if (r == 0) {
+        if (streq(old.job_digest, job->digest))
+            succeed(&s->reply, 200, stored_json(old.receipt));
+        else
+            broker_fail(&s->reply, 409, "conflict", "job %s was already submitted with another digest (%s)", job->id,
+                        old.job_digest);
+        r = 0;
+        goto out;
+    }
+    if (r != -ENOENT) {
+        broker_fail(&s->reply, 503, "journal", "the journal cannot be read");
+        r = -EIO;
+        goto out;
+    }
+
+    /* Placement records its decision in the audit chain, refusals too. */
+    r = berth_registry_place(b->reg, b->p.audit_key, job->pool, job->overrides, b->offers, caller.subject->principal,
+                             now, &placed, err);
+    if (r == -EPERM) {
+        if (placed.refusal.reason == BERTH_REFUSAL_NO_BACKEND)
+            broker_fail(&s->reply, 503, "no_backend", "no backend of pool %s can run this job now", job->pool);
+        else
+            broker_fail(&s->reply, 403, "override_refused", "pool %s refuses the overrides: %s (%s)", job->pool,
+                        berth_refusal_names[placed.refusal.reason], placed.refusal.field);
+        r = 1; /* keep the recorded refusal */
+        goto out;
+    }
+    if (r == -ENOENT) {
+        broker_fail(&s->reply, 503, "no_pool", "pool %s is not registered on this broker", job->pool);
+        r = 0;
+        goto out;
+    }
+    if (r < 0) {
+        broker_fail(&s->reply, 503, "journal", "the placement could not be recorded");
+        goto out;
+    }
+    be = broker_backend(b, json_string_value(json_object_get(placed.receipt, "chosen_backend")));
+    if (!be) {
+        broker_fail(&s->reply, 503, "no_backend", "the chosen backend is not configured");
+        r = -ENOENT;
+        goto out;
+    }
+    rp = (struct berth_receipt_params){
+        .broker = b->p.name,
+        .job = job,
+        .run_id = run_id,
+        .who = {.principal = caller.subject->principal, .scope = caller.subject->scope},
+        .pool = job->pool,
+        .placement_hash = placed.placement_hash,
+        .backend = be->name,
+        .plugin = be->plugin,
+        .plugin_version = be->plugin_version,
+        .qualification = NULL,
+        .accepted_at = now,
+        .deadline = deadline_for(job, placed.effective, caller.subject, now),
+    };
+    {
+        const json_t *q = json_object_get(json_object_get(b->capabilities, be->name), "qualification");
+        const json_t *qid = json_object_get(q, "id");
+        if (json_is_string(qid))
+            rp.qualification = json_string_value(qid);
+        r = berth_receipt_create(b->p.key, &rp, &receipt, err);
+    }
+    if (r < 0 || berth_json_serialize(job->doc, 0, &job_text, NULL, err) < 0 ||
+        berth_json_serialize(receipt, 0, &receipt_text, NULL, err) < 0 ||
+        berth_json_serialize(placed.effective, 0, &effective_text, NULL, err) < 0) {
+        broker_fail(&s->reply, 500, "internal", "the receipt could not be made");
+        r = r < 0 ? r : -ENOMEM;
+        goto out;
+    }
+    rec = (struct berth_job_record){
+        .principal = (char *)caller.subject->principal,
+        .scope = caller.scope,
+        .job_id = (char *)job->id,
+        .run_id = run_id,
+        .job_digest = job->digest,
+        .job = job_text,
+        .receipt = receipt_text,
+        .backend = (char *)be->name,
+        .effective = effective_text,
+        .accepted_at = now,
+        .deadline = rp.deadline,
+    };
+    r = berth_jobstore_insert(b->p.journal, &rec, b->p.max_active, b->p.max_retained, err);
+    if (r == -ENOSPC) {
+        broker_fail(&s->reply, 503, "full", "the journal is full: it holds its limit of jobs");
+        goto out;
+    }
+    if (r == -EAGAIN) {
+        broker_fail(&s->reply, 503, "busy", "too many jobs are active; retry later");
+        goto out;
+    }
+    if (r < 0) {
+        broker_fail(&s->reply, 503, "journal", "the job could not be recorded");
+        goto out;
+    }
+    r = broker_audit(b, "job.accepted", &rec, caller.subject->principal,
+                     json_pack("{s:s, s:s, s:o}", "pool", job->pool, "placement_hash", placed.placement_hash,
+                               "deadline", berth_json_ns(rp.deadline)),
+                     err);
+    if (r < 0) {
+        broker_fail(&s->reply, 503, "journal", "the job could not be recorded");
+        goto out;
+    }
+    succeed(&s->reply, 201, json_incref(receipt));
+    berth_logf(b->p.logger, BERTH_LOG_NOTICE, "job %s run %s of %s: accepted on backend %s, deadline in %lld ms",
+               job->id, run_id, caller.subject->principal, be->name, (long long)((rp.deadline - now) / 1000000));
+    r = 1;
+out:
+    json_decref(receipt);
+    berth_placement_result_clear(&placed);
+    berth_job_record_clear(&old);
+    berth_job_free(job);
+    broker_caller_clear(&caller);
+    return r;
+}
+
+int berth_broker_submit_batch(struct berth_broker *b, struct berth_submission *v, size_t n)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    bool wrote = false, new_work = false;
+    int64_t now;
+    size_t i;
+    int r;
+
+    if (!b || (n && !v))
+        return -EINVAL;
+    for (i = 0; i < n; i++)
+        memset(&v[i].reply, 0, sizeof(v[i].reply));
+    pthread_mutex_lock(&b->lock);
+    now = broker_now();
+    r = berth_journal_begin(b->p.journal, &err);
+    for (i = 0; i < n; i++) {
+        size_t mark = berth_registry_pending_mark(b->reg);
+
+        if (r < 0) {
+            broker_fail(&v[i].reply, 503, "journal", "the journal is unavailable");
+            continue;
+        }
+        if (berth_journal_savepoint(b->p.journal, &err) < 0) {
+            broker_fail(&v[i].reply, 503, "journal", "the journal is unavailable");
+            continue;
+        }
+        err = (struct berth_error)BERTH_ERROR_INIT;
+        int s = submit_one(b, &v[i], now, &err);
+        if (s < 0) {
+            if (err.message[0])
+                berth_logf(b->p.logger, BERTH_LOG_ERR, "submission failed: %s", err.message);
+            berth_journal_rollback_to(b->p.journal, NULL);
+            berth_registry_pending_truncate(b->reg, mark);
+        } else {
+            berth_journal_release(b->p.journal, NULL);
+            wrote |= s > 0;
+            new_work |= v[i].reply.status == 201;
+        }
+    }
+    if (r == 0 && wrote) {
+        broker_fault(b, "submit-before-commit");
+        r = berth_journal_commit(b->p.journal, &err);
+        if (r < 0) {
+            berth_logf(b->p.logger, BERTH_LOG_ERR, "journal commit failed: %s", err.message);
+            berth_registry_pending_truncate(b->reg, 0);
+            for (i = 0; i < n; i++)
+                if (v[i].reply.status < 300 || v[i].reply.status == 503)
+                    broker_fail(&v[i].reply, 503, "journal", "the journal could not commit; nothing was recorded");
+        } else if (berth_registry_apply_pending(b->reg, &err) < 0) {
+            berth_logf(b->p.logger, BERTH_LOG_ERR, "%s", err.message);
+        }
+        broker_fault(b, "submit-after-commit");
+    } else if (r == 0) {
+        berth_journal_rollback(b->p.journal);
+    }
+    pthread_mutex_unlock(&b->lock);
+    if (new_work && r == 0 && b->p.wake)
+        b->p.wake(b->p.userdata);
+    return 0;
+}
+
+/* Look up the caller's job (lock held). */
+static int find_job(struct berth_broker *b, const char *fingerprint, const char *job_id, struct broker_caller *caller,
+                    struct berth_job_record *rec, struct berth_reply *reply)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_job *job = NULL;
+    int r;
+
+    if (broker_authenticate(b, fingerprint, caller, reply) < 0)
+        return -EACCES;
+    r = berth_jobstore_find(b->p.journal, caller->subject->principal, caller->scope, job_id, rec, &err);
+    if (r == -ENOENT) {
+        broker_fail(reply, 404, "not_found", "no job %s", job_id);
+        return r;
+    }
+    if (r < 0) {
+        broker_fail(reply, 503, "journal", "the journal cannot be read");
+        return r;
+    }
+    /* The grant is rechecked for every operation on a job, not only at submission. */
+    r = berth_job_parse(rec->job, strlen(rec->job), &job, &err);
+    if (r < 0) {
+        broker_fail(reply, 500, "internal", "the stored job is damaged");
+        berth_job_record_clear(rec);
+        return r;
+    }
+    if (!granted(caller->subject, job, reply)) {
+        berth_job_free(job);
+        berth_job_record_clear(rec);
+        return -EACCES;
+    }
+    berth_job_free(job);
+    return 0;
+}
+
+static json_t *job_view(const struct berth_job_record *rec)
+{
+    return json_pack("{s:s, s:s, s:I, s:b, s:s, s:o, s:o, s:o}", "id", rec->job_id, "state",
+                     berth_job_state_names[rec->state], "revision", (json_int_t)rec->revision, "cancel_requested",
+                     rec->cancel_requested, "backend", rec->backend, "accepted_at", berth_json_ns(rec->accepted_at),
+                     "deadline", berth_json_ns(rec->deadline), "receipt", stored_json(rec->receipt));
+}
+
+void berth_broker_inspect(struct berth_broker *b, const char *fingerprint, const char *job_id,
+                          struct berth_reply *reply)
+{
+    struct broker_caller caller;
+    struct berth_job_record rec = {0};
+
+    pthread_mutex_lock(&b->lock);
+    if (find_job(b, fingerprint, job_id, &caller, &rec, reply) == 0)
+        succeed(reply, 200, job_view(&rec));
+    pthread_mutex_unlock(&b->lock);
+    berth_job_record_clear(&rec);
+    broker_caller_clear(&caller);
+}
+
+void berth_broker_cancel(struct berth_broker *b, const char *fingerprint, const char *job_id, struct berth_reply *reply)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct broker_caller caller;
+    struct berth_job_record rec = {0};
+    bool wake = false;
+
+    pthread_mutex_lock(&b->lock);
+    if (find_job(b, fingerprint, job_id, &caller, &rec, reply) == 0) {
+        if (berth_job_state_terminal(rec.state) || rec.cancel_requested) {
+            succeed(reply, 202,
+                    json_pack("{s:s, s:s, s:b}", "id", rec.job_id, "state", berth_job_state_names[rec.state],
+                              "cancel_requested", rec.cancel_requested));
+        } else if (berth_journal_begin(b->p.journal, &err) < 0 ||
+                   berth_jobstore_request_cancel(b->p.journal, rec.run_id, broker_now(), &err) < 0 ||
+                   broker_audit(b, "job.cancel_requested", &rec, caller.subject->principal, NULL, &err) < 0 ||
+                   berth_journal_commit(b->p.journal, &err) < 0) {
+            berth_journal_rollback(b->p.journal);
+            berth_logf(b->p.logger, BERTH_LOG_ERR, "recording the cancellation of %s failed: %s", rec.run_id,
+                       err.message);
+            broker_fail(reply, 503, "journal", "the cancellation could not be recorded");
+        } else {
+            berth_logf(b->p.logger, BERTH_LOG_NOTICE, "job %s run %s of %s: cancellation requested in state %s",
+                       rec.job_id, rec.run_id, rec.principal, berth_job_state_names[rec.state]);
+            succeed(reply, 202,
+                    json_pack("{s:s, s:s, s:b}", "id", rec.job_id, "state", berth_job_state_names[rec.state],
+                              "cancel_requested", 1));
+            wake = true;
+        }
+    }
+    pthread_mutex_unlock(&b->lock);
+    berth_job_record_clear(&rec);
+    broker_caller_clear(&caller);
+    if (wake && b->p.wake)
+        b->p.wake(b->p.userdata);
+}
+
+void berth_broker_result(struct berth_broker *b, const char *fingerprint, const char *job_id, struct berth_reply *reply)
+{
+    struct broker_caller caller;
+    struct berth_job_record rec = {0};
+
+    pthread_mutex_lock(&b->lock);
+    if (find_job(b, fingerprint, job_id, &caller, &rec, reply) == 0) {
+        if (berth_job_state_terminal(rec.state) && rec.result)
+            succeed(reply, 200, stored_json(rec.result));
+        else
+            succeed(reply, 202, json_pack("{s:s, s:s}", "id", rec.job_id, "state", berth_job_state_names[rec.state]));
+    }
+    pthread_mutex_unlock(&b->lock);
+    berth_job_record_clear(&rec);
+    broker_caller_clear(&caller);
+}
+
+void berth_broker_capabilities(struct berth_broker *b, const char *fingerprint, struct berth_reply *reply)
+{
+    struct broker_caller caller;
+    char pub[BERTH_PUBLIC_KEY_B64_LEN + 1];
+    const struct berth_limits *l;
+
+    pthread_mutex_lock(&b->lock);
+    if (broker_authenticate(b, fingerprint, &caller, reply) == 0) {
+        l = &caller.subject->limits;
+        berth_public_key_to_b64url(berth_signing_key_public(b->p.key), pub);
+        succeed(reply, 200,
+                json_pack("{s:i, s:s, s:s, s:s, s:s, s:O, s:O, s:O, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:O, s:b}",
+                          "schema_version", 1, "broker", b->p.name, "key_id", berth_signing_key_id(b->p.key),
+                          "public_key", pub, "principal", caller.subject->principal, "scope", caller.subject->scope,
+                          "pools", caller.subject->pools, "images", caller.subject->images, "limits", "cpu_millis",
+                          (json_int_t)l->cpu_millis, "memory_bytes", (json_int_t)l->memory_bytes, "pids",
+                          (json_int_t)l->pids, "scratch_bytes", (json_int_t)l->scratch_bytes, "wall_time_ns",
+                          (json_int_t)l->wall_time_ns, "output_bytes", (json_int_t)l->output_bytes, "artifact_bytes",
+                          (json_int_t)l->artifact_bytes, "backends", b->capabilities, "admin", caller.subject->admin));
+    }
+    pthread_mutex_unlock(&b->lock);
+    broker_caller_clear(&caller);
+}
+
+static bool require_admin(const struct broker_caller *c, struct berth_reply *reply)
+{
+    if (c->subject->admin)
+        return true;
+    broker_fail(reply, 403, "denied", "this operation needs an admin grant");
+    return false;
+}
+
+void berth_broker_pool_register(struct berth_broker *b, const char *fingerprint, const char *body, size_t len,
+                                struct berth_reply *reply)
+{
+    static const char *const outcomes[] = {"unchanged", "registered", "updated"};
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct broker_caller caller;
+    struct berth_pool *pool = NULL;
+    enum berth_register_outcome outcome = BERTH_REGISTER_UNCHANGED;
+    int r;
+
+    pthread_mutex_lock(&b->lock);
+    if (broker_authenticate(b, fingerprint, &caller, reply) < 0 || !require_admin(&caller, reply))
+        goto out;
+    r = berth_pool_parse(body, len, &pool, &err);
+    if (r == -EFBIG) {
+        broker_fail(reply, 413, "too_large", "a pool manifest is at most %d bytes", BERTH_POOL_MANIFEST_MAX);
+        goto out;
+    }
+    if (r < 0) {
+        broker_fail(reply, 400, "malformed", "%s", err.message);
+        goto out;
+    }
+    r = berth_registry_register(b->reg, b->p.audit_key, pool, caller.subject->principal, broker_now(), &outcome, &err);
+    if (r < 0) {
+        berth_logf(b->p.logger, BERTH_LOG_ERR, "registering pool %s failed: %s", pool->name, err.message);
+        broker_fail(reply, 503, "journal", "the pool could not be recorded");
+        goto out;
+    }
+    if (outcome != BERTH_REGISTER_UNCHANGED)
+        berth_logf(b->p.logger, BERTH_LOG_NOTICE, "pool %s %s by %s: %s", pool->name, outcomes[outcome],
+                   caller.subject->principal, pool->pool_hash);
+    succeed(
+        reply, outcome == BERTH_REGISTER_UNCHANGED ? 200 : 201,
+        json_pack("{s:s, s:s, s:s}", "name", pool->name, "pool_hash", pool->pool_hash, "outcome", outcomes[outcome]));
+out:
+    pthread_mutex_unlock(&b->lock);
+    berth_pool_free(pool);
+    broker_caller_clear(&caller);
+}
+
+static json_t *pool_summary(const struct berth_pool *p)
+{
+    json_t *allow = json_array();
+    size_t i;
+
+    for (i = 0; allow && i < p->n_backends; i++)
+        json_array_append_new(allow, json_string(p->backends[i]));
+    return json_pack("{s:s, s:s, s:o}", "name", p->name, "pool_hash", p->pool_hash, "backend_allowlist", allow);
+}
+
+void berth_broker_pool_list(struct berth_broker *b, const char *fingerprint, struct berth_reply *reply)
+{
+    const struct berth_pool_chain *chain;
+    struct broker_caller caller;
+    json_t *list;
+    size_t i;
+
+    pthread_mutex_lock(&b->lock);
+    if (broker_authenticate(b, fingerprint, &caller, reply) == 0) {
+        chain = berth_registry_chain(b->reg);
+        list = json_array();
+        for (i = 0; list && i < berth_pool_chain_count(chain); i++) {
+            const struct berth_pool *p = berth_pool_chain_at(chain, i);
+            if (caller.subject->admin || berth_subject_allows_pool(caller.subject, p->name))
+                json_array_append_new(list, pool_summary(p));
+        }
+        succeed(reply, 200, list ? json_pack("{s:o}", "pools", list) : NULL);
+    }
+    pthread_mutex_unlock(&b->lock);
+    broker_caller_clear(&caller);
+}
+
+void berth_broker_pool_show(struct berth_broker *b, const char *fingerprint, const char *name,
+                            struct berth_reply *reply)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct broker_caller caller;
+    struct berth_pool *pool = NULL;
+    json_t *doc;
+    int r;
+
+    pthread_mutex_lock(&b->lock);
+    if (broker_authenticate(b, fingerprint, &caller, reply) == 0) {
+        if (!caller.subject->admin && !berth_subject_allows_pool(caller.subject, name)) {
+            broker_fail(reply, 404, "not_found", "no pool %s", name);
+        } else if ((r = berth_registry_get(b->reg, name, &pool, &err)) == -ENOENT) {
+            broker_fail(reply, 404, "not_found", "no pool %s", name);
+        } else if (r < 0) {
+            broker_fail(reply, 503, "journal", "the pool could not be read");
+        } else {
+            doc = json_deep_copy(pool->manifest);
+            if (doc)
+                json_object_set_new(doc, "pool_hash", json_string(pool->pool_hash));
+            succeed(reply, 200, doc);
+        }
+    }
+    pthread_mutex_unlock(&b->lock);
+    berth_pool_free(pool);
+    broker_caller_clear(&caller);
+}
+
+struct audit_collect {
+    struct berth_buf buf;
+    size_t left;
+};
+
+static int audit_line(void *userdata, uint64_t seq, const char *line, size_t len)
+{
+    struct audit_collect *c = userdata;
+
+    (void)seq;
+    if (c->left == 0)
+        return -ECANCELED; /* enough for one reply; the client asks again with a later seq */
+    c->left--;
+    if (berth_buf_append(&c->buf, line, len) < 0 || berth_buf_putc(&c->buf, '\n') < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+void berth_broker_audit(struct berth_broker *b, const char *fingerprint, uint64_t after, size_t max_events,
+                        struct berth_reply *reply)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct audit_collect c = {.buf = BERTH_BUF_INIT(0), .left = max_events};
+    struct broker_caller caller;
+    int r;
+
+    pthread_mutex_lock(&b->lock);
+    if (broker_authenticate(b, fingerprint, &caller, reply) == 0 && require_admin(&caller, reply)) {
+        r = berth_audit_foreach(b->p.journal, after, audit_line, &c, &err);
+        if (r < 0 && r != -ECANCELED) {
+            broker_fail(reply, 503, "journal", "the audit chain could not be read");
+        } else {
+            reply->status = 200;
+            reply->text = berth_buf_steal(&c.buf, &reply->text_len);
+            if (!reply->text)
+                broker_fail(reply, 500, "internal", "out of memory");
+        }
+    }
+    pthread_mutex_unlock(&b->lock);
+    berth_buf_free(&c.buf);
+    broker_caller_clear(&caller);
+}
+
+int berth_broker_job_counts(struct berth_broker *b, int64_t counts[BERTH_JOB_STATE_COUNT], struct berth_error *reterr)
+{
+    int r;
+
+    pthread_mutex_lock(&b->lock);
+    r = berth_jobstore_counts(b->p.journal, counts, reterr);
+    pthread_mutex_unlock(&b->lock);
+    return r;
+}

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * broker.h -- the broker: authenticated job submission, durable receipts,
+ * dispatch to runtime backends, reconcile, signed results.
+ *
+ * Everything a caller may do is an operation here that takes the caller's
+ * client-certificate fingerprint (lowercase hex SHA-256 of the leaf DER) and
+ * fills a struct berth_reply with an HTTP status, an error code and a JSON
+ * body; berthd only carries bytes.  Every operation reads the current host
+ * policy (policy.h) and rechecks the caller's grant, retries and
+ * collection included.
+ *
+ * Job identity is the request key (principal, canonical scope, job id).  A
+ * submission is recorded, with its signed receipt, in a journal transaction
+ * before anything runs; berth_broker_submit_batch() accepts many
+ * submissions in one transaction (one fsync) and its replies are valid only
+ * once it returns.  Backends are called only from berth_broker_reconcile()
+ * and berth_broker_dispatch(), which must be driven by one thread at a time
+ * (the "worker"); they record intent before every backend call and check
+ * the expected revision after it, so a late writer never overwrites newer
+ * state, and a job id is never started twice: start is issued only after
+ * "claimed" is durable, and runtime plugins keep a tombstone per id.
+ *
+ * Every function is thread-safe: the broker serialises journal access with
+ * its own mutex and never holds it across a backend call.
+ */
+#ifndef BERTH_BROKER_H
+#define BERTH_BROKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include <berth/error.h>
+#include <berth/plugin.h>
+
+#include "audit.h"
+#include "journal.h"
+#include "jobstore.h"
+#include "log.h"
+#include "policy.h"
+#include "sign.h"
+
+/** Default admission limits (DESIGN.md section 4). */
+#define BERTH_BROKER_DEFAULT_MAX_ACTIVE 16
+#define BERTH_BROKER_DEFAULT_MAX_RETAINED 10000
+
+/** Largest caller-supplied document other than a job (pool manifests), bytes. */
+#define BERTH_BROKER_DOC_MAX (256 * 1024)
+
+/**
+ * struct berth_reply - what an operation answers.
+ * @status:  HTTP status code (200, 201, 202, 400, 403, 404, 409, 413, 500, 503).
+ * @error:   NULL on success, else a stable error code ("denied", "malformed",
+ *           "conflict", "not_found", "full", "busy", ...).
+ * @message: human-readable; never holds secrets or host paths.
+ * @body:    success body (owned), or NULL.
+ * @text:    alternative raw body (owned, @text_len bytes), e.g. audit lines.
+ * @principal: who was authenticated (empty when nobody), for request logs.
+ */
+struct berth_reply {
+    int status;
+    const char *error;
+    char message[256];
+    json_t *body;
+    char *text;
+    size_t text_len;
+    char principal[129];
+};
+
+/** berth_reply_clear() - release @r's body and text and zero it. */
+void berth_reply_clear(struct berth_reply *r);
+
+/** berth_reply_json() - the JSON a client receives: @body, or {"error", "message"}; a new reference. */
+json_t *berth_reply_json(const struct berth_reply *r);
+
+/**
+ * struct berth_broker_backend - a configured runtime backend.
+ * @name:     the backend name pools refer to (a berth_name_valid() name).
+ * @plugin, @plugin_version: the runtime binding recorded in receipts.
+ * @ops, @state: the loaded runtime plugin instance.
+ * @require_qualification: placement refuses it without a current qualification.
+ */
+struct berth_broker_backend {
+    const char *name;
+    const char *plugin;
+    const char *plugin_version;
+    const struct berth_runtime_ops_v1 *ops;
+    void *state;
+    bool require_qualification;
+};
+
+/**
+ * struct berth_broker_params - what berth_broker_new() needs.  Pointers are
+ * borrowed and must outlive the broker, except @backends (copied shallowly:
+ * the strings and plugin instances stay the caller's).
+ * @name:          the broker name written into receipts and results.
+ * @max_active:    jobs not yet terminal, at most (>= 1).
+ * @max_retained:  jobs recorded, at most (>= 1); a full journal refuses
+ *                 new work and never deletes a job to make room.
+ * @wake:          optional; called (from any thread) after new work or a
+ *                 cancellation was recorded, to wake the worker.
+ * @fault:         optional test hook, called at named points
+ *                 ("submit-before-commit", "submit-after-commit",
+ *                 "dispatch-after-claim", "dispatch-after-start"); only
+ *                 builds with --enable-fault-injection pass one.
+ */
+struct berth_broker_params {
+    const char *name;
+    struct berth_journal *journal;
+    const struct berth_signing_key *key;
+    const struct berth_audit_key *audit_key;
+    struct berth_policy_source *policy;
+    const struct berth_broker_backend *backends;
+    size_t n_backends;
+    int64_t max_active;
+    int64_t max_retained;
+    const struct berth_logger *logger;
+    void (*wake)(void *userdata);
+    void (*fault)(void *userdata, const char *point);
+    void *userdata;
+};
+
+struct berth_broker;
+
+/**
+ * berth_broker_new() - open the pool registry on the journal and prepare.
+ * No backend is called.  Return: 0; -EINVAL; registry errors; -ENOMEM.
+ */
+int berth_broker_new(const struct berth_broker_params *p, struct berth_broker **ret, struct berth_error *reterr);
+
+/** berth_broker_free() - release; accepts NULL.  The journal stays open. */
+void berth_broker_free(struct berth_broker *b);
+
+/**
+ * struct berth_submission - one job submission of a batch.
+ * @fingerprint: the caller's certificate fingerprint (64 lowercase hex).
+ * @body, @len:  the job document as received.
+ * @reply:       filled by berth_broker_submit_batch(): 201 with the receipt
+ *               (new), 200 with the stored receipt (identical retry), 400,
+ *               403, 409 (same id, different digest; nothing recorded),
+ *               413, 503 (full or busy, journal failure, no backend).
+ */
+struct berth_submission {
+    const char *fingerprint;
+    const char *body;
+    size_t len;
+    struct berth_reply reply;
+};
+
+/**
+ * berth_broker_submit_batch() - check, place, sign and record @n
+ * submissions in one journal transaction, committed once.  A refusal of one
+ * does not affect the others; a failed commit turns every acceptance into
+ * 503.  Placement refusals are recorded in the audit chain.
+ * Return: 0 (each reply says what happened); -EINVAL.
+ */
+int berth_broker_submit_batch(struct berth_broker *b, struct berth_submission *v, size_t n);
+
+/**
+ * berth_broker_inspect() - the caller's job @job_id: 200 {id, state,
+ * revision, cancel_requested, backend, accepted_at, deadline, receipt}, 403,
+ * 404.
+ */
+void berth_broker_inspect(struct berth_broker *b, const char *fingerprint, const char *job_id,
+                          struct berth_reply *reply);
+
+/**
+ * berth_broker_cancel() - record the intent to cancel (before any backend
+ * is asked to stop) and wake the worker: 202 {id, state, cancel_requested};
+ * a job already terminal is left as it is (202 with its state); 403, 404.
+ */
+void berth_broker_cancel(struct berth_broker *b, const char *fingerprint, const char *job_id,
+                         struct berth_reply *reply);
+
+/**
+ * berth_broker_result() - the signed result, only from a terminal journal
+ * record: 200 {result envelope}, 202 {id, state} while pending, 403, 404.
+ */
+void berth_broker_result(struct berth_broker *b, const char *fingerprint, const char *job_id,
+                         struct berth_reply *reply);
+
+/**
+ * berth_broker_capabilities() - 200 {broker, key_id, public_key (base64url),
+ * principal, scope, pools (granted), images (granted), limits (ceiling),
+ * backends {name: capabilities}}; 403.
+ */
+void berth_broker_capabilities(struct berth_broker *b, const char *fingerprint, struct berth_reply *reply);
+
+/**
+ * berth_broker_pool_register() - admin only: register or update the pool
+ * manifest @body: 201 {name, pool_hash, outcome "registered"|"updated"},
+ * 200 (unchanged), 400, 403.
+ */
+void berth_broker_pool_register(struct berth_broker *b, const char *fingerprint, const char *body, size_t len,
+                                struct berth_reply *reply);
+
+/**
+ * berth_broker_pool_list() - 200 {pools: [{name, pool_hash,
+ * backend_allowlist}]}: every active pool for an admin, the granted ones
+ * otherwise; 403.
+ * berth_broker_pool_show() - 200 {the normalised manifest with pool_hash};
+ * 403; 404 (absent, or not granted to a non-admin).
+ */
+void berth_broker_pool_list(struct berth_broker *b, const char *fingerprint, struct berth_reply *reply);
+void berth_broker_pool_show(struct berth_broker *b, const char *fingerprint, const char *name,
+                            struct berth_reply *reply);
+
+/**
+ * berth_broker_audit() - admin only: the audit events after sequence
+ * @after, as canonical JSON lines in @reply->text (at most @max_events);
+ * 403.
+ */
+void berth_broker_audit(struct berth_broker *b, const char *fingerprint, uint64_t after, size_t max_events,
+                        struct berth_reply *reply);
+
+/**
+ * berth_broker_job_counts() - jobs per state (for metrics).
+ * Return: 0 or a journal error.
+ */
+int berth_broker_job_counts(struct berth_broker *b, int64_t counts[BERTH_JOB_STATE_COUNT], struct berth_error *reterr);
+
+/** What one reconcile or dispatch pass did. */
+struct berth_pass_stats {
+    unsigned started, finished, cancelled, expired, failed, errors;
+};
+
+/**
+ * berth_broker_refresh_backends() - ask every backend for its capabilities
+ * (plugin calls: worker thread only) and use them for placement.  A
+ * backend that fails is offered with no capabilities, so placement skips it.
+ * Return: 0.
+ */
+int berth_broker_refresh_backends(struct berth_broker *b);
+
+/**
+ * berth_broker_reconcile() - one pass over unfinished jobs (worker thread
+ * only): expire or cancel accepted jobs past their deadline or with a
+ * cancellation recorded, ask backends about claimed and running ones,
+ * cancel those past their deadline or cancelled, and record signed terminal
+ * results.  Never starts a job.  @stats may be NULL.
+ * Return: 0; journal errors (a backend error is logged and retried on the
+ * next pass, never turned into a result).
+ */
+int berth_broker_reconcile(struct berth_broker *b, struct berth_pass_stats *stats, struct berth_error *reterr);
+
+/**
+ * berth_broker_dispatch() - start accepted jobs (worker thread only):
+ * record "claimed", call the backend's start with the dispatch document
+ * {schema_version, receipt, job, effective}, record "running".  A claimed
+ * job whose start was cut short is started again (start is idempotent).
+ * Return: 0; journal errors.
+ */
+int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats, struct berth_error *reterr);
+
+#endif /* BERTH_BROKER_H */

@@ -1,0 +1,656 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-broker.c -- the broker end to end below HTTP (broker.h): a real
+ * journal file, a real policy file, real signatures, and the scripted
+ * runtime plugin loaded through the real plugin loader.
+ */
+#include "testutil.h"
+
+#include <time.h>
+
+#include "broker.h"
+#include "host.h"
+#include "jobtest.h"
+#include "jsonobj.h"
+#include "macro.h"
+#include "plugin-loader.h"
+#include "pooltest.h"
+#include "receipt.h"
+
+#define FP_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define FP_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define FP_X "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+
+#define FAR_FUTURE "4102444800000000000"
+
+#define SUBJECT(principal, fp, pools, admin)                                                                           \
+    "{\"principal\":\"" principal "\",\"scope\":[\"team\"],\"fingerprints\":[\"" fp "\"],\"pools\":" pools ","         \
+    "\"images\":[\"" SAMPLE_IMAGE "\"],\"limits\":" SAMPLE_LIMITS ",\"not_before\":\"0\",\"not_after\":\"" FAR_FUTURE  \
+    "\",\"admin\":" admin "}"
+
+#define POLICY_AB                                                                                                      \
+    "{\"schema_version\":1,\"not_before\":\"0\",\"not_after\":\"" FAR_FUTURE "\",\"subjects\":[" SUBJECT(              \
+        "alice", FP_A, "[\"sample\"]", "true") "," SUBJECT("bob", FP_B, "[\"other\"]", "false") "]}"
+
+#define POLICY_B_ONLY                                                                                                  \
+    "{\"schema_version\":1,\"not_before\":\"0\",\"not_after\":\"" FAR_FUTURE                                           \
+    "\",\"subjects\":[" SUBJECT("bob", FP_B, "[\"other\"]", "false") "]}"
+
+#define SCRIPT_POOL                                                                                                    \
+    "{\"schema_version\":1,\"name\":\"sample\",\"backend_allowlist\":[\"script\"],"                                    \
+    "\"template\":{\"env\":{},\"timeout_seconds\":600},\"exposed_fields\":[],"                                         \
+    "\"capability_ceiling\":[\"exec\",\"file_rw\"],\"network_egress_class\":\"none\","                                 \
+    "\"credential_env_allowlist\":[]}"
+
+static char *dir, *state_dir, *policy_path;
+static struct berth_journal *journal;
+static struct berth_signing_key *key;
+static struct berth_audit_key audit_key;
+static struct berth_policy_source *policy;
+static struct berth_host_instance host;
+static struct berth_plugin_handle *plugin;
+static struct berth_broker *broker;
+static int64_t max_active = 16, max_retained = 100;
+static int wakes;
+
+/* Broker log lines go to the test's stderr (the .log file under make check). */
+static void log_sink(void *userdata, int level, const char *line)
+{
+    (void)userdata, (void)level;
+    fprintf(stderr, "broker: %s\n", line);
+}
+
+static const struct berth_logger logger = {.sink = log_sink, .max_level = BERTH_LOG_DEBUG};
+
+static void wake(void *userdata)
+{
+    (void)userdata;
+    wakes++;
+}
+
+static void write_policy(const char *text)
+{
+    char *tmp = test_path(dir, "policy.tmp");
+    test_write_file(tmp, text, strlen(text), 0600);
+    ck_assert_int_eq(rename(tmp, policy_path), 0);
+    free(tmp);
+}
+
+static void open_broker(void)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    const struct berth_plugin_info *info = berth_plugin_get_info(plugin);
+    const struct berth_broker_backend be = {
+        .name = "script",
+        .plugin = info->name,
+        .plugin_version = info->version,
+        .ops = berth_plugin_runtime_ops(plugin),
+        .state = berth_plugin_state(plugin),
+        .require_qualification = false,
+    };
+    const struct berth_broker_params p = {
+        .name = "test-broker",
+        .journal = journal,
+        .key = key,
+        .audit_key = &audit_key,
+        .policy = policy,
+        .backends = &be,
+        .n_backends = 1,
+        .max_active = max_active,
+        .max_retained = max_retained,
+        .wake = wake,
+        .logger = &logger,
+    };
+
+    ck_assert_msg(berth_broker_new(&p, &broker, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(berth_broker_refresh_backends(broker), 0);
+}
+
+static void load_plugin(void)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    char config[512];
+    struct berth_plugin_load_options o = {
+        .dir = getenv("BERTH_TEST_PLUGIN_DIR"),
+        .file = "runtime-script.so",
+        .kind = BERTH_PLUGIN_RUNTIME,
+        .host = berth_host_instance_init(&host, "script", NULL),
+    };
+
+    ck_assert_ptr_nonnull(o.dir);
+    snprintf(config, sizeof(config), "{\"state_directory\":\"%s\"}", state_dir);
+    o.config = config;
+    o.config_len = strlen(config);
+    ck_assert_msg(berth_plugin_load(&o, &plugin, NULL, &err) == 0, "%s", err.message);
+}
+
+static void setup(void)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_reply reply = {0};
+
+    dir = test_private_dir();
+    state_dir = test_path(dir, "script");
+    ck_assert_int_eq(mkdir(state_dir, 0700), 0);
+    policy_path = test_path(dir, "policy.json");
+    write_policy(POLICY_AB);
+    journal = test_journal_open(dir);
+    ck_assert_int_eq(berth_signing_key_generate(&key, &err), 0);
+    test_audit_key(&audit_key, 7);
+    ck_assert_int_eq(berth_policy_source_new(policy_path, &policy), 0);
+    load_plugin();
+    open_broker();
+    berth_broker_pool_register(broker, FP_A, SCRIPT_POOL, strlen(SCRIPT_POOL), &reply);
+    ck_assert_msg(reply.status == 201, "%d %s", reply.status, reply.message);
+    berth_reply_clear(&reply);
+    wakes = 0;
+}
+
+static void teardown(void)
+{
+    berth_broker_free(broker);
+    berth_plugin_unload(plugin);
+    berth_policy_source_free(policy);
+    berth_signing_key_free(key);
+    berth_journal_close(journal);
+    test_rm_rf(dir);
+    free(policy_path);
+    free(state_dir);
+    free(dir);
+    max_active = 16;
+    max_retained = 100;
+}
+
+/* A job @id in pool "sample" running @argv (a JSON array). */
+static char *job_doc(const char *id, const char *argv, long long wall_ns)
+{
+    char *doc = NULL;
+
+    ck_assert_int_gt(asprintf(&doc,
+                              "{\"schema_version\":1,\"id\":\"%s\",\"pool\":\"sample\",\"image\":\"" SAMPLE_IMAGE
+                              "\",\"argv\":%s,\"limits\":{\"cpu_millis\":1000,\"memory_bytes\":268435456,"
+                              "\"pids\":64,\"scratch_bytes\":67108864,\"wall_time_ns\":%lld,\"output_bytes\":1024,"
+                              "\"artifact_bytes\":1048576}}",
+                              id, argv, wall_ns),
+                     0);
+    return doc;
+}
+
+static struct berth_reply submit(const char *fp, const char *doc)
+{
+    struct berth_submission s = {.fingerprint = fp, .body = doc, .len = strlen(doc)};
+
+    ck_assert_int_eq(berth_broker_submit_batch(broker, &s, 1), 0);
+    return s.reply;
+}
+
+static void expect_status(struct berth_reply *r, int status, const char *error)
+{
+    ck_assert_msg(r->status == status, "status %d, wanted %d (%s: %s)", r->status, status, r->error ? r->error : "-",
+                  r->message);
+    if (error)
+        ck_assert_str_eq(r->error, error);
+    else
+        ck_assert_ptr_null(r->error);
+}
+
+static void passes(void)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+
+    ck_assert_msg(berth_broker_dispatch(broker, NULL, &err) == 0, "%s", err.message);
+    ck_assert_msg(berth_broker_reconcile(broker, NULL, &err) == 0, "%s", err.message);
+}
+
+/* How many lines of the plugin's calls.log equal @line. */
+static int calls(const char *line)
+{
+    char *path = test_path(state_dir, "calls.log"), buf[65536], *p, *save = NULL;
+    int n = 0;
+
+    if (access(path, F_OK) == 0) {
+        test_read_file(path, buf, sizeof(buf));
+        for (p = strtok_r(buf, "\n", &save); p; p = strtok_r(NULL, "\n", &save))
+            n += streq(p, line);
+    }
+    free(path);
+    return n;
+}
+
+static const char *run_id_of(const json_t *receipt_env)
+{
+    return json_string_value(json_object_get(json_object_get(receipt_env, "receipt"), "run_id"));
+}
+
+START_TEST(submit_run_collect)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *doc = job_doc("j1", "[\"echo\",\"hi\",\"there\"]", 60000000000LL);
+    _cleanup_free_ char *other = job_doc("j1", "[\"echo\",\"bye\"]", 60000000000LL);
+    struct berth_job *job = NULL;
+    struct berth_reply r, again, res = {0}, ins = {0};
+    const json_t *body = NULL;
+    char line[128];
+    int64_t accepted = 0, deadline = 0;
+
+    r = submit(FP_A, doc);
+    expect_status(&r, 201, NULL);
+    ck_assert_int_eq(wakes, 1);
+    ck_assert_int_eq(berth_job_parse(doc, strlen(doc), &job, &err), 0);
+    ck_assert_msg(berth_receipt_verify(r.body, berth_signing_key_public(key), job, &body, &err) == 0, "%s",
+                  err.message);
+    ck_assert_str_eq(json_string_value(json_object_get(body, "principal")), "alice");
+    ck_assert_str_eq(json_string_value(json_object_get(body, "backend")), "script");
+    ck_assert_str_eq(json_string_value(json_object_get(body, "pool")), "sample");
+    ck_assert_int_eq(berth_json_ns_value(json_object_get(body, "accepted_at"), &accepted), 0);
+    ck_assert_int_eq(berth_json_ns_value(json_object_get(body, "deadline"), &deadline), 0);
+    ck_assert_int_eq(deadline - accepted, 60000000000LL); /* min(60 s wall, 600 s pool, 60 s grant) */
+    /* Nothing ran yet: the receipt was recorded first. */
+    snprintf(line, sizeof(line), "start %s new", run_id_of(r.body));
+    ck_assert_int_eq(calls(line), 0);
+
+    /* Identical retry: the same receipt, byte for byte. */
+    again = submit(FP_A, doc);
+    expect_status(&again, 200, NULL);
+    ck_assert(json_equal(again.body, r.body));
+    berth_reply_clear(&again);
+    /* Same id, different document: conflict, nothing recorded. */
+    again = submit(FP_A, other);
+    expect_status(&again, 409, "conflict");
+    berth_reply_clear(&again);
+
+    berth_broker_result(broker, FP_A, "j1", &res);
+    expect_status(&res, 202, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(res.body, "state")), "accepted");
+    berth_reply_clear(&res);
+
+    passes();
+    ck_assert_int_eq(calls(line), 1);
+    berth_broker_inspect(broker, FP_A, "j1", &ins);
+    expect_status(&ins, 200, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(ins.body, "state")), "exited");
+    ck_assert(json_equal(json_object_get(ins.body, "receipt"), r.body));
+    berth_reply_clear(&ins);
+    berth_broker_result(broker, FP_A, "j1", &res);
+    expect_status(&res, 200, NULL);
+    ck_assert_msg(berth_result_verify(res.body, berth_signing_key_public(key), job, r.body, &body, &err) == 0, "%s",
+                  err.message);
+    ck_assert_str_eq(json_string_value(json_object_get(body, "status")), "exited");
+    ck_assert_int_eq(json_integer_value(json_object_get(body, "exit_code")), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(body, "stdout")), "aGkgdGhlcmUK"); /* "hi there\n" */
+    berth_reply_clear(&res);
+    /* More passes never start it again. */
+    passes();
+    passes();
+    ck_assert_int_eq(calls(line), 1);
+    snprintf(line, sizeof(line), "start %s again", run_id_of(r.body));
+    ck_assert_int_eq(calls(line), 0);
+    /* Another principal cannot see it. */
+    berth_broker_inspect(broker, FP_B, "j1", &ins);
+    expect_status(&ins, 404, "not_found");
+    berth_reply_clear(&ins);
+    berth_job_free(job);
+    berth_reply_clear(&r);
+}
+END_TEST
+
+START_TEST(batch_outcomes)
+{
+    _cleanup_free_ char *a = job_doc("a", "[\"echo\"]", 1000000000LL), *b = job_doc("b", "[\"echo\"]", 1000000000LL),
+                        *toolong = job_doc("c", "[\"echo\"]", 120000000000LL);
+    char *big = malloc(BERTH_JOB_MAX + 10);
+    struct berth_submission v[7] = {
+        {.fingerprint = FP_A, .body = a},
+        {.fingerprint = FP_A, .body = a}, /* the same job twice in one batch */
+        {.fingerprint = FP_A, .body = "{\"schema_version\":1"},
+        {.fingerprint = FP_X, .body = b},       /* nobody */
+        {.fingerprint = FP_B, .body = b},       /* bob may not use pool sample */
+        {.fingerprint = FP_A, .body = toolong}, /* above the grant's wall time */
+        {.fingerprint = FP_A, .body = big},
+    };
+    int64_t counts[BERTH_JOB_STATE_COUNT];
+    size_t i;
+
+    memset(big, ' ', BERTH_JOB_MAX + 10);
+    for (i = 0; i < 6; i++)
+        v[i].len = strlen(v[i].body);
+    v[6].len = BERTH_JOB_MAX + 10;
+    ck_assert_int_eq(berth_broker_submit_batch(broker, v, 7), 0);
+    expect_status(&v[0].reply, 201, NULL);
+    expect_status(&v[1].reply, 200, NULL);
+    ck_assert(json_equal(v[0].reply.body, v[1].reply.body));
+    expect_status(&v[2].reply, 400, "malformed");
+    expect_status(&v[3].reply, 403, "denied");
+    ck_assert_str_eq(v[3].reply.message, "the client certificate is not in the host policy");
+    expect_status(&v[4].reply, 403, "denied");
+    ck_assert_str_eq(v[4].reply.message, "pool sample is not granted to bob");
+    expect_status(&v[5].reply, 403, "denied");
+    ck_assert_str_eq(v[5].reply.message, "limits.wall_time_ns is above the grant's ceiling");
+    expect_status(&v[6].reply, 413, "too_large");
+    ck_assert_int_eq(berth_broker_job_counts(broker, counts, NULL), 0);
+    ck_assert_int_eq(counts[BERTH_JOB_ACCEPTED], 1);
+    for (i = 0; i < 7; i++)
+        berth_reply_clear(&v[i].reply);
+    free(big);
+}
+END_TEST
+
+static void submit_expect(const char *id, int status, const char *error)
+{
+    _cleanup_free_ char *doc = job_doc(id, "[\"echo\"]", 60000000000LL);
+    struct berth_reply r = submit(FP_A, doc);
+
+    expect_status(&r, status, error);
+    berth_reply_clear(&r);
+}
+
+START_TEST(admission)
+{
+    berth_broker_free(broker);
+    max_active = 2;
+    max_retained = 3;
+    open_broker();
+    submit_expect("n0", 201, NULL);
+    submit_expect("n1", 201, NULL);
+    submit_expect("n2", 503, "busy"); /* two active of two */
+    passes();                         /* n0 and n1 finish */
+    submit_expect("n2", 201, NULL);
+    submit_expect("n3", 503, "full"); /* three retained of three; nothing is deleted */
+    submit_expect("n0", 200, NULL);   /* an identical retry still gets its receipt */
+}
+END_TEST
+
+START_TEST(cancel_before_start)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *doc = job_doc("c1", "[\"sleep\"]", 60000000000LL);
+    struct berth_reply r = submit(FP_A, doc), c = {0}, res = {0};
+    const json_t *body;
+    struct berth_job *job = NULL;
+    char line[128];
+
+    expect_status(&r, 201, NULL);
+    berth_broker_cancel(broker, FP_A, "c1", &c);
+    expect_status(&c, 202, NULL);
+    ck_assert(json_is_true(json_object_get(c.body, "cancel_requested")));
+    ck_assert_int_eq(wakes, 2);
+    berth_reply_clear(&c);
+    /* Reconcile alone settles it; dispatch never starts it. */
+    ck_assert_int_eq(berth_broker_reconcile(broker, NULL, &err), 0);
+    ck_assert_int_eq(berth_broker_dispatch(broker, NULL, &err), 0);
+    snprintf(line, sizeof(line), "start %s new", run_id_of(r.body));
+    ck_assert_int_eq(calls(line), 0);
+    berth_broker_result(broker, FP_A, "c1", &res);
+    expect_status(&res, 200, NULL);
+    ck_assert_int_eq(berth_job_parse(doc, strlen(doc), &job, &err), 0);
+    ck_assert_int_eq(berth_result_verify(res.body, berth_signing_key_public(key), job, r.body, &body, &err), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(body, "status")), "cancelled");
+    ck_assert(json_is_null(json_object_get(body, "started_at")));
+    berth_job_free(job);
+    berth_reply_clear(&res);
+    berth_reply_clear(&r);
+}
+END_TEST
+
+START_TEST(cancel_running)
+{
+    _cleanup_free_ char *doc = job_doc("c2", "[\"sleep\"]", 60000000000LL);
+    struct berth_reply r = submit(FP_A, doc), c = {0}, res = {0}, ins = {0};
+    char line[128];
+
+    expect_status(&r, 201, NULL);
+    passes();
+    berth_broker_inspect(broker, FP_A, "c2", &ins);
+    ck_assert_str_eq(json_string_value(json_object_get(ins.body, "state")), "running");
+    berth_reply_clear(&ins);
+    berth_broker_result(broker, FP_A, "c2", &res);
+    expect_status(&res, 202, NULL);
+    berth_reply_clear(&res);
+    berth_broker_cancel(broker, FP_A, "c2", &c);
+    expect_status(&c, 202, NULL);
+    berth_reply_clear(&c);
+    passes();
+    snprintf(line, sizeof(line), "cancel %s", run_id_of(r.body));
+    ck_assert_int_eq(calls(line), 1);
+    berth_broker_result(broker, FP_A, "c2", &res);
+    expect_status(&res, 200, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res.body, "result"), "status")), "cancelled");
+    berth_reply_clear(&res);
+    /* Cancelling a finished job changes nothing. */
+    berth_broker_cancel(broker, FP_A, "c2", &c);
+    expect_status(&c, 202, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(c.body, "state")), "cancelled");
+    berth_reply_clear(&c);
+    berth_reply_clear(&r);
+}
+END_TEST
+
+START_TEST(deadline)
+{
+    _cleanup_free_ char *doc = job_doc("d1", "[\"sleep\"]", 20000000LL); /* 20 ms */
+    _cleanup_free_ char *late = job_doc("d2", "[\"sleep\"]", 20000000LL);
+    struct berth_reply r = submit(FP_A, doc), r2, res = {0};
+    struct timespec ts = {0, 50000000};
+
+    expect_status(&r, 201, NULL);
+    passes(); /* started */
+    r2 = submit(FP_A, late);
+    expect_status(&r2, 201, NULL);
+    nanosleep(&ts, NULL);
+    passes(); /* d1 past its deadline while running; d2 past it before starting */
+    berth_broker_result(broker, FP_A, "d1", &res);
+    expect_status(&res, 200, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res.body, "result"), "status")), "expired");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res.body, "result"), "reason")), "deadline");
+    berth_reply_clear(&res);
+    berth_broker_result(broker, FP_A, "d2", &res);
+    expect_status(&res, 200, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res.body, "result"), "reason")),
+                     "deadline_before_start");
+    berth_reply_clear(&res);
+    berth_reply_clear(&r);
+    berth_reply_clear(&r2);
+}
+END_TEST
+
+START_TEST(start_refused_and_flaky)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *refuse = job_doc("s1", "[\"refuse\"]", 60000000000LL);
+    _cleanup_free_ char *flaky = job_doc("s2", "[\"flaky\"]", 60000000000LL);
+    struct berth_reply a = submit(FP_A, refuse), b = submit(FP_A, flaky), res = {0}, ins = {0};
+    struct berth_pass_stats st = {0};
+    char line[128];
+
+    expect_status(&a, 201, NULL);
+    expect_status(&b, 201, NULL);
+    ck_assert_int_eq(berth_broker_dispatch(broker, &st, &err), 0);
+    ck_assert_int_eq(st.failed, 1);
+    ck_assert_int_eq(st.errors, 1);
+    ck_assert_int_eq(st.started, 0);
+    berth_broker_result(broker, FP_A, "s1", &res);
+    expect_status(&res, 200, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res.body, "result"), "reason")),
+                     "start_refused");
+    berth_reply_clear(&res);
+    berth_broker_inspect(broker, FP_A, "s2", &ins);
+    ck_assert_str_eq(json_string_value(json_object_get(ins.body, "state")), "claimed");
+    berth_reply_clear(&ins);
+    /* Reconcile leaves a claim the backend never saw to dispatch, which retries. */
+    ck_assert_int_eq(berth_broker_reconcile(broker, NULL, &err), 0);
+    memset(&st, 0, sizeof(st));
+    ck_assert_int_eq(berth_broker_dispatch(broker, &st, &err), 0);
+    ck_assert_int_eq(st.started, 1);
+    snprintf(line, sizeof(line), "start %s flaked", run_id_of(b.body));
+    ck_assert_int_eq(calls(line), 1);
+    snprintf(line, sizeof(line), "start %s new", run_id_of(b.body));
+    ck_assert_int_eq(calls(line), 1);
+    berth_reply_clear(&a);
+    berth_reply_clear(&b);
+}
+END_TEST
+
+START_TEST(output_bound)
+{
+    _cleanup_free_ char *doc = job_doc("o1", "[\"spew\",\"5000\"]", 60000000000LL); /* output_bytes is 1024 */
+    struct berth_reply r = submit(FP_A, doc), res = {0};
+    const json_t *body;
+
+    expect_status(&r, 201, NULL);
+    passes();
+    berth_broker_result(broker, FP_A, "o1", &res);
+    expect_status(&res, 200, NULL);
+    body = json_object_get(res.body, "result");
+    ck_assert_str_eq(json_string_value(json_object_get(body, "status")), "failed");
+    ck_assert_str_eq(json_string_value(json_object_get(body, "reason")), "output_limit");
+    ck_assert_str_eq(json_string_value(json_object_get(body, "stdout")), "");
+    berth_reply_clear(&res);
+    berth_reply_clear(&r);
+}
+END_TEST
+
+START_TEST(grants_rechecked)
+{
+    _cleanup_free_ char *doc = job_doc("g1", "[\"echo\"]", 60000000000LL);
+    struct berth_reply r = submit(FP_A, doc), x = {0};
+
+    expect_status(&r, 201, NULL);
+    /* The fingerprint is removed: every operation on the job is refused, retries included. */
+    write_policy(POLICY_B_ONLY);
+    berth_broker_inspect(broker, FP_A, "g1", &x);
+    expect_status(&x, 403, "denied");
+    berth_reply_clear(&x);
+    berth_broker_result(broker, FP_A, "g1", &x);
+    expect_status(&x, 403, "denied");
+    berth_reply_clear(&x);
+    berth_broker_cancel(broker, FP_A, "g1", &x);
+    expect_status(&x, 403, "denied");
+    berth_reply_clear(&x);
+    x = submit(FP_A, doc);
+    expect_status(&x, 403, "denied");
+    berth_reply_clear(&x);
+    /* A missing policy denies everyone, and says nothing about where it lives. */
+    ck_assert_int_eq(unlink(policy_path), 0);
+    berth_broker_capabilities(broker, FP_B, &x);
+    expect_status(&x, 403, "denied");
+    ck_assert_ptr_null(strstr(x.message, dir));
+    berth_reply_clear(&x);
+    write_policy(POLICY_AB);
+    berth_broker_inspect(broker, FP_A, "g1", &x);
+    expect_status(&x, 200, NULL);
+    berth_reply_clear(&x);
+    berth_reply_clear(&r);
+}
+END_TEST
+
+/* A broker killed between "claimed" and start(): the next one starts the job, once. */
+START_TEST(restart)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *doc = job_doc("k1", "[\"echo\",\"x\"]", 60000000000LL);
+    struct berth_reply r = submit(FP_A, doc), res = {0};
+    struct berth_job_record rec = {0};
+    char line[128];
+
+    expect_status(&r, 201, NULL);
+    ck_assert_int_eq(berth_jobstore_find_run(journal, run_id_of(r.body), &rec, &err), 0);
+    ck_assert_int_eq(berth_jobstore_transition(journal, rec.run_id, rec.revision, BERTH_JOB_CLAIMED, NULL, 1, &err), 0);
+    berth_job_record_clear(&rec);
+    /* "Crash": everything is closed and opened again. */
+    berth_broker_free(broker);
+    berth_plugin_unload(plugin);
+    berth_journal_close(journal);
+    journal = test_journal_open(dir);
+    load_plugin();
+    open_broker();
+    ck_assert_int_eq(berth_broker_reconcile(broker, NULL, &err), 0); /* startup: never starts */
+    snprintf(line, sizeof(line), "start %s new", run_id_of(r.body));
+    ck_assert_int_eq(calls(line), 0);
+    passes();
+    passes();
+    ck_assert_int_eq(calls(line), 1);
+    berth_broker_result(broker, FP_A, "k1", &res);
+    expect_status(&res, 200, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res.body, "result"), "stdout")), "eAo");
+    berth_reply_clear(&res);
+    berth_reply_clear(&r);
+}
+END_TEST
+
+START_TEST(pools_and_audit)
+{
+    struct berth_reply x = {0};
+
+    berth_broker_pool_register(broker, FP_B, SCRIPT_POOL, strlen(SCRIPT_POOL), &x);
+    expect_status(&x, 403, "denied");
+    berth_reply_clear(&x);
+    berth_broker_pool_register(broker, FP_A, SCRIPT_POOL, strlen(SCRIPT_POOL), &x);
+    expect_status(&x, 200, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(x.body, "outcome")), "unchanged");
+    berth_reply_clear(&x);
+    berth_broker_pool_register(broker, FP_A, "{\"name\":1}", 10, &x);
+    expect_status(&x, 400, "malformed");
+    berth_reply_clear(&x);
+    berth_broker_pool_list(broker, FP_A, &x);
+    expect_status(&x, 200, NULL);
+    ck_assert_int_eq(json_array_size(json_object_get(x.body, "pools")), 1);
+    berth_reply_clear(&x);
+    berth_broker_pool_list(broker, FP_B, &x); /* bob is granted "other" only */
+    ck_assert_int_eq(json_array_size(json_object_get(x.body, "pools")), 0);
+    berth_reply_clear(&x);
+    berth_broker_pool_show(broker, FP_B, "sample", &x);
+    expect_status(&x, 404, "not_found");
+    berth_reply_clear(&x);
+    berth_broker_pool_show(broker, FP_A, "sample", &x);
+    expect_status(&x, 200, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(x.body, "name")), "sample");
+    berth_reply_clear(&x);
+    berth_broker_audit(broker, FP_B, 0, 100, &x);
+    expect_status(&x, 403, "denied");
+    berth_reply_clear(&x);
+    {
+        _cleanup_free_ char *doc = job_doc("au", "[\"echo\"]", 60000000000LL);
+        struct berth_reply r = submit(FP_A, doc);
+        berth_reply_clear(&r);
+    }
+    berth_broker_audit(broker, FP_A, 0, 100, &x);
+    expect_status(&x, 200, NULL);
+    ck_assert_ptr_nonnull(strstr(x.text, "\"type\":\"pool.registered\""));
+    ck_assert_ptr_nonnull(strstr(x.text, "\"type\":\"pool.placed\""));
+    ck_assert_ptr_nonnull(strstr(x.text, "\"type\":\"job.accepted\""));
+    berth_reply_clear(&x);
+    berth_broker_audit(broker, FP_A, 1, 1, &x); /* one event after seq 1 */
+    expect_status(&x, 200, NULL);
+    ck_assert_ptr_nonnull(strstr(x.text, "\"seq\":2"));
+    ck_assert_ptr_null(strchr(strchr(x.text, '\n') + 1, '\n'));
+    berth_reply_clear(&x);
+    berth_broker_capabilities(broker, FP_A, &x);
+    expect_status(&x, 200, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(x.body, "key_id")), berth_signing_key_id(key));
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(x.body, "backends"), "script"));
+    berth_reply_clear(&x);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("broker");
+    TCase *tc = test_case(s, "broker");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, submit_run_collect);
+    tcase_add_test(tc, batch_outcomes);
+    tcase_add_test(tc, admission);
+    tcase_add_test(tc, cancel_before_start);
+    tcase_add_test(tc, cancel_running);
+    tcase_add_test(tc, deadline);
+    tcase_add_test(tc, start_refused_and_flaky);
+    tcase_add_test(tc, output_bound);
+    tcase_add_test(tc, grants_rechecked);
+    tcase_add_test(tc, restart);
+    tcase_add_test(tc, pools_and_audit);
+    return s;
+}
+
+TEST_MAIN()
