@@ -578,6 +578,8 @@ void berth_broker_capabilities(struct berth_broker *b, const char *fingerprint, 
     broker_caller_clear(&caller);
 }
 
+static const char *const register_outcomes[] = {"unchanged", "registered", "updated"};
+
 static bool require_admin(const struct broker_caller *c, struct berth_reply *reply)
 {
     if (c->subject->admin)
@@ -589,7 +591,7 @@ static bool require_admin(const struct broker_caller *c, struct berth_reply *rep
 void berth_broker_pool_register(struct berth_broker *b, const char *fingerprint, const char *body, size_t len,
                                 struct berth_reply *reply)
 {
-    static const char *const outcomes[] = {"unchanged", "registered", "updated"};
+    const char *const *outcomes = register_outcomes;
     struct berth_error err = BERTH_ERROR_INIT;
     struct broker_caller caller;
     struct berth_pool *pool = NULL;
@@ -624,6 +626,30 @@ out:
     pthread_mutex_unlock(&b->lock);
     berth_pool_free(pool);
     broker_caller_clear(&caller);
+}
+
+int berth_broker_pool_register_trusted(struct berth_broker *b, const char *body, size_t len, const char *actor,
+                                       const char **ret_outcome, struct berth_error *reterr)
+{
+    enum berth_register_outcome outcome = BERTH_REGISTER_UNCHANGED;
+    struct berth_pool *pool = NULL;
+    int r;
+
+    if (!b || !body || !actor)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    r = berth_pool_parse(body, len, &pool, reterr);
+    if (r < 0)
+        return r;
+    pthread_mutex_lock(&b->lock);
+    r = berth_registry_register(b->reg, b->p.audit_key, pool, actor, broker_now(), &outcome, reterr);
+    pthread_mutex_unlock(&b->lock);
+    if (r == 0 && outcome != BERTH_REGISTER_UNCHANGED)
+        berth_logf(b->p.logger, BERTH_LOG_NOTICE, "pool %s %s by %s: %s", pool->name, register_outcomes[outcome], actor,
+                   pool->pool_hash);
+    if (r == 0 && ret_outcome)
+        *ret_outcome = register_outcomes[outcome];
+    berth_pool_free(pool);
+    return r;
 }
 
 static json_t *pool_summary(const struct berth_pool *p)

@@ -198,6 +198,16 @@ void berth_broker_pool_register(struct berth_broker *b, const char *fingerprint,
                                 struct berth_reply *reply);
 
 /**
+ * berth_broker_pool_register_trusted() - register @body as the operator
+ * (berthd's pools directory): no policy check, recorded with @actor.
+ * @ret_outcome: optional; receives "unchanged", "registered" or "updated".
+ * Return: 0; -EBADMSG (not a valid manifest, reterr says why); -EFBIG;
+ * journal errors.
+ */
+int berth_broker_pool_register_trusted(struct berth_broker *b, const char *body, size_t len, const char *actor,
+                                       const char **ret_outcome, struct berth_error *reterr);
+
+/**
  * berth_broker_pool_list() - 200 {pools: [{name, pool_hash,
  * backend_allowlist}]}: every active pool for an admin, the granted ones
  * otherwise; 403.

@@ -1,0 +1,482 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main.c -- berthd: startup, recovery, serving and orderly shutdown.
+ *
+ * Order matters: configuration and every trusted file are checked first;
+ * then the journal is opened (recovery), the pools directory registered,
+ * the backends loaded and one reconcile pass run, all before the listener
+ * opens and systemd hears READY=1.  SIGTERM stops accepting, answers what
+ * is in flight within http.shutdown_timeout_ns, lets the worker finish its
+ * pass and closes the journal.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <openssl/ssl.h>
+#include <systemd/sd-daemon.h>
+
+#include <berth/version.h>
+
+#include "audit.h"
+#include "broker.h"
+#include "canon.h"
+#include "config.h"
+#include "fsutil.h"
+#include "host.h"
+#include "journal.h"
+#include "macro.h"
+#include "plugin-loader.h"
+#include "pool.h"
+#include "server.h"
+#include "sign.h"
+#include "tls.h"
+#include "worker.h"
+
+#ifndef BERTH_PLUGINDIR
+#error "BERTH_PLUGINDIR must be defined by the build"
+#endif
+
+/* Everything the daemon holds; lives in main()'s frame. */
+struct daemon {
+    struct berthd_config cfg;
+    struct berth_logger logger;
+    bool journald;
+    struct berth_signing_key *key;
+    struct berth_audit_key audit_key;
+    struct berth_policy_source *policy;
+    struct berth_journal *journal;
+    struct berth_host_instance hosts[BERTHD_MAX_BACKENDS];
+    struct berth_plugin_handle *plugins[BERTHD_MAX_BACKENDS];
+    struct berth_broker_backend backends[BERTHD_MAX_BACKENDS];
+    struct berth_broker *broker;
+    struct berthd_worker worker;
+    struct event_base *base;
+    SSL_CTX *ctx;
+    struct berthd_server *server;
+    struct event *sigterm, *sigint, *sighup, *failed;
+    const char *fault_point;
+    int status;
+};
+
+static void log_sink(void *userdata, int level, const char *line)
+{
+    const struct daemon *d = userdata;
+
+    /* Under systemd (JOURNAL_STREAM set) a "<N>" prefix carries the priority (sd-daemon(3)). */
+    if (d->journald)
+        fprintf(stderr, "<%d>%s\n", level, line);
+    else
+        fprintf(stderr, "berthd: %s\n", line);
+}
+
+static void help(void)
+{
+    printf("Usage: berthd --config=FILE [--check]\n"
+           "       berthd --help | --version\n"
+           "\n"
+           "berthd is berth's broker daemon.  Clients submit sealed jobs over HTTPS with a\n"
+           "client certificate; berthd checks the host policy, places each job in its pool,\n"
+           "signs a receipt and records it in the journal before anything runs, starts it\n"
+           "on the chosen runtime backend, and later returns a signed result.\n"
+           "\n"
+           "Options:\n"
+           "  -c, --config=FILE   the daemon configuration (JSON; see docs/berthd.md).  It and\n"
+           "                      every file it names must be owned by this user (or root,\n"
+           "                      for non-secret files) and not writable by others; keys,\n"
+           "                      the TLS private key and the policy must be mode 0600.\n"
+           "      --check         check the configuration and every file it names, load the\n"
+           "                      backends, then exit without opening the journal or the\n"
+           "                      listener (0: usable)\n"
+           "  -h, --help          show this help\n"
+           "      --version       show the version\n"
+           "\n"
+           "Startup: configuration and files are checked; the journal in\n"
+           "state_directory/journal.db is opened (created 0600 in a 0700 directory) and\n"
+           "recovered; the pools directory is registered; backends are loaded; one\n"
+           "reconcile pass settles jobs left by an earlier run (it never starts a job);\n"
+           "then the listener opens and systemd is told READY=1.\n"
+           "\n"
+           "Signals: SIGTERM and SIGINT stop accepting, answer requests in flight (at most\n"
+           "http.shutdown_timeout_ns), finish the current backend pass and close the\n"
+           "journal.  The host policy needs no signal: it is re-read whenever it changes.\n"
+           "\n"
+           "Logging: one line per request and per job state change on standard error,\n"
+           "with sd-daemon priority prefixes under systemd.  Nothing secret is logged.\n"
+           "\n"
+           "Exit status: 0 after a clean shutdown; 1 on a startup or journal failure;\n"
+           "2 on a bad command line.\n");
+}
+
+static void stop_cb(evutil_socket_t sig, short what, void *arg)
+{
+    struct daemon *d = arg;
+
+    (void)what;
+    berth_logf(&d->logger, BERTH_LOG_NOTICE, "%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    sd_notify(0, "STOPPING=1");
+    berthd_server_shutdown(d->server);
+}
+
+static void hup_cb(evutil_socket_t sig, short what, void *arg)
+{
+    struct daemon *d = arg;
+
+    (void)sig, (void)what;
+    berth_logf(&d->logger, BERTH_LOG_INFO,
+               "SIGHUP ignored: the host policy is re-read when it changes; "
+               "other settings need a restart");
+}
+
+static void failed_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct daemon *d = arg;
+
+    (void)fd, (void)what;
+    d->status = 1;
+    berthd_server_shutdown(d->server);
+}
+
+/* The worker thread found the journal failing: stop the loop (thread-safe with evthread). */
+static void worker_failed(void *userdata)
+{
+    struct daemon *d = userdata;
+    event_active(d->failed, EV_TIMEOUT, 0);
+}
+
+static void wake_worker(void *userdata)
+{
+    struct daemon *d = userdata;
+    berthd_worker_wake(&d->worker);
+}
+
+#ifdef BERTH_FAULT_INJECTION
+/* Test-only: die at the point BERTH_FAULT names, as a crash would. */
+static void fault(void *userdata, const char *point)
+{
+    struct daemon *d = userdata;
+
+    if (d->fault_point && streq(d->fault_point, point)) {
+        fprintf(stderr, "berthd: fault injection: killed at %s\n", point);
+        raise(SIGKILL);
+    }
+}
+#endif
+
+static int fail(struct daemon *d, const char *what, const struct berth_error *err)
+{
+    berth_logf(&d->logger, BERTH_LOG_ERR, "%s: %s", what, err->message);
+    return 1;
+}
+
+static int check_policy(struct daemon *d)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *text = NULL;
+    struct berth_policy *p = NULL;
+    size_t len = 0;
+    int r;
+
+    r = berthd_read_secret_file(d->cfg.policy, BERTH_POLICY_MAX, &text, &len, &err);
+    if (r == -ENOENT) {
+        berth_logf(&d->logger, BERTH_LOG_WARNING,
+                   "the host policy %s does not exist: every request is denied "
+                   "until it does",
+                   d->cfg.policy);
+        return 0;
+    }
+    if (r == 0)
+        r = berth_policy_parse(text, len, &p, &err);
+    if (r < 0)
+        return fail(d, "the host policy is unusable", &err);
+    berth_policy_free(p);
+    return berth_policy_source_new(d->cfg.policy, &d->policy) < 0 ? 1 : 0;
+}
+
+static int load_backends(struct daemon *d)
+{
+    size_t i;
+
+    for (i = 0; i < d->cfg.n_backends; i++) {
+        const struct berthd_backend_config *bc = &d->cfg.backends[i];
+        struct berth_error err = BERTH_ERROR_INIT;
+        _cleanup_free_ char *config = NULL, *file = NULL;
+        const struct berth_plugin_info *info;
+        struct berth_plugin_load_options o = {0};
+        size_t len = 0;
+        json_t *empty = json_object();
+
+        if (!empty || berth_json_serialize(bc->config ? bc->config : empty, 0, &config, &len, &err) < 0 ||
+            asprintf(&file, "%s.so", bc->plugin) < 0) {
+            json_decref(empty);
+            berth_logf(&d->logger, BERTH_LOG_ERR, "backend %s: out of memory", bc->name);
+            return 1;
+        }
+        json_decref(empty);
+        o.dir = d->cfg.plugin_directory;
+        o.file = file;
+        o.sha256 = bc->sha256;
+        o.kind = BERTH_PLUGIN_RUNTIME;
+        o.host = berth_host_instance_init(&d->hosts[i], bc->name, &d->logger);
+        o.config = config;
+        o.config_len = len;
+        if (berth_plugin_load(&o, &d->plugins[i], NULL, &err) < 0) {
+            berth_logf(&d->logger, BERTH_LOG_ERR, "backend %s: plugin %s in %s: %s", bc->name, bc->plugin,
+                       d->cfg.plugin_directory, err.message);
+            return 1;
+        }
+        info = berth_plugin_get_info(d->plugins[i]);
+        d->backends[i] = (struct berth_broker_backend){
+            .name = bc->name,
+            .plugin = info->name,
+            .plugin_version = info->version,
+            .ops = berth_plugin_runtime_ops(d->plugins[i]),
+            .state = berth_plugin_state(d->plugins[i]),
+            .require_qualification = bc->require_qualification,
+        };
+        berth_logf(&d->logger, BERTH_LOG_INFO, "backend %s: plugin %s %s (%s)", bc->name, info->name, info->version,
+                   info->sha256);
+    }
+    return 0;
+}
+
+static int select_json(const struct dirent *e)
+{
+    size_t n = strlen(e->d_name);
+    return n > 5 && e->d_name[0] != '.' && streq(e->d_name + n - 5, ".json");
+}
+
+/* Register every *.json of the pools directory, in name order. */
+static int register_pools(struct daemon *d)
+{
+    struct dirent **names = NULL;
+    int n, i, rc = 0;
+
+    if (!d->cfg.pools_directory)
+        return 0;
+    n = scandir(d->cfg.pools_directory, &names, select_json, alphasort);
+    if (n < 0) {
+        berth_logf(&d->logger, BERTH_LOG_ERR, "pools directory %s: %s", d->cfg.pools_directory, strerror(errno));
+        return 1;
+    }
+    for (i = 0; i < n; i++) {
+        struct berth_error err = BERTH_ERROR_INIT;
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        const char *outcome = NULL;
+        size_t len = 0;
+
+        if (rc == 0 && asprintf(&path, "%s/%s", d->cfg.pools_directory, names[i]->d_name) < 0)
+            rc = 1;
+        if (rc == 0 &&
+            (berthd_read_public_file(path, BERTH_POOL_MANIFEST_MAX, &text, &len, &err) < 0 ||
+             berth_broker_pool_register_trusted(d->broker, text, len, "berthd:pools_directory", &outcome, &err) < 0)) {
+            berth_logf(&d->logger, BERTH_LOG_ERR, "pool file %s: %s", path, err.message);
+            rc = 1;
+        }
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+static int state_directory(struct daemon *d)
+{
+    struct stat st;
+
+    if (mkdir(d->cfg.state_directory, 0700) < 0 && errno != EEXIST) {
+        berth_logf(&d->logger, BERTH_LOG_ERR, "state directory %s: %s", d->cfg.state_directory, strerror(errno));
+        return 1;
+    }
+    if (lstat(d->cfg.state_directory, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+        (st.st_mode & 077)) {
+        berth_logf(&d->logger, BERTH_LOG_ERR,
+                   "state directory %s must be a directory owned by uid %u with mode 0700 (no symlink)",
+                   d->cfg.state_directory, (unsigned)geteuid());
+        return 1;
+    }
+    return 0;
+}
+
+static int start(struct daemon *d, bool check_only)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *journal_path = NULL;
+    struct berth_broker_params bp;
+    int r;
+
+    if ((r = berth_signing_key_load(d->cfg.receipt_key, &d->key, &err)) < 0)
+        return fail(d, "receipt_key", &err);
+    if ((r = berth_audit_key_load(d->cfg.audit_key, &d->audit_key, &err)) < 0)
+        return fail(d, "audit_key", &err);
+    if (check_policy(d) != 0)
+        return 1;
+    if ((r = berthd_tls_context(d->cfg.certificate, d->cfg.private_key, d->cfg.client_ca, &d->ctx, &err)) < 0)
+        return fail(d, "tls", &err);
+    if (load_backends(d) != 0)
+        return 1;
+    if (check_only)
+        return 0;
+
+    if (state_directory(d) != 0)
+        return 1;
+    if (asprintf(&journal_path, "%s/journal.db", d->cfg.state_directory) < 0)
+        return 1;
+    if ((r = berth_journal_open(journal_path, BERTH_JOURNAL_CREATE, &d->journal, &err)) < 0)
+        return fail(d, "journal", &err);
+    bp = (struct berth_broker_params){
+        .name = d->cfg.broker_name,
+        .journal = d->journal,
+        .key = d->key,
+        .audit_key = &d->audit_key,
+        .policy = d->policy,
+        .backends = d->backends,
+        .n_backends = d->cfg.n_backends,
+        .max_active = d->cfg.max_active_jobs,
+        .max_retained = d->cfg.max_retained_jobs,
+        .logger = &d->logger,
+        .wake = wake_worker,
+        .userdata = d,
+    };
+#ifdef BERTH_FAULT_INJECTION
+    bp.fault = fault;
+    d->fault_point = getenv("BERTH_FAULT");
+    if (d->fault_point)
+        berth_logf(&d->logger, BERTH_LOG_WARNING, "fault injection armed at %s (a test build)", d->fault_point);
+#endif
+    if ((r = berth_broker_new(&bp, &d->broker, &err)) < 0)
+        return fail(d, "journal recovery", &err);
+    if (register_pools(d) != 0)
+        return 1;
+    berth_broker_refresh_backends(d->broker);
+    {
+        struct berth_pass_stats st = {0};
+        if (berth_broker_reconcile(d->broker, &st, &err) < 0)
+            return fail(d, "startup reconcile", &err);
+        berth_logf(&d->logger, BERTH_LOG_INFO,
+                   "recovered: %u exited, %u cancelled, %u expired, %u failed since the last run", st.finished,
+                   st.cancelled, st.expired, st.failed);
+    }
+
+    if (evthread_use_pthreads() < 0 || !(d->base = event_base_new()) || event_base_priority_init(d->base, 3) < 0)
+        return berth_logf(&d->logger, BERTH_LOG_ERR, "cannot create the event loop"), 1;
+    if ((r = berthd_server_new(d->base, d->ctx, &d->cfg, d->broker, d->policy, &d->logger, &d->server, &err)) < 0)
+        return fail(d, "listen", &err);
+    d->sigterm = evsignal_new(d->base, SIGTERM, stop_cb, d);
+    d->sigint = evsignal_new(d->base, SIGINT, stop_cb, d);
+    d->sighup = evsignal_new(d->base, SIGHUP, hup_cb, d);
+    d->failed = event_new(d->base, -1, 0, failed_cb, d);
+    if (!d->sigterm || !d->sigint || !d->sighup || !d->failed || event_add(d->sigterm, NULL) < 0 ||
+        event_add(d->sigint, NULL) < 0 || event_add(d->sighup, NULL) < 0)
+        return berth_logf(&d->logger, BERTH_LOG_ERR, "cannot install signal handlers"), 1;
+    event_priority_set(d->sigterm, 0);
+    event_priority_set(d->sigint, 0);
+    d->worker = (struct berthd_worker){
+        .broker = d->broker,
+        .logger = &d->logger,
+        .interval_ns = d->cfg.reconcile_interval_ns,
+        .on_failure = worker_failed,
+        .userdata = d,
+    };
+    if ((r = berthd_worker_start(&d->worker)) < 0)
+        return berth_logf(&d->logger, BERTH_LOG_ERR, "cannot start the worker thread: %s", strerror(-r)), 1;
+    berthd_worker_wake(&d->worker); /* dispatch what recovery left accepted */
+    berth_logf(&d->logger, BERTH_LOG_NOTICE, "ready: https://%s%s%s:%d/ (broker %s, key %s, %zu backends)",
+               strchr(d->cfg.address, ':') ? "[" : "", d->cfg.address, strchr(d->cfg.address, ':') ? "]" : "",
+               berthd_server_port(d->server), d->cfg.broker_name, berth_signing_key_id(d->key), d->cfg.n_backends);
+    sd_notifyf(0, "READY=1\nSTATUS=serving on %s port %d", d->cfg.address, berthd_server_port(d->server));
+    return 0;
+}
+
+static void stop(struct daemon *d)
+{
+    size_t i;
+
+    berthd_worker_stop(&d->worker);
+    berthd_server_free(d->server);
+    if (d->sigterm)
+        event_free(d->sigterm);
+    if (d->sigint)
+        event_free(d->sigint);
+    if (d->sighup)
+        event_free(d->sighup);
+    if (d->failed)
+        event_free(d->failed);
+    if (d->base)
+        event_base_free(d->base);
+    berth_broker_free(d->broker);
+    for (i = 0; i < BERTHD_MAX_BACKENDS; i++)
+        berth_plugin_unload(d->plugins[i]);
+    berth_journal_close(d->journal);
+    SSL_CTX_free(d->ctx);
+    berth_policy_source_free(d->policy);
+    berth_signing_key_free(d->key);
+    berth_audit_key_wipe(&d->audit_key);
+    berthd_config_clear(&d->cfg);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"check", no_argument, NULL, 'C'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    struct daemon d;
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *config = NULL;
+    bool check_only = false;
+    int c, r;
+
+    memset(&d, 0, sizeof(d));
+    d.journald = getenv("JOURNAL_STREAM") != NULL;
+    d.logger = (struct berth_logger){.sink = log_sink, .userdata = &d, .max_level = BERTH_LOG_INFO};
+    while ((c = getopt_long(argc, argv, "c:h", options, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            free(config);
+            if (berth_path_absolute(optarg, &config) < 0) {
+                fprintf(stderr, "berthd: --config: cannot make %s absolute\n", optarg);
+                return 2;
+            }
+            break;
+        case 'C': check_only = true; break;
+        case 'h': help(); return 0;
+        case 'V': printf("berthd %s\n", BERTH_VERSION); return 0;
+        default: fprintf(stderr, "Try 'berthd --help'.\n"); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "berthd: unexpected argument %s\nTry 'berthd --help'.\n", argv[optind]);
+        return 2;
+    }
+    if (!config) {
+        fprintf(stderr, "berthd: --config=FILE is required\nTry 'berthd --help'.\n");
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (berthd_config_load(config, BERTH_PLUGINDIR, &d.cfg, &err) < 0) {
+        fprintf(stderr, "berthd: %s\n", err.message);
+        return 1;
+    }
+    r = start(&d, check_only);
+    if (r == 0 && check_only) {
+        printf("berthd: %s is usable (%zu backends)\n", config, d.cfg.n_backends);
+    } else if (r == 0) {
+        event_base_dispatch(d.base);
+        berth_logf(&d.logger, BERTH_LOG_NOTICE, "stopped");
+        r = d.status;
+    }
+    stop(&d);
+    return r;
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/* worker.c -- the backend thread; see worker.h. */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "worker.h"
+
+static void *worker_main(void *userdata)
+{
+    struct berthd_worker *w = userdata;
+
+    for (;;) {
+        struct berth_error err = BERTH_ERROR_INIT;
+        struct berth_pass_stats st = {0};
+        struct timespec until;
+        int r;
+
+        pthread_mutex_lock(&w->lock);
+        if (!w->woken && !w->stop) {
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_sec += (time_t)(w->interval_ns / 1000000000LL);
+            until.tv_nsec += (long)(w->interval_ns % 1000000000LL);
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            while (!w->woken && !w->stop)
+                if (pthread_cond_timedwait(&w->cond, &w->lock, &until) == ETIMEDOUT)
+                    break;
+        }
+        w->woken = false;
+        if (w->stop) {
+            pthread_mutex_unlock(&w->lock);
+            break;
+        }
+        pthread_mutex_unlock(&w->lock);
+
+        berth_broker_refresh_backends(w->broker);
+        r = berth_broker_reconcile(w->broker, &st, &err);
+        if (r == 0)
+            r = berth_broker_dispatch(w->broker, &st, &err);
+        if (r < 0) {
+            berth_logf(w->logger, BERTH_LOG_ERR, "the journal failed, so berthd stops: %s", err.message);
+            w->failure = r;
+            if (w->on_failure)
+                w->on_failure(w->userdata);
+            break;
+        }
+        if (st.started || st.finished || st.cancelled || st.expired || st.failed)
+            berth_logf(w->logger, BERTH_LOG_INFO,
+                       "pass: %u started, %u exited, %u cancelled, %u expired, %u failed, %u backend errors",
+                       st.started, st.finished, st.cancelled, st.expired, st.failed, st.errors);
+    }
+    return NULL;
+}
+
+int berthd_worker_start(struct berthd_worker *w)
+{
+    pthread_condattr_t attr;
+    int r;
+
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    w->woken = w->stop = false;
+    r = pthread_create(&w->thread, NULL, worker_main, w);
+    if (r != 0) {
+        pthread_cond_destroy(&w->cond);
+        pthread_mutex_destroy(&w->lock);
+        return -r;
+    }
+    w->running = true;
+    return 0;
+}
+
+void berthd_worker_wake(void *userdata)
+{
+    struct berthd_worker *w = userdata;
+
+    if (!w || !w->running)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->woken = true;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+void berthd_worker_stop(struct berthd_worker *w)
+{
+    if (!w->running)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->stop = true;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    pthread_join(w->thread, NULL);
+    w->running = false;
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->lock);
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * worker.h -- the thread that talks to backends: every interval (or when
+ * woken after a submission or cancellation) it refreshes backend
+ * capabilities, reconciles and dispatches (broker.h).  It is the only
+ * thread that calls plugins.
+ */
+#ifndef BERTHD_WORKER_H
+#define BERTHD_WORKER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "broker.h"
+
+struct berthd_worker {
+    struct berth_broker *broker;
+    const struct berth_logger *logger;
+    int64_t interval_ns;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool woken, stop, running;
+    int failure; /* a journal error stopped the worker: the daemon must stop */
+    void (*on_failure)(void *userdata);
+    void *userdata;
+};
+
+/** berthd_worker_start() - start the thread.  Return: 0 or a negative errno. */
+int berthd_worker_start(struct berthd_worker *w);
+
+/** berthd_worker_wake() - run a pass now (any thread; the broker's wake hook). */
+void berthd_worker_wake(void *userdata);
+
+/** berthd_worker_stop() - finish the current pass and join the thread. */
+void berthd_worker_stop(struct berthd_worker *w);
+
+#endif
