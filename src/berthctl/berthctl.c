@@ -29,11 +29,20 @@ static const struct {
     const char *summary;
 } verbs[] = {
     {"audit", cmd_audit, "create audit keys, export and verify the audit chain"},
+    {"cancel", cmd_job, "ask berthd to cancel a job"},
     {"canon", cmd_canon, "print the canonical form of a JSON document"},
+    {"capabilities", cmd_job, "show what this client may do on berthd"},
+    {"collect", cmd_job, "fetch, verify and save a job's signed result"},
+    {"dev-init", cmd_devinit, "write a complete local installation for trying berth"},
     {"digest", cmd_digest, "print the sha256 digest of a file or JSON document"},
+    {"inspect", cmd_job, "show a job's state and receipt"},
     {"keygen", cmd_keygen, "create an Ed25519 signing key"},
     {"plugins", cmd_plugins, "list plugins and whether they would load"},
     {"pool", cmd_pool, "register, inspect, place on and verify named sandbox pools"},
+    {"receipt", cmd_verify, "verify a signed receipt offline"},
+    {"result", cmd_verify, "verify a signed result offline"},
+    {"submit", cmd_job, "send a sealed job to berthd (and wait for its result)"},
+    {"wait", cmd_job, "wait for a job's signed result"},
 };
 
 static void help(FILE *out)
@@ -43,11 +52,13 @@ static void help(FILE *out)
     fprintf(out, "Usage: berthctl [--version] [--help] VERB [ARGS...]\n"
                  "\n"
                  "berthctl is the command-line client and offline toolbox of berth, the\n"
-                 "sandbox broker.  The verbs below work on local files and need no daemon.\n"
+                 "sandbox broker.  submit, inspect, wait, cancel, collect, capabilities and\n"
+                 "pool with --config talk to berthd over HTTPS (client certificate, pinned\n"
+                 "broker key); the other verbs work on local files and need no daemon.\n"
                  "\n"
                  "Verbs:\n");
     for (i = 0; i < ELEMENTSOF(verbs); i++)
-        fprintf(out, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
+        fprintf(out, "  %-13s %s\n", verbs[i].name, verbs[i].summary);
     fprintf(out, "\n"
                  "Run \"berthctl VERB --help\" for a verb's options.\n"
                  "\n"
@@ -146,6 +157,7 @@ int bctl_global_option(struct bctl_globals *g, const char *verb, int c, const ch
     case BCTL_OPT_JOURNAL: return bctl_absolute_arg(verb, "--journal", arg, &g->journal) == 0 ? 1 : -BCTL_EXIT_USAGE;
     case BCTL_OPT_AUDIT_KEY:
         return bctl_absolute_arg(verb, "--audit-key", arg, &g->audit_key) == 0 ? 1 : -BCTL_EXIT_USAGE;
+    case BCTL_OPT_CONFIG: return bctl_absolute_arg(verb, "--config", arg, &g->config) == 0 ? 1 : -BCTL_EXIT_USAGE;
     case BCTL_OPT_JSON: g->json = true; return 1;
     default: return 0;
     }
@@ -265,6 +277,7 @@ int main(int argc, char **argv)
             r = verbs[i].run(&g, vargc, vargv);
             free(g.journal);
             free(g.audit_key);
+            free(g.config);
             return r;
         }
     }

@@ -30,11 +30,13 @@ enum {
 /**
  * struct bctl_globals - options that every verb understands, given before
  * the verb or among its own options: --journal=PATH, --audit-key=FILE,
+ * --config=FILE (the client configuration for verbs that talk to berthd),
  * --json.  Paths are absolute (made so when parsed).
  */
 struct bctl_globals {
     char *journal;
     char *audit_key;
+    char *config;
     bool json;
 };
 
@@ -43,12 +45,14 @@ enum {
     BCTL_OPT_JOURNAL = 0x100,
     BCTL_OPT_AUDIT_KEY,
     BCTL_OPT_JSON,
+    BCTL_OPT_CONFIG,
 };
 
 /** The option table entries for the global options (spliced into verbs'). */
 #define BCTL_GLOBAL_OPTIONS                                                                                            \
     {"journal", required_argument, NULL, BCTL_OPT_JOURNAL},                                                            \
         {"audit-key", required_argument, NULL, BCTL_OPT_AUDIT_KEY},                                                    \
+        {"config", required_argument, NULL, BCTL_OPT_CONFIG},                                                          \
     {                                                                                                                  \
         "json", no_argument, NULL, BCTL_OPT_JSON                                                                       \
     }
@@ -64,11 +68,14 @@ int bctl_global_option(struct bctl_globals *g, const char *verb, int c, const ch
 #define BCTL_DEFAULT_MAX_BYTES ((size_t)16 * 1024 * 1024)
 
 int cmd_canon(struct bctl_globals *g, int argc, char **argv);
+int cmd_devinit(struct bctl_globals *g, int argc, char **argv);
 int cmd_digest(struct bctl_globals *g, int argc, char **argv);
 int cmd_keygen(struct bctl_globals *g, int argc, char **argv);
 int cmd_plugins(struct bctl_globals *g, int argc, char **argv);
 int cmd_pool(struct bctl_globals *g, int argc, char **argv);
 int cmd_audit(struct bctl_globals *g, int argc, char **argv);
+int cmd_job(struct bctl_globals *g, int argc, char **argv);
+int cmd_verify(struct bctl_globals *g, int argc, char **argv);
 
 /**
  * bctl_open_journal() - open g->journal (required: a usage error without

@@ -9,7 +9,10 @@
 #include "audit.h"
 #include "berthctl.h"
 #include "canon.h"
+#include "client.h"
+#include "fsutil.h"
 #include "journal.h"
+#include "pool.h"
 #include "macro.h"
 #include "registry.h"
 #include "sign.h"
@@ -19,6 +22,7 @@
 static void help(FILE *out)
 {
     fprintf(out, "Usage: berthctl --journal=PATH [--audit-key=FILE] [--json] pool SUBCOMMAND ...\n"
+                 "       berthctl --config=CLIENT.json [--json] pool register FILE | list | show NAME\n"
                  "\n"
                  "Named sandbox pools are the operator's placement contracts: which backends\n"
                  "work may run on (in preference order), the base workspace template, which\n"
@@ -47,6 +51,10 @@ static void help(FILE *out)
                  "                       re-hash every stored manifest, check every active\n"
                  "                       pool's manifest is stored\n"
                  "\n"
+                 "With --config (or $BERTH_CLIENT_CONFIG) and no --journal, register, list and\n"
+                 "show talk to berthd over HTTPS instead: registering needs an admin grant in\n"
+                 "the host policy, and list and show see the pools this client is granted.\n"
+                 "\n"
                  "The journal is created by the first register.  register, place, retire,\n"
                  "enrol, claim and verify need --audit-key.  Manifests, overrides and backend\n"
                  "sets are strict JSON (see \"berthctl canon\"); unknown members are refused.\n"
@@ -60,6 +68,43 @@ static void help(FILE *out)
                  "      pool register conf/pools/default.json\n"
                  "  berthctl --journal /var/lib/berth/journal.db --audit-key audit.key \\\n"
                  "      pool place default --overrides overrides.json --backends backends.json\n");
+}
+
+/* register, list and show against berthd. */
+static int do_remote(struct bctl_globals *g, const char *sub, const char *arg)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct bctl_client *c = NULL;
+    _cleanup_free_ char *text = NULL;
+    json_t *body = NULL;
+    char path[128];
+    size_t len = 0;
+    long status = 0;
+    int r;
+
+    if (streq(sub, "register") && bctl_read_input(arg, BERTH_POOL_MANIFEST_MAX, &text, &len, &err) < 0)
+        return bctl_error(VERB, "%s: %s", bctl_input_name(arg), err.message);
+    if (streq(sub, "show") && !berth_name_valid(arg))
+        return bctl_usage_error(VERB, "\"%s\" is not a pool name", arg);
+    if ((r = bctl_client_open(g, VERB, &c)) != BCTL_EXIT_OK)
+        return r;
+    if (streq(sub, "register"))
+        r = bctl_client_request(c, "POST", "/v1/pools", text, len, &status, &body, NULL, NULL, &err);
+    else if (streq(sub, "list"))
+        r = bctl_client_request(c, "GET", "/v1/pools", NULL, 0, &status, &body, NULL, NULL, &err);
+    else {
+        snprintf(path, sizeof(path), "/v1/pools/%s", arg);
+        r = bctl_client_request(c, "GET", path, NULL, 0, &status, &body, NULL, NULL, &err);
+    }
+    if (r < 0)
+        r = bctl_error(VERB, "%s", err.message);
+    else if (status != 200 && status != 201)
+        r = bctl_client_fail(VERB, status, body);
+    else
+        r = bctl_print_json(VERB, body, g->json);
+    json_decref(body);
+    bctl_client_free(c);
+    return r;
 }
 
 static inline void journal_closep(struct berth_journal **j)
@@ -453,6 +498,15 @@ int cmd_pool(struct bctl_globals *g, int argc, char **argv)
     sub = argv[optind];
     nargs = argc - optind - 1;
     arg = nargs > 0 ? argv[optind + 1] : NULL;
+
+    if (!g->journal && (g->config || getenv("BERTH_CLIENT_CONFIG"))) {
+        if (streq(sub, "list") && nargs == 0)
+            return do_remote(g, sub, NULL);
+        if ((streq(sub, "register") || streq(sub, "show")) && nargs == 1)
+            return do_remote(g, sub, arg);
+        return bctl_usage_error(VERB, "against berthd only register FILE, list and show NAME are available; "
+                                      "the other subcommands work on a local --journal");
+    }
 
     if (streq(sub, "list") || streq(sub, "verify")) {
         if (nargs != 0)

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/* client.c -- berthctl's HTTPS client; see client.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "buf.h"
+#include "canon.h"
+#include "client.h"
+#include "fsutil.h"
+#include "jsonobj.h"
+#include "macro.h"
+
+#define PEM_MAX (1024 * 1024)
+
+struct bctl_client {
+    CURL *curl;
+    json_t *doc;
+    char *url; /* without a trailing slash */
+    uint8_t broker_key[BERTH_ED25519_PUBLIC_LEN];
+    char *cert, *key, *ca;
+    size_t cert_len, key_len, ca_len;
+    int64_t timeout_ns;
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+static const char *const config_members[] = {
+    "broker_public_key", "ca", "certificate", "private_key", "schema_version", "timeout_ns", "url", NULL,
+};
+
+static int read_file(const char *verb, const char *what, const char *path, bool secret, char **ret, size_t *ret_len)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    const struct berth_file_expect expect = {
+        .type = S_IFREG,
+        .uid = secret ? (uint32_t)geteuid() : BERTH_UID_ANY,
+        .mode_mask = secret ? 077 : 022,
+        .mode = 0,
+        .max_size = PEM_MAX,
+        .one_link = 1,
+    };
+
+    if (berth_read_file_at(AT_FDCWD, path, &expect, ret, ret_len, &err) < 0)
+        return bctl_error(verb, "%s %s: %s", what, path, err.message);
+    return BCTL_EXIT_OK;
+}
+
+void bctl_client_free(struct bctl_client *c)
+{
+    if (!c)
+        return;
+    if (c->curl)
+        curl_easy_cleanup(c->curl);
+    json_decref(c->doc);
+    free(c->url);
+    free(c->cert);
+    berth_secret_free(c->key, c->key_len);
+    free(c->ca);
+    free(c);
+}
+
+const uint8_t *bctl_client_broker_key(const struct bctl_client *c)
+{
+    return c->broker_key;
+}
+
+static int parse_config(struct bctl_client *c, const char *verb, const char *path, const char *text, size_t len)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    const char *url = NULL, *pub = NULL, *cert = NULL, *key = NULL, *ca = NULL;
+    int64_t version = 0;
+    int r;
+
+    c->timeout_ns = 30000000000LL;
+    if (berth_json_parse(text, len, BCTL_CLIENT_CONFIG_MAX, &c->doc, &err) < 0 ||
+        berth_json_only_members(c->doc, "client", config_members, &err) < 0 ||
+        berth_json_int_member(c->doc, "client", "schema_version", true, 1, 1, &version, &err) < 0 ||
+        berth_json_string_member(c->doc, "client", "url", true, &url, &err) < 0 ||
+        berth_json_string_member(c->doc, "client", "broker_public_key", true, &pub, &err) < 0 ||
+        berth_json_string_member(c->doc, "client", "certificate", true, &cert, &err) < 0 ||
+        berth_json_string_member(c->doc, "client", "private_key", true, &key, &err) < 0 ||
+        berth_json_string_member(c->doc, "client", "ca", true, &ca, &err) < 0 ||
+        berth_json_int_member(c->doc, "client", "timeout_ns", false, 1000000, 3600000000000LL, &c->timeout_ns, &err) <
+            0)
+        return bctl_error(verb, "%s: %s", path, err.message);
+    if (strncmp(url, "https://", 8) != 0 || strlen(url) > 2048 || strpbrk(url, " \t\r\n?#"))
+        return bctl_error(verb, "%s: client.url must be an https:// URL without query or fragment", path);
+    if (berth_public_key_from_b64url(pub, c->broker_key) < 0)
+        return bctl_error(verb, "%s: client.broker_public_key must be 43 base64url characters", path);
+    if (cert[0] != '/' || key[0] != '/' || ca[0] != '/')
+        return bctl_error(verb, "%s: certificate, private_key and ca must be absolute paths", path);
+    c->url = strdup(url);
+    if (!c->url)
+        return bctl_error(verb, "out of memory");
+    while (strlen(c->url) > 8 && c->url[strlen(c->url) - 1] == '/')
+        c->url[strlen(c->url) - 1] = '\0';
+    if ((r = read_file(verb, "certificate", cert, false, &c->cert, &c->cert_len)) != 0 ||
+        (r = read_file(verb, "private key", key, true, &c->key, &c->key_len)) != 0 ||
+        (r = read_file(verb, "CA bundle", ca, false, &c->ca, &c->ca_len)) != 0)
+        return r;
+    return BCTL_EXIT_OK;
+}
+
+int bctl_client_open(const struct bctl_globals *g, const char *verb, struct bctl_client **ret)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *text = NULL, *env_path = NULL;
+    const char *path = g->config;
+    struct bctl_client *c;
+    const struct berth_file_expect expect = {
+        .type = S_IFREG,
+        .uid = BERTH_UID_ANY,
+        .mode_mask = 022,
+        .mode = 0,
+        .max_size = BCTL_CLIENT_CONFIG_MAX,
+        .one_link = 1,
+    };
+    struct curl_blob cert, key, ca;
+    size_t len = 0;
+    int r;
+
+    if (!path && getenv("BERTH_CLIENT_CONFIG")) {
+        if (berth_path_absolute(getenv("BERTH_CLIENT_CONFIG"), &env_path) < 0)
+            return bctl_usage_error(verb, "BERTH_CLIENT_CONFIG is not a usable path");
+        path = env_path;
+    }
+    if (!path)
+        return bctl_usage_error(verb, "this verb talks to berthd: give --config=CLIENT.json "
+                                      "(or set BERTH_CLIENT_CONFIG)");
+    if (berth_read_file_at(AT_FDCWD, path, &expect, &text, &len, &err) < 0)
+        return bctl_error(verb, "%s: %s", path, err.message);
+    c = calloc(1, sizeof(*c));
+    if (!c)
+        return bctl_error(verb, "out of memory");
+    r = parse_config(c, verb, path, text, len);
+    if (r != BCTL_EXIT_OK) {
+        bctl_client_free(c);
+        return r;
+    }
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || !(c->curl = curl_easy_init())) {
+        bctl_client_free(c);
+        return bctl_error(verb, "libcurl failed to initialise");
+    }
+    cert = (struct curl_blob){.data = c->cert, .len = c->cert_len, .flags = CURL_BLOB_NOCOPY};
+    key = (struct curl_blob){.data = c->key, .len = c->key_len, .flags = CURL_BLOB_NOCOPY};
+    ca = (struct curl_blob){.data = c->ca, .len = c->ca_len, .flags = CURL_BLOB_NOCOPY};
+    if (curl_easy_setopt(c->curl, CURLOPT_SSLCERT_BLOB, &cert) != CURLE_OK ||
+        curl_easy_setopt(c->curl, CURLOPT_SSLCERTTYPE, "PEM") != CURLE_OK ||
+        curl_easy_setopt(c->curl, CURLOPT_SSLKEY_BLOB, &key) != CURLE_OK ||
+        curl_easy_setopt(c->curl, CURLOPT_SSLKEYTYPE, "PEM") != CURLE_OK ||
+        curl_easy_setopt(c->curl, CURLOPT_CAINFO_BLOB, &ca) != CURLE_OK ||
+        curl_easy_setopt(c->curl, CURLOPT_CAPATH, NULL) != CURLE_OK ||
+        curl_easy_setopt(c->curl, CURLOPT_SSLVERSION, (long)(CURL_SSLVERSION_TLSv1_3 | CURL_SSLVERSION_MAX_DEFAULT)) !=
+            CURLE_OK ||
+        curl_easy_setopt(c->curl, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK ||
+        curl_easy_setopt(c->curl, CURLOPT_SSL_VERIFYHOST, 2L) != CURLE_OK ||
+        curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "https") != CURLE_OK ||
+        curl_easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
+        curl_easy_setopt(c->curl, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1) != CURLE_OK ||
+        curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+        curl_easy_setopt(c->curl, CURLOPT_NOPROXY, "*") != CURLE_OK ||
+        curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)(c->timeout_ns / 1000000)) != CURLE_OK ||
+        curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, c->errbuf) != CURLE_OK) {
+        bctl_client_free(c);
+        return bctl_error(verb, "this libcurl lacks a feature berthctl needs (blobs, TLS 1.3, protocol lists)");
+    }
+    *ret = c;
+    return BCTL_EXIT_OK;
+}
+
+static size_t collect(char *data, size_t size, size_t n, void *userdata)
+{
+    struct berth_buf *b = userdata;
+
+    if (berth_buf_append(b, data, size * n) < 0)
+        return 0; /* more than BCTL_REPLY_MAX: libcurl aborts the transfer */
+    return size * n;
+}
+
+int bctl_client_request(struct bctl_client *c, const char *method, const char *path, const char *body, size_t len,
+                        long *ret_status, json_t **ret_body, char **ret_text, size_t *ret_text_len,
+                        struct berth_error *reterr)
+{
+    struct berth_buf reply = BERTH_BUF_INIT(BCTL_REPLY_MAX);
+    struct curl_slist *headers = NULL;
+    _cleanup_free_ char *url = NULL;
+    CURLcode rc;
+    long status = 0;
+    int r = 0;
+
+    if (asprintf(&url, "%s%s", c->url, path) < 0)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    headers = curl_slist_append(headers, "Accept: application/json");
+    if (body)
+        headers = curl_slist_append(headers, "Content-Type: application/json");
+    headers = curl_slist_append(headers, "Expect:");
+    c->errbuf[0] = '\0';
+    curl_easy_setopt(c->curl, CURLOPT_URL, url);
+    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &reply);
+    if (streq(method, "POST")) {
+        curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
+        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body ? body : "");
+        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? len : 0));
+    } else {
+        curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
+    }
+    rc = curl_easy_perform(c->curl);
+    curl_slist_free_all(headers);
+    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
+    if (rc != CURLE_OK) {
+        r = berth_error_set(reterr, -EIO, "%s %s: %s", method, url,
+                            rc == CURLE_WRITE_ERROR ? "the reply is larger than berthctl accepts"
+                                                    : (c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc)));
+        berth_buf_free(&reply);
+        return r;
+    }
+    curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 300 && status < 400) {
+        berth_buf_free(&reply);
+        return berth_error_set(reterr, -EIO,
+                               "%s %s: the broker answered with a redirect (%ld), which berthctl "
+                               "refuses",
+                               method, url, status);
+    }
+    *ret_status = status;
+    if (ret_body) {
+        *ret_body = NULL;
+        if (reply.len)
+            berth_json_parse(reply.data, reply.len, BCTL_REPLY_MAX, ret_body, NULL);
+    }
+    if (ret_text) {
+        *ret_text = berth_buf_steal(&reply, ret_text_len);
+        if (!*ret_text)
+            r = berth_error_set(reterr, -ENOMEM, "out of memory");
+    }
+    berth_buf_free(&reply);
+    return r;
+}
+
+int bctl_client_fail(const char *verb, long status, const json_t *body)
+{
+    const char *code = json_string_value(json_object_get(body, "error"));
+    const char *message = json_string_value(json_object_get(body, "message"));
+
+    if (code && message)
+        return bctl_error(verb, "%ld %s: %s", status, code, message);
+    return bctl_error(verb, "the broker answered %ld", status);
+}

@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd-job.c -- berthctl submit, inspect, wait, cancel, collect and
+ * capabilities: the verbs that talk to berthd about jobs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "berthctl.h"
+#include "canon.h"
+#include "client.h"
+#include "encoding.h"
+#include "fsutil.h"
+#include "job.h"
+#include "jsonobj.h"
+#include "macro.h"
+#include "receipt.h"
+
+#define DEFAULT_WAIT_SECONDS 600
+
+static void help_jobs(const char *verb)
+{
+    printf("Usage: berthctl [--config=CLIENT.json] submit JOB.json [--wait] [--timeout=SECONDS] [--json]\n"
+           "       berthctl [--config=CLIENT.json] inspect ID [--json]\n"
+           "       berthctl [--config=CLIENT.json] wait ID [--timeout=SECONDS] [--json]\n"
+           "       berthctl [--config=CLIENT.json] cancel ID [--json]\n"
+           "       berthctl [--config=CLIENT.json] collect ID [--out=DIR] [--json]\n"
+           "       berthctl [--config=CLIENT.json] capabilities [--json]\n"
+           "\n"
+           "Talk to berthd over HTTPS with the client certificate named in the client\n"
+           "configuration (--config, or $BERTH_CLIENT_CONFIG; see docs/berthd.md).  Every\n"
+           "receipt and result received is verified against the broker public key pinned in\n"
+           "that configuration before anything is printed; a reply signed by another key is\n"
+           "an error (exit status 3).  Redirects are refused.\n"
+           "\n"
+           "  submit JOB.json   send a sealed job (schema v1, at most 1 MiB; checked locally\n"
+           "                    first) and print its signed receipt.  Resending the same\n"
+           "                    document is safe: the broker answers with the same receipt.\n"
+           "                    --wait then waits for the result as \"wait\" does.\n"
+           "  inspect ID        print the job's state, revision and receipt\n"
+           "  wait ID           poll until the job has a signed result (at most --timeout\n"
+           "                    seconds, default %d), verify it, write the job's stdout to\n"
+           "                    standard output and its stderr to standard error, and\n"
+           "                    summarise on standard error; --json prints the result\n"
+           "                    document instead\n"
+           "  cancel ID         ask the broker to cancel the job (recorded before the\n"
+           "                    sandbox is stopped) and print its state\n"
+           "  collect ID        fetch and verify the final result; with --out=DIR write\n"
+           "                    DIR/result.json, DIR/receipt.json, DIR/stdout and DIR/stderr\n"
+           "                    (DIR is created 0700; existing files are never overwritten)\n"
+           "  capabilities      print what this client may do: principal, scope, granted\n"
+           "                    pools and images, limits ceiling, backends\n"
+           "\n"
+           "Exit status: 0 success (for wait and submit --wait: the job exited with status\n"
+           "0); 1 the request was refused or failed, or the job did not exit 0; 2 usage\n"
+           "error; 3 a receipt or result failed verification.\n"
+           "\n"
+           "Example:\n"
+           "  berthctl --config=/srv/berth/client.json submit job.json --wait\n",
+           DEFAULT_WAIT_SECONDS);
+    (void)verb;
+}
+
+/* Print @value as the user asked: canonical with --json, indented otherwise. */
+static int print(const struct bctl_globals *g, const char *verb, const json_t *value)
+{
+    return bctl_print_json(verb, value, g->json);
+}
+
+static int verify_failed(const char *verb, const char *what, const struct berth_error *err)
+{
+    bctl_error(verb, "the %s does not verify against the pinned broker key: %s", what, err->message);
+    return BCTL_EXIT_VERIFY;
+}
+
+static int job_id_ok(const char *verb, const char *id)
+{
+    size_t i, n = id ? strlen(id) : 0;
+
+    if (n == 0 || n > BERTH_JOB_ID_MAX)
+        return bctl_usage_error(verb, "a job id is 1 to %d characters", BERTH_JOB_ID_MAX);
+    for (i = 0; i < n; i++)
+        if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z') || (id[i] >= '0' && id[i] <= '9') ||
+              strchr("._-", id[i])))
+            return bctl_usage_error(verb, "a job id is made of [A-Za-z0-9._-], not \"%s\"", id);
+    return BCTL_EXIT_OK;
+}
+
+/* GET @path, requiring @want (or @want2) as status; *@ret the JSON body. */
+static int get(struct bctl_client *c, const char *verb, const char *path, long want, long want2, long *ret_status,
+               json_t **ret)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    long status = 0;
+    json_t *body = NULL;
+
+    if (bctl_client_request(c, "GET", path, NULL, 0, &status, &body, NULL, NULL, &err) < 0)
+        return bctl_error(verb, "%s", err.message);
+    if (status != want && status != want2) {
+        int r = bctl_client_fail(verb, status, body);
+        json_decref(body);
+        return r;
+    }
+    if (!body) {
+        return bctl_error(verb, "the broker's reply to %s is not JSON", path);
+    }
+    if (ret_status)
+        *ret_status = status;
+    *ret = body;
+    return BCTL_EXIT_OK;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static int write_b64(FILE *out, const json_t *v)
+{
+    size_t n = json_string_length(v), len = 0;
+    _cleanup_free_ uint8_t *raw = malloc(n + 1);
+
+    if (!raw || berth_base64url_decode(json_string_value(v), n, raw, n + 1, &len) < 0)
+        return -EBADMSG;
+    if (len && fwrite(raw, 1, len, out) != len)
+        return -EIO;
+    return fflush(out) == 0 ? 0 : -EIO;
+}
+
+/* Fetch and verify the final result of @id (binding it to its receipt and,
+ * when known, to @job); 1 with nothing in *@ret while it is still pending. */
+static int fetch_result(struct bctl_client *c, const char *verb, const char *id, const struct berth_job *job,
+                        json_t **ret_result, json_t **ret_receipt, char ret_state[32])
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    char path[256];
+    json_t *result = NULL, *view = NULL, *receipt;
+    long status = 0;
+    int r;
+
+    snprintf(path, sizeof(path), "/v1/jobs/%s/result", id);
+    r = get(c, verb, path, 200, 202, &status, &result);
+    if (r != BCTL_EXIT_OK)
+        return r;
+    if (status == 202) {
+        snprintf(ret_state, 32, "%s", json_string_value(json_object_get(result, "state")) ?: "pending");
+        json_decref(result);
+        return -1;
+    }
+    snprintf(path, sizeof(path), "/v1/jobs/%s", id);
+    r = get(c, verb, path, 200, 200, NULL, &view);
+    if (r != BCTL_EXIT_OK) {
+        json_decref(result);
+        return r;
+    }
+    receipt = json_incref(json_object_get(view, "receipt"));
+    json_decref(view);
+    if (berth_receipt_verify(receipt, bctl_client_broker_key(c), job, NULL, &err) < 0) {
+        json_decref(result);
+        json_decref(receipt);
+        return verify_failed(verb, "receipt", &err);
+    }
+    if (berth_result_verify(result, bctl_client_broker_key(c), job, receipt, NULL, &err) < 0) {
+        json_decref(result);
+        json_decref(receipt);
+        return verify_failed(verb, "result", &err);
+    }
+    *ret_result = result;
+    *ret_receipt = receipt;
+    return BCTL_EXIT_OK;
+}
+
+static int wait_result(const struct bctl_globals *g, struct bctl_client *c, const char *verb, const char *id,
+                       const struct berth_job *job, long timeout_s)
+{
+    struct timespec start, now;
+    json_t *result = NULL, *receipt = NULL;
+    const json_t *body, *code;
+    const char *status;
+    char state[32] = "";
+    long delay = 100;
+    int r;
+
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        r = fetch_result(c, verb, id, job, &result, &receipt, state);
+        if (r != -1)
+            break;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - start.tv_sec >= timeout_s)
+            return bctl_error(verb, "job %s is still %s after %ld seconds", id, state, timeout_s);
+        sleep_ms(delay);
+        delay = delay < 1000 ? delay * 2 : 1000;
+    }
+    if (r != BCTL_EXIT_OK)
+        return r;
+    body = json_object_get(result, "result");
+    status = json_string_value(json_object_get(body, "status"));
+    code = json_object_get(body, "exit_code");
+    if (g->json) {
+        r = print(g, verb, result);
+    } else {
+        if (write_b64(stdout, json_object_get(body, "stdout")) < 0 ||
+            write_b64(stderr, json_object_get(body, "stderr")) < 0)
+            r = bctl_error(verb, "writing the job's output failed");
+        fprintf(stderr, "berthctl %s: job %s %s", verb, id, status);
+        if (json_is_integer(code))
+            fprintf(stderr, " with exit code %lld", (long long)json_integer_value(code));
+        if (json_is_string(json_object_get(body, "reason")))
+            fprintf(stderr, " (%s)", json_string_value(json_object_get(body, "reason")));
+        fprintf(stderr, "; result signed by %s, verified\n", json_string_value(json_object_get(body, "key_id")) ?: "?");
+    }
+    if (r == BCTL_EXIT_OK && !(streq(status, "exited") && json_is_integer(code) && json_integer_value(code) == 0))
+        r = BCTL_EXIT_FAIL;
+    json_decref(result);
+    json_decref(receipt);
+    return r;
+}
+
+static int parse_timeout(const char *verb, const char *arg, long *ret)
+{
+    char *end = NULL;
+    long v;
+
+    errno = 0;
+    v = strtol(arg, &end, 10);
+    if (errno || !*arg || *end || v < 1 || v > 7 * 24 * 3600)
+        return bctl_usage_error(verb, "--timeout takes whole seconds from 1 to 604800, not \"%s\"", arg);
+    *ret = v;
+    return BCTL_EXIT_OK;
+}
+
+static int do_submit(const struct bctl_globals *g, struct bctl_client *c, const char *verb, const char *file, bool wait,
+                     long timeout_s)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *text = NULL;
+    struct berth_job *job = NULL;
+    json_t *reply = NULL;
+    long status = 0;
+    size_t len = 0;
+    int r;
+
+    if (bctl_read_input(file, BERTH_JOB_MAX, &text, &len, &err) < 0)
+        return bctl_error(verb, "%s: %s", bctl_input_name(file), err.message);
+    if (berth_job_parse(text, len, &job, &err) < 0)
+        return bctl_error(verb, "%s: %s", bctl_input_name(file), err.message);
+    if (bctl_client_request(c, "POST", "/v1/jobs", text, len, &status, &reply, NULL, NULL, &err) < 0) {
+        berth_job_free(job);
+        return bctl_error(verb, "%s", err.message);
+    }
+    if (status != 201 && status != 200) {
+        r = bctl_client_fail(verb, status, reply);
+    } else if (berth_receipt_verify(reply, bctl_client_broker_key(c), job, NULL, &err) < 0) {
+        r = verify_failed(verb, "receipt", &err);
+    } else if (!wait) {
+        r = print(g, verb, reply);
+    } else {
+        if (!g->json)
+            fprintf(stderr, "berthctl %s: job %s %s; receipt verified\n", verb, job->id,
+                    status == 201 ? "accepted" : "was already accepted");
+        r = wait_result(g, c, verb, job->id, job, timeout_s);
+    }
+    json_decref(reply);
+    berth_job_free(job);
+    return r;
+}
+
+static int do_inspect(const struct bctl_globals *g, struct bctl_client *c, const char *verb, const char *id)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    char path[256];
+    json_t *view = NULL;
+    int r;
+
+    snprintf(path, sizeof(path), "/v1/jobs/%s", id);
+    if ((r = get(c, verb, path, 200, 200, NULL, &view)) != BCTL_EXIT_OK)
+        return r;
+    if (berth_receipt_verify(json_object_get(view, "receipt"), bctl_client_broker_key(c), NULL, NULL, &err) < 0)
+        r = verify_failed(verb, "receipt", &err);
+    else
+        r = print(g, verb, view);
+    json_decref(view);
+    return r;
+}
+
+static int do_cancel(const struct bctl_globals *g, struct bctl_client *c, const char *verb, const char *id)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    char path[256];
+    json_t *body = NULL;
+    long status = 0;
+    int r;
+
+    snprintf(path, sizeof(path), "/v1/jobs/%s/cancel", id);
+    if (bctl_client_request(c, "POST", path, "", 0, &status, &body, NULL, NULL, &err) < 0)
+        return bctl_error(verb, "%s", err.message);
+    r = status == 202 ? print(g, verb, body) : bctl_client_fail(verb, status, body);
+    json_decref(body);
+    return r;
+}
+
+static int write_out(const char *verb, int dirfd, const char *dir, const char *name, const void *data, size_t len)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+
+    if (berth_publish_at(dirfd, name, data, len, 0600, 0, &err) < 0)
+        return bctl_error(verb, "%s/%s: %s", dir, name, err.message);
+    return BCTL_EXIT_OK;
+}
+
+static int write_json_out(const char *verb, int dirfd, const char *dir, const char *name, const json_t *v)
+{
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+
+    if (berth_json_serialize(v, 0, &text, &len, NULL) < 0)
+        return bctl_error(verb, "out of memory");
+    text[len] = '\n'; /* serialize leaves room for the NUL: reuse it */
+    return write_out(verb, dirfd, dir, name, text, len + 1);
+}
+
+static int write_b64_out(const char *verb, int dirfd, const char *dir, const char *name, const json_t *v)
+{
+    size_t n = json_string_length(v), len = 0;
+    _cleanup_free_ uint8_t *raw = malloc(n + 1);
+
+    if (!raw || berth_base64url_decode(json_string_value(v), n, raw, n + 1, &len) < 0)
+        return bctl_error(verb, "%s is not base64url", name);
+    return write_out(verb, dirfd, dir, name, raw, len);
+}
+
+static int do_collect(const struct bctl_globals *g, struct bctl_client *c, const char *verb, const char *id,
+                      const char *out)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    json_t *result = NULL, *receipt = NULL;
+    const json_t *body;
+    char state[32] = "";
+    _cleanup_close_ int dirfd = -1;
+    int r;
+
+    r = fetch_result(c, verb, id, NULL, &result, &receipt, state);
+    if (r == -1)
+        return bctl_error(verb, "job %s has no result yet (it is %s)", id, state);
+    if (r != BCTL_EXIT_OK)
+        return r;
+    if (!out) {
+        r = print(g, verb, result);
+        goto done;
+    }
+    if (mkdir(out, 0700) < 0 && errno != EEXIST) {
+        r = bctl_error(verb, "%s: %s", out, strerror(errno));
+        goto done;
+    }
+    dirfd = berth_open_trusted(out, O_RDONLY | O_DIRECTORY, 0, &err);
+    if (dirfd < 0) {
+        r = bctl_error(verb, "%s: %s", out, err.message);
+        goto done;
+    }
+    body = json_object_get(result, "result");
+    if ((r = write_json_out(verb, dirfd, out, "result.json", result)) != BCTL_EXIT_OK ||
+        (r = write_json_out(verb, dirfd, out, "receipt.json", receipt)) != BCTL_EXIT_OK ||
+        (r = write_b64_out(verb, dirfd, out, "stdout", json_object_get(body, "stdout"))) != BCTL_EXIT_OK ||
+        (r = write_b64_out(verb, dirfd, out, "stderr", json_object_get(body, "stderr"))) != BCTL_EXIT_OK)
+        goto done;
+    if (!g->json)
+        printf("job %s: %s; result, receipt, stdout and stderr written to %s\n", id,
+               json_string_value(json_object_get(body, "status")), out);
+done:
+    json_decref(result);
+    json_decref(receipt);
+    return r;
+}
+
+static int do_capabilities(const struct bctl_globals *g, struct bctl_client *c, const char *verb)
+{
+    json_t *body = NULL;
+    int r;
+
+    if ((r = get(c, verb, "/v1/capabilities", 200, 200, NULL, &body)) != BCTL_EXIT_OK)
+        return r;
+    r = print(g, verb, body);
+    json_decref(body);
+    return r;
+}
+
+int cmd_job(struct bctl_globals *g, int argc, char **argv)
+{
+    enum { OPT_WAIT = 0x200, OPT_TIMEOUT, OPT_OUT };
+    static const struct option options[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"wait", no_argument, NULL, OPT_WAIT},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"out", required_argument, NULL, OPT_OUT},
+        BCTL_GLOBAL_OPTIONS,
+        {},
+    };
+    const char *verb = argv[0] + strlen("berthctl ");
+    _cleanup_free_ char *out = NULL;
+    struct bctl_client *c = NULL;
+    bool wait = false, submit = streq(verb, "submit"), caps = streq(verb, "capabilities");
+    long timeout_s = DEFAULT_WAIT_SECONDS;
+    int ch, r;
+
+    while ((ch = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        r = bctl_global_option(g, verb, ch, optarg);
+        if (r < 0)
+            return -r;
+        if (r > 0)
+            continue;
+        switch (ch) {
+        case 'h': help_jobs(verb); return BCTL_EXIT_OK;
+        case OPT_WAIT:
+            if (!submit)
+                return bctl_usage_error(verb, "--wait belongs to submit");
+            wait = true;
+            break;
+        case OPT_TIMEOUT:
+            if (!submit && !streq(verb, "wait"))
+                return bctl_usage_error(verb, "--timeout belongs to submit --wait and wait");
+            if ((r = parse_timeout(verb, optarg, &timeout_s)) != BCTL_EXIT_OK)
+                return r;
+            break;
+        case OPT_OUT:
+            if (!streq(verb, "collect"))
+                return bctl_usage_error(verb, "--out belongs to collect");
+            if ((r = bctl_absolute_arg(verb, "--out", optarg, &out)) != 0)
+                return r;
+            break;
+        default: return bctl_usage_hint(verb);
+        }
+    }
+    if (caps && optind != argc)
+        return bctl_usage_error(verb, "capabilities takes no argument");
+    if (!caps && optind + 1 != argc)
+        return bctl_usage_error(verb, "%s takes exactly one %s", verb, submit ? "job file" : "job id");
+    if (!submit && !caps && (r = job_id_ok(verb, argv[optind])) != BCTL_EXIT_OK)
+        return r;
+    if ((r = bctl_client_open(g, verb, &c)) != BCTL_EXIT_OK)
+        return r;
+    if (submit)
+        r = do_submit(g, c, verb, argv[optind], wait, timeout_s);
+    else if (caps)
+        r = do_capabilities(g, c, verb);
+    else if (streq(verb, "inspect"))
+        r = do_inspect(g, c, verb, argv[optind]);
+    else if (streq(verb, "wait"))
+        r = wait_result(g, c, verb, argv[optind], NULL, timeout_s);
+    else if (streq(verb, "cancel"))
+        r = do_cancel(g, c, verb, argv[optind]);
+    else
+        r = do_collect(g, c, verb, argv[optind], out);
+    bctl_client_free(c);
+    return r;
+}

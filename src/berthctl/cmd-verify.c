@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd-verify.c -- berthctl receipt verify and result verify: offline
+ * checks of broker-signed documents with the broker's public key alone.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "berthctl.h"
+#include "canon.h"
+#include "job.h"
+#include "macro.h"
+#include "receipt.h"
+#include "sign.h"
+
+#define DOC_MAX (16 * 1024 * 1024)
+
+static void help(void)
+{
+    printf("Usage: berthctl receipt verify FILE --pubkey=PUB [--job=JOB.json] [--json]\n"
+           "       berthctl result verify FILE --job=JOB.json --pubkey=PUB [--receipt=RECEIPT.json] [--json]\n"
+           "\n"
+           "Check a receipt or result offline, with nothing but the broker's public key.\n"
+           "Both are envelopes {\"receipt\"|\"result\": BODY, \"signature\": SIG} where SIG is an\n"
+           "Ed25519 signature (RFC 8032) over the canonical JSON of BODY.\n"
+           "\n"
+           "  --pubkey=PUB        the broker's public key: a PEM \"PUBLIC KEY\" file such as\n"
+           "                      keys/receipt.pub, or a file holding its 43-character\n"
+           "                      base64url form\n"
+           "  --job=JOB.json      the job document: the receipt or result must name this job\n"
+           "                      (its id and the digest of its canonical form); required\n"
+           "                      for result verify, where it also bounds the output size\n"
+           "  --receipt=FILE      result verify only: the result must carry this receipt's\n"
+           "                      digest\n"
+           "\n"
+           "On success the document's main facts are printed (--json: the verified body).\n"
+           "Exit status: 0 verified; 3 the document does not verify; 1 a file cannot be\n"
+           "read; 2 usage error.\n");
+}
+
+static int read_json(const char *verb, const char *file, json_t **ret)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+
+    if (bctl_read_input(file, DOC_MAX, &text, &len, &err) < 0)
+        return bctl_error(verb, "%s: %s", bctl_input_name(file), err.message);
+    if (berth_json_parse(text, len, DOC_MAX, ret, &err) < 0) {
+        bctl_error(verb, "%s: %s", bctl_input_name(file), err.message);
+        return BCTL_EXIT_VERIFY;
+    }
+    return BCTL_EXIT_OK;
+}
+
+static int read_pubkey(const char *verb, const char *file, uint8_t pub[BERTH_ED25519_PUBLIC_LEN])
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+
+    if (bctl_read_input(file, 64 * 1024, &text, &len, &err) < 0)
+        return bctl_error(verb, "--pubkey %s: %s", file, err.message);
+    if (strstr(text, "-----BEGIN")) {
+        if (berth_public_key_from_pem(text, len, pub, &err) < 0)
+            return bctl_error(verb, "--pubkey %s: %s", file, err.message);
+        return BCTL_EXIT_OK;
+    }
+    while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+        text[--len] = '\0';
+    if (berth_public_key_from_b64url(text, pub) < 0)
+        return bctl_error(verb, "--pubkey %s: neither a PEM public key nor 43 base64url characters", file);
+    return BCTL_EXIT_OK;
+}
+
+static int read_job(const char *verb, const char *file, struct berth_job **ret)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+
+    if (bctl_read_input(file, BERTH_JOB_MAX, &text, &len, &err) < 0)
+        return bctl_error(verb, "--job %s: %s", file, err.message);
+    if (berth_job_parse(text, len, ret, &err) < 0)
+        return bctl_error(verb, "--job %s: %s", file, err.message);
+    return BCTL_EXIT_OK;
+}
+
+int cmd_verify(struct bctl_globals *g, int argc, char **argv)
+{
+    enum { OPT_PUBKEY = 0x200, OPT_JOB, OPT_RECEIPT };
+    static const struct option options[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"pubkey", required_argument, NULL, OPT_PUBKEY},
+        {"job", required_argument, NULL, OPT_JOB},
+        {"receipt", required_argument, NULL, OPT_RECEIPT},
+        BCTL_GLOBAL_OPTIONS,
+        {},
+    };
+    const char *verb = argv[0] + strlen("berthctl ");
+    bool is_result = streq(verb, "result");
+    const char *pubkey = NULL, *job_file = NULL, *receipt_file = NULL;
+    struct berth_error err = BERTH_ERROR_INIT;
+    uint8_t pub[BERTH_ED25519_PUBLIC_LEN];
+    struct berth_job *job = NULL;
+    json_t *doc = NULL, *receipt = NULL;
+    const json_t *body = NULL;
+    int ch, r;
+
+    while ((ch = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        r = bctl_global_option(g, verb, ch, optarg);
+        if (r < 0)
+            return -r;
+        if (r > 0)
+            continue;
+        switch (ch) {
+        case 'h': help(); return BCTL_EXIT_OK;
+        case OPT_PUBKEY: pubkey = optarg; break;
+        case OPT_JOB: job_file = optarg; break;
+        case OPT_RECEIPT:
+            if (!is_result)
+                return bctl_usage_error(verb, "--receipt belongs to result verify");
+            receipt_file = optarg;
+            break;
+        default: return bctl_usage_hint(verb);
+        }
+    }
+    if (optind + 2 != argc || !streq(argv[optind], "verify"))
+        return bctl_usage_error(verb, "usage: berthctl %s verify FILE --pubkey=PUB ...", verb);
+    if (!pubkey)
+        return bctl_usage_error(verb, "--pubkey=PUB is required");
+    if (is_result && !job_file)
+        return bctl_usage_error(verb, "--job=JOB.json is required: a result is only meaningful for its job");
+    if ((r = read_pubkey(verb, pubkey, pub)) != BCTL_EXIT_OK || (job_file && (r = read_job(verb, job_file, &job))) ||
+        (receipt_file && (r = read_json(verb, receipt_file, &receipt))) ||
+        (r = read_json(verb, argv[optind + 1], &doc)) != BCTL_EXIT_OK)
+        goto out;
+    if (is_result)
+        r = berth_result_verify(doc, pub, job, receipt, &body, &err);
+    else
+        r = berth_receipt_verify(doc, pub, job, &body, &err);
+    if (r < 0) {
+        bctl_error(verb, "%s does NOT verify: %s", argv[optind + 1], err.message);
+        r = BCTL_EXIT_VERIFY;
+        goto out;
+    }
+    if (g->json) {
+        r = bctl_print_json(verb, body, true);
+    } else if (is_result) {
+        const json_t *code = json_object_get(body, "exit_code");
+        printf("result verified: job %s, status %s", json_string_value(json_object_get(body, "job_id")),
+               json_string_value(json_object_get(body, "status")));
+        if (json_is_integer(code))
+            printf(", exit code %lld", (long long)json_integer_value(code));
+        printf(", signed by %s%s\n", json_string_value(json_object_get(body, "key_id")),
+               receipt ? ", bound to the receipt" : "");
+        r = BCTL_EXIT_OK;
+    } else {
+        printf("receipt verified: job %s of %s in pool %s on backend %s, signed by %s%s\n",
+               json_string_value(json_object_get(body, "job_id")),
+               json_string_value(json_object_get(body, "principal")), json_string_value(json_object_get(body, "pool")),
+               json_string_value(json_object_get(body, "backend")), json_string_value(json_object_get(body, "key_id")),
+               job ? ", for that job" : "");
+        r = BCTL_EXIT_OK;
+    }
+out:
+    json_decref(doc);
+    json_decref(receipt);
+    berth_job_free(job);
+    return r;
+}

@@ -1,0 +1,142 @@
+# berthd-lib.sh -- helpers for the tests that run the real berthd (bash).
+#
+# Sourced after lib.sh.  An installation is made with the real
+# "berthctl dev-init" in $TMP/inst, with the scripted runtime plugin
+# (tests/plugins/runtime-script.c) as backend "script" and two principals:
+# "dev" (admin) and "other".  berthd listens on 127.0.0.1 only.
+
+: "${BERTHD:?BERTHD must point at the built berthd}"
+: "${BERTH_TEST_PLUGIN_DIR:?}"
+
+INST=$TMP/inst
+SAMPLE_IMAGE=sha256:6f1c3b0a9e2d4c8b7a6f5e4d3c2b1a0987654321fedcba9876543210fedcba98
+BERTHD_PID=
+PORT=
+
+# A port nobody listens on, from a range chosen by this shell's pid.
+pick_port() {
+    local p tries=0
+    p=$((20000 + ($$ * 7 + RANDOM) % 20000))
+    while (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do
+        p=$((20000 + (p + 97) % 20000))
+        tries=$((tries + 1))
+        [ $tries -lt 50 ] || fail "no free port found"
+    done
+    PORT=$p
+}
+
+# make_install [HTTP_JSON_MEMBERS]: dev-init, then splice extra top-level
+# members (for example an "http" object) into berthd.json.
+make_install() {
+    pick_port
+    mkdir -p -m 0700 "$TMP/script"
+    printf '{"state_directory":"%s"}' "$TMP/script" >"$TMP/script.json"
+    run 0 "$BERTHCTL" dev-init "$INST" --port "$PORT" --principal dev --principal other \
+        --image "$SAMPLE_IMAGE" --backend "script=runtime-script,$TMP/script.json" \
+        --plugin-dir "$BERTH_TEST_PLUGIN_DIR"
+    if [ -n "${1:-}" ]; then
+        # berthd.json starts with "{" on its own line: insert after it.
+        sed -i "1s|^{\$|{ $1,|" "$INST/berthd.json"
+        grep -qF "$1" "$INST/berthd.json" || fail "could not add $1 to berthd.json"
+    fi
+}
+
+# start_berthd [ENV=VALUE...]: start berthd in the background and wait
+# until it logs that it is ready (or fail with its log).
+start_berthd() {
+    local i
+    : >"$TMP/berthd.log"
+    env "$@" "$BERTHD" --config "$INST/berthd.json" >>"$TMP/berthd.log" 2>&1 &
+    BERTHD_PID=$!
+    for i in $(seq 1 200); do
+        grep -q "ready: https://" "$TMP/berthd.log" && return 0
+        kill -0 "$BERTHD_PID" 2>/dev/null || { cat "$TMP/berthd.log" >&2; fail "berthd exited at startup"; }
+        sleep 0.05
+    done
+    cat "$TMP/berthd.log" >&2
+    fail "berthd did not become ready"
+}
+
+# stop_berthd: SIGTERM and wait; fails unless it exits 0.
+stop_berthd() {
+    local st=0
+    [ -n "$BERTHD_PID" ] || return 0
+    kill -TERM "$BERTHD_PID"
+    wait "$BERTHD_PID" || st=$?
+    BERTHD_PID=
+    [ "$st" = 0 ] || { cat "$TMP/berthd.log" >&2; fail "berthd exited $st after SIGTERM"; }
+}
+
+# kill_berthd: SIGKILL, as a crash.
+kill_berthd() {
+    [ -n "$BERTHD_PID" ] || return 0
+    kill -KILL "$BERTHD_PID" 2>/dev/null || true
+    wait "$BERTHD_PID" 2>/dev/null || true
+    BERTHD_PID=
+}
+
+cleanup_berthd() {
+    if [ -n "$BERTHD_PID" ]; then
+        kill -KILL "$BERTHD_PID" 2>/dev/null || true
+        wait "$BERTHD_PID" 2>/dev/null || true
+    fi
+    rm -rf "$TMP"
+}
+trap cleanup_berthd EXIT
+
+URL() { printf 'https://127.0.0.1:%s%s' "$PORT" "$1"; }
+
+# api WHO METHOD PATH [CURL ARGS...]: real curl with WHO's certificate;
+# the body goes to $TMP/body and the status to $TMP/status.
+api() {
+    local who=$1 method=$2 path=$3
+    shift 3
+    curl -sS --cacert "$INST/tls/ca.pem" --cert "$INST/tls/client-$who.pem" --key "$INST/tls/client-$who.key" \
+        -X "$method" -o "$TMP/body" -w '%{http_code}' "$@" "$(URL "$path")" >"$TMP/status" 2>"$TMP/curl.err" ||
+        { echo 000 >"$TMP/status"; }
+}
+
+# expect_status CODE: the last api call answered CODE.
+expect_status() {
+    [ "$(cat "$TMP/status")" = "$1" ] ||
+        fail "status $(cat "$TMP/status"), expected $1: $(cat "$TMP/body" 2>/dev/null) $(cat "$TMP/curl.err")"
+}
+
+# body_has TEXT: the last reply body contains TEXT.
+body_has() {
+    grep -qF -- "$1" "$TMP/body" || fail "reply lacks '$1': $(cat "$TMP/body")"
+}
+
+# job_doc ID ARGV_JSON [WALL_NS]: a job in pool default on the sample image.
+job_doc() {
+    printf '{"schema_version":1,"id":"%s","pool":"default","image":"%s","argv":%s,"limits":{"cpu_millis":1000,"memory_bytes":268435456,"pids":64,"scratch_bytes":67108864,"wall_time_ns":%s,"output_bytes":65536,"artifact_bytes":1048576}}' \
+        "$1" "$SAMPLE_IMAGE" "$2" "${3:-60000000000}"
+}
+
+# wait_state WHO ID STATE: poll GET /v1/jobs/ID until its state is STATE.
+wait_state() {
+    local i
+    for i in $(seq 1 200); do
+        api "$1" GET "/v1/jobs/$2"
+        grep -qF "\"state\":\"$3\"" "$TMP/body" && return 0
+        sleep 0.05
+    done
+    fail "job $2 never reached $3: $(cat "$TMP/body")"
+}
+
+# starts RUN_ID: how many times the scripted runtime really started RUN_ID.
+starts() {
+    grep -c "^start $1 new\$" "$TMP/script/calls.log" 2>/dev/null || true
+}
+
+# run_id_of FILE: the run_id member of a receipt in FILE.
+run_id_of() {
+    grep -o '"run_id":"r[0-9a-f]*"' "$1" | head -n1 | cut -d'"' -f4
+}
+
+# set_policy SED_EXPR: rewrite the policy atomically (a new file renamed over it).
+set_policy() {
+    sed "$1" "$INST/policy.json" >"$INST/policy.json.new"
+    chmod 0600 "$INST/policy.json.new"
+    mv "$INST/policy.json.new" "$INST/policy.json"
+}
