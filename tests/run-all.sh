@@ -6,8 +6,9 @@
 #   2. when run as root: make distcheck again as an unprivileged user, from
 #      the tarball step 1 produced (proves nothing needs root or touches
 #      /etc or /var outside the prefix)
-#   3. a second build from that tarball with AddressSanitizer and
-#      UndefinedBehaviorSanitizer, running make check
+#   3. a second build from that tarball with AddressSanitizer,
+#      UndefinedBehaviorSanitizer and berthd's fault injection, running make
+#      check (the berthd crash tests run only here, and must pass here)
 #   4. a clang build with --enable-fuzzing, running every libFuzzer target
 #      for FUZZ_SECONDS seconds (default 60)
 #
@@ -59,8 +60,16 @@ fi
 step "3/4 AddressSanitizer + UndefinedBehaviorSanitizer build, make check"
 tar -xJf "$tarball" -C ci-build
 mv "ci-build/$name" ci-build/asan
-(cd ci-build/asan && ./configure --enable-werror --enable-sanitizers && make -j"$jobs" && make -j"$jobs" check) || {
+(cd ci-build/asan && ./configure --enable-werror --enable-sanitizers --enable-fault-injection &&
+    make -j"$jobs" && make -j"$jobs" check) || {
     cat ci-build/asan/test-suite.log 2>/dev/null || true
+    exit 1
+}
+# The crash tests need fault injection, which only this build has: they must
+# have run here, not been skipped.
+grep -qx ':test-result: PASS' ci-build/asan/tests/cli/test-berthd-crash.trs || {
+    echo "the berthd crash tests did not pass in the fault-injection build" >&2
+    cat ci-build/asan/tests/cli/test-berthd-crash.log >&2 || true
     exit 1
 }
 

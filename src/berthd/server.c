@@ -422,10 +422,15 @@ static bool id_ok(const char *s, size_t len)
 /* "/v1/jobs/ID" or "/v1/jobs/ID/TAIL": copy ID and set *tail; false when @path is not that. */
 static bool job_path(const char *path, char id[129], const char **tail)
 {
-    const char *p = path + strlen("/v1/jobs/"), *slash = strchr(p, '/');
-    size_t len = slash ? (size_t)(slash - p) : strlen(p);
+    const char *p, *slash;
+    size_t len;
 
-    if (strncmp(path, "/v1/jobs/", 9) != 0 || !id_ok(p, len))
+    if (strncmp(path, "/v1/jobs/", 9) != 0)
+        return false;
+    p = path + 9;
+    slash = strchr(p, '/');
+    len = slash ? (size_t)(slash - p) : strlen(p);
+    if (!id_ok(p, len))
         return false;
     memcpy(id, p, len);
     id[len] = '\0';
