@@ -42,10 +42,10 @@
  *     units, only the required string escapes.  Input JSON need not be
  *     NUL-terminated; host->canonicalize() produces and checks the form.
  *   - ABI 1.0 fixes the functions, their arguments and return codes.  The
- *     members of the JSON documents that runtime plugins exchange with berthd
- *     (dispatch, inspect) are versioned by their own schema_version and are
- *     specified here as berthd's dispatch lands; until then only the members
- *     named below are fixed.
+ *     JSON documents runtime plugins exchange with berthd (dispatch, inspect)
+ *     carry their own schema_version; version 1 is specified with struct
+ *     berth_runtime_ops_v1 below.  A plugin ignores members it does not know
+ *     in what berthd sends, and berthd ignores unknown members in inspect.
  *
  * Calling conventions
  *   - Every function returns 0 (or a documented non-negative value) on
@@ -204,15 +204,39 @@ struct berth_host {
  *     can enforce) and `qualification` ({"id", "expires_ns"} or
  *     "unqualified").  Placement trusts only what this reports.
  * @start: start the job described by @dispatch, the canonical JSON dispatch
- *     document (the broker-signed receipt and the job it covers).  Idempotent per job id: returns 0 when it started
+ *     document, schema_version 1:
+ *
+ *       {"schema_version": 1,
+ *        "receipt":   {"receipt": {...}, "signature": "..."},
+ *        "job":       {the sealed job, schema v1},
+ *        "effective": {the effective pool manifest placement chose:
+ *                      template {root, env, timeout_seconds},
+ *                      capabilities, network_egress_class, ...}}
+ *
+ *     The job id every other op takes is receipt.receipt.run_id ("r" and
+ *     32 hex digits: unique per principal, scope and client job id); the
+ *     deadline is receipt.receipt.deadline (nanoseconds since the epoch,
+ *     a decimal string).  Idempotent per job id: returns 0 when it started
  *     the job now, 1 when the id was already started or has finished (a
  *     retry after a lost reply).  A finished id is never started again: the
  *     plugin keeps a tombstone.  -EBADMSG: the document is invalid;
  *     -EKEYREJECTED: its signature does not verify; -ETIME: its deadline has
- *     passed.
- * @inspect: report the job's state as a JSON object with a `state` member
- *     ("starting", "running", "exited", "failed", "cancelled", "expired")
- *     and, once terminal, its outcome (exit status, output, times).
+ *     passed.  berthd turns those three into a failed result and retries any
+ *     other error later (so only return them when retrying cannot help).
+ * @inspect: report the job as a JSON object, schema_version 1:
+ *
+ *       {"schema_version": 1,
+ *        "state": "starting" | "running" | "exited" | "failed" |
+ *                 "cancelled" | "expired",
+ *        "exit_code": 0..255 or null, "reason": short code or null,
+ *        "stdout": base64url (RFC 4648 section 5, no padding),
+ *        "stderr": base64url,
+ *        "outputs": [{"id", "digest": "sha256:...", "size"}],
+ *        "started_at": ns string or null, "finished_at": ns string}
+ *
+ *     Only "state" is required while the job runs; the outcome members
+ *     once it is terminal.  stdout and stderr together must stay within the
+ *     job's limits.output_bytes (berthd records output_limit otherwise).
  *     -ENOENT only when the plugin is sure it never saw the id or has
  *     released it.
  * @cancel: stop the job and every process it started; returns after they are

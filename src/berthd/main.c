@@ -124,6 +124,7 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
     (void)what;
     berth_logf(&d->logger, BERTH_LOG_NOTICE, "%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
     sd_notify(0, "STOPPING=1");
+    berth_broker_stop(d->broker); /* no new starts; the worker's pass ends at the next job */
     berthd_server_shutdown(d->server);
 }
 
@@ -143,6 +144,7 @@ static void failed_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd, (void)what;
     d->status = 1;
+    berth_broker_stop(d->broker);
     berthd_server_shutdown(d->server);
 }
 
@@ -474,9 +476,11 @@ int main(int argc, char **argv)
         printf("berthd: %s is usable (%zu backends)\n", config, d.cfg.n_backends);
     } else if (r == 0) {
         event_base_dispatch(d.base);
-        berth_logf(&d.logger, BERTH_LOG_NOTICE, "stopped");
         r = d.status;
     }
     stop(&d);
+    if (!check_only && r == 0)
+        fprintf(stderr,
+                d.journald ? "<5>stopped: the journal is closed\n" : "berthd: stopped: the journal is closed\n");
     return r;
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -646,6 +647,14 @@ int berthd_server_new(struct event_base *base, SSL_CTX *ctx, const struct berthd
         return berth_error_set(reterr, -e, "cannot listen on %s port %d: %s", cfg->address, cfg->port, strerror(e));
     }
     fd = evhttp_bound_socket_get_fd(srv->bound);
+    {
+        /* Replies go out as a header record and a body record: without
+         * TCP_NODELAY (inherited by accepted sockets on Linux) Nagle holds the
+         * second until the client's delayed ACK, about 40 ms per request. */
+        int one = 1;
+        if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+            berth_logf(logger, BERTH_LOG_WARNING, "TCP_NODELAY: %s", strerror(errno));
+    }
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
         srv->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                    : ((struct sockaddr_in *)&ss)->sin_port);

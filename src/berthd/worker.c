@@ -9,6 +9,7 @@
 static void *worker_main(void *userdata)
 {
     struct berthd_worker *w = userdata;
+    bool progress = false; /* the last pass changed something: look again at once */
 
     for (;;) {
         struct berth_error err = BERTH_ERROR_INIT;
@@ -17,7 +18,7 @@ static void *worker_main(void *userdata)
         int r;
 
         pthread_mutex_lock(&w->lock);
-        if (!w->woken && !w->stop) {
+        if (!w->woken && !w->stop && !progress) {
             clock_gettime(CLOCK_MONOTONIC, &until);
             until.tv_sec += (time_t)(w->interval_ns / 1000000000LL);
             until.tv_nsec += (long)(w->interval_ns % 1000000000LL);
@@ -47,8 +48,9 @@ static void *worker_main(void *userdata)
                 w->on_failure(w->userdata);
             break;
         }
-        if (st.started || st.finished || st.cancelled || st.expired || st.failed)
-            berth_logf(w->logger, BERTH_LOG_INFO,
+        progress = st.started || st.finished || st.cancelled || st.expired || st.failed;
+        if (progress)
+            berth_logf(w->logger, BERTH_LOG_DEBUG,
                        "pass: %u started, %u exited, %u cancelled, %u expired, %u failed, %u backend errors",
                        st.started, st.finished, st.cancelled, st.expired, st.failed, st.errors);
     }

@@ -4,6 +4,7 @@
 #define BERTH_BROKER_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "broker.h"
 #include "placement.h"
@@ -16,6 +17,7 @@ struct berth_broker {
     struct berth_registry *reg;
     struct berth_backend_set *offers; /* from the last capabilities refresh */
     json_t *capabilities;             /* {backend: capabilities()} from that refresh */
+    atomic_bool stopping;             /* berth_broker_stop() was called */
 };
 
 /* The authenticated caller, resolved under the lock. */

@@ -20,6 +20,7 @@
 #include "encoding.h"
 #include "jsonobj.h"
 #include "macro.h"
+#include "poolchain.h"
 #include "receipt.h"
 
 #define CAPABILITIES_MAX (64 * 1024)
@@ -120,6 +121,7 @@ static int snap_one(void *userdata, const struct berth_job_record *rec)
     DUP(receipt);
     DUP(backend);
     DUP(effective);
+    DUP(pool);
     s->n++;
     return 0;
 nomem:
@@ -490,7 +492,7 @@ int berth_broker_reconcile(struct berth_broker *b, struct berth_pass_stats *stat
         return berth_error_set(reterr, -EINVAL, "invalid argument");
     r = take_snapshot(b, &s, reterr);
     now = broker_now();
-    for (i = 0; r == 0 && i < s.n; i++) {
+    for (i = 0; r == 0 && i < s.n && !atomic_load(&b->stopping); i++) {
         struct berth_error err = BERTH_ERROR_INIT;
         int rr = reconcile_one(b, &s.v[i], now, stats, &err);
         /* A journal failure stops the pass; anything else is this job's problem only. */
@@ -561,8 +563,25 @@ static int dispatch_one(struct berth_broker *b, struct berth_job_record *rec, in
     return r == -ESTALE ? 0 : r;
 }
 
+/* Whether a pool's max_concurrency leaves room for one more sandbox; @in_use
+ * counts, per pool, the jobs of this snapshot that hold or may hold one. */
+static bool pool_has_room(const json_t *limits, json_t *in_use, const char *pool)
+{
+    json_int_t limit = json_integer_value(json_object_get(limits, pool));
+    json_int_t used = json_integer_value(json_object_get(in_use, pool));
+
+    return limit <= 0 || used < limit;
+}
+
+static void pool_take(json_t *in_use, const char *pool)
+{
+    json_object_set_new(in_use, pool, json_integer(json_integer_value(json_object_get(in_use, pool)) + 1));
+}
+
 int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats, struct berth_error *reterr)
 {
+    _cleanup_json_ json_t *limits = json_object(), *in_use = json_object();
+    const struct berth_pool_chain *chain;
     struct snapshot s = {0};
     int64_t now;
     size_t i;
@@ -570,11 +589,31 @@ int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats
 
     if (!b)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (!limits || !in_use)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
     r = take_snapshot(b, &s, reterr);
+    pthread_mutex_lock(&b->lock);
+    chain = berth_registry_chain(b->reg);
+    for (i = 0; i < berth_pool_chain_count(chain); i++) {
+        const struct berth_pool *p = berth_pool_chain_at(chain, i);
+        if (p->max_concurrency > 0)
+            json_object_set_new(limits, p->name, json_integer(p->max_concurrency));
+    }
+    pthread_mutex_unlock(&b->lock);
+    for (i = 0; i < s.n; i++)
+        if (s.v[i].state != BERTH_JOB_ACCEPTED)
+            pool_take(in_use, s.v[i].pool);
     now = broker_now();
-    for (i = 0; r == 0 && i < s.n; i++) {
+    for (i = 0; r == 0 && i < s.n && !atomic_load(&b->stopping); i++) {
         struct berth_error err = BERTH_ERROR_INIT;
-        int rr = dispatch_one(b, &s.v[i], now, stats, &err);
+        int rr;
+
+        if (s.v[i].state == BERTH_JOB_ACCEPTED) {
+            if (!pool_has_room(limits, in_use, s.v[i].pool))
+                continue; /* waits for a slot in its pool; its deadline still runs */
+            pool_take(in_use, s.v[i].pool);
+        }
+        rr = dispatch_one(b, &s.v[i], now, stats, &err);
         if (rr == -EIO || rr == -ENOSPC || rr == -EBADMSG)
             r = berth_error_set(reterr, rr, "%s", err.message);
         else if (rr < 0 && stats)

@@ -62,6 +62,12 @@ int64_t broker_now(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+void berth_broker_stop(struct berth_broker *b)
+{
+    if (b)
+        atomic_store(&b->stopping, true);
+}
+
 void broker_fault(struct berth_broker *b, const char *point)
 {
     if (b->p.fault)
@@ -345,6 +351,7 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_
         .receipt = receipt_text,
         .backend = (char *)be->name,
         .effective = effective_text,
+        .pool = (char *)job->pool,
         .accepted_at = now,
         .deadline = rp.deadline,
     };

@@ -232,6 +232,12 @@ void berth_broker_audit(struct berth_broker *b, const char *fingerprint, uint64_
  */
 int berth_broker_job_counts(struct berth_broker *b, int64_t counts[BERTH_JOB_STATE_COUNT], struct berth_error *reterr);
 
+/**
+ * berth_broker_stop() - ask running and future reconcile and dispatch passes
+ * to stop between jobs (berthd's shutdown).  Any thread; idempotent.
+ */
+void berth_broker_stop(struct berth_broker *b);
+
 /** What one reconcile or dispatch pass did. */
 struct berth_pass_stats {
     unsigned started, finished, cancelled, expired, failed, errors;

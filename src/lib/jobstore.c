@@ -49,6 +49,7 @@ void berth_job_record_clear(struct berth_job_record *rec)
     free(rec->backend);
     free(rec->result);
     free(rec->effective);
+    free(rec->pool);
     memset(rec, 0, sizeof(*rec));
 }
 
@@ -80,7 +81,7 @@ int berth_run_id(const char *principal, const char *scope, const char *job_id, c
 
 #define COLUMNS                                                                                                        \
     "principal, scope, job_id, run_id, job_digest, job, receipt, backend, state, revision, accepted_at, deadline, "    \
-    "cancel_requested, result, updated_at, effective"
+    "cancel_requested, result, updated_at, effective, pool"
 
 static char *col_text(sqlite3_stmt *st, int i)
 {
@@ -110,8 +111,9 @@ static int read_row(sqlite3_stmt *st, struct berth_job_record *rec)
     rec->result = col_text(st, 13);
     rec->updated_at = sqlite3_column_int64(st, 14);
     rec->effective = col_text(st, 15);
+    rec->pool = col_text(st, 16);
     if (idx < 0 || !rec->principal || !rec->scope || !rec->job_id || !rec->run_id || !rec->job_digest || !rec->job ||
-        !rec->receipt || !rec->backend || !rec->effective) {
+        !rec->receipt || !rec->backend || !rec->effective || !rec->pool) {
         berth_job_record_clear(rec);
         return idx < 0 ? -EBADMSG : -ENOMEM;
     }
@@ -186,7 +188,7 @@ int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record
     int rc, r;
 
     if (!j || !rec || !rec->principal || !rec->scope || !rec->job_id || !rec->run_id || !rec->job_digest || !rec->job ||
-        !rec->receipt || !rec->backend || !rec->effective)
+        !rec->receipt || !rec->backend || !rec->effective || !rec->pool)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
     if ((r = count(j, "SELECT count(*) FROM jobs WHERE state NOT IN ('exited','failed','cancelled','expired')", &active,
                    reterr)) < 0 ||
@@ -201,7 +203,7 @@ int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record
         return berth_error_set(reterr, -EAGAIN, "%lld jobs are active, the limit", (long long)active);
     if (sqlite3_prepare_v2(berth_journal_db(j),
                            "INSERT INTO jobs (" COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'accepted', 1, ?, ?, 0, "
-                           "NULL, ?, ?)",
+                           "NULL, ?, ?, ?)",
                            -1, &st, NULL) != SQLITE_OK)
         return berth_journal_error(j, "recording a job", reterr);
     sqlite3_bind_text(st, 1, rec->principal, -1, SQLITE_STATIC);
@@ -216,6 +218,7 @@ int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record
     sqlite3_bind_int64(st, 10, rec->deadline);
     sqlite3_bind_int64(st, 11, rec->accepted_at);
     sqlite3_bind_text(st, 12, rec->effective, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 13, rec->pool, -1, SQLITE_STATIC);
     rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc == SQLITE_CONSTRAINT || (rc & 0xff) == SQLITE_CONSTRAINT)

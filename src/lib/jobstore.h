@@ -59,6 +59,7 @@ bool berth_job_transition_allowed(enum berth_job_state from, enum berth_job_stat
  * @scope: canonical JSON text of the scope array.
  * @job, @receipt, @result: canonical JSON text (result NULL until terminal).
  * @effective: canonical JSON of the effective manifest placement chose.
+ * @pool: the pool the job was placed in.
  */
 struct berth_job_record {
     char *principal;
@@ -70,6 +71,7 @@ struct berth_job_record {
     char *receipt;
     char *backend;
     char *effective;
+    char *pool;
     enum berth_job_state state;
     int64_t revision;
     int64_t accepted_at;

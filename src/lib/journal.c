@@ -41,6 +41,7 @@ static const char *const migrations[] = {
     "  job_id TEXT NOT NULL,"
     "  run_id TEXT NOT NULL UNIQUE,"
     "  job_digest TEXT NOT NULL,"
+    "  pool TEXT NOT NULL,"
     "  job TEXT NOT NULL,"
     "  receipt TEXT NOT NULL,"
     "  effective TEXT NOT NULL,"

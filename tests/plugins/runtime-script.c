@@ -265,8 +265,14 @@ static int script_inspect(void *state, const char *job_id, char **ret_json, size
         return berth_error_set(reterr, -ENOENT, "job %s was never started here", job_id);
     if (fd < 0)
         return berth_error_set(reterr, -errno, "%s: %s", name, strerror(errno));
-    rec = json_loadfd(fd, 0, &jerr);
-    close(fd);
+    {
+        FILE *f = fdopen(fd, "r"); /* buffered: json_loadfd reads a byte at a time */
+        rec = f ? json_loadf(f, 0, &jerr) : NULL;
+        if (f)
+            fclose(f);
+        else
+            close(fd);
+    }
     if (!rec)
         return berth_error_set(reterr, -EIO, "%s is damaged", name);
     argv = json_object_get(rec, "argv");

@@ -632,6 +632,48 @@ START_TEST(pools_and_audit)
 }
 END_TEST
 
+/* A pool's max_concurrency holds further jobs back in "accepted" until a slot frees. */
+START_TEST(pool_concurrency)
+{
+    static const char one_at_a_time[] =
+        "{\"schema_version\":1,\"name\":\"sample\",\"backend_allowlist\":[\"script\"],"
+        "\"template\":{\"env\":{},\"timeout_seconds\":600},\"exposed_fields\":[],\"max_concurrency\":1,"
+        "\"capability_ceiling\":[\"exec\",\"file_rw\"],\"network_egress_class\":\"none\","
+        "\"credential_env_allowlist\":[]}";
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *a = job_doc("q1", "[\"sleep\"]", 60000000000LL),
+                        *b = job_doc("q2", "[\"sleep\"]", 60000000000LL);
+    struct berth_reply x = {0}, ra, rb;
+    struct berth_pass_stats st = {0};
+
+    berth_broker_pool_register(broker, FP_A, one_at_a_time, strlen(one_at_a_time), &x);
+    expect_status(&x, 201, NULL);
+    berth_reply_clear(&x);
+    ra = submit(FP_A, a);
+    rb = submit(FP_A, b);
+    expect_status(&ra, 201, NULL);
+    expect_status(&rb, 201, NULL);
+    ck_assert_int_eq(berth_broker_dispatch(broker, &st, &err), 0);
+    ck_assert_int_eq(st.started, 1);
+    ck_assert_int_eq(berth_broker_dispatch(broker, &st, &err), 0);
+    ck_assert_int_eq(st.started, 1); /* still one: q2 waits */
+    berth_broker_inspect(broker, FP_A, "q2", &x);
+    ck_assert_str_eq(json_string_value(json_object_get(x.body, "state")), "accepted");
+    berth_reply_clear(&x);
+    berth_broker_cancel(broker, FP_A, "q1", &x);
+    berth_reply_clear(&x);
+    ck_assert_int_eq(berth_broker_reconcile(broker, &st, &err), 0);
+    ck_assert_int_eq(st.cancelled, 1);
+    ck_assert_int_eq(berth_broker_dispatch(broker, &st, &err), 0);
+    ck_assert_int_eq(st.started, 2);
+    berth_broker_inspect(broker, FP_A, "q2", &x);
+    ck_assert_str_eq(json_string_value(json_object_get(x.body, "state")), "running");
+    berth_reply_clear(&x);
+    berth_reply_clear(&ra);
+    berth_reply_clear(&rb);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("broker");
@@ -650,6 +692,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, grants_rechecked);
     tcase_add_test(tc, restart);
     tcase_add_test(tc, pools_and_audit);
+    tcase_add_test(tc, pool_concurrency);
     return s;
 }
 

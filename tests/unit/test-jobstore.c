@@ -39,6 +39,7 @@ static struct berth_job_record record(const char *id, char run_id[34])
     rec.receipt = (char *)"{\"receipt\":{}}";
     rec.backend = (char *)"fixture";
     rec.effective = (char *)"{\"template\":{}}";
+    rec.pool = (char *)"sample";
     rec.accepted_at = 100;
     rec.deadline = 200;
     return rec;

@@ -1,0 +1,155 @@
+# bench-submit.sh -- job submissions to a real berthd on 127.0.0.1, next to
+# the raw fsync rate of the disk its journal is on (bash; run by "make bench"
+# from the build tree).
+#
+# Makes an installation with "berthctl dev-init" (the scripted runtime plugin
+# as backend "script", admission limits raised so nothing is refused), starts
+# berthd, measures the fsync rate in its state directory, then submits with
+# 1, 8 and 64 concurrent keep-alive clients (tests/bench/bench-submit), and
+# prints berthd's group-commit metrics.  Prints figures; asserts nothing about
+# time.  Fails when a submission is refused or berthd does not stop cleanly.
+#
+# Environment: BERTHCTL, BERTHD, BERTH_TEST_PLUGIN_DIR, BENCH_SUBMIT (default:
+# the build tree in the current directory), BENCH_SCALE (multiplies the job
+# counts, default 1), BENCH_FSYNC_SECONDS (default 2), TMPDIR.
+# shellcheck shell=bash disable=SC2317
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+set -eu
+
+top_builddir=$(pwd)
+BERTHCTL=${BERTHCTL:-$top_builddir/src/berthctl/berthctl}
+BERTHD=${BERTHD:-$top_builddir/src/berthd/berthd}
+BERTH_TEST_PLUGIN_DIR=${BERTH_TEST_PLUGIN_DIR:-$top_builddir/tests/plugins/.libs}
+BENCH_SUBMIT=${BENCH_SUBMIT:-$top_builddir/tests/bench/bench-submit}
+BENCH_SCALE=${BENCH_SCALE:-1}
+BENCH_FSYNC_SECONDS=${BENCH_FSYNC_SECONDS:-2}
+
+SAMPLE_IMAGE=sha256:6f1c3b0a9e2d4c8b7a6f5e4d3c2b1a0987654321fedcba9876543210fedcba98
+# clients:jobs-per-client, before BENCH_SCALE
+RUNS="1:400 8:100 64:40"
+
+die() {
+    echo "bench-submit.sh: $*" >&2
+    exit 1
+}
+
+for f in "$BERTHCTL" "$BERTHD" "$BENCH_SUBMIT"; do
+    [ -x "$f" ] || die "$f is not built (run from the build tree, or set BERTHCTL, BERTHD, BENCH_SUBMIT)"
+done
+[ -f "$BERTH_TEST_PLUGIN_DIR/runtime-script.so" ] ||
+    die "no runtime-script.so in $BERTH_TEST_PLUGIN_DIR (make check builds it; or set BERTH_TEST_PLUGIN_DIR)"
+case $BENCH_SCALE in
+'' | *[!0-9]* | 0) die "BENCH_SCALE must be a positive integer" ;;
+esac
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/berth-bench-submit.XXXXXX")
+INST=$TMP/inst
+BERTHD_PID=
+cleanup() {
+    if [ -n "$BERTHD_PID" ]; then
+        kill -KILL "$BERTHD_PID" 2>/dev/null || true
+        wait "$BERTHD_PID" 2>/dev/null || true
+    fi
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# A port nobody listens on.
+PORT=$((20000 + ($$ * 7 + RANDOM) % 20000))
+tries=0
+while (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; do
+    PORT=$((20000 + (PORT + 97) % 20000))
+    tries=$((tries + 1))
+    [ $tries -lt 50 ] || die "no free port found"
+done
+
+mkdir -m 0700 "$TMP/script"
+printf '{"state_directory":"%s"}' "$TMP/script" >"$TMP/script.json"
+"$BERTHCTL" dev-init "$INST" --port "$PORT" --principal dev --image "$SAMPLE_IMAGE" \
+    --backend "script=runtime-script,$TMP/script.json" --plugin-dir "$BERTH_TEST_PLUGIN_DIR" \
+    >"$TMP/dev-init.log" 2>&1 || { cat "$TMP/dev-init.log" >&2; die "berthctl dev-init failed"; }
+# berthd.json starts with "{" on its own line: raise the admission limits.
+JOURNAL='"journal": {"max_active_jobs": 1000000, "max_retained_jobs": 10000000}'
+sed -i "1s|^{\$|{ $JOURNAL,|" "$INST/berthd.json"
+grep -qF "$JOURNAL" "$INST/berthd.json" || die "could not add the journal limits to berthd.json"
+# The top-level member (two spaces in); the backend's own comes later, deeper.
+STATE=$(sed -n 's|^  "state_directory": *"\([^"]*\)".*|\1|p' "$INST/berthd.json" | head -n 1)
+[ -n "$STATE" ] || die "no state_directory in berthd.json"
+
+: >"$TMP/berthd.log"
+"$BERTHD" --config "$INST/berthd.json" >>"$TMP/berthd.log" 2>&1 &
+BERTHD_PID=$!
+for i in $(seq 1 200); do
+    grep -q "ready: https://" "$TMP/berthd.log" && break
+    kill -0 "$BERTHD_PID" 2>/dev/null || { cat "$TMP/berthd.log" >&2; die "berthd exited at startup"; }
+    [ "$i" -lt 200 ] || { cat "$TMP/berthd.log" >&2; die "berthd did not become ready"; }
+    sleep 0.05
+done
+[ -d "$STATE" ] || die "berthd did not create its state directory $STATE"
+
+echo "berthd on 127.0.0.1:$PORT, journal in $STATE ($(nproc) CPUs)"
+"$BENCH_SUBMIT" --fsync "$STATE" --seconds "$BENCH_FSYNC_SECONDS"
+
+URL=https://127.0.0.1:$PORT
+failed=0
+results=
+for run in $RUNS; do
+    clients=${run%%:*}
+    per=$((${run#*:} * BENCH_SCALE))
+    st=0
+    line=$("$BENCH_SUBMIT" --url "$URL" --cert "$INST/tls/client-dev.pem" --key "$INST/tls/client-dev.key" \
+        --cacert "$INST/tls/ca.pem" --clients "$clients" --jobs-per-client "$per" --image "$SAMPLE_IMAGE" \
+        --tag "bench$clients") || st=$?
+    echo "$line"
+    [ "$st" = 0 ] || { echo "bench-submit.sh: $clients clients: exit status $st" >&2; failed=1; }
+    results="$results$line
+"
+done
+
+echo
+printf '%8s %8s %10s %8s %10s %10s %10s\n' clients jobs "jobs/s" errors "p50 ms" "p99 ms" "max ms"
+printf '%s' "$results" | awk '
+    /^clients=/ {
+        for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+        sub(/ms$/, "", v["p50"]); sub(/ms$/, "", v["p99"]); sub(/ms$/, "", v["max"])
+        printf "%8s %8s %10s %8s %10s %10s %10s\n", v["clients"], v["jobs"], v["rate"], v["errors"], v["p50"], v["p99"], v["max"]
+    }'
+
+# Group commit: submissions per journal commit, and the time of one commit.
+curl -sS --noproxy '*' --cacert "$INST/tls/ca.pem" --cert "$INST/tls/client-dev.pem" \
+    --key "$INST/tls/client-dev.key" -o "$TMP/metrics" -w '%{http_code}' "$URL/metrics" >"$TMP/metrics.status" ||
+    die "GET /metrics failed"
+[ "$(cat "$TMP/metrics.status")" = 200 ] || die "GET /metrics: status $(cat "$TMP/metrics.status")"
+echo
+grep -E '^berth_(submission_batch_size|journal_commit_duration_seconds)_(sum|count) ' "$TMP/metrics" ||
+    die "berthd's metrics lack the batch histograms"
+awk '
+    $1 == "berth_submission_batch_size_sum" { bs = $2 }
+    $1 == "berth_submission_batch_size_count" { bc = $2 }
+    $1 == "berth_journal_commit_duration_seconds_sum" { cs = $2 }
+    $1 == "berth_journal_commit_duration_seconds_count" { cc = $2 }
+    $1 == "berth_http_request_duration_seconds_sum" { rs = $2 }
+    $1 == "berth_http_request_duration_seconds_count" { rc = $2 }
+    END {
+        mb = 0; mc = 0; mr = 0
+        if (bc > 0) mb = bs / bc
+        if (cc > 0) mc = cs / cc * 1000
+        if (rc > 0) mr = rs / rc * 1000
+        printf "group commit: %d batches, mean batch %.2f submissions, mean commit %.2f ms\n", bc, mb, mc
+        printf "berthd side: %d requests, mean %.2f ms from request to reply\n", rc, mr
+    }' "$TMP/metrics"
+grep -E '^berth_(http_requests_total|admissions_refused_total|jobs)\{' "$TMP/metrics" | grep -v ' 0$' || true
+
+t0=$(date +%s%N)
+kill -TERM "$BERTHD_PID"
+st=0
+wait "$BERTHD_PID" || st=$?
+t1=$(date +%s%N)
+BERTHD_PID=
+echo "berthd: exit status $st $(((t1 - t0) / 1000000)) ms after SIGTERM; $(wc -l <"$TMP/berthd.log") log lines"
+if [ "$st" != 0 ]; then
+    tail -n 20 "$TMP/berthd.log" >&2
+    failed=1
+fi
+exit $failed

@@ -1,0 +1,38 @@
+#!/bin/sh
+# The shipped systemd unit and tmpfiles snippet, checked by systemd's own
+# tools: the unit as the build generated it, pointed at the built berthd.
+set -eu
+
+: "${BERTH_TOP_BUILDDIR:?}" "${BERTHD:?}"
+for tool in systemd-analyze systemd-tmpfiles; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        echo "SKIP: $tool is not installed" >&2
+        exit 77
+    fi
+done
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/berth-units-XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+fail() { printf 'FAIL: %s\n' "$*" >&2; cat "$TMP/out" >&2 2>/dev/null || true; exit 1; }
+
+unit="$BERTH_TOP_BUILDDIR/conf/berthd.service"
+[ -f "$unit" ] || fail "the build did not generate conf/berthd.service"
+grep -q '^Type=notify$' "$unit" || fail "berthd.service must be Type=notify (berthd sends READY=1)"
+grep -q '^StateDirectory=berth$' "$unit" || fail "berthd.service lacks StateDirectory=berth"
+grep -q '^ProtectSystem=strict$' "$unit" || fail "berthd.service lacks ProtectSystem=strict"
+grep -q '^NoNewPrivileges=yes$' "$unit" || fail "berthd.service lacks NoNewPrivileges=yes"
+grep -q '@[a-z]*@' "$unit" && fail "berthd.service has unsubstituted @variables@"
+
+# systemd-analyze checks syntax, known directives and that ExecStart exists.
+sed "s|^\(ExecStart[A-Za-z]*=\)[^ ]*berthd|\1$BERTHD|" "$unit" >"$TMP/berthd.service"
+systemd-analyze verify "$TMP/berthd.service" >"$TMP/out" 2>&1 || fail "systemd-analyze verify failed"
+if grep -v "^$" "$TMP/out" | grep -q .; then
+    fail "systemd-analyze verify complained"
+fi
+
+# tmpfiles: the snippet parses and would create the directories 0700.
+systemd-tmpfiles --dry-run --root="$TMP/root" --create "$BERTH_TOP_BUILDDIR/conf/berth.conf" >"$TMP/out" 2>&1 ||
+    systemd-tmpfiles --root="$TMP/root" --create "$BERTH_TOP_BUILDDIR/conf/berth.conf" >"$TMP/out" 2>&1 ||
+    fail "systemd-tmpfiles rejected conf/berth.conf"
+if [ -d "$TMP/root/var/lib/berth" ]; then
+    [ "$(stat -c %a "$TMP/root/var/lib/berth")" = 700 ] || fail "/var/lib/berth is not created 0700"
+fi

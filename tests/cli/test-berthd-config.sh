@@ -1,0 +1,88 @@
+# test-berthd-config.sh -- berthd refuses unsafe or malformed configuration
+# with one clear line, before opening the journal or the listener.
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+. "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
+. "$BERTH_TOP_SRCDIR/tests/cli/berthd-lib.sh"
+
+make_install
+CONF=$INST/berthd.json
+
+run 0 "$BERTHD" --help
+stdout_has "Usage: berthd --config=FILE"
+run 0 "$BERTHD" --version
+stdout_has "berthd "
+run 2 "$BERTHD"
+stderr_has "--config=FILE is required"
+run 2 "$BERTHD" --config "$CONF" extra
+stderr_has "unexpected argument extra"
+
+run 0 "$BERTHD" --config "$CONF" --check
+stdout_has "is usable (1 backends)"
+[ ! -e "$INST/state/journal.db" ] || fail "--check opened the journal"
+
+# check_refused WHAT: berthd --check fails (exit 1) and says WHAT.
+check_refused() {
+    run 1 "$BERTHD" --config "$CONF" --check
+    stderr_has "$1"
+}
+
+# An unknown member, a duplicate key, a relative path, a bad port.
+cp "$CONF" "$TMP/conf.saved"
+sed -i '1s|^{$|{ "debug": true,|' "$CONF"
+check_refused 'config: unknown member "debug"'
+cp "$TMP/conf.saved" "$CONF"
+sed -i '1s|^{$|{ "broker_name": "twice",|' "$CONF"
+check_refused 'duplicate'
+cp "$TMP/conf.saved" "$CONF"
+sed -i "s|\"policy\": *\"[^\"]*\"|\"policy\": \"policy.json\"|" "$CONF"
+check_refused 'config.policy must be an absolute path'
+cp "$TMP/conf.saved" "$CONF"
+sed -i 's|"port": *[0-9]*|"port": 70000|' "$CONF"
+check_refused 'config.listen.port'
+cp "$TMP/conf.saved" "$CONF"
+
+# The configuration itself must not be writable by others.
+chmod 0666 "$CONF"
+check_refused "$CONF"
+chmod 0600 "$CONF"
+
+# Secrets readable by others, or behind a symlink, are refused.
+chmod 0644 "$INST/keys/receipt.key"
+check_refused "receipt_key"
+chmod 0600 "$INST/keys/receipt.key"
+chmod 0640 "$INST/tls/server.key"
+check_refused "tls"
+chmod 0600 "$INST/tls/server.key"
+mv "$INST/keys/audit.key" "$INST/keys/audit.real"
+ln -s audit.real "$INST/keys/audit.key"
+check_refused "audit_key"
+rm "$INST/keys/audit.key"
+mv "$INST/keys/audit.real" "$INST/keys/audit.key"
+
+# A malformed policy refuses to start; a missing one starts and denies.
+cp "$INST/policy.json" "$TMP/policy.saved"
+printf '{"schema_version": 1}' >"$INST/policy.json"
+check_refused "the host policy is unusable"
+rm "$INST/policy.json"
+run 0 "$BERTHD" --config "$CONF" --check
+cp "$TMP/policy.saved" "$INST/policy.json"
+
+# A missing plugin, or one whose pin does not match.
+sed -i 's|"plugin": *"runtime-script"|"plugin": "runtime-nothing"|' "$CONF"
+check_refused "backend script: plugin runtime-nothing"
+cp "$TMP/conf.saved" "$CONF"
+sed -i 's|"plugin": *"runtime-script",|"plugin": "runtime-script", "sha256": "sha256:0000000000000000000000000000000000000000000000000000000000000000",|' "$CONF"
+check_refused "backend script"
+cp "$TMP/conf.saved" "$CONF"
+
+# A state directory others can enter is refused at startup.
+chmod 0755 "$INST/state"
+run 1 "$BERTHD" --config "$CONF"
+stderr_has "must be a directory owned by uid"
+chmod 0700 "$INST/state"
+
+# A second berthd on the same state directory: the journal lock refuses it.
+start_berthd
+run 1 "$BERTHD" --config "$CONF"
+stderr_has "journal"
+stop_berthd
