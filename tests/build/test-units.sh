@@ -29,10 +29,15 @@ if grep -v "^$" "$TMP/out" | grep -q .; then
     fail "systemd-analyze verify complained"
 fi
 
-# tmpfiles: the snippet parses and would create the directories 0700.
-systemd-tmpfiles --dry-run --root="$TMP/root" --create "$BERTH_TOP_BUILDDIR/conf/berth.conf" >"$TMP/out" 2>&1 ||
-    systemd-tmpfiles --root="$TMP/root" --create "$BERTH_TOP_BUILDDIR/conf/berth.conf" >"$TMP/out" 2>&1 ||
-    fail "systemd-tmpfiles rejected conf/berth.conf"
-if [ -d "$TMP/root/var/lib/berth" ]; then
-    [ "$(stat -c %a "$TMP/root/var/lib/berth")" = 700 ] || fail "/var/lib/berth is not created 0700"
+# tmpfiles: the snippet parses and creates the directories 0700 (as root
+# they belong to root; otherwise to the caller, who cannot chown).
+conf="$BERTH_TOP_BUILDDIR/conf/berth.conf"
+if [ "$(id -u)" != 0 ]; then
+    sed "s/ root root / - - /" "$conf" >"$TMP/berth.conf"
+    conf="$TMP/berth.conf"
 fi
+systemd-tmpfiles --root="$TMP/root" --create "$conf" >"$TMP/out" 2>&1 || fail "systemd-tmpfiles rejected conf/berth.conf"
+for d in var/lib/berth etc/berth; do
+    [ -d "$TMP/root/$d" ] || fail "tmpfiles did not create /$d"
+    [ "$(stat -c %a "$TMP/root/$d")" = 700 ] || fail "/$d is not created 0700"
+done
