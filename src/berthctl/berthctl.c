@@ -66,11 +66,36 @@ static void help(FILE *out)
                  "failed.\n");
 }
 
+void bctl_fputs_clean(const char *s, FILE *out)
+{
+    const unsigned char *p = (const unsigned char *)s;
+
+    for (; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f) {
+            fprintf(out, "\\x%02x", *p);
+        } else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+            fprintf(out, "\\u%04x", p[1]); /* a C1 control such as CSI, UTF-8 encoded */
+            p++;
+        } else {
+            fputc(*p, out);
+        }
+    }
+}
+
 BERTH_PRINTF(2, 0)
 static void vprint(const char *verb, const char *fmt, va_list ap)
 {
+    char *text = NULL;
+
     fprintf(stderr, "berthctl%s%s: ", verb[0] ? " " : "", verb);
-    vfprintf(stderr, fmt, ap);
+    /* Messages quote files and broker replies: never pass their control
+     * characters (terminal escapes, line breaks) through to a terminal. */
+    if (vasprintf(&text, fmt, ap) < 0) {
+        fputs("(out of memory formatting a message)", stderr);
+    } else {
+        bctl_fputs_clean(text, stderr);
+        free(text);
+    }
     fputc('\n', stderr);
 }
 

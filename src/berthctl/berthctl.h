@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
@@ -100,6 +101,13 @@ int64_t bctl_now_ns(void);
  * @canonical, otherwise indented for people.  Returns an exit code.
  */
 int bctl_print_json(const char *verb, const json_t *value, bool canonical);
+
+/**
+ * bctl_fputs_clean() - write @s to @out with C0 controls, DEL and UTF-8
+ * encoded C1 controls shown as \xNN / \u00NN, so text from a file or a
+ * broker reply cannot move the cursor, recolour or rewrite a terminal.
+ */
+void bctl_fputs_clean(const char *s, FILE *out);
 
 /**
  * bctl_error() - print "berthctl VERB: MESSAGE" to standard error.

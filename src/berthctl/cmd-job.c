@@ -17,6 +17,7 @@
 #include "canon.h"
 #include "client.h"
 #include "encoding.h"
+#include "enrol.h"
 #include "fsutil.h"
 #include "job.h"
 #include "jsonobj.h"
@@ -80,16 +81,31 @@ static int verify_failed(const char *verb, const char *what, const struct berth_
     return BCTL_EXIT_VERIFY;
 }
 
+/* Verify a receipt envelope against the pinned key and check that it is the
+ * receipt of job @id (a broker must not answer with another job's receipt,
+ * however validly signed). */
+static int check_receipt(struct bctl_client *c, const char *verb, const json_t *receipt, const struct berth_job *job,
+                         const char *id)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    const json_t *body = NULL;
+    const char *got;
+
+    if (berth_receipt_verify(receipt, bctl_client_broker_key(c), job, &body, &err) < 0)
+        return verify_failed(verb, "receipt", &err);
+    got = json_string_value(json_object_get(body, "job_id"));
+    if (!streq(got, id)) {
+        bctl_error(verb, "the broker answered for job %s with the receipt of another job", id);
+        return BCTL_EXIT_VERIFY;
+    }
+    return BCTL_EXIT_OK;
+}
+
 static int job_id_ok(const char *verb, const char *id)
 {
-    size_t i, n = id ? strlen(id) : 0;
-
-    if (n == 0 || n > BERTH_JOB_ID_MAX)
-        return bctl_usage_error(verb, "a job id is 1 to %d characters", BERTH_JOB_ID_MAX);
-    for (i = 0; i < n; i++)
-        if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= 'A' && id[i] <= 'Z') || (id[i] >= '0' && id[i] <= '9') ||
-              strchr("._-", id[i])))
-            return bctl_usage_error(verb, "a job id is made of [A-Za-z0-9._-], not \"%s\"", id);
+    if (!berth_job_id_valid(id))
+        return bctl_usage_error(verb, "a job id is 1 to %d of [A-Za-z0-9._-], not all dots; \"%s\" is not",
+                                BERTH_JOB_ID_MAX, id ?: "");
     return BCTL_EXIT_OK;
 }
 
@@ -164,10 +180,10 @@ static int fetch_result(struct bctl_client *c, const char *verb, const char *id,
     }
     receipt = json_incref(json_object_get(view, "receipt"));
     json_decref(view);
-    if (berth_receipt_verify(receipt, bctl_client_broker_key(c), job, NULL, &err) < 0) {
+    if ((r = check_receipt(c, verb, receipt, job, id)) != BCTL_EXIT_OK) {
         json_decref(result);
         json_decref(receipt);
-        return verify_failed(verb, "receipt", &err);
+        return r;
     }
     if (berth_result_verify(result, bctl_client_broker_key(c), job, receipt, NULL, &err) < 0) {
         json_decref(result);
@@ -212,12 +228,18 @@ static int wait_result(const struct bctl_globals *g, struct bctl_client *c, cons
         if (write_b64(stdout, json_object_get(body, "stdout")) < 0 ||
             write_b64(stderr, json_object_get(body, "stderr")) < 0)
             r = bctl_error(verb, "writing the job's output failed");
-        fprintf(stderr, "berthctl %s: job %s %s", verb, id, status);
+        fprintf(stderr, "berthctl %s: job %s ", verb, id);
+        bctl_fputs_clean(status ?: "?", stderr);
         if (json_is_integer(code))
             fprintf(stderr, " with exit code %lld", (long long)json_integer_value(code));
-        if (json_is_string(json_object_get(body, "reason")))
-            fprintf(stderr, " (%s)", json_string_value(json_object_get(body, "reason")));
-        fprintf(stderr, "; result signed by %s, verified\n", json_string_value(json_object_get(body, "key_id")) ?: "?");
+        if (json_is_string(json_object_get(body, "reason"))) {
+            fputs(" (", stderr);
+            bctl_fputs_clean(json_string_value(json_object_get(body, "reason")), stderr);
+            fputs(")", stderr);
+        }
+        fputs("; result signed by ", stderr);
+        bctl_fputs_clean(json_string_value(json_object_get(body, "key_id")) ?: "?", stderr);
+        fputs(", verified\n", stderr);
     }
     if (r == BCTL_EXIT_OK && !(streq(status, "exited") && json_is_integer(code) && json_integer_value(code) == 0))
         r = BCTL_EXIT_FAIL;
@@ -260,8 +282,8 @@ static int do_submit(const struct bctl_globals *g, struct bctl_client *c, const 
     }
     if (status != 201 && status != 200) {
         r = bctl_client_fail(verb, status, reply);
-    } else if (berth_receipt_verify(reply, bctl_client_broker_key(c), job, NULL, &err) < 0) {
-        r = verify_failed(verb, "receipt", &err);
+    } else if ((r = check_receipt(c, verb, reply, job, job->id)) != BCTL_EXIT_OK) {
+        /* reported */
     } else if (!wait) {
         r = print(g, verb, reply);
     } else {
@@ -277,7 +299,6 @@ static int do_submit(const struct bctl_globals *g, struct bctl_client *c, const 
 
 static int do_inspect(const struct bctl_globals *g, struct bctl_client *c, const char *verb, const char *id)
 {
-    struct berth_error err = BERTH_ERROR_INIT;
     char path[256];
     json_t *view = NULL;
     int r;
@@ -285,9 +306,7 @@ static int do_inspect(const struct bctl_globals *g, struct bctl_client *c, const
     snprintf(path, sizeof(path), "/v1/jobs/%s", id);
     if ((r = get(c, verb, path, 200, 200, NULL, &view)) != BCTL_EXIT_OK)
         return r;
-    if (berth_receipt_verify(json_object_get(view, "receipt"), bctl_client_broker_key(c), NULL, NULL, &err) < 0)
-        r = verify_failed(verb, "receipt", &err);
-    else
+    if ((r = check_receipt(c, verb, json_object_get(view, "receipt"), NULL, id)) == BCTL_EXIT_OK)
         r = print(g, verb, view);
     json_decref(view);
     return r;

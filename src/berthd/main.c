@@ -290,11 +290,15 @@ static int register_pools(struct daemon *d)
     return rc;
 }
 
-static int state_directory(struct daemon *d)
+/* Check (and with @create, make) the state directory; --check leaves a
+ * missing one to the first real start. */
+static int state_directory(struct daemon *d, bool create)
 {
     struct stat st;
 
-    if (mkdir(d->cfg.state_directory, 0700) < 0 && errno != EEXIST) {
+    if (!create && lstat(d->cfg.state_directory, &st) < 0 && errno == ENOENT)
+        return 0;
+    if (create && mkdir(d->cfg.state_directory, 0700) < 0 && errno != EEXIST) {
         berth_logf(&d->logger, BERTH_LOG_ERR, "state directory %s: %s", d->cfg.state_directory, strerror(errno));
         return 1;
     }
@@ -325,11 +329,10 @@ static int start(struct daemon *d, bool check_only)
         return fail(d, "tls", &err);
     if (load_backends(d) != 0)
         return 1;
+    if (state_directory(d, !check_only) != 0)
+        return 1;
     if (check_only)
         return 0;
-
-    if (state_directory(d) != 0)
-        return 1;
     if (asprintf(&journal_path, "%s/journal.db", d->cfg.state_directory) < 0)
         return 1;
     if ((r = berth_journal_open(journal_path, BERTH_JOURNAL_CREATE, &d->journal, &err)) < 0)

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -21,8 +23,11 @@
 
 #include "buf.h"
 #include "canon.h"
+#include "enrol.h"
+#include "job.h"
 #include "macro.h"
 #include "metrics.h"
+#include "pool.h"
 #include "server.h"
 #include "tls.h"
 
@@ -71,6 +76,8 @@ struct conn {
     bool busy;    /* a request is being handled */
     bool over;    /* accepted beyond the connection limit: closed at once */
     bool replied; /* at least one reply was sent */
+    bool secured; /* the TLS handshake is complete */
+    struct timespec accepted;
     struct conn *prev, *next;
 };
 
@@ -107,7 +114,10 @@ static void watchdog_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd, (void)what;
     if (c->busy)
         return; /* the request is complete; its reply re-arms the watchdog */
-    if (!c->over)
+    if (!c->over && !c->secured)
+        berth_logf(c->srv->logger, BERTH_LOG_INFO,
+                   "closing a connection: no TLS handshake within http.header_timeout_ns of the accept");
+    else if (!c->over)
         berth_logf(c->srv->logger, BERTH_LOG_INFO, "closing a connection: no complete request within %s",
                    c->replied ? "http.idle_timeout_ns of the last reply" : "http.request_timeout_ns of the accept");
     close_now(c);
@@ -117,6 +127,23 @@ static void arm(struct conn *c, int64_t ns)
 {
     struct timeval tv = tv_of(ns);
     evtimer_add(c->watchdog, &tv);
+}
+
+/* OpenSSL's progress callback: once the handshake is done, the first request
+ * gets the rest of http.request_timeout_ns (counted from the accept). */
+static void tls_info_cb(const SSL *ssl, int where, int ret)
+{
+    struct conn *c = SSL_get_app_data(ssl);
+    int64_t left;
+
+    (void)ret;
+    if (!c || !(where & SSL_CB_HANDSHAKE_DONE) || c->secured)
+        return;
+    c->secured = true;
+    if (c->over || c->busy || c->replied)
+        return;
+    left = c->srv->cfg->request_timeout_ns - (int64_t)(elapsed(&c->accepted) * 1e9);
+    arm(c, left > 0 ? left : 0);
 }
 
 static void resume_listener(struct berthd_server *srv)
@@ -183,9 +210,11 @@ static struct bufferevent *accept_cb(struct event_base *base, void *arg)
     if (!ssl || !c)
         goto fail;
     c->srv = srv;
+    clock_gettime(CLOCK_MONOTONIC, &c->accepted);
     c->watchdog = evtimer_new(base, watchdog_cb, c);
-    if (!c->watchdog || SSL_set_ex_data(ssl, srv->ex_index, c) != 1)
+    if (!c->watchdog || SSL_set_app_data(ssl, c) != 1 || SSL_set_ex_data(ssl, srv->ex_index, c) != 1)
         goto fail;
+    SSL_set_info_callback(ssl, tls_info_cb);
     bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
     if (!bev) {
         SSL_set_ex_data(ssl, srv->ex_index, NULL);
@@ -202,7 +231,9 @@ static struct bufferevent *accept_cb(struct event_base *base, void *arg)
         c->over = true;
         arm(c, 0);
     } else {
-        arm(c, srv->cfg->request_timeout_ns);
+        /* A client that trickles its handshake holds a connection slot for
+         * the header timeout at most, not for the whole request timeout. */
+        arm(c, srv->cfg->header_timeout_ns);
     }
     if (srv->connections >= (unsigned)srv->cfg->max_connections && !srv->paused) {
         evconnlistener_disable(evhttp_bound_socket_get_listener(srv->bound));
@@ -241,7 +272,6 @@ static const char *method_name(enum evhttp_cmd_type m)
     switch (m) {
     case EVHTTP_REQ_GET: return "GET";
     case EVHTTP_REQ_POST: return "POST";
-    case EVHTTP_REQ_HEAD: return "HEAD";
     case EVHTTP_REQ_PUT: return "PUT";
     case EVHTTP_REQ_DELETE: return "DELETE";
     default: return "OTHER";
@@ -407,19 +437,6 @@ static void queue_submission(struct berthd_server *srv, struct evhttp_request *r
 /* ------------------------------------------------------------------------ */
 /* Routing                                                                   */
 
-static bool id_ok(const char *s, size_t len)
-{
-    size_t i;
-
-    if (len == 0 || len > 128)
-        return false;
-    for (i = 0; i < len; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
-              s[i] == '.' || s[i] == '_' || s[i] == '-'))
-            return false;
-    return true;
-}
-
 /* "/v1/jobs/ID" or "/v1/jobs/ID/TAIL": copy ID and set *tail; false when @path is not that. */
 static bool job_path(const char *path, char id[129], const char **tail)
 {
@@ -431,10 +448,12 @@ static bool job_path(const char *path, char id[129], const char **tail)
     p = path + 9;
     slash = strchr(p, '/');
     len = slash ? (size_t)(slash - p) : strlen(p);
-    if (!id_ok(p, len))
+    if (len > BERTH_JOB_ID_MAX)
         return false;
     memcpy(id, p, len);
     id[len] = '\0';
+    if (!berth_job_id_valid(id))
+        return false;
     *tail = slash ? slash : "";
     return true;
 }
@@ -454,11 +473,12 @@ static bool parse_after(const char *query, uint64_t *ret)
     v = evhttp_find_header(&q, "after");
     if (v) {
         errno = 0;
-        if (!*v || *v == '-' || *v == '+' || *v == ' ')
+        if (*v < '0' || *v > '9')
             ok = false;
         else
             *ret = strtoull(v, &end, 10);
-        if (errno || (end && *end))
+        /* Sequence numbers are SQLite integers: nothing above INT64_MAX. */
+        if (errno || (end && *end) || *ret > INT64_MAX)
             ok = false;
     }
     evhttp_clear_headers(&q);
@@ -495,6 +515,47 @@ static void metrics_reply(struct berthd_server *srv, const char *fingerprint, st
     r->status = r->text ? 200 : 500;
 }
 
+/* @path as a log shows it: bytes outside printable ASCII, and '%', as %XX
+ * (the URI's own escape), so a line can neither break nor be spoofed; a path
+ * too long for @size is shown as "(long path)". */
+static void shown_path(const char *path, char *shown, size_t size)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t i, o = 0;
+
+    snprintf(shown, size, "-");
+    if (!path)
+        return;
+    for (i = 0; path[i]; i++) {
+        unsigned char ch = (unsigned char)path[i];
+        bool esc = ch <= ' ' || ch >= 0x7f || ch == '%';
+        if (o + (esc ? 3 : 1) >= size) {
+            snprintf(shown, size, "(long path)");
+            return;
+        }
+        if (esc) {
+            shown[o++] = '%';
+            shown[o++] = hex[ch >> 4];
+            shown[o++] = hex[ch & 15];
+        } else {
+            shown[o++] = (char)ch;
+        }
+    }
+    shown[o] = '\0';
+}
+
+/* The number of @name headers in @h (compared without case). */
+static unsigned header_count(struct evkeyvalq *h, const char *name)
+{
+    struct evkeyval *kv;
+    unsigned n = 0;
+
+    TAILQ_FOREACH(kv, h, next)
+    if (strcasecmp(kv->key, name) == 0)
+        n++;
+    return n;
+}
+
 static void request_cb(struct evhttp_request *req, void *arg)
 {
     struct berthd_server *srv = arg;
@@ -516,9 +577,16 @@ static void request_cb(struct evhttp_request *req, void *arg)
         evtimer_del(c->watchdog);
     }
     /* Logs name the route, never a query string. */
-    snprintf(shown, sizeof(shown), "%s", path && strlen(path) < sizeof(shown) ? path : "(long path)");
+    shown_path(path, shown, sizeof(shown));
     if (!path) {
         reply_error(srv, req, c, &start, 400, "malformed", "the request URI cannot be parsed", "-");
+        return;
+    }
+    /* Two lengths are how request smuggling starts (RFC 9112 section 6.3):
+     * refuse and close rather than pick one. */
+    if (header_count(evhttp_request_get_input_headers(req), "Content-Length") > 1) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+        reply_error(srv, req, c, &start, 400, "malformed", "the request has more than one Content-Length", shown);
         return;
     }
     if (srv->shutting_down) {
@@ -563,7 +631,7 @@ static void request_cb(struct evhttp_request *req, void *arg)
         } else {
             goto not_allowed;
         }
-    } else if (strncmp(path, "/v1/pools/", 10) == 0 && id_ok(path + 10, strlen(path + 10))) {
+    } else if (strncmp(path, "/v1/pools/", 10) == 0 && berth_pool_name_valid(path + 10)) {
         if (!get)
             goto not_allowed;
         berth_broker_pool_show(srv->broker, fp, path + 10, &r);
@@ -634,8 +702,10 @@ int berthd_server_new(struct event_base *base, SSL_CTX *ctx, const struct berthd
     event_priority_set(srv->batch_ev, PRIORITIES - 1);
     evhttp_set_bevcb(srv->http, accept_cb, srv);
     evhttp_set_gencb(srv->http, request_cb, srv);
-    evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
-                                              EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
+    /* HEAD is left to libevent (501 and close): a HEAD reply must carry no
+     * body, and every route here answers with one. */
+    evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                              EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
     evhttp_set_max_headers_size(srv->http, (ev_ssize_t)cfg->max_header_bytes);
     evhttp_set_max_body_size(srv->http, (ev_ssize_t)cfg->max_body_bytes);
     evhttp_set_timeout_tv(srv->http, &tv);

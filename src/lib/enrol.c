@@ -28,7 +28,9 @@ static bool token_valid(const char *s)
         if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
               s[i] == '.' || s[i] == '_' || s[i] == '-'))
             return false;
-    return true;
+    /* "." and ".." (any all-dot name) would name a directory, not a job,
+     * wherever the token becomes a path or URL segment. */
+    return strspn(s, ".") != i;
 }
 
 bool berth_worker_name_valid(const char *name)

@@ -33,7 +33,7 @@
 #include "envelope.h"
 #include "sign.h"
 
-/** Worker names and job ids: 1..128 bytes of [A-Za-z0-9._-]. */
+/** Worker names and job ids: 1..128 bytes of [A-Za-z0-9._-], not all dots. */
 bool berth_worker_name_valid(const char *name);
 bool berth_job_id_valid(const char *id);
 

@@ -164,7 +164,7 @@ static int check_outputs(const json_t *outputs, int64_t artifact_bytes, struct b
                 0)
             return r;
         if (!berth_job_id_valid(id))
-            return berth_error_set(reterr, -EBADMSG, "%s.id must be 1 to 128 of [A-Za-z0-9._-]", what);
+            return berth_error_set(reterr, -EBADMSG, "%s.id must be 1 to 128 of [A-Za-z0-9._-], not all dots", what);
         if (!path_under(path, "/tmp/outputs/"))
             return berth_error_set(reterr, -EBADMSG, "%s.path must be a path under /tmp/outputs/", what);
         if (!media[0] || strlen(media) > MAX_MEDIA_TYPE || !strchr(media, '/'))
@@ -212,7 +212,7 @@ int berth_job_from_json(const json_t *doc, struct berth_job **ret, struct berth_
         goto fail;
     }
     if (!berth_job_id_valid(job->id)) {
-        berth_error_set(reterr, r, "job.id must be 1 to 128 of [A-Za-z0-9._-]");
+        berth_error_set(reterr, r, "job.id must be 1 to 128 of [A-Za-z0-9._-], not all dots");
         goto fail;
     }
     if (!berth_job_id_valid(job->pool)) {

@@ -104,8 +104,7 @@ bool berth_guest_path_valid(const char *path)
     }
 }
 
-/* Names of pools and backends: [a-z0-9][a-z0-9._-]{0,62}. */
-static bool object_name_valid(const char *s)
+bool berth_pool_name_valid(const char *s)
 {
     size_t i;
 
@@ -265,7 +264,7 @@ static int normalise(const json_t *doc, json_t **ret, const char **ret_claimed_h
         return r;
     if (version != BERTH_POOL_SCHEMA_VERSION)
         return berth_error_set(reterr, -EBADMSG, "pool.schema_version must be %d", BERTH_POOL_SCHEMA_VERSION);
-    if (!object_name_valid(name))
+    if (!berth_pool_name_valid(name))
         return berth_error_set(reterr, -EBADMSG, "pool.name must match [a-z0-9][a-z0-9._-]{0,62}");
     if (!egress)
         egress = "none";
@@ -279,7 +278,7 @@ static int normalise(const json_t *doc, json_t **ret, const char **ret_claimed_h
         return berth_error_set(reterr, -EBADMSG, "pool.backend_allowlist must list 1 to %d backends", MAX_BACKENDS);
     for (i = 0; i < json_array_size(v); i++) {
         const json_t *b = json_array_get(v, i);
-        if (!json_is_string(b) || !object_name_valid(json_string_value(b)))
+        if (!json_is_string(b) || !berth_pool_name_valid(json_string_value(b)))
             return berth_error_set(reterr, -EBADMSG, "pool.backend_allowlist[%zu] is not a backend name", i);
         for (j = 0; j < i; j++)
             if (json_equal(b, json_array_get(v, j)))

@@ -153,6 +153,12 @@ json_t *berth_pool_to_json(const struct berth_pool *pool);
 int berth_hash_hex_json(const json_t *value, char out[BERTH_HASH_HEX_LEN + 1], struct berth_error *reterr);
 
 /**
+ * berth_pool_name_valid() - whether @name is a usable pool or backend name:
+ * [a-z0-9][a-z0-9._-]{0,62}.
+ */
+bool berth_pool_name_valid(const char *name);
+
+/**
  * berth_env_name_valid() - whether @name is a usable environment variable
  * name: [A-Za-z_][A-Za-z0-9_]*, at most 128 bytes.
  */

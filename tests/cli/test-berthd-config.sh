@@ -75,11 +75,21 @@ sed -i 's|"plugin": *"runtime-script",|"plugin": "runtime-script", "sha256": "sh
 check_refused "backend script"
 cp "$TMP/conf.saved" "$CONF"
 
-# A state directory others can enter is refused at startup.
+# A state directory others can enter is refused at startup, and by --check.
 chmod 0755 "$INST/state"
 run 1 "$BERTHD" --config "$CONF"
 stderr_has "must be a directory owned by uid"
+check_refused "must be a directory owned by uid"
 chmod 0700 "$INST/state"
+# --check accepts a state directory that does not exist yet (the first start
+# makes it) and refuses one that is a file.
+mv "$INST/state" "$INST/state.saved"
+run 0 "$BERTHD" --config "$CONF" --check
+[ ! -e "$INST/state" ] || fail "--check created the state directory"
+: >"$INST/state"
+check_refused "must be a directory owned by uid"
+rm "$INST/state"
+mv "$INST/state.saved" "$INST/state"
 
 # A second berthd on the same state directory: the journal lock refuses it.
 start_berthd

@@ -87,6 +87,12 @@ START_TEST(arguments)
     ck_assert_ptr_null(d);
     ck_assert(berth_job_id_valid("job-1.a_B"));
     ck_assert(!berth_job_id_valid(""));
+    ck_assert(!berth_job_id_valid("."));
+    ck_assert(!berth_job_id_valid(".."));
+    ck_assert(!berth_job_id_valid("..."));
+    ck_assert(berth_job_id_valid(".a"));
+    ck_assert(berth_job_id_valid("..-"));
+    ck_assert(!berth_worker_name_valid(".."));
 }
 END_TEST
 
