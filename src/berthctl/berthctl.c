@@ -23,6 +23,15 @@
 #include "macro.h"
 #include "utf8.h"
 
+#ifndef BERTH_WITH_IMAGE
+static int cmd_image(struct bctl_globals *g, int argc, char **argv)
+{
+    (void)g, (void)argc, (void)argv;
+    return bctl_error("image", "this berthctl was built without image support (configure found no libarchive, or "
+                               "--disable-image-oci-local was given)");
+}
+#endif
+
 static const struct {
     const char *name;
     int (*run)(struct bctl_globals *g, int argc, char **argv);
@@ -35,6 +44,7 @@ static const struct {
     {"collect", cmd_job, "fetch, verify and save a job's signed result"},
     {"dev-init", cmd_devinit, "write a complete local installation for trying berth"},
     {"digest", cmd_digest, "print the sha256 digest of a file or JSON document"},
+    {"image", cmd_image, "import, inspect and stage OCI images in the local store"},
     {"inspect", cmd_job, "show a job's state and receipt"},
     {"keygen", cmd_keygen, "create an Ed25519 signing key"},
     {"plugins", cmd_plugins, "list plugins and whether they would load"},

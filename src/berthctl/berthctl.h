@@ -75,6 +75,7 @@ int cmd_keygen(struct bctl_globals *g, int argc, char **argv);
 int cmd_plugins(struct bctl_globals *g, int argc, char **argv);
 int cmd_pool(struct bctl_globals *g, int argc, char **argv);
 int cmd_audit(struct bctl_globals *g, int argc, char **argv);
+int cmd_image(struct bctl_globals *g, int argc, char **argv);
 int cmd_job(struct bctl_globals *g, int argc, char **argv);
 int cmd_verify(struct bctl_globals *g, int argc, char **argv);
 

@@ -58,6 +58,7 @@
 #define LIMIT_WALL_TIME_NS 3600000000000LL
 #define LIMIT_OUTPUT_BYTES 1048576
 #define LIMIT_ARTIFACT_BYTES 1073741824LL
+#define IMAGE_PLUGIN "image-oci-local"
 
 /* The --help text, a manual page in brief. */
 static void help(FILE *out)
@@ -118,6 +119,13 @@ static void help(FILE *out)
                  "                              --backend names in the order given, or\n"
                  "                              [\"runsc\"] without --backend\n"
                  "  state/                0700  empty; berthd keeps its journal here\n"
+                 "  images/               0700  empty; the local OCI image store: fill it with\n"
+                 "                              \"berthctl image import LAYOUT --store DIR/images\"\n"
+                 "\n"
+                 "When the plugin directory (--plugin-dir, or berthd's default) holds\n"
+                 "image-oci-local.so, berthd.json also gets an image source serving\n"
+                 "DIR/images, and berthd then refuses jobs whose image is not imported\n"
+                 "there.  Grant an imported image with --image (or in policy.json).\n"
                  "\n"
                  "Every key is new, from the system's random number generator.  TLS keys are\n"
                  "ECDSA P-256 in unencrypted PKCS#8 PEM; certificates are valid from one\n"
@@ -431,8 +439,8 @@ static int load_backend_configs(struct devinit_opts *o)
  */
 
 /** Subdirectories, all created 0700. */
-enum { SUB_TOP = -1, SUB_TLS, SUB_KEYS, SUB_POOLS, SUB_STATE, SUB_COUNT };
-static const char *const subdir_names[SUB_COUNT] = {"tls", "keys", "pools", "state"};
+enum { SUB_TOP = -1, SUB_TLS, SUB_KEYS, SUB_POOLS, SUB_STATE, SUB_IMAGES, SUB_COUNT };
+static const char *const subdir_names[SUB_COUNT] = {"tls", "keys", "pools", "state", "images"};
 
 /**
  * struct target - DIR, opened without following symlinks.
@@ -874,6 +882,17 @@ static int make_certificates(const struct devinit_opts *o, const struct target *
     return 0;
 }
 
+/* Whether the plugin directory berthd will use holds the image plugin. */
+static bool image_plugin_present(const struct devinit_opts *o)
+{
+    _cleanup_free_ char *path = NULL;
+    struct stat st;
+
+    if (asprintf(&path, "%s/%s.so", o->plugin_dir ? o->plugin_dir : BERTH_PLUGINDIR, IMAGE_PLUGIN) < 0)
+        return false;
+    return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /* berthd.json.  Return: 0, -ENOMEM. */
 static json_t *berthd_config(const struct devinit_opts *o, const struct plan *p, const char *dir)
 {
@@ -905,6 +924,13 @@ static json_t *berthd_config(const struct devinit_opts *o, const struct plan *p,
         return NULL;
     if (json_object_set(doc, "backends", backends) < 0)
         return NULL;
+    if (image_plugin_present(o)) {
+        _cleanup_free_ char *store = path_join(dir, subdir_names[SUB_IMAGES]);
+        if (!store ||
+            json_object_set_new(doc, "images",
+                                json_pack("{s:s, s:{s:s}}", "plugin", IMAGE_PLUGIN, "config", "store", store)) < 0)
+            return NULL;
+    }
     return TAKE_PTR(doc);
 }
 
@@ -1206,6 +1232,11 @@ static int format_output(const struct devinit_opts *o, const struct target *t, c
                      "  start the daemon:  berthd --config %s\n"
                      "  submit a job:      berthctl --config %s submit JOB.json --wait\n",
                      t->dir, p->files[F_BERTHD].path, p->files[F_CLIENT].path) >= 0;
+        ok = ok && fprintf(f, "  import an image:   berthctl image import LAYOUT_DIR[:REF] --store %s/%s%s\n", t->dir,
+                           subdir_names[SUB_IMAGES],
+                           image_plugin_present(o) ? ""
+                                                   : "\n  note: image-oci-local.so is not in the plugin directory, so "
+                                                     "berthd.json has no image source") >= 0;
         if (o->n_backends == 0)
             ok = ok && fprintf(f,
                                "  note: without --backend, berthd.json has no backend: add one named %s\n"

@@ -19,21 +19,10 @@
 #define NS_PER_S 1000000000LL
 
 static const char *const top_members[] = {
-    "audit_key",
-    "backends",
-    "broker_name",
-    "http",
-    "journal",
-    "listen",
-    "plugin_directory",
-    "policy",
-    "pools_directory",
-    "receipt_key",
-    "reconcile_interval_ns",
-    "schema_version",
-    "state_directory",
-    "tls",
-    NULL,
+    "audit_key",      "backends",        "broker_name", "http",
+    "images",         "journal",         "listen",      "plugin_directory",
+    "policy",         "pools_directory", "receipt_key", "reconcile_interval_ns",
+    "schema_version", "state_directory", "tls",         NULL,
 };
 static const char *const listen_members[] = {"address", "port", NULL};
 static const char *const tls_members[] = {"certificate", "client_ca", "private_key", NULL};
@@ -83,6 +72,38 @@ static int object_member(const json_t *o, const char *what, const char *key, con
     return berth_json_only_members(*ret, sub, allowed, reterr);
 }
 
+/* One plugin instance: {plugin, sha256, config[, require_qualification]}. */
+static int parse_backend(const json_t *v, const char *what, bool runtime, struct berthd_backend_config *b,
+                         struct berth_error *reterr)
+{
+    static const char *const image_members[] = {"config", "plugin", "sha256", NULL};
+    const json_t *rq;
+    int r;
+
+    b->require_qualification = true;
+    if ((r = berth_json_only_members(v, what, runtime ? backend_members : image_members, reterr)) < 0 ||
+        (r = berth_json_string_member(v, what, "plugin", true, &b->plugin, reterr)) < 0 ||
+        (r = berth_json_string_member(v, what, "sha256", false, &b->sha256, reterr)) < 0)
+        return r;
+    if (!name_ok(b->plugin, 63))
+        return berth_error_set(reterr, -EBADMSG, "%s.plugin must be a plugin name such as %s", what,
+                               runtime ? "runtime-oci" : "image-oci-local");
+    if (b->sha256) {
+        uint8_t raw[BERTH_SHA256_LEN];
+        if (berth_digest_parse(b->sha256, raw) < 0)
+            return berth_error_set(reterr, -EBADMSG, "%s.sha256 must be sha256:<64 lowercase hex>", what);
+    }
+    b->config = json_object_get(v, "config");
+    if (b->config && !json_is_object(b->config))
+        return berth_error_set(reterr, -EBADMSG, "%s.config must be an object", what);
+    rq = json_object_get(v, "require_qualification");
+    if (rq && !json_is_boolean(rq))
+        return berth_error_set(reterr, -EBADMSG, "%s.require_qualification must be true or false", what);
+    if (rq)
+        b->require_qualification = json_is_true(rq);
+    return 0;
+}
+
 static int parse_backends(const json_t *o, struct berthd_config *c, struct berth_error *reterr)
 {
     const char *name;
@@ -97,7 +118,6 @@ static int parse_backends(const json_t *o, struct berthd_config *c, struct berth
     json_object_foreach((json_t *)o, name, v)
     {
         struct berthd_backend_config *b = &c->backends[c->n_backends];
-        const json_t *rq;
         char what[128];
         int r;
 
@@ -106,26 +126,8 @@ static int parse_backends(const json_t *o, struct berthd_config *c, struct berth
                                    "config.backends: a backend name must be 1 to 63 of [A-Za-z0-9._-]");
         snprintf(what, sizeof(what), "config.backends.%s", name);
         b->name = name;
-        b->require_qualification = true;
-        if ((r = berth_json_only_members(v, what, backend_members, reterr)) < 0 ||
-            (r = berth_json_string_member(v, what, "plugin", true, &b->plugin, reterr)) < 0 ||
-            (r = berth_json_string_member(v, what, "sha256", false, &b->sha256, reterr)) < 0)
+        if ((r = parse_backend(v, what, true, b, reterr)) < 0)
             return r;
-        if (!name_ok(b->plugin, 63))
-            return berth_error_set(reterr, -EBADMSG, "%s.plugin must be a plugin name such as runtime-oci", what);
-        if (b->sha256) {
-            uint8_t raw[BERTH_SHA256_LEN];
-            if (berth_digest_parse(b->sha256, raw) < 0)
-                return berth_error_set(reterr, -EBADMSG, "%s.sha256 must be sha256:<64 lowercase hex>", what);
-        }
-        b->config = json_object_get(v, "config");
-        if (b->config && !json_is_object(b->config))
-            return berth_error_set(reterr, -EBADMSG, "%s.config must be an object", what);
-        rq = json_object_get(v, "require_qualification");
-        if (rq && !json_is_boolean(rq))
-            return berth_error_set(reterr, -EBADMSG, "%s.require_qualification must be true or false", what);
-        if (rq)
-            b->require_qualification = json_is_true(rq);
         c->n_backends++;
     }
     return 0;
@@ -232,6 +234,12 @@ int berthd_config_parse(const char *text, size_t len, const char *default_plugin
     }
     if ((r = parse_backends(json_object_get(c->doc, "backends"), c, reterr)) < 0)
         goto fail;
+    if (json_object_get(c->doc, "images")) {
+        c->images.name = "images";
+        if ((r = parse_backend(json_object_get(c->doc, "images"), "config.images", false, &c->images, reterr)) < 0)
+            goto fail;
+        c->has_images = true;
+    }
     return 0;
 fail:
     berthd_config_clear(c);

@@ -40,6 +40,8 @@ struct berthd_config {
     int64_t reconcile_interval_ns;
     struct berthd_backend_config backends[BERTHD_MAX_BACKENDS];
     size_t n_backends;
+    struct berthd_backend_config images; /* the image source, when has_images */
+    bool has_images;
 };
 
 /**

@@ -58,6 +58,8 @@ struct daemon {
     struct berth_host_instance hosts[BERTHD_MAX_BACKENDS];
     struct berth_plugin_handle *plugins[BERTHD_MAX_BACKENDS];
     struct berth_broker_backend backends[BERTHD_MAX_BACKENDS];
+    struct berth_host_instance images_host;
+    struct berth_plugin_handle *images; /* the image source, or NULL */
     struct berth_broker *broker;
     struct berthd_worker worker;
     struct event_base *base;
@@ -204,38 +206,53 @@ static int check_policy(struct daemon *d)
     return berth_policy_source_new(d->cfg.policy, &d->policy) < 0 ? 1 : 0;
 }
 
+/* Load the plugin of @bc as instance @name of @kind into *@ret. */
+static int load_plugin(struct daemon *d, const struct berthd_backend_config *bc, const char *what, uint32_t kind,
+                       struct berth_host_instance *host, struct berth_plugin_handle **ret)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *config = NULL, *file = NULL;
+    const struct berth_plugin_info *info;
+    struct berth_plugin_load_options o = {0};
+    size_t len = 0;
+    json_t *empty = json_object();
+
+    if (!empty || berth_json_serialize(bc->config ? bc->config : empty, 0, &config, &len, &err) < 0 ||
+        asprintf(&file, "%s.so", bc->plugin) < 0) {
+        json_decref(empty);
+        berth_logf(&d->logger, BERTH_LOG_ERR, "%s: out of memory", what);
+        return 1;
+    }
+    json_decref(empty);
+    o.dir = d->cfg.plugin_directory;
+    o.file = file;
+    o.sha256 = bc->sha256;
+    o.kind = kind;
+    o.host = berth_host_instance_init(host, bc->name, &d->logger);
+    o.config = config;
+    o.config_len = len;
+    if (berth_plugin_load(&o, ret, NULL, &err) < 0) {
+        berth_logf(&d->logger, BERTH_LOG_ERR, "%s: plugin %s in %s: %s", what, bc->plugin, d->cfg.plugin_directory,
+                   err.message);
+        return 1;
+    }
+    info = berth_plugin_get_info(*ret);
+    berth_logf(&d->logger, BERTH_LOG_INFO, "%s: plugin %s %s (%s)", what, info->name, info->version, info->sha256);
+    return 0;
+}
+
 static int load_backends(struct daemon *d)
 {
     size_t i;
+    char what[128];
 
     for (i = 0; i < d->cfg.n_backends; i++) {
         const struct berthd_backend_config *bc = &d->cfg.backends[i];
-        struct berth_error err = BERTH_ERROR_INIT;
-        _cleanup_free_ char *config = NULL, *file = NULL;
         const struct berth_plugin_info *info;
-        struct berth_plugin_load_options o = {0};
-        size_t len = 0;
-        json_t *empty = json_object();
 
-        if (!empty || berth_json_serialize(bc->config ? bc->config : empty, 0, &config, &len, &err) < 0 ||
-            asprintf(&file, "%s.so", bc->plugin) < 0) {
-            json_decref(empty);
-            berth_logf(&d->logger, BERTH_LOG_ERR, "backend %s: out of memory", bc->name);
+        snprintf(what, sizeof(what), "backend %s", bc->name);
+        if (load_plugin(d, bc, what, BERTH_PLUGIN_RUNTIME, &d->hosts[i], &d->plugins[i]) != 0)
             return 1;
-        }
-        json_decref(empty);
-        o.dir = d->cfg.plugin_directory;
-        o.file = file;
-        o.sha256 = bc->sha256;
-        o.kind = BERTH_PLUGIN_RUNTIME;
-        o.host = berth_host_instance_init(&d->hosts[i], bc->name, &d->logger);
-        o.config = config;
-        o.config_len = len;
-        if (berth_plugin_load(&o, &d->plugins[i], NULL, &err) < 0) {
-            berth_logf(&d->logger, BERTH_LOG_ERR, "backend %s: plugin %s in %s: %s", bc->name, bc->plugin,
-                       d->cfg.plugin_directory, err.message);
-            return 1;
-        }
         info = berth_plugin_get_info(d->plugins[i]);
         d->backends[i] = (struct berth_broker_backend){
             .name = bc->name,
@@ -245,9 +262,10 @@ static int load_backends(struct daemon *d)
             .state = berth_plugin_state(d->plugins[i]),
             .require_qualification = bc->require_qualification,
         };
-        berth_logf(&d->logger, BERTH_LOG_INFO, "backend %s: plugin %s %s (%s)", bc->name, info->name, info->version,
-                   info->sha256);
     }
+    if (d->cfg.has_images &&
+        load_plugin(d, &d->cfg.images, "image source", BERTH_PLUGIN_IMAGE_SOURCE, &d->images_host, &d->images) != 0)
+        return 1;
     return 0;
 }
 
@@ -345,6 +363,8 @@ static int start(struct daemon *d, bool check_only)
         .policy = d->policy,
         .backends = d->backends,
         .n_backends = d->cfg.n_backends,
+        .image_ops = d->images ? berth_plugin_image_source_ops(d->images) : NULL,
+        .image_state = d->images ? berth_plugin_state(d->images) : NULL,
         .max_active = d->cfg.max_active_jobs,
         .max_retained = d->cfg.max_retained_jobs,
         .logger = &d->logger,
@@ -420,6 +440,7 @@ static void stop(struct daemon *d)
     berth_broker_free(d->broker);
     for (i = 0; i < BERTHD_MAX_BACKENDS; i++)
         berth_plugin_unload(d->plugins[i]);
+    berth_plugin_unload(d->images);
     berth_journal_close(d->journal);
     SSL_CTX_free(d->ctx);
     berth_policy_source_free(d->policy);
@@ -476,7 +497,8 @@ int main(int argc, char **argv)
     }
     r = start(&d, check_only);
     if (r == 0 && check_only) {
-        printf("berthd: %s is usable (%zu backends)\n", config, d.cfg.n_backends);
+        printf("berthd: %s is usable (%zu backends%s)\n", config, d.cfg.n_backends,
+               d.cfg.has_images ? ", an image source" : "");
     } else if (r == 0) {
         event_base_dispatch(d.base);
         r = d.status;

@@ -31,15 +31,15 @@ int berth_stage_limits_from_json(const json_t *obj, struct berth_stage_limits *r
     la = l.layers;
     wt = l.wall_time_ns;
     if ((r = berth_json_only_members(obj, "limits", members, reterr)) < 0 ||
-        (r = berth_json_int_member(obj, "limits", "compressed_bytes", false, 1, (int64_t)BERTH_STAGE_MAX_COMPRESSED_BYTES,
-                                   &cb, reterr)) < 0 ||
-        (r = berth_json_int_member(obj, "limits", "expanded_bytes", false, 1, (int64_t)BERTH_STAGE_MAX_EXPANDED_BYTES, &eb,
-                                   reterr)) < 0 ||
+        (r = berth_json_int_member(obj, "limits", "compressed_bytes", false, 1,
+                                   (int64_t)BERTH_STAGE_MAX_COMPRESSED_BYTES, &cb, reterr)) < 0 ||
+        (r = berth_json_int_member(obj, "limits", "expanded_bytes", false, 1, (int64_t)BERTH_STAGE_MAX_EXPANDED_BYTES,
+                                   &eb, reterr)) < 0 ||
         (r = berth_json_int_member(obj, "limits", "entries", false, 1, (int64_t)BERTH_STAGE_MAX_ENTRIES, &en, reterr)) <
             0 ||
         (r = berth_json_int_member(obj, "limits", "layers", false, 1, BERTH_STAGE_MAX_LAYERS, &la, reterr)) < 0 ||
-        (r = berth_json_int_member(obj, "limits", "wall_time_ns", false, 1, BERTH_STAGE_MAX_WALL_TIME_NS, &wt, reterr)) <
-            0)
+        (r = berth_json_int_member(obj, "limits", "wall_time_ns", false, 1, BERTH_STAGE_MAX_WALL_TIME_NS, &wt,
+                                   reterr)) < 0)
         return r;
     l.compressed_bytes = (uint64_t)cb;
     l.expanded_bytes = (uint64_t)eb;

@@ -20,7 +20,7 @@
 #define BERTH_STAGE_MAX_ENTRIES 100000ULL             /* entry units, see struct berth_stage_limits */
 #define BERTH_STAGE_MAX_LAYERS 128U
 #define BERTH_STAGE_MAX_WALL_TIME_NS (600LL * 1000000000LL) /* 10 minutes */
-#define BERTH_IMAGE_METADATA_MAX (1U << 20)                  /* manifest, config, index: 1 MiB each */
+#define BERTH_IMAGE_METADATA_MAX (1U << 20)                 /* manifest, config, index: 1 MiB each */
 
 /**
  * struct berth_stage_limits - budgets of one stage.

@@ -15,24 +15,24 @@
 
 enum berth_image_reason {
     /* archive entries (one layer) */
-    BERTH_IMAGE_ABSOLUTE_PATH,          /* "absolute-path": a name starting with "/" */
-    BERTH_IMAGE_PATH_TRAVERSAL,         /* "path-traversal": a ".." component */
-    BERTH_IMAGE_INVALID_PATH,           /* "invalid-path": empty or "." component, NUL, not UTF-8, too long */
-    BERTH_IMAGE_SYMLINK_LOOP,           /* "symlink-loop": resolving a guest path met too many (or magic) links */
+    BERTH_IMAGE_ABSOLUTE_PATH,           /* "absolute-path": a name starting with "/" */
+    BERTH_IMAGE_PATH_TRAVERSAL,          /* "path-traversal": a ".." component */
+    BERTH_IMAGE_INVALID_PATH,            /* "invalid-path": empty or "." component, NUL, not UTF-8, too long */
+    BERTH_IMAGE_SYMLINK_LOOP,            /* "symlink-loop": resolving a guest path met too many (or magic) links */
     BERTH_IMAGE_HARDLINK_MISSING_TARGET, /* "hardlink-missing-target": target absent or not a regular file */
-    BERTH_IMAGE_DEVICE_NODE,            /* "device-node": character or block device */
-    BERTH_IMAGE_FIFO,                   /* "fifo" */
-    BERTH_IMAGE_SOCKET,                 /* "socket" */
-    BERTH_IMAGE_SPARSE_FILE,            /* "sparse-file" */
-    BERTH_IMAGE_SETUID,                 /* "setuid": setuid or setgid bit */
-    BERTH_IMAGE_XATTR,                  /* "xattr": extended attributes or ACLs */
-    BERTH_IMAGE_DUPLICATE_ENTRY,        /* "duplicate-entry": the same path twice in one layer */
-    BERTH_IMAGE_INVALID_WHITEOUT,       /* "invalid-whiteout" */
-    BERTH_IMAGE_PAX_GLOBAL,             /* "pax-global": a PAX global extended header */
-    BERTH_IMAGE_NAME_MISMATCH,          /* "name-mismatch": PAX and ustar names disagree */
-    BERTH_IMAGE_ARCHIVE_INVALID,        /* "archive-invalid": not a readable tar (or gzip) stream */
-    BERTH_IMAGE_UNSUPPORTED_ENTRY,      /* "unsupported-entry": any other entry type */
-    BERTH_IMAGE_CONFLICT,               /* "path-conflict": an entry needs a directory where a file is */
+    BERTH_IMAGE_DEVICE_NODE,             /* "device-node": character or block device */
+    BERTH_IMAGE_FIFO,                    /* "fifo" */
+    BERTH_IMAGE_SOCKET,                  /* "socket" */
+    BERTH_IMAGE_SPARSE_FILE,             /* "sparse-file" */
+    BERTH_IMAGE_SETUID,                  /* "setuid": setuid or setgid bit */
+    BERTH_IMAGE_XATTR,                   /* "xattr": extended attributes or ACLs */
+    BERTH_IMAGE_DUPLICATE_ENTRY,         /* "duplicate-entry": the same path twice in one layer */
+    BERTH_IMAGE_INVALID_WHITEOUT,        /* "invalid-whiteout" */
+    BERTH_IMAGE_PAX_GLOBAL,              /* "pax-global": a PAX global extended header */
+    BERTH_IMAGE_NAME_MISMATCH,           /* "name-mismatch": PAX and ustar names disagree */
+    BERTH_IMAGE_ARCHIVE_INVALID,         /* "archive-invalid": not a readable tar (or gzip) stream */
+    BERTH_IMAGE_UNSUPPORTED_ENTRY,       /* "unsupported-entry": any other entry type */
+    BERTH_IMAGE_CONFLICT,                /* "path-conflict": an entry needs a directory where a file is */
     /* budgets */
     BERTH_IMAGE_COMPRESSED_BUDGET, /* "compressed-budget" */
     BERTH_IMAGE_EXPANDED_BUDGET,   /* "expanded-budget" */
@@ -40,21 +40,21 @@ enum berth_image_reason {
     BERTH_IMAGE_LAYER_BUDGET,      /* "layer-budget" */
     BERTH_IMAGE_TIME_BUDGET,       /* "time-budget" */
     /* verification of manifests, configs and blobs */
-    BERTH_IMAGE_DIGEST_MISMATCH,    /* "digest-mismatch": a blob's content does not hash to its digest */
-    BERTH_IMAGE_SIZE_MISMATCH,      /* "size-mismatch": a blob's size differs from its descriptor */
-    BERTH_IMAGE_DIFFID_MISMATCH,    /* "diffid-mismatch": an uncompressed layer does not hash to its DiffID */
-    BERTH_IMAGE_FOREIGN_LAYER,      /* "foreign-layer": a foreign or non-distributable layer */
-    BERTH_IMAGE_DESCRIPTOR_URLS,    /* "descriptor-urls" */
-    BERTH_IMAGE_DESCRIPTOR_DATA,    /* "descriptor-data": embedded data */
-    BERTH_IMAGE_MEDIA_TYPE,         /* "media-type": unknown or unsupported (e.g. zstd) media type */
-    BERTH_IMAGE_PLATFORM,           /* "platform": not linux on this host's architecture, or a variant/feature */
-    BERTH_IMAGE_INVALID_MANIFEST,   /* "invalid-manifest" */
-    BERTH_IMAGE_INVALID_CONFIG,     /* "invalid-config" */
-    BERTH_IMAGE_INVALID_INDEX,      /* "invalid-index" */
-    BERTH_IMAGE_INVALID_LAYOUT,     /* "invalid-layout": not an OCI image layout */
-    BERTH_IMAGE_BLOB_MISSING,       /* "blob-missing" */
-    BERTH_IMAGE_BLOB_CONFLICT,      /* "blob-conflict": a stored blob differs from the one imported */
-    BERTH_IMAGE_UNSAFE_STORE,       /* "unsafe-store": wrong owner, mode, type or link count */
+    BERTH_IMAGE_DIGEST_MISMATCH,  /* "digest-mismatch": a blob's content does not hash to its digest */
+    BERTH_IMAGE_SIZE_MISMATCH,    /* "size-mismatch": a blob's size differs from its descriptor */
+    BERTH_IMAGE_DIFFID_MISMATCH,  /* "diffid-mismatch": an uncompressed layer does not hash to its DiffID */
+    BERTH_IMAGE_FOREIGN_LAYER,    /* "foreign-layer": a foreign or non-distributable layer */
+    BERTH_IMAGE_DESCRIPTOR_URLS,  /* "descriptor-urls" */
+    BERTH_IMAGE_DESCRIPTOR_DATA,  /* "descriptor-data": embedded data */
+    BERTH_IMAGE_MEDIA_TYPE,       /* "media-type": unknown or unsupported (e.g. zstd) media type */
+    BERTH_IMAGE_PLATFORM,         /* "platform": not linux on this host's architecture, or a variant/feature */
+    BERTH_IMAGE_INVALID_MANIFEST, /* "invalid-manifest" */
+    BERTH_IMAGE_INVALID_CONFIG,   /* "invalid-config" */
+    BERTH_IMAGE_INVALID_INDEX,    /* "invalid-index" */
+    BERTH_IMAGE_INVALID_LAYOUT,   /* "invalid-layout": not an OCI image layout */
+    BERTH_IMAGE_BLOB_MISSING,     /* "blob-missing" */
+    BERTH_IMAGE_BLOB_CONFLICT,    /* "blob-conflict": a stored blob differs from the one imported */
+    BERTH_IMAGE_UNSAFE_STORE,     /* "unsafe-store": wrong owner, mode, type or link count */
     BERTH_IMAGE_REASON_COUNT,
 };
 

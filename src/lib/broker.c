@@ -191,6 +191,34 @@ static bool granted(const struct berth_subject *s, const struct berth_job *job, 
     return true;
 }
 
+/* With an image source, a new job's image must resolve in it (a retry of
+ * an accepted job is answered from the journal and never gets here). */
+static bool image_present(struct berth_broker *b, const struct berth_job *job, struct berth_reply *reply)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    char *summary = NULL;
+    size_t len = 0;
+    int r;
+
+    if (!b->p.image_ops)
+        return true;
+    r = b->p.image_ops->resolve(b->p.image_state, job->image, &summary, &len, &err);
+    free(summary);
+    if (r == -ENOENT) {
+        broker_fail(reply, 400, "image_unknown", "image %s is not in this host's image store", job->image);
+        return false;
+    }
+    if (r == -EBADMSG || r == -EFBIG) {
+        broker_fail(reply, 400, "image_refused", "image %s: %s", job->image, err.message);
+        return false;
+    }
+    if (r < 0) {
+        broker_fail(reply, 503, "image_store", "the image store cannot serve image %s now", job->image);
+        return false;
+    }
+    return true;
+}
+
 int broker_audit(struct berth_broker *b, const char *type, const struct berth_job_record *rec, const char *actor,
                  json_t *extra, struct berth_error *reterr)
 {
@@ -283,6 +311,10 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_
     if (r != -ENOENT) {
         broker_fail(&s->reply, 503, "journal", "the journal cannot be read");
         r = -EIO;
+        goto out;
+    }
+    if (!image_present(b, job, &s->reply)) {
+        r = 0;
         goto out;
     }
 

@@ -100,6 +100,9 @@ struct berth_broker_backend {
  * @max_active:    jobs not yet terminal, at most (>= 1).
  * @max_retained:  jobs recorded, at most (>= 1); a full journal refuses
  *                 new work and never deletes a job to make room.
+ * @image_ops, @image_state: the image source, or NULL: when set, a new
+ *                 job's image must resolve in it (else 400 image_unknown,
+ *                 nothing recorded); runtime backends stage from it.
  * @wake:          optional; called (from any thread) after new work or a
  *                 cancellation was recorded, to wake the worker.
  * @fault:         optional test hook, called at named points
@@ -115,6 +118,8 @@ struct berth_broker_params {
     struct berth_policy_source *policy;
     const struct berth_broker_backend *backends;
     size_t n_backends;
+    const struct berth_image_source_ops_v1 *image_ops; /* optional: the image source ... */
+    void *image_state;                                 /* ... and its instance */
     int64_t max_active;
     int64_t max_retained;
     const struct berth_logger *logger;
