@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tarwalk.h -- a minimal observer of a raw (uncompressed) tar stream.
+ *
+ * The extractor reads archives with libarchive, which does not expose two
+ * facts the layer rules need: a PAX global header ("pax-global") and a PAX
+ * "path"/"linkpath" record that differs from the ustar name fields where
+ * those fields could have held it exactly ("name-mismatch").  The observer
+ * sees every byte libarchive is given, in order, and walks the 512-byte
+ * headers in lockstep (POSIX.1-2008 pax and ustar formats, "pax" utility,
+ * plus the GNU 'L'/'K' long names).
+ *
+ * It is deliberately stricter than libarchive wherever the two could
+ * disagree on where the next header starts: a non-regular entry with a
+ * non-zero size, a regular entry whose name ends in "/" with data, a second
+ * PAX or long-name header for the same entry, an unknown type flag, a
+ * PAX record or long name over 1 MiB, or a bad checksum is refused.
+ *
+ * Reason codes (refusal.h): "pax-global", "name-mismatch", "sparse-file"
+ * (GNU 'S', PAX GNU.sparse.*, SCHILY.realsize, SUN.holesdata), "xattr" (PAX
+ * SCHILY.xattr.*, LIBARCHIVE.xattr.*, SCHILY.acl.*, RHT.security.*),
+ * "invalid-path" (a NUL byte or invalid UTF-8 in a PAX path), and
+ * "unsupported-entry" (unknown type flag); everything else it cannot parse
+ * is "archive-invalid".  After the end-of-archive block (one all-zero
+ * block, as libarchive reads it) every further byte is ignored.
+ *
+ * An object is not thread-safe; separate objects are independent.
+ */
+#ifndef BERTH_IMAGE_TARWALK_H
+#define BERTH_IMAGE_TARWALK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <berth/error.h>
+
+/** Largest PAX extended header or GNU long name body accepted (1 MiB). */
+#define BERTH_TARWALK_META_MAX ((size_t)1 << 20)
+
+struct berth_tarwalk;
+
+/**
+ * berth_tarwalk_new() - a new observer at the start of a stream.
+ * Return: 0 and *@ret (free with berth_tarwalk_free()); -ENOMEM; -EINVAL.
+ */
+int berth_tarwalk_new(struct berth_tarwalk **ret);
+
+/** berth_tarwalk_free() - free @w (NULL is accepted). */
+void berth_tarwalk_free(struct berth_tarwalk *w);
+
+/**
+ * berth_tarwalk_feed() - observe the next @len bytes of the stream.
+ * Return: 0; a refusal made with berth_image_refuse() (see above), after
+ * which the observer refuses every further call the same way; -ENOMEM.
+ */
+int berth_tarwalk_feed(struct berth_tarwalk *w, const void *data, size_t len, struct berth_error *reterr);
+
+/**
+ * berth_tarwalk_finish() - the stream ended: refuses ("archive-invalid") a
+ * stream that ends inside a header, a member's data or its padding.
+ * Return: 0 or the refusal.
+ */
+int berth_tarwalk_finish(struct berth_tarwalk *w, struct berth_error *reterr);
+
+/** berth_tarwalk_ended() - whether the end-of-archive block was seen. */
+bool berth_tarwalk_ended(const struct berth_tarwalk *w);
+
+#endif /* BERTH_IMAGE_TARWALK_H */
