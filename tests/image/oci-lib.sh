@@ -69,26 +69,38 @@ oci_size() {
     wc -c <"$1" | tr -d ' '
 }
 
-# oci_tar ROOT OUT [OWNERSHIP]: write the tree ROOT as a reproducible tar OUT.
+# oci_tar ROOT OUT [MODE]: write the tree ROOT as a tar OUT.
 #
 # Entry names are relative ("bin/busybox", no "./" prefix and no entry for
 # the root itself): we name the top-level entries ourselves, in C-locale
-# order, and --sort=name orders everything below them.  Timestamps are all
-# 0, atime/ctime are dropped from PAX records, and PAX extended headers (only
-# written for what ustar cannot hold, e.g. names over 255 bytes) get a
-# stable name instead of one containing the process id.  GNU tar writes no
-# PAX *global* header and no xattrs unless asked (--xattrs, --acls,
-# --selinux), and no sparse entries without --sparse: berth refuses all of
-# those.  OWNERSHIP "root" (default) records every entry as 0:0; "keep"
-# records the tree's numeric uids/gids (the Debian image needs them).
+# order, and --sort=name orders everything below them.  atime/ctime are
+# dropped from PAX records, and PAX extended headers (only written for what
+# ustar cannot hold, e.g. names over 255 bytes) get a stable name instead of
+# one containing the process id.  GNU tar writes no PAX *global* header and
+# no xattrs unless asked (--xattrs, --acls, --selinux: we say --no-* to be
+# sure), and no sparse entries without --sparse: berth refuses all of those.
+# Hard links are kept; with sorted names the first occurrence (the regular
+# file) always comes before the links to it.
+#
+# MODE "reproducible" (default): every entry 0:0 with mtime 0, so the same
+# tree gives the same bytes.  MODE "keep": the tree's numeric uids/gids and
+# whole-second mtimes (the PAX mtime record, written for sub-second times,
+# is dropped so that ordinary entries need no extended header at all).
 oci_tar() {
     _root=$1
     _out=$2
-    _own=${3:-root}
-    set -- --sort=name --mtime=@0 --numeric-owner --format=posix \
-        --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
-        --no-xattrs --no-acls --no-selinux
-    [ "$_own" = keep ] || set -- "$@" --owner=0 --group=0
+    _mode=${3:-reproducible}
+    set -- --sort=name --numeric-owner --format=posix --no-xattrs --no-acls --no-selinux
+    case $_mode in
+    reproducible)
+        set -- "$@" --owner=0 --group=0 --mtime=@0 \
+            --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime
+        ;;
+    keep)
+        set -- "$@" --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime,delete=mtime
+        ;;
+    *) oci_die "oci_tar: unknown mode '$_mode'" ;;
+    esac
     # The top-level names, sorted bytewise; none of ours contain newlines.
     _top=$(cd "$_root" && LC_ALL=C ls -A | LC_ALL=C sort)
     [ -n "$_top" ] || oci_die "nothing to archive in $_root"
