@@ -40,6 +40,7 @@ set -eu
 PROG=build-busybox-image.sh
 BUILDER_VERSION=1
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/image/oci-lib.sh
 . "$here/oci-lib.sh"
 
 # The applets linked into bin/.  Each must exist in the busybox used.
@@ -98,7 +99,9 @@ else
     [ "$st" = installed ] ||
         oci_die "the Debian package busybox-static is not installed (apt-get install busybox-static; .ci/run does)"
 fi
-[ -f "$bb" ] && [ -x "$bb" ] || oci_die "$bb is not an executable file (install busybox-static)"
+if [ ! -f "$bb" ] || [ ! -x "$bb" ]; then
+    oci_die "$bb is not an executable file (install busybox-static)"
+fi
 for a in $APPLETS; do
     "$bb" --list | grep -qx "$a" || oci_die "$bb has no '$a' applet"
 done

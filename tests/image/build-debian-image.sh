@@ -67,6 +67,7 @@ SUITE=bookworm
 VARIANT=minbase
 MIRROR=${BERTH_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/image/oci-lib.sh
 . "$here/oci-lib.sh"
 
 usage() {

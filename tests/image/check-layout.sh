@@ -26,6 +26,7 @@ set -eu
 
 PROG=check-layout.sh
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/image/oci-lib.sh
 . "$here/oci-lib.sh"
 
 usage() {
@@ -68,6 +69,7 @@ jqf() {
 # The tar header walk: reads an uncompressed tar on stdin, prints the first
 # problem and exits 1, or exits 0.  Parses the 512-byte ustar headers
 # itself (GNU tar's listing hides PAX global headers and PAX records).
+# shellcheck disable=SC2016 # perl code, not shell
 TARWALK='
 use strict;
 my ($blk, $n, $pending) = ("", 0, undef);

@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # oci-lib.sh -- helpers shared by the test-image builders (sourced, POSIX sh).
 #
 # Turns directory trees into reproducible layer tars and assembles an OCI
@@ -102,6 +103,7 @@ oci_tar() {
     *) oci_die "oci_tar: unknown mode '$_mode'" ;;
     esac
     # The top-level names, sorted bytewise; none of ours contain newlines.
+    # shellcheck disable=SC2012
     _top=$(cd "$_root" && LC_ALL=C ls -A | LC_ALL=C sort)
     [ -n "$_top" ] || oci_die "nothing to archive in $_root"
     # shellcheck disable=SC2086 # the names are ours: no spaces or globs
