@@ -102,8 +102,9 @@ fi
 if [ ! -f "$bb" ] || [ ! -x "$bb" ]; then
     oci_die "$bb is not an executable file (install busybox-static)"
 fi
+have=$("$bb" --list) || oci_die "$bb --list failed"
 for a in $APPLETS; do
-    "$bb" --list | grep -qx "$a" || oci_die "$bb has no '$a' applet"
+    printf '%s\n' "$have" | grep -qx "$a" || oci_die "$bb has no '$a' applet"
 done
 arch=$(oci_arch)
 
