@@ -63,7 +63,10 @@ void tf_member(struct tarforge *t, const struct tf_member *m)
     if (m->gnu)
         memcpy(h + 257, "ustar  ", 8);
     else
-        memcpy(h + 257, "ustar\0" "00", 8);
+        memcpy(h + 257,
+               "ustar\0"
+               "00",
+               8);
     memcpy(h + 265, "user", 4);
     memcpy(h + 297, "group", 5);
     if (m->prefix)
@@ -84,8 +87,8 @@ void tf_member(struct tarforge *t, const struct tf_member *m)
 
 void tf_file(struct tarforge *t, const char *name, unsigned mode, const char *content)
 {
-    tf_member(t, &(struct tf_member){.name = name, .type = '0', .mode = mode, .data = content,
-                                     .size = content ? strlen(content) : 0});
+    tf_member(t, &(struct tf_member){
+                     .name = name, .type = '0', .mode = mode, .data = content, .size = content ? strlen(content) : 0});
 }
 
 void tf_dir(struct tarforge *t, const char *name, unsigned mode)
@@ -122,7 +125,9 @@ static void record(struct tarforge *body, const char *key, const void *value, si
 static void pax_body(struct tarforge *t, char type, struct tarforge *body)
 {
     tf_member(t, &(struct tf_member){.name = type == 'g' ? "pax_global_header" : "PaxHeaders/entry",
-                                     .type = type, .data = body->data, .size = body->len});
+                                     .type = type,
+                                     .data = body->data,
+                                     .size = body->len});
     tf_free(body);
 }
 
@@ -152,8 +157,8 @@ void tf_pax_raw(struct tarforge *t, const char *key, const void *value, size_t v
 
 void tf_gnu_long(struct tarforge *t, char type, const char *name)
 {
-    tf_member(t, &(struct tf_member){.name = "././@LongLink", .type = type, .data = name,
-                                     .size = strlen(name) + 1, .gnu = true});
+    tf_member(t, &(struct tf_member){
+                     .name = "././@LongLink", .type = type, .data = name, .size = strlen(name) + 1, .gnu = true});
 }
 
 void tf_end(struct tarforge *t)

@@ -314,6 +314,18 @@ START_TEST(refuse_fifo)
 }
 END_TEST
 
+START_TEST(refuse_socket)
+{
+    struct tarforge t = {0};
+
+    /* ustar has no socket type flag; star's PAX record is the only way to say it. */
+    tf_pax(&t, 'x', (const char *const[]){"SCHILY.filetype=socket"}, 1);
+    tf_file(&t, "sock", 0644, "");
+    tf_end(&t);
+    expect_refusal(&t, "socket");
+}
+END_TEST
+
 START_TEST(refuse_sparse_file)
 {
     struct tarforge t = {0};
@@ -351,8 +363,7 @@ START_TEST(refuse_xattr)
     tf_file(&t, "f", 0644, "x");
     tf_end(&t);
     expect_refusal(&t, "xattr");
-    tf_pax(&t, 'x', (const char *const[]){"SCHILY.acl.access=user::rwx,group::r-x,other::r-x,user:1:rwx,mask::rwx"},
-           1);
+    tf_pax(&t, 'x', (const char *const[]){"SCHILY.acl.access=user::rwx,group::r-x,other::r-x,user:1:rwx,mask::rwx"}, 1);
     tf_file(&t, "f", 0644, "x");
     tf_end(&t);
     expect_refusal(&t, "xattr");
@@ -931,6 +942,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, refuse_hardlink_missing_target);
     tcase_add_test(tc, refuse_device_node);
     tcase_add_test(tc, refuse_fifo);
+    tcase_add_test(tc, refuse_socket);
     tcase_add_test(tc, refuse_sparse_file);
     tcase_add_test(tc, refuse_setuid);
     tcase_add_test(tc, refuse_xattr);
