@@ -189,13 +189,18 @@ static int archive_failure(struct layer *l, struct archive *a, struct berth_erro
     return berth_image_refuse(reterr, BERTH_IMAGE_ARCHIVE_INVALID, "%s", archive_error_string(a) ?: "unreadable");
 }
 
+/* Components of a raw archive name, "." ones (as in a leading "./") not counted. */
 static uint64_t components(const char *p)
 {
     uint64_t n = 0;
 
-    for (; p && *p; p++)
-        if (*p != '/' && (p[1] == '/' || p[1] == '\0'))
+    while (p && *p) {
+        size_t len = strcspn(p, "/");
+        if (len > 0 && !(len == 1 && p[0] == '.'))
             n++;
+        p += len;
+        p += strspn(p, "/");
+    }
     return n;
 }
 

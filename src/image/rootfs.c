@@ -214,8 +214,7 @@ int berth_rootfs_hardlink(int rootfd, const char *target, int dirfd, const char 
     if (tfd < 0)
         return resolve_error(tfd, tdir, reterr);
     if (fstatat(tfd, tname, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-        return berth_image_refuse(reterr, BERTH_IMAGE_HARDLINK_MISSING_TARGET, "\"%s\" is not a regular file",
-                                  target);
+        return berth_image_refuse(reterr, BERTH_IMAGE_HARDLINK_MISSING_TARGET, "\"%s\" is not a regular file", target);
     r = berth_rootfs_make_room(dirfd, name, false, may_remove_dir, reterr);
     if (r < 0)
         return r;

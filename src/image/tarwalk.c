@@ -280,6 +280,16 @@ static int pax_record(struct berth_tarwalk *w, const char *key, size_t klen, con
         w->pax_size_set = true;
         return 0;
     }
+    if (klen == 15 && memcmp(key, "SCHILY.filetype", 15) == 0) {
+        /* star's file type record: libarchive 3.6 ignores it, a later one may not. */
+        if (vlen == 6 && memcmp(value, "socket", 6) == 0)
+            return berth_image_refuse(reterr, BERTH_IMAGE_SOCKET, "PAX SCHILY.filetype socket");
+        if (vlen == 4 && memcmp(value, "fifo", 4) == 0)
+            return berth_image_refuse(reterr, BERTH_IMAGE_FIFO, "PAX SCHILY.filetype fifo");
+        if ((vlen == 8 && memcmp(value, "blockdev", 8) == 0) || (vlen == 7 && memcmp(value, "chardev", 7) == 0))
+            return berth_image_refuse(reterr, BERTH_IMAGE_DEVICE_NODE, "PAX SCHILY.filetype device");
+        return 0;
+    }
     if (has_prefix(key, klen, "GNU.sparse.") || (klen == 15 && memcmp(key, "SCHILY.realsize", 15) == 0) ||
         (klen == 13 && memcmp(key, "SUN.holesdata", 13) == 0))
         return berth_image_refuse(reterr, BERTH_IMAGE_SPARSE_FILE, "PAX sparse file record");
@@ -470,8 +480,8 @@ int berth_tarwalk_finish(struct berth_tarwalk *w, struct berth_error *reterr)
             *reterr = w->failure;
         return w->error;
     }
-    if (w->state == TW_END || (w->state == TW_HEADER && w->hdr_len == 0 && !w->have_pax && !w->long_name &&
-                               !w->long_link))
+    if (w->state == TW_END ||
+        (w->state == TW_HEADER && w->hdr_len == 0 && !w->have_pax && !w->long_name && !w->long_link))
         return 0;
     return fail(w, berth_image_refuse(reterr, BERTH_IMAGE_ARCHIVE_INVALID, "tar stream truncated"), reterr);
 }

@@ -19,7 +19,10 @@
  * Reason codes (refusal.h): "pax-global", "name-mismatch", "sparse-file"
  * (GNU 'S', PAX GNU.sparse.*, SCHILY.realsize, SUN.holesdata), "xattr" (PAX
  * SCHILY.xattr.*, LIBARCHIVE.xattr.*, SCHILY.acl.*, RHT.security.*),
- * "invalid-path" (a NUL byte or invalid UTF-8 in a PAX path), and
+ * "socket", "fifo", "device-node" (star's PAX SCHILY.filetype record: a
+ * tar header has no socket type flag, this record is the only way a tar
+ * stream can declare one), "invalid-path" (a NUL byte or invalid UTF-8 in
+ * a PAX path), and
  * "unsupported-entry" (unknown type flag); everything else it cannot parse
  * is "archive-invalid".  After the end-of-archive block (one all-zero
  * block, as libarchive reads it) every further byte is ignored.

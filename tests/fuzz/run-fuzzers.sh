@@ -11,7 +11,11 @@ seeds=$2
 seconds=${FUZZ_SECONDS:-60}
 work=$(mktemp -d "${TMPDIR:-/tmp}/berth-fuzz-XXXXXX")
 
-for target in canon pool audit; do
+for target in canon pool audit extract; do
+    if [ ! -x "$build/fuzz-$target" ]; then
+        echo "fuzz-$target: not built (its plugin is disabled), skipped"
+        continue
+    fi
     mkdir -p "$work/$target/corpus" "$work/$target/artifacts"
     cp "$seeds/$target"/* "$work/$target/corpus/"
     echo "fuzz-$target: $seconds s from $(ls "$seeds/$target" | wc -l) seeds (scratch: $work/$target)"

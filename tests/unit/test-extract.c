@@ -1,0 +1,976 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-extract.c -- the safe layer extractor (extract.h): one hostile layer
+ * per reason code, written here with tarforge.h, each checked for its exact
+ * reason code and for nothing created outside the staging root; accepted
+ * layouts; whiteouts across layers; budgets; berth_tree_clear().
+ */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "digest.h"
+#include "extract.h"
+#include "macro.h"
+#include "tarforge.h"
+
+/* The staging layout: tmp/root (the root), tmp/sentinel/keep (must survive). */
+static char *tmp;
+static int rootfd = -1;
+static struct berth_extract *x;
+static struct berth_stage_limits limits;
+static int64_t deadline;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    ck_assert_int_eq(clock_gettime(CLOCK_MONOTONIC, &ts), 0);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void setup(void)
+{
+    char *p;
+
+    tmp = test_tmpdir();
+    p = test_path(tmp, "root");
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    rootfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ck_assert_int_ge(rootfd, 0);
+    free(p);
+    p = test_path(tmp, "sentinel");
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    free(p);
+    p = test_path(tmp, "sentinel/keep");
+    test_write_file(p, "sentinel", 8, 0644);
+    free(p);
+    berth_stage_limits_default(&limits);
+    deadline = mono_ns() + 60LL * 1000000000LL;
+    x = NULL;
+}
+
+static void teardown(void)
+{
+    berth_extract_free(x);
+    x = NULL;
+    if (rootfd >= 0) {
+        berth_tree_clear(rootfd, NULL);
+        close(rootfd);
+        rootfd = -1;
+    }
+    test_rm_rf(tmp);
+    free(tmp);
+}
+
+/* Apply @len bytes as the next layer; its DiffID is the SHA-256 of @tar (uncompressed). */
+static int apply_bytes(const void *blob, size_t len, enum berth_layer_compression c, const void *tar, size_t tarlen,
+                       struct berth_error *err)
+{
+    uint8_t diff[BERTH_SHA256_LEN];
+    int fd = memfd_create("layer", MFD_CLOEXEC), r;
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, blob, len), (ssize_t)len);
+    ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
+    ck_assert_int_eq(berth_sha256(tar, tarlen, diff), 0);
+    if (!x)
+        ck_assert_int_eq(berth_extract_new(rootfd, &limits, deadline, &x), 0);
+    *err = (struct berth_error)BERTH_ERROR_INIT;
+    r = berth_extract_layer(x, fd, c, diff, err);
+    close(fd);
+    return r;
+}
+
+static int apply(struct tarforge *t, struct berth_error *err)
+{
+    return apply_bytes(t->data, t->len, BERTH_LAYER_TAR, t->data, t->len, err);
+}
+
+/* The whole of tmp is root and sentinel, and the sentinel holds exactly its file. */
+static void assert_nothing_outside(void)
+{
+    char *p, buf[64];
+    DIR *d;
+    struct dirent *de;
+    int n = 0;
+
+    d = opendir(tmp);
+    ck_assert_ptr_nonnull(d);
+    while ((de = readdir(d))) {
+        if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+            continue;
+        ck_assert_msg(streq(de->d_name, "root") || streq(de->d_name, "sentinel"), "stray %s", de->d_name);
+        n++;
+    }
+    closedir(d);
+    ck_assert_int_eq(n, 2);
+    p = test_path(tmp, "sentinel");
+    d = opendir(p);
+    free(p);
+    ck_assert_ptr_nonnull(d);
+    n = 0;
+    while ((de = readdir(d)))
+        if (!streq(de->d_name, ".") && !streq(de->d_name, "..")) {
+            ck_assert_str_eq(de->d_name, "keep");
+            n++;
+        }
+    closedir(d);
+    ck_assert_int_eq(n, 1);
+    p = test_path(tmp, "sentinel/keep");
+    ck_assert_uint_eq(test_read_file(p, buf, sizeof(buf)), 8);
+    ck_assert_str_eq(buf, "sentinel");
+    free(p);
+}
+
+/* Apply @t and expect the refusal @code; nothing may appear outside the root. */
+static void expect_refusal(struct tarforge *t, const char *code)
+{
+    struct berth_error err;
+    char prefix[64];
+    int r = apply(t, &err);
+
+    snprintf(prefix, sizeof(prefix), "%s: ", code);
+    ck_assert_msg(r < 0, "layer accepted, expected %s", code);
+    ck_assert_msg(strncmp(err.message, prefix, strlen(prefix)) == 0, "expected %s, got \"%s\"", code, err.message);
+    ck_assert_int_eq(err.code, r);
+    assert_nothing_outside();
+    tf_free(t);
+    /* The next refusal starts from a fresh extractor and an empty root. */
+    berth_extract_free(x);
+    x = NULL;
+    ck_assert_int_eq(berth_tree_clear(rootfd, NULL), 0);
+}
+
+static void expect_ok(struct tarforge *t)
+{
+    struct berth_error err;
+    int r = apply(t, &err);
+
+    ck_assert_msg(r == 0, "refused: %s", err.message);
+    assert_nothing_outside();
+    tf_free(t);
+}
+
+static struct stat lstat_in_root(const char *path)
+{
+    struct stat st;
+    ck_assert_msg(fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0, "%s missing", path);
+    return st;
+}
+
+static bool exists_in_root(const char *path)
+{
+    struct stat st;
+    return fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static void assert_content(const char *path, const char *content)
+{
+    char buf[256];
+    char *p = NULL;
+
+    ck_assert_int_gt(asprintf(&p, "%s/root/%s", tmp, path), 0);
+    test_read_file(p, buf, sizeof(buf));
+    ck_assert_str_eq(buf, content);
+    free(p);
+}
+
+static int root_entries(void)
+{
+    int fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), n = 0;
+    DIR *d = fdopendir(fd);
+    struct dirent *de;
+
+    ck_assert_ptr_nonnull(d);
+    while ((de = readdir(d)))
+        if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+            n++;
+    closedir(d);
+    return n;
+}
+
+/* ---- one test per reason code ------------------------------------------ */
+
+START_TEST(refuse_absolute_path)
+{
+    struct tarforge t = {0};
+
+    tf_file(&t, "/etc/evil", 0644, "x");
+    tf_end(&t);
+    expect_refusal(&t, "absolute-path");
+}
+END_TEST
+
+START_TEST(refuse_path_traversal)
+{
+    static const char *const names[] = {"../evil", "a/../../evil", "./../evil", "a/.."};
+
+    for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+        struct tarforge t = {0};
+        tf_file(&t, names[i], 0644, "x");
+        tf_end(&t);
+        expect_refusal(&t, "path-traversal");
+    }
+}
+END_TEST
+
+START_TEST(refuse_invalid_path)
+{
+    static const char *const names[] = {"a//b", "a/./b", "././a", "bad\xff", "\xc0\xaf", "."};
+    char longname[5000];
+
+    for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+        struct tarforge t = {0};
+        tf_file(&t, names[i], 0644, "x");
+        tf_end(&t);
+        expect_refusal(&t, "invalid-path");
+    }
+    /* More than PATH_MAX bytes, through a PAX path. */
+    memset(longname, 'a', sizeof(longname) - 1);
+    for (size_t i = 100; i < sizeof(longname) - 1; i += 100)
+        longname[i] = '/';
+    longname[sizeof(longname) - 1] = '\0';
+    {
+        struct tarforge t = {0};
+        char *rec = NULL;
+        ck_assert_int_gt(asprintf(&rec, "path=%s", longname), 0);
+        tf_pax(&t, 'x', (const char *const[]){rec}, 1);
+        free(rec);
+        tf_file(&t, "short", 0644, "x");
+        tf_end(&t);
+        expect_refusal(&t, "invalid-path");
+    }
+    /* A NUL byte inside a PAX path. */
+    {
+        struct tarforge t = {0};
+        tf_pax_raw(&t, "path", "a\0b", 3);
+        tf_file(&t, "a", 0644, "x");
+        tf_end(&t);
+        expect_refusal(&t, "invalid-path");
+    }
+}
+END_TEST
+
+START_TEST(refuse_symlink_loop)
+{
+    struct tarforge t = {0};
+
+    tf_symlink(&t, "a", "b");
+    tf_symlink(&t, "b", "a");
+    tf_file(&t, "a/file", 0644, "x");
+    tf_end(&t);
+    expect_refusal(&t, "symlink-loop");
+}
+END_TEST
+
+START_TEST(refuse_hardlink_missing_target)
+{
+    struct tarforge t = {0};
+
+    tf_hardlink(&t, "link", "missing");
+    tf_end(&t);
+    expect_refusal(&t, "hardlink-missing-target");
+
+    tf_dir(&t, "dir", 0755);
+    tf_hardlink(&t, "link", "dir");
+    tf_end(&t);
+    expect_refusal(&t, "hardlink-missing-target");
+
+    tf_file(&t, "f", 0644, "x");
+    tf_symlink(&t, "s", "f");
+    tf_hardlink(&t, "link", "s");
+    tf_end(&t);
+    expect_refusal(&t, "hardlink-missing-target");
+
+    /* A target outside the root is refused by name before any lookup. */
+    tf_hardlink(&t, "link", "../sentinel/keep");
+    tf_end(&t);
+    expect_refusal(&t, "path-traversal");
+}
+END_TEST
+
+START_TEST(refuse_device_node)
+{
+    struct tarforge t = {0};
+
+    tf_member(&t, &(struct tf_member){.name = "null", .type = '3', .mode = 0666});
+    tf_end(&t);
+    expect_refusal(&t, "device-node");
+    tf_member(&t, &(struct tf_member){.name = "sda", .type = '4', .mode = 0660});
+    tf_end(&t);
+    expect_refusal(&t, "device-node");
+}
+END_TEST
+
+START_TEST(refuse_fifo)
+{
+    struct tarforge t = {0};
+
+    tf_member(&t, &(struct tf_member){.name = "pipe", .type = '6', .mode = 0644});
+    tf_end(&t);
+    expect_refusal(&t, "fifo");
+}
+END_TEST
+
+START_TEST(refuse_socket)
+{
+    struct tarforge t = {0};
+
+    /* ustar has no socket type flag; star's PAX record is the only way to say it. */
+    tf_pax(&t, 'x', (const char *const[]){"SCHILY.filetype=socket"}, 1);
+    tf_file(&t, "sock", 0644, "");
+    tf_end(&t);
+    expect_refusal(&t, "socket");
+}
+END_TEST
+
+START_TEST(refuse_sparse_file)
+{
+    struct tarforge t = {0};
+    static const char *const sparse[] = {"GNU.sparse.major=1", "GNU.sparse.minor=0", "GNU.sparse.name=big",
+                                         "GNU.sparse.realsize=1048576"};
+
+    tf_member(&t, &(struct tf_member){.name = "big", .type = 'S', .gnu = true});
+    tf_end(&t);
+    expect_refusal(&t, "sparse-file");
+    tf_pax(&t, 'x', sparse, ELEMENTSOF(sparse));
+    tf_file(&t, "GNUSparseFile.0/big", 0644, "x");
+    tf_end(&t);
+    expect_refusal(&t, "sparse-file");
+}
+END_TEST
+
+START_TEST(refuse_setuid)
+{
+    struct tarforge t = {0};
+
+    tf_file(&t, "su", 04755, "x");
+    tf_end(&t);
+    expect_refusal(&t, "setuid");
+    tf_dir(&t, "sg", 02755);
+    tf_end(&t);
+    expect_refusal(&t, "setuid");
+}
+END_TEST
+
+START_TEST(refuse_xattr)
+{
+    struct tarforge t = {0};
+
+    tf_pax(&t, 'x', (const char *const[]){"SCHILY.xattr.user.evil=1"}, 1);
+    tf_file(&t, "f", 0644, "x");
+    tf_end(&t);
+    expect_refusal(&t, "xattr");
+    tf_pax(&t, 'x', (const char *const[]){"SCHILY.acl.access=user::rwx,group::r-x,other::r-x,user:1:rwx,mask::rwx"}, 1);
+    tf_file(&t, "f", 0644, "x");
+    tf_end(&t);
+    expect_refusal(&t, "xattr");
+}
+END_TEST
+
+START_TEST(refuse_duplicate_entry)
+{
+    struct tarforge t = {0};
+
+    tf_file(&t, "a", 0644, "1");
+    tf_file(&t, "a", 0644, "2");
+    tf_end(&t);
+    expect_refusal(&t, "duplicate-entry");
+    tf_dir(&t, "d/", 0755);
+    tf_dir(&t, "./d", 0755);
+    tf_end(&t);
+    expect_refusal(&t, "duplicate-entry");
+}
+END_TEST
+
+START_TEST(refuse_invalid_whiteout)
+{
+    static const char *const names[] = {".wh.", "d/.wh..", "d/.wh...", ".wh..wh.other", ".wh..wh..opq2"};
+    struct tarforge t = {0};
+
+    for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+        tf_file(&t, names[i], 0644, "");
+        tf_end(&t);
+        expect_refusal(&t, "invalid-whiteout");
+    }
+    tf_dir(&t, ".wh.dir", 0755);
+    tf_end(&t);
+    expect_refusal(&t, "invalid-whiteout");
+    tf_symlink(&t, ".wh.x", "/etc");
+    tf_end(&t);
+    expect_refusal(&t, "invalid-whiteout");
+}
+END_TEST
+
+START_TEST(refuse_pax_global)
+{
+    struct tarforge t = {0};
+
+    tf_pax(&t, 'g', (const char *const[]){"comment=hello"}, 1);
+    tf_file(&t, "f", 0644, "x");
+    tf_end(&t);
+    expect_refusal(&t, "pax-global");
+}
+END_TEST
+
+START_TEST(refuse_name_mismatch)
+{
+    struct tarforge t = {0};
+
+    tf_pax(&t, 'x', (const char *const[]){"path=evil"}, 1);
+    tf_file(&t, "good", 0644, "x");
+    tf_end(&t);
+    expect_refusal(&t, "name-mismatch");
+    tf_file(&t, "f", 0644, "x");
+    tf_pax(&t, 'x', (const char *const[]){"linkpath=other"}, 1);
+    tf_symlink(&t, "s", "f");
+    tf_end(&t);
+    expect_refusal(&t, "name-mismatch");
+    /* Fits in prefix/name: the ustar fields could have held it. */
+    tf_pax(&t, 'x', (const char *const[]){"path=dir/file"}, 1);
+    tf_member(&t, &(struct tf_member){.name = "file", .prefix = "other", .type = '0'});
+    tf_end(&t);
+    expect_refusal(&t, "name-mismatch");
+    /* A GNU long name that disagrees with the PAX path. */
+    tf_pax(&t, 'x', (const char *const[]){"path=a"}, 1);
+    tf_gnu_long(&t, 'L', "b");
+    tf_file(&t, "b", 0644, "x");
+    tf_end(&t);
+    expect_refusal(&t, "name-mismatch");
+}
+END_TEST
+
+START_TEST(refuse_archive_invalid)
+{
+    struct tarforge t = {0};
+    char junk[2048];
+
+    memset(junk, 'j', sizeof(junk));
+    tf_raw(&t, junk, sizeof(junk));
+    expect_refusal(&t, "archive-invalid");
+    tf_member(&t, &(struct tf_member){.name = "f", .type = '0', .bad_checksum = true});
+    tf_end(&t);
+    expect_refusal(&t, "archive-invalid");
+    /* Truncated inside the data. */
+    tf_member(&t, &(struct tf_member){.name = "f", .type = '0', .data = junk, .size = 1000});
+    t.len -= 600;
+    expect_refusal(&t, "archive-invalid");
+    /* A symlink that claims data. */
+    tf_member(&t, &(struct tf_member){.name = "s", .type = '2', .linkname = "t", .data = junk, .size = 10});
+    tf_end(&t);
+    expect_refusal(&t, "archive-invalid");
+    /* A malformed PAX record. */
+    tf_member(&t, &(struct tf_member){.name = "PaxHeaders/f", .type = 'x', .data = "99 path=f\n", .size = 10});
+    tf_file(&t, "f", 0644, "x");
+    tf_end(&t);
+    expect_refusal(&t, "archive-invalid");
+}
+END_TEST
+
+START_TEST(refuse_gzip_invalid)
+{
+    struct tarforge t = {0};
+    struct berth_error err;
+    unsigned char *gz;
+    size_t gzlen;
+    int r;
+
+    /* Plain tar announced as gzip. */
+    tf_file(&t, "f", 0644, "x");
+    tf_end(&t);
+    r = apply_bytes(t.data, t.len, BERTH_LAYER_GZIP, t.data, t.len, &err);
+    ck_assert_int_eq(r, -EBADMSG);
+    ck_assert_msg(strncmp(err.message, "archive-invalid: ", 17) == 0, "%s", err.message);
+    /* Truncated gzip. */
+    tf_gzip(t.data, t.len, &gz, &gzlen);
+    berth_extract_free(x);
+    x = NULL;
+    r = apply_bytes(gz, gzlen / 2, BERTH_LAYER_GZIP, t.data, t.len, &err);
+    ck_assert_int_eq(r, -EBADMSG);
+    ck_assert_msg(strncmp(err.message, "archive-invalid: ", 17) == 0, "%s", err.message);
+    assert_nothing_outside();
+    free(gz);
+    tf_free(&t);
+}
+END_TEST
+
+START_TEST(refuse_unsupported_entry)
+{
+    struct tarforge t = {0};
+
+    tf_member(&t, &(struct tf_member){.name = "vol", .type = 'V', .gnu = true});
+    tf_end(&t);
+    expect_refusal(&t, "unsupported-entry");
+    tf_member(&t, &(struct tf_member){.name = "odd", .type = 'Z'});
+    tf_end(&t);
+    expect_refusal(&t, "unsupported-entry");
+}
+END_TEST
+
+START_TEST(refuse_path_conflict)
+{
+    struct tarforge t = {0};
+
+    tf_file(&t, "a", 0644, "x");
+    tf_file(&t, "a/b", 0644, "y");
+    tf_end(&t);
+    expect_refusal(&t, "path-conflict");
+    /* A directory this layer implied cannot be replaced by a file. */
+    tf_file(&t, "d/f", 0644, "x");
+    tf_file(&t, "d", 0644, "y");
+    tf_end(&t);
+    expect_refusal(&t, "path-conflict");
+    /* A dangling symlink where a parent directory is needed. */
+    tf_symlink(&t, "l", "/nowhere");
+    tf_file(&t, "l/f", 0644, "y");
+    tf_end(&t);
+    expect_refusal(&t, "path-conflict");
+}
+END_TEST
+
+START_TEST(refuse_expanded_budget_gzip_bomb)
+{
+    struct tarforge hdr = {0};
+    struct berth_error err;
+    struct berth_stage_stats st = {0};
+    unsigned char *gz;
+    size_t gzlen;
+    uint64_t bomb = 200ULL << 20;
+    uint8_t diff[BERTH_SHA256_LEN] = {0};
+    int fd, r;
+
+    tf_member(&hdr, &(struct tf_member){.name = "zeros", .type = '0', .size_field = (int64_t)bomb});
+    tf_gzip_bomb(hdr.data, hdr.len, bomb + 1024, &gz, &gzlen);
+    ck_assert_uint_lt(gzlen, 1u << 20);
+    limits.expanded_bytes = 1u << 20;
+    ck_assert_int_eq(berth_extract_new(rootfd, &limits, deadline, &x), 0);
+    fd = memfd_create("bomb", MFD_CLOEXEC);
+    ck_assert_int_eq(write(fd, gz, gzlen), (ssize_t)gzlen);
+    ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
+    r = berth_extract_layer(x, fd, BERTH_LAYER_GZIP, diff, &err);
+    ck_assert_int_eq(r, -EFBIG);
+    ck_assert_msg(strncmp(err.message, "expanded-budget: ", 17) == 0, "%s", err.message);
+    /* It stopped at the budget: no more than the budget passed, and the
+     * compressed blob was not read to its end. */
+    berth_extract_stats(x, &st);
+    ck_assert_uint_le(st.expanded_bytes, 1u << 20);
+    ck_assert_int_lt(lseek(fd, 0, SEEK_CUR), (off_t)gzlen);
+    close(fd);
+    assert_nothing_outside();
+    free(gz);
+    tf_free(&hdr);
+}
+END_TEST
+
+START_TEST(refuse_expanded_budget_plain)
+{
+    struct tarforge t = {0};
+    char big[5000];
+
+    memset(big, 'b', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    tf_file(&t, "big", 0644, big);
+    tf_end(&t);
+    limits.expanded_bytes = t.len - 1; /* one byte short, trailing blocks included */
+    expect_refusal(&t, "expanded-budget");
+}
+END_TEST
+
+START_TEST(entry_budget)
+{
+    struct tarforge t = {0};
+    struct berth_stage_stats st = {0};
+
+    /* "a/b/c" costs 4 units, the "./" root entry 1, "d" 2: 7 in all. */
+    tf_dir(&t, "./", 0755);
+    tf_file(&t, "a/b/c", 0644, "x");
+    tf_dir(&t, "d", 0755);
+    tf_end(&t);
+    limits.entries = 7;
+    expect_ok(&t);
+    berth_extract_stats(x, &st);
+    ck_assert_uint_eq(st.entries, 7);
+    berth_extract_free(x);
+    x = NULL;
+    ck_assert_int_eq(berth_tree_clear(rootfd, NULL), 0);
+
+    tf_dir(&t, "./", 0755);
+    tf_file(&t, "a/b/c", 0644, "x");
+    tf_dir(&t, "d", 0755);
+    tf_end(&t);
+    limits.entries = 6;
+    expect_refusal(&t, "entry-budget");
+
+    /* A symlink's target counts too: 1 + 1 + 3. */
+    tf_symlink(&t, "s", "x/y/z");
+    tf_end(&t);
+    limits.entries = 4;
+    expect_refusal(&t, "entry-budget");
+}
+END_TEST
+
+START_TEST(time_budget)
+{
+    struct tarforge t = {0};
+
+    tf_file(&t, "f", 0644, "x");
+    tf_end(&t);
+    deadline = mono_ns() - 1;
+    expect_refusal(&t, "time-budget");
+}
+END_TEST
+
+START_TEST(diffid_mismatch_then_clear)
+{
+    struct tarforge t = {0}, other = {0};
+    struct berth_error err;
+    int r;
+
+    tf_dir(&t, "d", 0755);
+    tf_file(&t, "d/f", 0644, "content");
+    tf_end(&t);
+    tf_file(&other, "g", 0644, "y");
+    tf_end(&other);
+    r = apply_bytes(t.data, t.len, BERTH_LAYER_TAR, other.data, other.len, &err);
+    ck_assert_int_eq(r, -EBADMSG);
+    ck_assert_msg(strncmp(err.message, "diffid-mismatch: ", 17) == 0, "%s", err.message);
+    assert_nothing_outside();
+    /* Trailing bytes after the end blocks are part of the DiffID too. */
+    berth_extract_free(x);
+    x = NULL;
+    ck_assert_int_eq(berth_tree_clear(rootfd, &err), 0);
+    ck_assert_int_eq(root_entries(), 0);
+    {
+        struct tarforge longer = {0};
+        tf_raw(&longer, t.data, t.len);
+        tf_raw(&longer, "trailing", 8);
+        r = apply_bytes(longer.data, longer.len, BERTH_LAYER_TAR, t.data, t.len, &err);
+        ck_assert_int_eq(r, -EBADMSG);
+        ck_assert_msg(strncmp(err.message, "diffid-mismatch: ", 17) == 0, "%s", err.message);
+        tf_free(&longer);
+    }
+    ck_assert_int_eq(berth_tree_clear(rootfd, &err), 0);
+    ck_assert_int_eq(root_entries(), 0);
+    assert_nothing_outside();
+    tf_free(&t);
+    tf_free(&other);
+}
+END_TEST
+
+/* ---- accepted layouts ---------------------------------------------------- */
+
+START_TEST(accept_basic_layout)
+{
+    struct tarforge t = {0};
+    struct berth_stage_stats st = {0};
+    struct stat s;
+    unsigned char *gz;
+    size_t gzlen;
+    struct berth_error err;
+
+    tf_dir(&t, "./", 0750);
+    tf_dir(&t, "./etc/", 0755);
+    tf_file(&t, "./etc/hostname", 0644, "guest\n");
+    tf_file(&t, "a/b/c/deep", 0600, "deep");
+    tf_end(&t);
+    tf_gzip(t.data, t.len, &gz, &gzlen);
+    ck_assert_int_eq(apply_bytes(gz, gzlen, BERTH_LAYER_GZIP, t.data, t.len, &err), 0);
+    free(gz);
+    tf_free(&t);
+    assert_nothing_outside();
+    assert_content("etc/hostname", "guest\n");
+    assert_content("a/b/c/deep", "deep");
+    s = lstat_in_root("a/b");
+    ck_assert(S_ISDIR(s.st_mode));
+    ck_assert_uint_eq(s.st_mode & 07777, 0755); /* implicit */
+    ck_assert_uint_eq(lstat_in_root("a/b/c/deep").st_mode & 07777, 0600);
+    ck_assert_int_eq(fstat(rootfd, &s), 0);
+    ck_assert_uint_eq(s.st_mode & 07777, 0750); /* the "./" entry */
+    berth_extract_stats(x, &st);
+    ck_assert_uint_eq(st.files, 2);
+    ck_assert_uint_eq(st.directories, 2);
+    ck_assert_uint_eq(st.expanded_bytes, 8 * 512); /* 4 headers, 2 data blocks, 2 end blocks */
+}
+END_TEST
+
+START_TEST(accept_symlinks_verbatim_and_confined)
+{
+    struct tarforge t = {0};
+    char buf[64];
+    ssize_t n;
+
+    tf_dir(&t, "etc", 0755);
+    tf_symlink(&t, "abs", "/etc");
+    tf_symlink(&t, "up", "../../..");
+    tf_symlink(&t, "esc", "../../etc");
+    tf_file(&t, "abs/passwd", 0644, "root:x:0:0\n");
+    tf_file(&t, "up/escaped", 0644, "no\n");
+    tf_file(&t, "esc/shadow", 0600, "inside\n");
+    tf_end(&t);
+    expect_ok(&t);
+    n = readlinkat(rootfd, "abs", buf, sizeof(buf));
+    ck_assert_int_eq(n, 4);
+    ck_assert_int_eq(memcmp(buf, "/etc", 4), 0);
+    n = readlinkat(rootfd, "up", buf, sizeof(buf));
+    ck_assert_int_eq(n, 8);
+    ck_assert_int_eq(memcmp(buf, "../../..", 8), 0);
+    assert_content("etc/passwd", "root:x:0:0\n");
+    assert_content("escaped", "no\n"); /* "../../.." from the root is the root */
+    assert_content("etc/shadow", "inside\n");
+}
+END_TEST
+
+START_TEST(accept_hardlinks_and_modes)
+{
+    struct tarforge t = {0};
+    struct stat a, b;
+
+    tf_file(&t, "f", 0755, "data");
+    tf_hardlink(&t, "g", "f");
+    tf_hardlink(&t, "./h", "./f");
+    tf_dir(&t, "tmp", 01777);
+    tf_file(&t, "sticky", 01644, "s");
+    tf_dir(&t, "ro", 0555);
+    tf_file(&t, "ro/inside", 0444, "r");
+    tf_dir(&t, "closed", 01000); /* sticky only: no permission bits left */
+    tf_end(&t);
+    expect_ok(&t);
+    a = lstat_in_root("f");
+    b = lstat_in_root("g");
+    ck_assert_uint_eq(a.st_ino, b.st_ino);
+    ck_assert_uint_eq(lstat_in_root("h").st_ino, a.st_ino);
+    ck_assert_uint_eq(a.st_nlink, 3);
+    ck_assert_uint_eq(lstat_in_root("tmp").st_mode & 07777, 0777);
+    ck_assert_uint_eq(lstat_in_root("sticky").st_mode & 07777, 0644);
+    ck_assert_uint_eq(lstat_in_root("ro").st_mode & 07777, 0555);
+    ck_assert_uint_eq(lstat_in_root("ro/inside").st_mode & 07777, 0444);
+    ck_assert_uint_eq(lstat_in_root("closed").st_mode & 07777, 0);
+}
+END_TEST
+
+START_TEST(accept_pax_long_names)
+{
+    struct tarforge t = {0};
+    char longname[300], rec[320];
+
+    /* A PAX path the ustar fields cannot hold: the truncated ustar name is fine. */
+    memset(longname, 'n', 250);
+    longname[250] = '\0';
+    snprintf(rec, sizeof(rec), "path=%s", longname);
+    tf_pax(&t, 'x', (const char *const[]){rec}, 1);
+    tf_file(&t, "nnnn-truncated", 0644, "long");
+    /* Non-ASCII PAX path, ustar name differs (it could not hold UTF-8 exactly). */
+    tf_pax(&t, 'x', (const char *const[]){"path=caf\xc3\xa9"}, 1);
+    tf_file(&t, "cafe", 0644, "utf8");
+    /* Same name in both. */
+    tf_pax(&t, 'x', (const char *const[]){"path=same", "mtime=1.5"}, 1);
+    tf_file(&t, "same", 0644, "same");
+    tf_gnu_long(&t, 'L', "gnu-long-name");
+    tf_file(&t, "gnu-long-n", 0644, "gnu");
+    tf_end(&t);
+    expect_ok(&t);
+    assert_content(longname, "long");
+    assert_content("caf\xc3\xa9", "utf8");
+    assert_content("same", "same");
+    assert_content("gnu-long-name", "gnu");
+    ck_assert(!exists_in_root("cafe"));
+}
+END_TEST
+
+/* ---- whiteouts across layers ------------------------------------------- */
+
+START_TEST(whiteouts_across_layers)
+{
+    struct tarforge t = {0};
+
+    /* Layer 0: the lower content. */
+    tf_file(&t, "a/f1", 0644, "1");
+    tf_file(&t, "a/f2", 0644, "2");
+    tf_file(&t, "d/x", 0644, "x");
+    tf_file(&t, "o/lower", 0644, "l");
+    tf_file(&t, "o/sub/old", 0644, "o");
+    tf_file(&t, "keep", 0644, "k");
+    tf_end(&t);
+    expect_ok(&t);
+
+    /* Layer 1: file, directory and opaque whiteouts; a same-layer whiteout. */
+    tf_file(&t, "a/.wh.f1", 0644, "");
+    tf_file(&t, ".wh.d", 0644, "");
+    tf_file(&t, "o/sub/new", 0644, "n");
+    tf_file(&t, "o/.wh..wh..opq", 0644, "");
+    tf_file(&t, "o/after", 0644, "a");
+    tf_file(&t, "mine", 0644, "m");
+    tf_file(&t, ".wh.mine", 0644, "");
+    tf_file(&t, ".wh.absent", 0644, "");
+    tf_end(&t);
+    expect_ok(&t);
+    ck_assert(!exists_in_root("a/f1"));
+    assert_content("a/f2", "2");
+    ck_assert(!exists_in_root("d"));
+    ck_assert(!exists_in_root("o/lower"));
+    ck_assert(!exists_in_root("o/sub/old"));
+    assert_content("o/sub/new", "n");
+    assert_content("o/after", "a");
+    assert_content("mine", "m"); /* same layer: not removed */
+    assert_content("keep", "k");
+    ck_assert(!exists_in_root("a/.wh.f1"));
+    ck_assert(!exists_in_root(".wh.d"));
+    ck_assert(!exists_in_root("o/.wh..wh..opq"));
+    ck_assert(!exists_in_root(".wh.mine"));
+
+    /* Layer 2: remove what layer 1 made, recreate what layer 1 removed. */
+    tf_file(&t, ".wh.mine", 0644, "");
+    tf_file(&t, "o/.wh.sub", 0644, "");
+    tf_file(&t, "d/again", 0644, "g");
+    tf_file(&t, "a", 0644, "a is a file now");
+    tf_end(&t);
+    expect_ok(&t);
+    ck_assert(!exists_in_root("mine"));
+    ck_assert(!exists_in_root("o/sub"));
+    assert_content("o/after", "a");
+    assert_content("d/again", "g");
+    assert_content("a", "a is a file now"); /* a lower directory replaced */
+}
+END_TEST
+
+START_TEST(whiteout_through_symlink_stays_inside)
+{
+    struct tarforge t = {0};
+
+    tf_symlink(&t, "gone", "../nowhere");
+    tf_file(&t, "sentinel/keep", 0644, "inner");
+    tf_symlink(&t, "out2", "/sentinel");
+    tf_end(&t);
+    expect_ok(&t);
+    /* Through an absolute guest link: the root's "sentinel/keep" goes, the host's stays. */
+    tf_file(&t, "out2/.wh.keep", 0644, "");
+    tf_end(&t);
+    expect_ok(&t);
+    ck_assert(!exists_in_root("sentinel/keep"));
+    ck_assert(exists_in_root("sentinel"));
+    tf_file(&t, "gone/.wh.keep", 0644, "");
+    tf_end(&t);
+    {
+        struct berth_error err;
+        int r = apply(&t, &err);
+        /* "gone" resolves to root/nowhere, which does not exist: the
+         * whiteout's directory cannot be created through a dangling link. */
+        ck_assert_int_eq(r, -EBADMSG);
+        ck_assert_msg(strncmp(err.message, "path-conflict: ", 15) == 0, "%s", err.message);
+        tf_free(&t);
+    }
+    assert_nothing_outside();
+}
+END_TEST
+
+/* ---- berth_tree_clear -------------------------------------------------- */
+
+START_TEST(tree_clear_hostile_tree)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    char *outside = test_path(tmp, "sentinel");
+    char *keep = test_path(tmp, "sentinel/keep");
+    int fd;
+
+    ck_assert_int_eq(mkdirat(rootfd, "d", 0755), 0);
+    ck_assert_int_eq(mkdirat(rootfd, "d/e", 0755), 0);
+    ck_assert_int_eq(symlinkat(outside, rootfd, "d/e/abs"), 0);
+    ck_assert_int_eq(symlinkat(keep, rootfd, "d/file-link"), 0);
+    ck_assert_int_eq(symlinkat("../../sentinel", rootfd, "rel"), 0);
+    fd = openat(rootfd, "d/e/f", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(mkdirat(rootfd, "closed", 0755), 0);
+    ck_assert_int_eq(mkdirat(rootfd, "closed/inner", 0755), 0);
+    fd = openat(rootfd, "closed/inner/f", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0000);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(fchmodat(rootfd, "closed/inner", 0000, 0), 0);
+    ck_assert_int_eq(fchmodat(rootfd, "closed", 0000, 0), 0);
+    /* A deep chain, deeper than any recursion should go. */
+    {
+        char path[64];
+        int cur = dup(rootfd);
+        for (int i = 0; i < 2000; i++) {
+            int next;
+            snprintf(path, sizeof(path), "%d", i);
+            ck_assert_int_eq(mkdirat(cur, path, 0755), 0);
+            next = openat(cur, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            ck_assert_int_ge(next, 0);
+            close(cur);
+            cur = next;
+        }
+        close(cur);
+    }
+    ck_assert_int_eq(berth_tree_clear(rootfd, &err), 0);
+    ck_assert_int_eq(root_entries(), 0);
+    assert_nothing_outside();
+    free(outside);
+    free(keep);
+}
+END_TEST
+
+START_TEST(extract_new_arguments)
+{
+    struct berth_extract *y = NULL;
+    struct berth_stage_limits bad = limits;
+
+    ck_assert_int_eq(berth_extract_new(-1, &limits, deadline, &y), -EINVAL);
+    ck_assert_int_eq(berth_extract_new(rootfd, NULL, deadline, &y), -EINVAL);
+    bad.entries = 0;
+    ck_assert_int_eq(berth_extract_new(rootfd, &bad, deadline, &y), -EINVAL);
+    bad = limits;
+    bad.expanded_bytes = BERTH_STAGE_MAX_EXPANDED_BYTES + 1;
+    ck_assert_int_eq(berth_extract_new(rootfd, &bad, deadline, &y), -EINVAL);
+    ck_assert_ptr_null(y);
+    berth_extract_free(NULL);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("extract");
+    TCase *tc = test_case(s, "refusals");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, refuse_absolute_path);
+    tcase_add_test(tc, refuse_path_traversal);
+    tcase_add_test(tc, refuse_invalid_path);
+    tcase_add_test(tc, refuse_symlink_loop);
+    tcase_add_test(tc, refuse_hardlink_missing_target);
+    tcase_add_test(tc, refuse_device_node);
+    tcase_add_test(tc, refuse_fifo);
+    tcase_add_test(tc, refuse_socket);
+    tcase_add_test(tc, refuse_sparse_file);
+    tcase_add_test(tc, refuse_setuid);
+    tcase_add_test(tc, refuse_xattr);
+    tcase_add_test(tc, refuse_duplicate_entry);
+    tcase_add_test(tc, refuse_invalid_whiteout);
+    tcase_add_test(tc, refuse_pax_global);
+    tcase_add_test(tc, refuse_name_mismatch);
+    tcase_add_test(tc, refuse_archive_invalid);
+    tcase_add_test(tc, refuse_gzip_invalid);
+    tcase_add_test(tc, refuse_unsupported_entry);
+    tcase_add_test(tc, refuse_path_conflict);
+    tcase_add_test(tc, refuse_expanded_budget_gzip_bomb);
+    tcase_add_test(tc, refuse_expanded_budget_plain);
+    tcase_add_test(tc, entry_budget);
+    tcase_add_test(tc, time_budget);
+    tcase_add_test(tc, diffid_mismatch_then_clear);
+    tcase_add_test(tc, extract_new_arguments);
+
+    tc = test_case(s, "accepted");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, accept_basic_layout);
+    tcase_add_test(tc, accept_symlinks_verbatim_and_confined);
+    tcase_add_test(tc, accept_hardlinks_and_modes);
+    tcase_add_test(tc, accept_pax_long_names);
+    tcase_add_test(tc, whiteouts_across_layers);
+    tcase_add_test(tc, whiteout_through_symlink_stays_inside);
+    tcase_add_test(tc, tree_clear_hostile_tree);
+    return s;
+}
+
+TEST_MAIN()
