@@ -1,6 +1,8 @@
 #!/bin/bash
 # tests/run-all.sh -- the whole test suite, exactly as CI runs it.
 #
+#   0. as root: build the Debian test image once (tests/image/), for every
+#      build's tests/cli/test-image-debian.sh (BERTH_DEBIAN_LAYOUT)
 #   1. ./autogen.sh && ./configure --enable-werror && make -j2 && make check
 #      && make distcheck                      (in this tree, as the caller)
 #   2. when run as root: make distcheck again as an unprivileged user, from
@@ -24,11 +26,33 @@ cd "$top"
 jobs=${JOBS:-2}
 step() { printf '\n=== %s\n' "$*"; }
 
+# The realistic test image (Debian bookworm minbase through debootstrap, the
+# only network use: Debian's archive) is built once, as root, and every
+# build's tests/cli/test-image-debian.sh imports and stages that layout.  It
+# lives outside the tree, readable by the unprivileged user of step 2.
+if [ "$(id -u)" = 0 ]; then
+    image_dir=$(mktemp -d /var/tmp/berth-ci-images.XXXXXX)
+    chmod 0755 "$image_dir"
+    trap 'rm -rf "$image_dir"' EXIT
+    step "0/4 build the Debian test image (debootstrap; cached in tests/image/cache)"
+    tests/image/build-debian-image.sh "$image_dir/debian" "$top/tests/image/cache"
+    chmod -R a+rX "$image_dir"
+    export BERTH_DEBIAN_LAYOUT=$image_dir/debian
+fi
+
 step "1/4 build, make check, make distcheck"
 ./autogen.sh
 ./configure --enable-werror
 make -j"$jobs"
 make -j"$jobs" check
+# The Debian image test may skip elsewhere (no root, no layout), never here.
+if [ "$(id -u)" = 0 ]; then
+    grep -qx ':test-result: PASS' tests/cli/test-image-debian.trs || {
+        echo "the Debian image test did not pass" >&2
+        cat tests/cli/test-image-debian.log >&2 || true
+        exit 1
+    }
+fi
 make -j"$jobs" distcheck
 tarball=$(ls -t berth-*.tar.xz | head -n1)
 [ -n "$tarball" ] || { echo "no dist tarball was produced" >&2; exit 1; }
@@ -49,7 +73,8 @@ if [ "$(id -u)" = 0 ]; then
     rm -rf "$home/distcheck"
     install -d -o "$user" -m 0755 "$home/distcheck"
     install -o "$user" -m 0644 "$tarball" "$home/distcheck/"
-    su -s /bin/bash "$user" -c "set -e; umask 022; cd '$home/distcheck'; tar -xJf '$tarball'; cd '$name'; \
+    su -s /bin/bash "$user" -c "set -e; umask 022; export BERTH_DEBIAN_LAYOUT='${BERTH_DEBIAN_LAYOUT:-}'; \
+        cd '$home/distcheck'; tar -xJf '$tarball'; cd '$name'; \
         ./configure --enable-werror; make -j$jobs distcheck"
     rm -rf "$home/distcheck"
     [ -z "$created" ] || userdel --remove "$user" 2>/dev/null || true

@@ -13,7 +13,7 @@
  * Ops: resolve(digest) returns the verified summary (stage.h,
  * berth_image_summary()); stage(digest, dirfd, limits) builds the rootfs into
  * the caller's empty directory within the budgets of the limits JSON
- * (limits.h: compressed_bytes, expanded_bytes, entries, layers,
+ * (budget.h: compressed_bytes, expanded_bytes, entries, layers,
  * wall_time_ns; absent members keep their maxima) and returns
  * {"schema_version": 1, "layers", "compressed_bytes", "expanded_bytes",
  * "entries", "files", "directories", "symlinks", "hardlinks", "whiteouts"}.
@@ -31,7 +31,7 @@
 #include "blobstore.h"
 #include "canon.h"
 #include "jsonobj.h"
-#include "limits.h"
+#include "budget.h"
 #include "macro.h"
 #include "stage.h"
 

@@ -123,7 +123,8 @@ static void help(FILE *out)
                  "                              \"berthctl image import LAYOUT --store DIR/images\"\n"
                  "\n"
                  "When the plugin directory (--plugin-dir, or berthd's default) holds\n"
-                 "image-oci-local.so, berthd.json also gets an image source serving\n"
+                 "image-oci-local.so (and without --no-image-source), berthd.json also\n"
+                 "gets an image source serving\n"
                  "DIR/images, and berthd then refuses jobs whose image is not imported\n"
                  "there.  Grant an imported image with --image (or in policy.json).\n"
                  "\n"
@@ -162,6 +163,9 @@ static void help(FILE *out)
                  "                        no backend, so berthd runs no job until one is added)\n"
                  "      --plugin-dir=PATH write plugin_directory (default: omitted, so berthd\n"
                  "                        uses its configured plugin directory)\n"
+                 "      --no-image-source\n"
+                 "                        never configure the image source in berthd.json\n"
+                 "                        (DIR/images is created all the same)\n"
                  "      --broker-name=NAME\n"
                  "                        the broker's name in receipts, 1-64 of\n"
                  "                        [A-Za-z0-9._-] (default \"dev\")\n"
@@ -214,6 +218,7 @@ struct devinit_opts {
     size_t n_images;
     struct backend_opt *backends;
     size_t n_backends;
+    bool no_image_source;
 };
 
 /* Release what parse_args() and load_backend_configs() allocated. */
@@ -317,7 +322,7 @@ static int parse_backend(const char *arg, const struct devinit_opts *o, struct b
  */
 static int parse_args(struct bctl_globals *g, int argc, char **argv, struct devinit_opts *o)
 {
-    enum { OPT_PORT = 1, OPT_PRINCIPAL, OPT_IMAGE, OPT_BACKEND, OPT_PLUGIN_DIR, OPT_BROKER_NAME };
+    enum { OPT_PORT = 1, OPT_PRINCIPAL, OPT_IMAGE, OPT_BACKEND, OPT_PLUGIN_DIR, OPT_BROKER_NAME, OPT_NO_IMAGE_SOURCE };
     static const struct option options[] = {
         {"port", required_argument, NULL, OPT_PORT},
         {"principal", required_argument, NULL, OPT_PRINCIPAL},
@@ -325,6 +330,7 @@ static int parse_args(struct bctl_globals *g, int argc, char **argv, struct devi
         {"backend", required_argument, NULL, OPT_BACKEND},
         {"plugin-dir", required_argument, NULL, OPT_PLUGIN_DIR},
         {"broker-name", required_argument, NULL, OPT_BROKER_NAME},
+        {"no-image-source", no_argument, NULL, OPT_NO_IMAGE_SOURCE},
         {"help", no_argument, NULL, 'h'},
         BCTL_GLOBAL_OPTIONS,
         {},
@@ -383,6 +389,7 @@ static int parse_args(struct bctl_globals *g, int argc, char **argv, struct devi
             if (r != BCTL_EXIT_OK)
                 return r;
             break;
+        case OPT_NO_IMAGE_SOURCE: o->no_image_source = true; break;
         case OPT_PLUGIN_DIR:
             if (bctl_absolute_arg(VERB, "--plugin-dir", optarg, &o->plugin_dir) != 0)
                 return BCTL_EXIT_USAGE;
@@ -888,7 +895,8 @@ static bool image_plugin_present(const struct devinit_opts *o)
     _cleanup_free_ char *path = NULL;
     struct stat st;
 
-    if (asprintf(&path, "%s/%s.so", o->plugin_dir ? o->plugin_dir : BERTH_PLUGINDIR, IMAGE_PLUGIN) < 0)
+    if (o->no_image_source ||
+        asprintf(&path, "%s/%s.so", o->plugin_dir ? o->plugin_dir : BERTH_PLUGINDIR, IMAGE_PLUGIN) < 0)
         return false;
     return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
@@ -1234,9 +1242,10 @@ static int format_output(const struct devinit_opts *o, const struct target *t, c
                      t->dir, p->files[F_BERTHD].path, p->files[F_CLIENT].path) >= 0;
         ok = ok && fprintf(f, "  import an image:   berthctl image import LAYOUT_DIR[:REF] --store %s/%s%s\n", t->dir,
                            subdir_names[SUB_IMAGES],
-                           image_plugin_present(o) ? ""
-                                                   : "\n  note: image-oci-local.so is not in the plugin directory, so "
-                                                     "berthd.json has no image source") >= 0;
+                           image_plugin_present(o) || o->no_image_source
+                               ? ""
+                               : "\n  note: image-oci-local.so is not in the plugin directory, so "
+                                 "berthd.json has no image source") >= 0;
         if (o->n_backends == 0)
             ok = ok && fprintf(f,
                                "  note: without --backend, berthd.json has no backend: add one named %s\n"

@@ -15,7 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <dirent.h>
-#include <linux/limits.h> /* PATH_MAX, NAME_MAX ("limits.h" is the budgets) */
+#include <linux/limits.h> /* PATH_MAX, NAME_MAX (budget.h has the budgets) */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>

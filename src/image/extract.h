@@ -36,7 +36,7 @@
 #include <berth/error.h>
 
 #include "digest.h"
-#include "limits.h"
+#include "budget.h"
 
 /** How a layer blob is compressed (from its OCI media type). */
 enum berth_layer_compression {

@@ -13,7 +13,7 @@
 #include "fsutil.h"
 #include "import.h"
 #include "jsonobj.h"
-#include "limits.h"
+#include "budget.h"
 #include "macro.h"
 #include "oci.h"
 #include "refusal.h"

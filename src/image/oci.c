@@ -7,7 +7,7 @@
 
 #include "canon.h"
 #include "jsonobj.h"
-#include "limits.h"
+#include "budget.h"
 #include "macro.h"
 #include "oci.h"
 #include "refusal.h"

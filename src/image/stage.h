@@ -11,7 +11,7 @@
 #include <berth/error.h>
 
 #include "blobstore.h"
-#include "limits.h"
+#include "budget.h"
 #include "oci.h"
 
 /**

@@ -125,7 +125,12 @@ for c in 1 2 3 4; do
     ) &
     loaders="${loaders:-} $!"
 done
-sleep 0.4
+# Kill once the first submission is acknowledged (under load, and in the
+# sanitizer build, that can take a while), while the others are in flight.
+for _ in $(seq 1 400); do
+    grep -qs ' 20[01]$' "$TMP"/load-*.log && break
+    sleep 0.05
+done
 kill_berthd
 wait $loaders
 start_berthd

@@ -28,10 +28,11 @@ canonical() {
 }
 
 # ---------------------------------------------------------------------------
-# Defaults: one principal "dev", port 8443, no backend.
+# Defaults: one principal "dev", port 8443, no backend (and no image source,
+# whatever the default plugin directory of this machine holds).
 
 D=$TMP/dev
-run 0 "$BERTHCTL" dev-init "$D"
+run 0 "$BERTHCTL" dev-init "$D" --no-image-source
 stdout_has "berth dev installation written to $D"
 stdout_has "  start the daemon:  berthd --config $D/berthd.json"
 stdout_has "  submit a job:      berthctl --config $D/client.json submit JOB.json --wait"
@@ -46,6 +47,7 @@ cat >"$TMP/expected-layout" <<'EOF'
 .
 ./berthd.json
 ./client.json
+./images
 ./keys
 ./keys/audit.key
 ./keys/receipt.key
@@ -63,7 +65,7 @@ cat >"$TMP/expected-layout" <<'EOF'
 ./tls/server.pem
 EOF
 cmp -s "$TMP/layout" "$TMP/expected-layout" || fail "unexpected layout: $(cat "$TMP/layout")"
-for d in "$D" "$D/tls" "$D/keys" "$D/pools" "$D/state"; do
+for d in "$D" "$D/tls" "$D/keys" "$D/pools" "$D/state" "$D/images"; do
     mode_is "$d" 700
     [ -d "$d" ] && [ ! -L "$d" ] || fail "$d is not a directory"
 done

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * limits.h -- the budgets of one image stage.
+ * budget.h -- the budgets of one image stage.
  *
  * Every budget is enforced while streaming: a stage stops at the first byte,
  * entry or layer over its budget and removes what it created.  The maxima are
  * hard ceilings (a configuration can only lower them).
  */
-#ifndef BERTH_IMAGE_LIMITS_H
-#define BERTH_IMAGE_LIMITS_H
+#ifndef BERTH_IMAGE_BUDGET_H
+#define BERTH_IMAGE_BUDGET_H
 
 #include <stdint.h>
 
@@ -63,4 +63,4 @@ struct berth_stage_stats {
     uint64_t files, directories, symlinks, hardlinks, whiteouts;
 };
 
-#endif /* BERTH_IMAGE_LIMITS_H */
+#endif /* BERTH_IMAGE_BUDGET_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* limits.c -- stage budgets; see limits.h. */
+/* budget.c -- stage budgets; see budget.h. */
 #include "jsonobj.h"
-#include "limits.h"
+#include "budget.h"
 
 static const char *const members[] = {"compressed_bytes", "entries", "expanded_bytes", "layers", "wall_time_ns", NULL};
 
