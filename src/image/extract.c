@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "extract.h"
+#include "fsutil.h"
 #include "macro.h"
 #include "refusal.h"
 #include "rootfs.h"
@@ -437,23 +438,6 @@ static int whiteout(struct layer *l, int dirfd, const char *dir, const char *nam
     return berth_rootfs_remove(dirfd, name + strlen(WHITEOUT), reterr);
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-    const char *p = data;
-
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 static int regular_file(struct layer *l, struct archive *in, int dirfd, const char *name, mode_t mode, bool ours,
                         struct berth_error *reterr)
 {
@@ -479,7 +463,7 @@ static int regular_file(struct layer *l, struct archive *in, int dirfd, const ch
             return archive_failure(l, in, reterr);
         if (offset != expect)
             return berth_image_refuse(reterr, BERTH_IMAGE_SPARSE_FILE, "\"%s\" has holes", name);
-        r = write_all(fd, block, size);
+        r = berth_write_all(fd, block, size);
         if (r < 0)
             return berth_error_set(reterr, r, "writing \"%s\": %s", name, strerror(-r));
         expect += (int64_t)size;

@@ -212,7 +212,7 @@ bool berth_name_valid(const char *name)
     return n > 0 && n <= NAME_MAX && !strchr(name, '/') && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
 }
 
-static int write_all(int fd, const void *data, size_t len)
+int berth_write_all(int fd, const void *data, size_t len)
 {
     const char *p = data;
 
@@ -271,7 +271,7 @@ int berth_publish_at(int dirfd, const char *name, const void *data, size_t len, 
     fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return berth_error_set(reterr, -errno, "%s: creating temporary file: %s", name, strerror(errno));
-    r = write_all(fd, data, len);
+    r = berth_write_all(fd, data, len);
     if (r == 0 && fchmod(fd, mode) < 0)
         r = -errno;
     if (r == 0 && fsync(fd) < 0)

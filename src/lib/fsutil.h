@@ -107,6 +107,14 @@ int berth_publish_path(const char *path, const void *data, size_t len, mode_t mo
                        struct berth_error *reterr);
 
 /**
+ * berth_write_all() - write all @len bytes at @data to @fd, retrying short
+ * writes and EINTR.
+ * Return: 0, or the negative errno of write(2) (what was written before the
+ * failure stays written).
+ */
+int berth_write_all(int fd, const void *data, size_t len);
+
+/**
  * berth_name_valid() - whether @name is one usable path component: 1 to
  * NAME_MAX bytes, no "/", no NUL, not "." or "..".
  */
