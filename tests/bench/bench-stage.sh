@@ -134,7 +134,7 @@ row() {
 stage_times=()
 if [ "$taronly" = 0 ]; then
     store=$work/store
-    mkdir "$store"
+    mkdir -m 0700 "$store"
     digest=$("$BERTHCTL" image import "$layout:latest" --store "$store") ||
         die "berthctl image import $layout:latest failed"
     digest=$(printf '%s\n' "$digest" | tail -n1)

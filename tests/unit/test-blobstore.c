@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test-blobstore.c -- the local OCI blob store (src/image/blobstore.h), on real files. */
-#include "testutil.h"
+#include "imagetest.h"
 
 #include <dirent.h>
 
@@ -23,14 +23,6 @@ static void teardown(void)
     free(dir);
     free(root);
     free(sha);
-}
-
-static void assert_reason(const struct berth_error *err, const char *code)
-{
-    size_t n = strlen(code);
-
-    ck_assert_msg(strncmp(err->message, code, n) == 0 && err->message[n] == ':', "expected %s, got \"%s\"", code,
-                  err->message);
 }
 
 /* A source file holding @text; returns an fd at offset 0. */
@@ -114,7 +106,7 @@ START_TEST(create_and_import)
     ck_assert_str_eq(buf, "hello layer");
     free(buf);
     ck_assert_int_eq(berth_blob_read(s, d, 12, 1024, &buf, &len, &err), -EBADMSG);
-    assert_reason(&err, "size-mismatch");
+    image_assert_reason(&err, "size-mismatch");
     ck_assert_int_eq(berth_blob_open(s, d, 11, &rfd, &err), 0);
     ck_assert_int_eq(berth_blob_verify_fd(rfd, d, 11, &err), 0);
     berth_blob_store_free(s);
@@ -132,13 +124,13 @@ START_TEST(import_mismatch_publishes_nothing)
     digest_of("the real content", d);
     fd = source("other content!!!");
     ck_assert_int_eq(berth_blob_import_fd(s, fd, d, 16, NULL, &err), -EBADMSG);
-    assert_reason(&err, "digest-mismatch");
+    image_assert_reason(&err, "digest-mismatch");
     fd2 = source("the real content plus more");
     ck_assert_int_eq(berth_blob_import_fd(s, fd2, d, 16, NULL, &err), -EBADMSG);
-    assert_reason(&err, "size-mismatch");
+    image_assert_reason(&err, "size-mismatch");
     fd3 = source("the real");
     ck_assert_int_eq(berth_blob_import_fd(s, fd3, d, 16, NULL, &err), -EBADMSG);
-    assert_reason(&err, "size-mismatch");
+    image_assert_reason(&err, "size-mismatch");
     ck_assert_int_eq(count_blobs(), 0);
     berth_blob_store_free(s);
 }
@@ -163,14 +155,14 @@ START_TEST(conflict_never_overwrites)
     fd = -1;
     in = source("genuine");
     ck_assert_int_eq(berth_blob_import_fd(s, in, d, 7, NULL, &err), -EEXIST);
-    assert_reason(&err, "blob-conflict");
+    image_assert_reason(&err, "blob-conflict");
     fd = open(path, O_RDONLY);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(read(fd, got, sizeof(got) - 1), 7);
     ck_assert_str_eq(got, "forgery");
     /* And a stage-side open sees it for what it is. */
     ck_assert_int_eq(berth_blob_verify_fd(fd, d, 7, &err), -EBADMSG);
-    assert_reason(&err, "digest-mismatch");
+    image_assert_reason(&err, "digest-mismatch");
     berth_blob_store_free(s);
 }
 END_TEST
@@ -192,13 +184,13 @@ START_TEST(unsafe_store)
     /* Mode 0644. */
     ck_assert_int_eq(chmod(path, 0644), 0);
     ck_assert_int_eq(berth_blob_open(s, d, 4, &fd, &err), -EPERM);
-    assert_reason(&err, "unsafe-store");
+    image_assert_reason(&err, "unsafe-store");
     ck_assert_int_eq(chmod(path, 0400), 0);
     /* A second hard link. */
     snprintf(link2, sizeof(link2), "%s/extra-link", dir);
     ck_assert_int_eq(link(path, link2), 0);
     ck_assert_int_eq(berth_blob_open(s, d, 4, &fd, &err), -EPERM);
-    assert_reason(&err, "unsafe-store");
+    image_assert_reason(&err, "unsafe-store");
     ck_assert_int_eq(unlink(link2), 0);
     ck_assert_int_eq(berth_blob_open(s, d, 4, &fd, &err), 0);
     close(fd);
@@ -208,21 +200,21 @@ START_TEST(unsafe_store)
     ck_assert_int_eq(rename(path, target), 0);
     ck_assert_int_eq(symlink(target, path), 0);
     ck_assert_int_eq(berth_blob_open(s, d, 4, &fd, &err), -EPERM);
-    assert_reason(&err, "unsafe-store");
+    image_assert_reason(&err, "unsafe-store");
     /* Missing. */
     ck_assert_int_eq(unlink(path), 0);
     ck_assert_int_eq(berth_blob_open(s, d, 4, &fd, &err), -ENOENT);
-    assert_reason(&err, "blob-missing");
+    image_assert_reason(&err, "blob-missing");
     berth_blob_store_free(s);
 
     /* A store directory others can read is refused. */
     ck_assert_int_eq(chmod(sha, 0755), 0);
     ck_assert_int_eq(berth_blob_store_open(root, false, &s, &err), -EPERM);
-    assert_reason(&err, "unsafe-store");
+    image_assert_reason(&err, "unsafe-store");
     ck_assert_int_eq(chmod(sha, 0700), 0);
     ck_assert_int_eq(chmod(root, 0750), 0);
     ck_assert_int_eq(berth_blob_store_open(root, false, &s, &err), -EPERM);
-    assert_reason(&err, "unsafe-store");
+    image_assert_reason(&err, "unsafe-store");
     ck_assert_int_eq(berth_blob_store_open("relative/store", true, &s, &err), -EINVAL);
 }
 END_TEST

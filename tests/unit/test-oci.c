@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test-oci.c -- strict OCI manifest, config and index parsing (src/image/oci.h). */
-#include "testutil.h"
+#include "imagetest.h"
 
 #include "macro.h"
 #include "oci.h"
@@ -11,15 +11,6 @@
 #define D3 "sha256:3333333333333333333333333333333333333333333333333333333333333333"
 #define TGZ "application/vnd.oci.image.layer.v1.tar+gzip"
 #define CFG "{\"mediaType\":\"" BERTH_OCI_CONFIG_TYPE "\",\"digest\":\"" D1 "\",\"size\":100}"
-
-/* The reason code at the start of @err's message must be @code. */
-static void assert_reason(const struct berth_error *err, const char *code)
-{
-    size_t n = strlen(code);
-
-    ck_assert_msg(strncmp(err->message, code, n) == 0 && err->message[n] == ':', "expected %s, got \"%s\"", code,
-                  err->message);
-}
 
 static const char *arch(void)
 {
@@ -80,21 +71,21 @@ START_TEST(manifest_layer_types)
     free(img);
     img = NULL;
     ck_assert_int_eq(manifest_with_layer("application/vnd.oci.image.layer.v1.tar+zstd", "", &img, &err), -EBADMSG);
-    assert_reason(&err, "media-type");
+    image_assert_reason(&err, "media-type");
     ck_assert_int_eq(
         manifest_with_layer("application/vnd.oci.image.layer.nondistributable.v1.tar+gzip", "", &img, &err), -EBADMSG);
-    assert_reason(&err, "foreign-layer");
+    image_assert_reason(&err, "foreign-layer");
     ck_assert_int_eq(manifest_with_layer("application/vnd.docker.image.rootfs.foreign.diff.tar.gzip", "", &img, &err),
                      -EBADMSG);
-    assert_reason(&err, "foreign-layer");
+    image_assert_reason(&err, "foreign-layer");
     ck_assert_int_eq(manifest_with_layer("application/x-tar", "", &img, &err), -EBADMSG);
-    assert_reason(&err, "media-type");
+    image_assert_reason(&err, "media-type");
     ck_assert_int_eq(manifest_with_layer(TGZ, ",\"urls\":[\"http://x\"]", &img, &err), -EBADMSG);
-    assert_reason(&err, "descriptor-urls");
+    image_assert_reason(&err, "descriptor-urls");
     ck_assert_int_eq(manifest_with_layer(TGZ, ",\"data\":\"aGk=\"", &img, &err), -EBADMSG);
-    assert_reason(&err, "descriptor-data");
+    image_assert_reason(&err, "descriptor-data");
     ck_assert_int_eq(manifest_with_layer(TGZ, ",\"platform\":{}", &img, &err), -EBADMSG);
-    assert_reason(&err, "invalid-manifest");
+    image_assert_reason(&err, "invalid-manifest");
     ck_assert_ptr_null(img);
 }
 END_TEST
@@ -111,22 +102,22 @@ START_TEST(manifest_refusals)
                                     "\",\"digest\":\"" D2 "\",\"size\":5}],\"extra\":1}",
                                     &err),
                      -EBADMSG);
-    assert_reason(&err, "invalid-manifest");
+    image_assert_reason(&err, "invalid-manifest");
     ck_assert_int_eq(parse_manifest("{\"schemaVersion\":2,\"schemaVersion\":2,\"config\":" CFG ",\"layers\":[]}", &err),
                      -EBADMSG);
-    assert_reason(&err, "invalid-manifest");
+    image_assert_reason(&err, "invalid-manifest");
     ck_assert_int_eq(parse_manifest("{\"schemaVersion\":1,\"config\":" CFG ",\"layers\":[{\"mediaType\":\"" TGZ
                                     "\",\"digest\":\"" D2 "\",\"size\":5}]}",
                                     &err),
                      -EBADMSG);
-    assert_reason(&err, "invalid-manifest");
+    image_assert_reason(&err, "invalid-manifest");
     ck_assert_int_eq(parse_manifest("{\"schemaVersion\":2,\"config\":" CFG ",\"layers\":[]}", &err), -EBADMSG);
-    assert_reason(&err, "invalid-manifest");
+    image_assert_reason(&err, "invalid-manifest");
     /* An index where a manifest is pinned. */
     ck_assert_int_eq(
         parse_manifest("{\"schemaVersion\":2,\"mediaType\":\"" BERTH_OCI_INDEX_TYPE "\",\"manifests\":[]}", &err),
         -EBADMSG);
-    assert_reason(&err, "invalid-manifest");
+    image_assert_reason(&err, "invalid-manifest");
     ck_assert_ptr_nonnull(strstr(err.message, "image index"));
     /* Config of another media type; a sha512 digest; two sizes for one digest. */
     ck_assert_int_eq(
@@ -134,18 +125,18 @@ START_TEST(manifest_refusals)
                        "\",\"size\":1},\"layers\":[{\"mediaType\":\"" TGZ "\",\"digest\":\"" D2 "\",\"size\":5}]}",
                        &err),
         -EBADMSG);
-    assert_reason(&err, "media-type");
+    image_assert_reason(&err, "media-type");
     ck_assert_int_eq(parse_manifest("{\"schemaVersion\":2,\"config\":" CFG ",\"layers\":[{\"mediaType\":\"" TGZ
                                     "\",\"digest\":\"sha512:00\",\"size\":5}]}",
                                     &err),
                      -EBADMSG);
-    assert_reason(&err, "invalid-manifest");
+    image_assert_reason(&err, "invalid-manifest");
     ck_assert_int_eq(parse_manifest("{\"schemaVersion\":2,\"config\":" CFG ",\"layers\":[{\"mediaType\":\"" TGZ
                                     "\",\"digest\":\"" D2 "\",\"size\":5},{\"mediaType\":\"" TGZ "\",\"digest\":\"" D2
                                     "\",\"size\":6}]}",
                                     &err),
                      -EBADMSG);
-    assert_reason(&err, "invalid-manifest");
+    image_assert_reason(&err, "invalid-manifest");
     ck_assert_ptr_nonnull(strstr(err.message, "two sizes"));
     /* 129 layers. */
     big = malloc(200 * 1024);
@@ -155,7 +146,7 @@ START_TEST(manifest_refusals)
         n += sprintf(big + n, "%s{\"mediaType\":\"" TGZ "\",\"digest\":\"" D2 "\",\"size\":5}", i ? "," : "");
     sprintf(big + n, "]}");
     ck_assert_int_eq(parse_manifest(big, &err), -EFBIG);
-    assert_reason(&err, "layer-budget");
+    image_assert_reason(&err, "layer-budget");
     free(big);
     /* Over 1 MiB. */
     big = malloc(BERTH_IMAGE_METADATA_MAX + 64);
@@ -165,7 +156,7 @@ START_TEST(manifest_refusals)
     big[BERTH_IMAGE_METADATA_MAX + 62] = '}';
     big[BERTH_IMAGE_METADATA_MAX + 63] = '\0';
     ck_assert_int_eq(parse_manifest(big, &err), -EBADMSG);
-    assert_reason(&err, "invalid-manifest");
+    image_assert_reason(&err, "invalid-manifest");
     free(big);
 }
 END_TEST
@@ -195,28 +186,28 @@ START_TEST(config_checks)
              streq(arch(), "amd64") ? "arm64" : "amd64");
 
     ck_assert_int_eq(check_config(img, other, ids, &err), -EBADMSG);
-    assert_reason(&err, "platform");
+    image_assert_reason(&err, "platform");
     ck_assert_int_eq(check_config(img, "\"os\":\"windows\",\"architecture\":\"amd64\"", ids, &err), -EBADMSG);
-    assert_reason(&err, "platform");
+    image_assert_reason(&err, "platform");
     ck_assert_str_eq(img->layers[0].diff_id, ""); /* unchanged on failure */
     {
         char v[192];
         snprintf(v, sizeof(v), "%s,\"variant\":\"v7\"", platform);
         ck_assert_int_eq(check_config(img, v, ids, &err), -EBADMSG);
-        assert_reason(&err, "platform");
+        image_assert_reason(&err, "platform");
         snprintf(v, sizeof(v), "%s,\"os.features\":[\"x\"]", platform);
         ck_assert_int_eq(check_config(img, v, ids, &err), -EBADMSG);
-        assert_reason(&err, "platform");
+        image_assert_reason(&err, "platform");
         snprintf(v, sizeof(v), "%s,\"container_config\":{}", platform);
         ck_assert_int_eq(check_config(img, v, ids, &err), -EBADMSG);
-        assert_reason(&err, "invalid-config");
+        image_assert_reason(&err, "invalid-config");
     }
     ck_assert_int_eq(check_config(img, platform, "{\"type\":\"layers\",\"diff_ids\":[]}", &err), -EBADMSG);
-    assert_reason(&err, "invalid-config");
+    image_assert_reason(&err, "invalid-config");
     ck_assert_int_eq(check_config(img, platform, "{\"type\":\"tarball\",\"diff_ids\":[\"" D2 "\"]}", &err), -EBADMSG);
-    assert_reason(&err, "invalid-config");
+    image_assert_reason(&err, "invalid-config");
     ck_assert_int_eq(check_config(img, platform, "{\"type\":\"layers\",\"diff_ids\":[\"sha256:AB\"]}", &err), -EBADMSG);
-    assert_reason(&err, "invalid-config");
+    image_assert_reason(&err, "invalid-config");
 
     ck_assert_int_eq(check_config(img, platform, ids, &err), 0);
     ck_assert_str_eq(img->layers[0].diff_id, D2);
@@ -249,9 +240,9 @@ START_TEST(index_select)
     ck_assert_int_eq(berth_oci_index_select(idx, "two", a, &err), 1);
     ck_assert_int_eq(berth_oci_index_select(idx, "one", a, &err), 0);
     ck_assert_int_eq(berth_oci_index_select(idx, "three", a, &err), -ENOENT);
-    assert_reason(&err, "invalid-index");
+    image_assert_reason(&err, "invalid-index");
     ck_assert_int_eq(berth_oci_index_select(idx, NULL, a, &err), -EBADMSG);
-    assert_reason(&err, "invalid-index");
+    image_assert_reason(&err, "invalid-index");
     free(idx);
 
     /* One ref, two platforms: this host's is chosen; variants are not. */
@@ -267,7 +258,7 @@ START_TEST(index_select)
     ck_assert_int_eq(parse_index(buf, &idx, &err), 0);
     ck_assert_int_eq(berth_oci_index_select(idx, NULL, a, &err), 2);
     ck_assert_int_eq(berth_oci_index_select(idx, NULL, "s390x", &err), -ENOENT);
-    assert_reason(&err, "platform");
+    image_assert_reason(&err, "platform");
     free(idx);
     idx = NULL;
 
@@ -276,16 +267,16 @@ START_TEST(index_select)
                                  "\",\"digest\":\"" D1 "\",\"size\":10,\"urls\":[\"https://x\"]}]}",
                                  &idx, &err),
                      -EBADMSG);
-    assert_reason(&err, "descriptor-urls");
+    image_assert_reason(&err, "descriptor-urls");
     ck_assert_int_eq(parse_index("{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"" TGZ "\",\"digest\":\"" D1
                                  "\",\"size\":10}]}",
                                  &idx, &err),
                      -EBADMSG);
-    assert_reason(&err, "media-type");
+    image_assert_reason(&err, "media-type");
     ck_assert_int_eq(parse_index("{\"schemaVersion\":2,\"manifests\":{}}", &idx, &err), -EBADMSG);
-    assert_reason(&err, "invalid-index");
+    image_assert_reason(&err, "invalid-index");
     ck_assert_int_eq(parse_index("{\"schemaVersion\":2,\"manifests\":[],\"tags\":[]}", &idx, &err), -EBADMSG);
-    assert_reason(&err, "invalid-index");
+    image_assert_reason(&err, "invalid-index");
     ck_assert_ptr_null(idx);
 }
 END_TEST
