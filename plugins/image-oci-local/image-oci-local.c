@@ -30,6 +30,7 @@
 
 #include "blobstore.h"
 #include "canon.h"
+#include "extract.h"
 #include "jsonobj.h"
 #include "budget.h"
 #include "macro.h"
@@ -116,7 +117,9 @@ static int source_stage(void *state, const char *digest, int target_dirfd, const
                     (json_int_t)st.expanded_bytes, "entries", (json_int_t)st.entries, "files", (json_int_t)st.files,
                     "directories", (json_int_t)st.directories, "symlinks", (json_int_t)st.symlinks, "hardlinks",
                     (json_int_t)st.hardlinks, "whiteouts", (json_int_t)st.whiteouts);
-    return emit(doc, ret_json, ret_len, reterr);
+    if ((r = emit(doc, ret_json, ret_len, reterr)) < 0)
+        (void)berth_tree_clear(target_dirfd, NULL); /* a failed stage leaves the directory empty */
+    return r;
 }
 
 static const struct berth_image_source_ops_v1 ops = {

@@ -157,38 +157,92 @@ static int do_inspect(const struct bctl_globals *g, const char *store_dir, const
     return r;
 }
 
+/* One line for a failed stage: "refused: <code>: <detail>" for a refusal,
+ * "berthctl image stage: <message>" for anything else (a host error). */
+static int stage_failed(const struct berth_error *err)
+{
+    if (berth_image_reason_of(err->message)) {
+        fputs("refused: ", stderr);
+        bctl_fputs_clean(err->message, stderr);
+        fputc('\n', stderr);
+        return BCTL_EXIT_FAIL;
+    }
+    return bctl_error("image stage", "%s", err->message);
+}
+
+/* Make NEWDIR (mode 0700) through its parent's descriptor and open it: the
+ * directory staged into is the one made here, whatever else happens to the
+ * path meanwhile.  Return: the directory fd; -1 (failure) or -2 (usage)
+ * with the error printed. */
+static int make_out(const char *out, int *ret_parent, char **ret_base)
+{
+    _cleanup_free_ char *copy = strdup(out), *base = NULL;
+    _cleanup_close_ int parent = -1;
+    char *slash;
+    struct stat st;
+    int fd;
+
+    if (!copy) {
+        bctl_error("image stage", "out of memory");
+        return -1;
+    }
+    while (strlen(copy) > 1 && copy[strlen(copy) - 1] == '/')
+        copy[strlen(copy) - 1] = '\0';
+    slash = strrchr(copy, '/');
+    base = strdup(slash ? slash + 1 : copy);
+    if (slash)
+        *slash = '\0';
+    if (!base || !base[0] || streq(base, ".") || streq(base, "..")) {
+        bctl_usage_error("image", "--out must name a new directory, not \"%s\"", out);
+        return -2;
+    }
+    parent = open(slash ? (copy[0] ? copy : "/") : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (parent < 0) {
+        bctl_error("image stage", "--out %s: %s", out, strerror(errno));
+        return -1;
+    }
+    if (mkdirat(parent, base, 0700) < 0) {
+        int e = errno;
+        bctl_error("image stage", "--out %s: %s%s", out, strerror(e),
+                   e == EEXIST ? " (the root filesystem goes into a new directory)" : "");
+        return -1;
+    }
+    fd = openat(parent, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+        int e = fd < 0 ? errno : EPERM;
+        if (fd >= 0)
+            close(fd);
+        (void)unlinkat(parent, base, AT_REMOVEDIR);
+        bctl_error("image stage", "--out %s: %s", out, strerror(e));
+        return -1;
+    }
+    *ret_parent = TAKE_FD(parent);
+    *ret_base = TAKE_PTR(base);
+    return fd;
+}
+
 static int do_stage(const char *store_dir, const char *digest, const char *out, const struct berth_stage_limits *limits)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     struct berth_blob_store *store = NULL;
     struct berth_stage_stats st = {0};
-    _cleanup_close_ int rootfd = -1;
+    _cleanup_close_ int rootfd = -1, parent = -1;
+    _cleanup_free_ char *base = NULL;
     int r;
 
     if (berth_blob_store_open(store_dir, false, &store, &err) < 0)
-        return bctl_error("image stage", "%s", err.message);
-    if (mkdir(out, 0700) < 0) {
-        r = errno;
-        berth_blob_store_free(store);
-        return bctl_error("image stage", "--out %s: %s%s", out, strerror(r),
-                          r == EEXIST ? " (the root filesystem goes into a new directory)" : "");
-    }
-    rootfd = open(out, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return stage_failed(&err);
+    rootfd = make_out(out, &parent, &base);
     if (rootfd < 0) {
-        r = errno;
-        rmdir(out);
         berth_blob_store_free(store);
-        return bctl_error("image stage", "--out %s: %s", out, strerror(r));
+        return rootfd == -2 ? BCTL_EXIT_USAGE : BCTL_EXIT_FAIL;
     }
     r = berth_image_stage(store, digest, rootfd, limits, &st, &err);
     berth_blob_store_free(store);
     if (r < 0) {
-        if (rmdir(out) < 0)
+        if (unlinkat(parent, base, AT_REMOVEDIR) < 0)
             fprintf(stderr, "berthctl image stage: could not remove %s: %s\n", out, strerror(errno));
-        fputs("refused: ", stderr);
-        bctl_fputs_clean(err.message, stderr);
-        fputc('\n', stderr);
-        return BCTL_EXIT_FAIL;
+        return stage_failed(&err);
     }
     fprintf(stderr,
             "berthctl image stage: %s staged in %s: %u layers, %llu entry units, %llu bytes expanded "

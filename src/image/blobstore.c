@@ -68,6 +68,9 @@ int berth_blob_store_open(const char *root, bool create, struct berth_blob_store
     if (create && mkdir(root, 0700) < 0 && errno != EEXIST)
         return berth_error_set(reterr, -errno, "creating the image store %s: %s", root, strerror(errno));
     rootfd = berth_open_trusted(root, O_RDONLY | O_DIRECTORY, 0, reterr);
+    if (rootfd == -ELOOP || rootfd == -ENOTDIR)
+        return berth_image_refuse(reterr, BERTH_IMAGE_UNSAFE_STORE,
+                                  "the image store %s must be a directory reached without symlinks", root);
     if (rootfd < 0) {
         berth_error_prefix(reterr, "image store %s", root);
         return rootfd;
@@ -200,7 +203,10 @@ int berth_blob_verify_fd(int fd, const char *digest, uint64_t size, struct berth
         off += (uint64_t)n;
         if (off > size)
             break; /* longer than declared: compare() says so */
-        berth_sha256_update(h, buf, (size_t)n);
+        if ((r = berth_sha256_update(h, buf, (size_t)n)) < 0) {
+            berth_sha256_free(h);
+            return berth_error_set(reterr, r, "hashing blob %s failed", digest);
+        }
     }
     r = compare(h, off, digest, size, reterr);
     berth_sha256_free(h);
@@ -262,7 +268,10 @@ static int copy_hashing(int src_fd, int dst_fd, const char *digest, uint64_t siz
         total += (uint64_t)n;
         if (total > size)
             break;
-        berth_sha256_update(h, buf, (size_t)n);
+        if ((r = berth_sha256_update(h, buf, (size_t)n)) < 0) {
+            r = berth_error_set(reterr, r, "hashing blob %s failed", digest);
+            goto out;
+        }
         for (off = 0; off < n; off += w) {
             w = write(dst_fd, buf + off, (size_t)(n - off));
             if (w < 0 && errno == EINTR) {
@@ -327,6 +336,13 @@ int berth_blob_import_fd(const struct berth_blob_store *store, int src_fd, const
         if (errno == EEXIST) /* a concurrent import won: it must be the same blob */
             return existing(store, digest, size, ret_added, reterr);
         return berth_error_set(reterr, -errno, "publishing blob %s: %s", digest, strerror(errno));
+    }
+    {
+        /* The name must now be the file we wrote (not whatever /proc resolved). */
+        struct stat a, b;
+        if (fstat(tmp, &a) < 0 || fstatat(store->sha256fd, hex, &b, AT_SYMLINK_NOFOLLOW) < 0 || a.st_dev != b.st_dev ||
+            a.st_ino != b.st_ino)
+            return berth_image_refuse(reterr, BERTH_IMAGE_UNSAFE_STORE, "blob %s was not published as written", digest);
     }
     if (fsync(store->sha256fd) < 0)
         return berth_error_set(reterr, -EIO, "blob %s is in place but syncing its directory failed: %s", digest,

@@ -55,8 +55,9 @@ struct layer {
     struct archive *outer; /* gzip: the decompressing reader; NULL for plain tar */
     struct berth_sha256 *sha;
     struct berth_tarwalk *walk;
-    unsigned char *buf; /* what source_read() last handed to libarchive */
-    int refusal;        /* set by source_read(), with detail in err */
+    unsigned char *buf;  /* what source_read() last handed to libarchive */
+    unsigned char *zbuf; /* what blob_read() last handed to the gzip reader */
+    int refusal;         /* set by source_read(), with detail in err */
     struct berth_error err;
     json_t *explicit; /* paths of this layer's entries (duplicates) */
     json_t *touched;  /* the same plus every parent directory they imply */
@@ -117,6 +118,7 @@ static void layer_done(struct layer *l)
     berth_sha256_free(l->sha);
     berth_tarwalk_free(l->walk);
     free(l->buf);
+    free(l->zbuf);
     json_decref(l->explicit);
     json_decref(l->touched);
     for (size_t i = 0; i < l->ndirs; i++)
@@ -291,7 +293,7 @@ static int defer_mode(struct layer *l, const char *path, mode_t mode)
     l->dirs[l->ndirs].path = strdup(path);
     if (!l->dirs[l->ndirs].path)
         return -ENOMEM;
-    l->dirs[l->ndirs++].mode = mode & 0777;
+    l->dirs[l->ndirs++].mode = mode & 01777;
     return 0;
 }
 
@@ -381,40 +383,73 @@ static int list_dir(int fd, char ***ret, size_t *ret_n, struct berth_error *rete
     return 0;
 }
 
+/* Open the directory @dir of the root for a whiteout: never through a
+ * symlink (a whiteout names a path of the layer tree, not a place a link
+ * points to).  Return: the O_PATH fd; -ENOENT when there is nothing there;
+ * "invalid-whiteout" through a symlink; another error. */
+static int whiteout_dir(struct layer *l, const char *dir, struct berth_error *reterr)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    int fd = berth_open_beneath(l->x->rootfd, dir[0] ? dir : ".", O_PATH | O_DIRECTORY, 0, &err);
+
+    if (fd == -ENOENT || fd == -ENOTDIR)
+        return -ENOENT;
+    if (fd == -ELOOP)
+        return berth_image_refuse(reterr, BERTH_IMAGE_INVALID_WHITEOUT, "\"%s\" is reached through a symlink", dir);
+    if (fd < 0)
+        return berth_error_set(reterr, fd, "opening \"%s\": %s", dir, err.message);
+    return fd;
+}
+
 /*
  * An opaque whiteout in @dir: remove every child this layer did not create;
  * descend into the directories it did, whose lower content is hidden too
- * (OCI image-spec, layer.md "Opaque Whiteout").
+ * (OCI image-spec, layer.md "Opaque Whiteout").  One directory is open at a
+ * time, whatever the depth.
  */
 static int opaque(struct layer *l, const char *dir, unsigned depth, struct berth_error *reterr)
 {
     _cleanup_close_ int fd = -1;
+    _cleanup_free_ bool *descend = NULL;
     char **names = NULL;
     size_t n = 0;
     int r;
 
     if (depth > OPAQUE_DEPTH_MAX)
         return berth_image_refuse(reterr, BERTH_IMAGE_INVALID_WHITEOUT, "opaque directory too deep");
-    r = berth_rootfs_open_dir(l->x->rootfd, dir, false, &fd, reterr);
-    if (r == -ENOENT)
+    fd = whiteout_dir(l, dir, reterr);
+    if (fd == -ENOENT)
         return 0;
-    if (r < 0)
-        return r;
+    if (fd < 0)
+        return fd;
     r = list_dir(fd, &names, &n, reterr);
     if (r < 0)
         return r;
-    for (size_t i = 0; i < n; i++) {
+    descend = calloc(n ? n : 1, sizeof(*descend));
+    if (!descend)
+        r = -ENOMEM;
+    for (size_t i = 0; i < n && r >= 0; i++) {
         _cleanup_free_ char *child = NULL;
         struct stat st;
 
-        if (r < 0)
-            continue;
         if (asprintf(&child, "%s%s%s", dir, dir[0] ? "/" : "", names[i]) < 0) {
             child = NULL;
             r = -ENOMEM;
         } else if (!in_set(l->touched, child))
             r = berth_rootfs_remove(fd, names[i], reterr);
         else if (fstatat(fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+            descend[i] = true;
+    }
+    close(TAKE_FD(fd));
+    for (size_t i = 0; i < n && r >= 0; i++) {
+        _cleanup_free_ char *child = NULL;
+
+        if (!descend[i])
+            continue;
+        if (asprintf(&child, "%s%s%s", dir, dir[0] ? "/" : "", names[i]) < 0) {
+            child = NULL;
+            r = -ENOMEM;
+        } else
             r = opaque(l, child, depth + 1, reterr);
     }
     for (size_t i = 0; i < n; i++)
@@ -424,9 +459,10 @@ static int opaque(struct layer *l, const char *dir, unsigned depth, struct berth
 }
 
 /* A whiteout entry (its checks done): ".wh..wh..opq" or ".wh.NAME" in @dir. */
-static int whiteout(struct layer *l, int dirfd, const char *dir, const char *name, struct berth_error *reterr)
+static int whiteout(struct layer *l, const char *dir, const char *name, struct berth_error *reterr)
 {
     _cleanup_free_ char *target = NULL;
+    _cleanup_close_ int dirfd = -1;
 
     l->x->s.whiteouts++;
     if (streq(name, OPAQUE))
@@ -435,6 +471,11 @@ static int whiteout(struct layer *l, int dirfd, const char *dir, const char *nam
         return -ENOMEM;
     if (in_set(l->touched, target))
         return 0; /* this layer's own: whiteouts apply to lower layers only */
+    dirfd = whiteout_dir(l, dir, reterr);
+    if (dirfd == -ENOENT)
+        return 0; /* nothing below: nothing to remove */
+    if (dirfd < 0)
+        return dirfd;
     return berth_rootfs_remove(dirfd, name + strlen(WHITEOUT), reterr);
 }
 
@@ -530,6 +571,25 @@ static int symlink_target_valid(const char *t, struct berth_error *reterr)
     return 0;
 }
 
+/*
+ * libarchive and the header observer must agree on where this entry's
+ * headers began and how much data it has: otherwise one of them is reading
+ * data as headers (or headers as data), and a rule the observer enforces
+ * could be bypassed in what libarchive extracts.
+ */
+static int same_structure(struct layer *l, struct archive *in, struct archive_entry *e, struct berth_error *reterr)
+{
+    struct berth_tarwalk_member m;
+    la_int64_t pos = archive_read_header_position(in), size = archive_entry_size(e);
+
+    if (berth_tarwalk_next_member(l->walk, &m) < 0 || pos < 0 || size < 0 || m.offset != (uint64_t)pos ||
+        m.size != (uint64_t)size)
+        return berth_image_refuse(reterr, BERTH_IMAGE_ARCHIVE_INVALID,
+                                  "ambiguous archive: the tar headers near offset %lld can be read two ways",
+                                  (long long)pos);
+    return 0;
+}
+
 static int entry(struct layer *l, struct archive *in, struct archive_entry *e, struct berth_error *reterr)
 {
     struct berth_extract *x = l->x;
@@ -545,6 +605,9 @@ static int entry(struct layer *l, struct archive *in, struct archive_entry *e, s
 
     if (!hl && archive_entry_filetype(e) == AE_IFLNK)
         sl = archive_entry_symlink(e);
+    r = same_structure(l, in, e, reterr);
+    if (r < 0)
+        return r;
     if (now_ns() > x->deadline_ns)
         return berth_image_refuse(reterr, BERTH_IMAGE_TIME_BUDGET, "layer %u", x->layer);
     units = 1 + components(raw) + components(hl ? hl : sl);
@@ -580,21 +643,24 @@ static int entry(struct layer *l, struct archive *in, struct archive_entry *e, s
     if (r < 0)
         return r;
 
-    if (path[0] == '\0') { /* the "./" root entry */
+    if (path[0] == '\0') { /* the "./" root entry: the staging directory keeps its own mode */
         x->s.directories++;
-        r = berth_rootfs_chmod_dir(x->rootfd, "", (mode & 0777) | 0700, reterr);
-        return r < 0 ? r : defer_mode(l, "", mode);
+        return 0;
     }
     dirpart = strdup(path);
     if (!dirpart)
         return -ENOMEM;
     dir = split(dirpart, &name);
+    if (strncmp(dir, WHITEOUT, strlen(WHITEOUT)) == 0 || strstr(dir, "/" WHITEOUT))
+        return berth_image_refuse(reterr, BERTH_IMAGE_INVALID_WHITEOUT, "\"%s\": a whiteout name as a directory", path);
+    if (kind == K_WHITEOUT)
+        return whiteout(l, dir, name, reterr);
     r = berth_rootfs_open_dir(x->rootfd, dir, true, &dirfd, reterr);
     if (r < 0)
         return r;
 
     switch (kind) {
-    case K_WHITEOUT: return whiteout(l, dirfd, dir, name, reterr);
+    case K_WHITEOUT: return -EINVAL; /* handled above */
     case K_FILE: return regular_file(l, in, dirfd, name, mode, ours, reterr);
     case K_DIR:
         r = berth_rootfs_make_room(dirfd, name, true, false, reterr);
@@ -622,6 +688,28 @@ static int entry(struct layer *l, struct archive *in, struct archive_entry *e, s
     return -EINVAL;
 }
 
+/* The outer reader's source: the compressed blob, with the deadline checked
+ * on every read, so that a stream inflating to nothing (empty gzip members)
+ * still meets the time budget. */
+static la_ssize_t blob_read(struct archive *a, void *userdata, const void **buf)
+{
+    struct layer *l = userdata;
+    ssize_t n;
+
+    (void)a;
+    if (l->refusal)
+        return -1;
+    if (now_ns() > l->x->deadline_ns)
+        return source_fail(l, berth_image_refuse(&l->err, BERTH_IMAGE_TIME_BUDGET, "layer %u", l->x->layer));
+    do
+        n = read(l->blobfd, l->zbuf, CHUNK);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return source_fail(l, berth_error_set(&l->err, -errno, "reading layer %u: %m", l->x->layer));
+    *buf = l->zbuf;
+    return n;
+}
+
 /* Open the outer (decompressing) reader for a gzip layer. */
 static int open_gzip(struct layer *l, struct berth_error *reterr)
 {
@@ -634,11 +722,19 @@ static int open_gzip(struct layer *l, struct berth_error *reterr)
     if (archive_read_support_filter_gzip(l->outer) != ARCHIVE_OK ||
         archive_read_support_format_raw(l->outer) != ARCHIVE_OK)
         return berth_error_set(reterr, -EIO, "libarchive: %s", archive_error_string(l->outer) ?: "no gzip");
-    if (archive_read_open_fd(l->outer, l->blobfd, CHUNK) != ARCHIVE_OK)
+    if (archive_read_open(l->outer, l, NULL, blob_read, NULL) != ARCHIVE_OK) {
+        if (l->refusal) {
+            if (reterr)
+                *reterr = l->err;
+            return l->refusal;
+        }
         return berth_image_refuse(reterr, BERTH_IMAGE_ARCHIVE_INVALID, "gzip: %s",
                                   archive_error_string(l->outer) ?: "unreadable");
-    if (archive_filter_count(l->outer) < 2 || archive_filter_code(l->outer, 0) != ARCHIVE_FILTER_GZIP)
-        return berth_image_refuse(reterr, BERTH_IMAGE_ARCHIVE_INVALID, "not a gzip stream");
+    }
+    /* Exactly one gzip filter over the blob: libarchive would stack a
+     * second one for a gzip inside the gzip, which no runtime unpacks. */
+    if (archive_filter_count(l->outer) != 2 || archive_filter_code(l->outer, 0) != ARCHIVE_FILTER_GZIP)
+        return berth_image_refuse(reterr, BERTH_IMAGE_ARCHIVE_INVALID, "not a single gzip stream");
     r = archive_read_next_header(l->outer, &e);
     if (r != ARCHIVE_OK)
         return berth_image_refuse(reterr, BERTH_IMAGE_ARCHIVE_INVALID, "gzip: %s",
@@ -670,7 +766,13 @@ static int read_layer(struct layer *l, const uint8_t diff_id[BERTH_SHA256_LEN], 
             break;
         }
         if (r == ARCHIVE_EOF) {
+            struct berth_tarwalk_member m;
             r = 0;
+            /* Every member the header walk saw must have been an entry. */
+            if (berth_tarwalk_next_member(l->walk, &m) == 0)
+                r = berth_image_refuse(reterr, BERTH_IMAGE_ARCHIVE_INVALID,
+                                       "ambiguous archive: a member at offset %llu was never read as an entry",
+                                       (unsigned long long)m.offset);
             break;
         }
         r = entry(l, in, e, reterr);
@@ -714,12 +816,13 @@ int berth_extract_layer(struct berth_extract *x, int blobfd, enum berth_layer_co
     if (!x || blobfd < 0 || !diff_id || (compression != BERTH_LAYER_TAR && compression != BERTH_LAYER_GZIP))
         return berth_error_set(reterr, -EINVAL, "bad arguments");
     l.buf = malloc(CHUNK);
+    l.zbuf = malloc(CHUNK);
     l.explicit = json_object();
     l.touched = json_object();
     r = berth_sha256_new(&l.sha);
     if (r >= 0)
         r = berth_tarwalk_new(&l.walk);
-    if (r >= 0 && (!l.buf || !l.explicit || !l.touched))
+    if (r >= 0 && (!l.buf || !l.zbuf || !l.explicit || !l.touched))
         r = -ENOMEM;
     if (r >= 0 && compression == BERTH_LAYER_GZIP)
         r = open_gzip(&l, reterr);

@@ -24,7 +24,9 @@
  * only what lower layers created, are never created as files themselves,
  * and a malformed one (".wh." alone, ".wh..", ".wh...", any other ".wh..wh."
  * name, or a whiteout that is not a regular file) is "invalid-whiteout".
- * Modes keep the permission bits (0777) only; ownership is the caller's.
+ * Modes keep the permission bits (0777), and on directories the sticky bit;
+ * the "./" root entry never changes the staging directory itself; ownership
+ * is the caller's.
  * An existing non-directory in the way of a directory entry is replaced, as
  * is an existing entry of a later layer's file, symlink or hard link.
  */

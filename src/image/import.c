@@ -32,6 +32,9 @@ static int open_layout_blob(int layoutfd, const char *digest, int *ret_fd, struc
     fd = berth_open_beneath(layoutfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, reterr);
     if (fd == -ENOENT)
         return berth_image_refuse(reterr, BERTH_IMAGE_BLOB_MISSING, "the layout has no blob %s", digest);
+    if (fd == -ELOOP || fd == -EXDEV)
+        return berth_image_refuse(reterr, BERTH_IMAGE_INVALID_LAYOUT, "layout blob %s is reached through a symlink",
+                                  digest);
     if (fd < 0) {
         berth_error_prefix(reterr, "layout blob %s", digest);
         return fd;

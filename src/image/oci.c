@@ -182,6 +182,13 @@ int berth_oci_manifest_parse(const char *buf, size_t len, struct berth_oci_image
     if (mt && !(json_is_string(mt) && streq(json_string_value(mt), BERTH_OCI_MANIFEST_TYPE)))
         return berth_image_refuse(reterr, BERTH_IMAGE_MEDIA_TYPE, "manifest.mediaType must be %s",
                                   BERTH_OCI_MANIFEST_TYPE);
+    if (json_object_get(doc, "subject")) {
+        /* Never read, but it must be what the spec says it is: a descriptor. */
+        struct berth_oci_descriptor subject;
+        if ((r = parse_descriptor(json_object_get(doc, "subject"), descriptor_members, BERTH_IMAGE_INVALID_MANIFEST,
+                                  "manifest.subject", &subject, reterr)) < 0)
+            return r;
+    }
     layers = json_object_get(doc, "layers");
     if (!json_is_array(layers) || json_array_size(layers) == 0)
         return berth_image_refuse(reterr, BERTH_IMAGE_INVALID_MANIFEST, "manifest.layers must list 1 or more layers");
@@ -268,6 +275,11 @@ int berth_oci_config_check(struct berth_oci_image *img, const char *buf, size_t 
     v = json_object_get(doc, "history");
     if (v && !json_is_array(v))
         return berth_image_refuse(reterr, BERTH_IMAGE_INVALID_CONFIG, "config.history must be an array");
+    json_array_foreach(v, i, type) if (!json_is_object(type)) return berth_image_refuse(
+        reterr, BERTH_IMAGE_INVALID_CONFIG, "config.history[%zu] must be an object", i);
+    if ((json_object_get(doc, "created") && !json_is_string(json_object_get(doc, "created"))) ||
+        (json_object_get(doc, "author") && !json_is_string(json_object_get(doc, "author"))))
+        return berth_image_refuse(reterr, BERTH_IMAGE_INVALID_CONFIG, "config.created and config.author are strings");
     rootfs = json_object_get(doc, "rootfs");
     if ((r = only_members(rootfs, rootfs_members, BERTH_IMAGE_INVALID_CONFIG, "config.rootfs", reterr)) < 0)
         return r;

@@ -2,6 +2,7 @@
 /* refusal.c -- reason codes of image refusals; see refusal.h. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "refusal.h"
 
@@ -49,6 +50,16 @@ static const char *const names[BERTH_IMAGE_REASON_COUNT] = {
 const char *berth_image_reason_name(enum berth_image_reason reason)
 {
     return (unsigned)reason < BERTH_IMAGE_REASON_COUNT ? names[reason] : NULL;
+}
+
+bool berth_image_reason_of(const char *message)
+{
+    for (int i = 0; message && i < BERTH_IMAGE_REASON_COUNT; i++) {
+        size_t n = strlen(names[i]);
+        if (strncmp(message, names[i], n) == 0 && message[n] == ':' && message[n + 1] == ' ')
+            return true;
+    }
+    return false;
 }
 
 int berth_image_refuse(struct berth_error *reterr, enum berth_image_reason reason, const char *fmt, ...)

@@ -11,6 +11,8 @@
 #ifndef BERTH_IMAGE_REFUSAL_H
 #define BERTH_IMAGE_REFUSAL_H
 
+#include <stdbool.h>
+
 #include <berth/error.h>
 
 enum berth_image_reason {
@@ -60,6 +62,12 @@ enum berth_image_reason {
 
 /** berth_image_reason_name() - the stable code of @reason ("path-traversal"), or NULL if out of range. */
 const char *berth_image_reason_name(enum berth_image_reason reason);
+
+/**
+ * berth_image_reason_of() - whether @message starts with a reason code and
+ * ": " (the form berth_image_refuse() writes).  Return: true or false.
+ */
+bool berth_image_reason_of(const char *message);
 
 /**
  * berth_image_refuse() - record a refusal: sets @reterr (may be NULL) to

@@ -161,7 +161,8 @@ int berth_rootfs_chmod_dir(int dirfd, const char *name, mode_t mode, struct bert
         return berth_error_set(reterr, -errno, "stat \"%s\": %m", name);
     if (!S_ISDIR(st.st_mode))
         return berth_error_set(reterr, -ENOTDIR, "\"%s\" is not a directory", name);
-    if (fchmodat(dirfd, n, mode & 0777, name[0] ? AT_SYMLINK_NOFOLLOW : 0) < 0)
+    /* Permission bits and the sticky bit (which only restricts, as on /tmp). */
+    if (fchmodat(dirfd, n, mode & 01777, name[0] ? AT_SYMLINK_NOFOLLOW : 0) < 0)
         return berth_error_set(reterr, -errno, "chmod \"%s\": %m", name);
     return 0;
 }
@@ -170,7 +171,7 @@ int berth_rootfs_mkdir(int dirfd, const char *name, mode_t mode, struct berth_er
 {
     if (mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
         return berth_error_set(reterr, -errno, "mkdir \"%s\": %m", name);
-    return berth_rootfs_chmod_dir(dirfd, name, (mode & 0777) | 0700, reterr);
+    return berth_rootfs_chmod_dir(dirfd, name, (mode & 01777) | 0700, reterr);
 }
 
 int berth_rootfs_create_file(int dirfd, const char *name, int *ret_fd, struct berth_error *reterr)

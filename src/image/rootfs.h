@@ -9,7 +9,7 @@
  * and /proc magic links are refused.  The final component is then created
  * or removed with *at() calls on the resolved directory that never follow
  * it (O_NOFOLLOW, O_EXCL, AT_SYMLINK_NOFOLLOW).  Permission bits only are
- * ever set (mode & 0777); ownership is the caller's, never changed.
+ * ever set (mode & 0777, plus the sticky bit on directories); ownership is the caller's, never changed.
  *
  * Paths given here are already normalised by the caller: relative, no
  * empty, "." or ".." component, no trailing "/"; "" names the root itself.
@@ -68,7 +68,7 @@ int berth_rootfs_mkdir(int dirfd, const char *name, mode_t mode, struct berth_er
 
 /**
  * berth_rootfs_chmod_dir() - set the permission bits of the directory @name
- * in @dirfd (or of @dirfd itself when @name is "") to @mode & 0777, without
+ * in @dirfd (or of @dirfd itself when @name is "") to @mode & 01777, without
  * following a symlink.
  * Return: 0; -ENOTDIR when @name is not a directory; another negative errno.
  */

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* stage.c -- resolve and stage images; see stage.h. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,8 +16,18 @@ static int64_t monotonic_ns(void)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+        return INT64_MAX; /* no clock: every deadline has passed */
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Budgets from a caller must lie within the ceilings of budget.h. */
+static bool limits_valid(const struct berth_stage_limits *l)
+{
+    return l->compressed_bytes >= 1 && l->compressed_bytes <= BERTH_STAGE_MAX_COMPRESSED_BYTES &&
+           l->expanded_bytes >= 1 && l->expanded_bytes <= BERTH_STAGE_MAX_EXPANDED_BYTES && l->entries >= 1 &&
+           l->entries <= BERTH_STAGE_MAX_ENTRIES && l->layers >= 1 && l->layers <= BERTH_STAGE_MAX_LAYERS &&
+           l->wall_time_ns >= 1 && l->wall_time_ns <= BERTH_STAGE_MAX_WALL_TIME_NS;
 }
 
 int berth_image_resolve(const struct berth_blob_store *store, const char *digest, struct berth_oci_image **ret,
@@ -152,7 +164,10 @@ int berth_image_stage(const struct berth_blob_store *store, const char *digest, 
         berth_stage_limits_default(&max);
         limits = &max;
     }
-    deadline = monotonic_ns() + limits->wall_time_ns;
+    if (!limits_valid(limits))
+        return berth_error_set(reterr, -EINVAL, "a stage budget is outside its range (budget.h)");
+    deadline = monotonic_ns();
+    deadline = deadline > INT64_MAX - limits->wall_time_ns ? INT64_MAX : deadline + limits->wall_time_ns;
     if ((r = berth_image_resolve(store, digest, &img, reterr)) < 0)
         return r;
     if (img->n_layers > limits->layers)

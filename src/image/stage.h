@@ -46,7 +46,8 @@ json_t *berth_image_summary(const struct berth_oci_image *img);
  * @rootfd:    an empty directory, O_RDONLY|O_DIRECTORY (borrowed).
  * @limits:    the budgets; NULL for the maxima.
  * @ret_stats: optional; what the stage consumed.
- * Return: 0; a refusal ("<code>: <detail>" in @reterr); -ENOMEM; -EIO.
+ * Return: 0; a refusal ("<code>: <detail>" in @reterr); -EINVAL for a
+ * budget outside its range (budget.h); -ENOMEM; -EIO.
  * When the cleanup itself fails, @reterr says so after the reason.
  */
 int berth_image_stage(const struct berth_blob_store *store, const char *digest, int rootfd,

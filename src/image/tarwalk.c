@@ -39,6 +39,10 @@ struct berth_tarwalk {
     char *long_link; /* GNU 'K' */
     int error;       /* the refusal, once failed */
     struct berth_error failure;
+    uint64_t offset;                    /* stream bytes observed so far */
+    uint64_t chain_start;               /* where the current member's first header began */
+    struct berth_tarwalk_member *queue; /* members seen, not yet taken */
+    size_t q_head, q_len, q_cap;
 };
 
 int berth_tarwalk_new(struct berth_tarwalk **ret)
@@ -72,7 +76,36 @@ void berth_tarwalk_free(struct berth_tarwalk *w)
         return;
     pending_reset(w);
     free(w->meta);
+    free(w->queue);
     free(w);
+}
+
+/* Queue a finished member for berth_tarwalk_next_member(). */
+static int enqueue(struct berth_tarwalk *w, uint64_t size)
+{
+    if (w->q_head > 0 && w->q_head == w->q_len) {
+        w->q_head = w->q_len = 0;
+    }
+    if (w->q_len == w->q_cap) {
+        size_t cap = w->q_cap ? w->q_cap * 2 : 16;
+        struct berth_tarwalk_member *q = realloc(w->queue, cap * sizeof(*q));
+        if (!q)
+            return -ENOMEM;
+        w->queue = q;
+        w->q_cap = cap;
+    }
+    w->queue[w->q_len++] = (struct berth_tarwalk_member){.offset = w->chain_start, .size = size};
+    return 0;
+}
+
+int berth_tarwalk_next_member(struct berth_tarwalk *w, struct berth_tarwalk_member *ret)
+{
+    if (!w || !ret)
+        return -EINVAL;
+    if (w->q_head == w->q_len)
+        return -ENOENT;
+    *ret = w->queue[w->q_head++];
+    return 0;
 }
 
 bool berth_tarwalk_ended(const struct berth_tarwalk *w)
@@ -316,7 +349,10 @@ static int pax_parse(struct berth_tarwalk *w, struct berth_error *reterr)
         rec = p + i + 1;
         key = rec;
         eq = memchr(rec, '=', (size_t)(p + len - 1 - rec));
-        if (!eq || eq == key)
+        /* libarchive 3.6 stops at (and only warns about) a NUL in a key or a
+         * record of 1,000,000 bytes or more: refuse both, so that the two
+         * readers can never apply different records. */
+        if (!eq || eq == key || memchr(key, '\0', (size_t)(eq - key)) || len >= 1000000)
             return berth_image_refuse(reterr, BERTH_IMAGE_ARCHIVE_INVALID, "malformed PAX record");
         r = pax_record(w, key, (size_t)(eq - key), eq + 1, (size_t)(p + len - 1 - (eq + 1)), reterr);
         if (r < 0)
@@ -401,12 +437,20 @@ static int header(struct berth_tarwalk *w, struct berth_error *reterr)
     if (w->pax_size_set)
         size = w->pax_size;
     if (type == '0' || type == '\0' || type == '7') {
-        size_t nlen = field_len(h, 100);
-        if (size > 0 && !w->long_name && !w->pax_path && nlen > 0 && h[nlen - 1] == '/')
+        /* libarchive turns a regular member whose name (PAX path, else GNU
+         * long name, else prefix/name) ends in "/" into a directory and
+         * reads its data as headers: refuse, whichever field says it. */
+        size_t nlen = field_len(h, 100), plen = posix ? field_len(h + 345, 155) : 0;
+        const char *eff = w->pax_path ? w->pax_path : w->long_name;
+        bool slash = eff ? (eff[0] && eff[strlen(eff) - 1] == '/') : (nlen > 0 ? h[nlen - 1] == '/' : plen > 0);
+        if (size > 0 && slash)
             return berth_image_refuse(reterr, BERTH_IMAGE_ARCHIVE_INVALID, "regular member named as a directory");
     } else if (size != 0)
         return berth_image_refuse(reterr, BERTH_IMAGE_ARCHIVE_INVALID, "type '%c' member with data", type);
     r = check_names(w, posix, reterr);
+    if (r < 0)
+        return r;
+    r = enqueue(w, size);
     if (r < 0)
         return r;
     pending_reset(w);
@@ -432,6 +476,8 @@ int berth_tarwalk_feed(struct berth_tarwalk *w, const void *data, size_t len, st
 
         switch (w->state) {
         case TW_HEADER:
+            if (w->hdr_len == 0 && !w->have_pax && !w->long_name && !w->long_link)
+                w->chain_start = w->offset; /* the first header of a member's chain */
             n = MIN(len, (size_t)BLOCK - w->hdr_len);
             memcpy(w->hdr + w->hdr_len, p, n);
             w->hdr_len += n;
@@ -467,6 +513,7 @@ int berth_tarwalk_feed(struct berth_tarwalk *w, const void *data, size_t len, st
         }
         p += n;
         len -= n;
+        w->offset += n;
     }
     return 0;
 }

@@ -34,6 +34,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <berth/error.h>
 
@@ -64,6 +65,27 @@ int berth_tarwalk_feed(struct berth_tarwalk *w, const void *data, size_t len, st
  * Return: 0 or the refusal.
  */
 int berth_tarwalk_finish(struct berth_tarwalk *w, struct berth_error *reterr);
+
+/**
+ * struct berth_tarwalk_member - where a member began and how much data it has.
+ * @offset: stream offset of the first header of its chain (a PAX 'x' or GNU
+ *          'L'/'K' header, else its own ustar header), in bytes.
+ * @size:   its data size in bytes (the PAX "size" record, else the field).
+ */
+struct berth_tarwalk_member {
+    uint64_t offset;
+    uint64_t size;
+};
+
+/**
+ * berth_tarwalk_next_member() - take the oldest member observed and not yet
+ * taken.  The extractor compares each with what libarchive reports for the
+ * entry it returns (archive_read_header_position(), archive_entry_size()):
+ * any difference means the two readers disagree on the archive's structure,
+ * so a rule checked by one could be bypassed in the other.
+ * Return: 0; -ENOENT when no member is pending; -EINVAL.
+ */
+int berth_tarwalk_next_member(struct berth_tarwalk *w, struct berth_tarwalk_member *ret);
 
 /** berth_tarwalk_ended() - whether the end-of-archive block was seen. */
 bool berth_tarwalk_ended(const struct berth_tarwalk *w);

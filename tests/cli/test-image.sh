@@ -87,7 +87,7 @@ stderr_has "staged in $TMP/root"
 [ -f "$TMP/root/bin/busybox" ] && [ -x "$TMP/root/bin/busybox" ] || fail "bin/busybox is missing or not executable"
 [ "$(readlink "$TMP/root/bin/sh")" = busybox ] || fail "bin/sh is $(readlink "$TMP/root/bin/sh")"
 grep -q "berth" "$TMP/root/etc/os-release" || fail "etc/os-release is wrong"
-[ -d "$TMP/root/tmp" ] && [ "$(stat -c %a "$TMP/root/tmp")" = 777 ] || fail "tmp is not a 0777 directory (sticky bit dropped)"
+[ -d "$TMP/root/tmp" ] && [ "$(stat -c %a "$TMP/root/tmp")" = 1777 ] || fail "tmp is not a 1777 directory (the sticky bit is kept on directories)"
 # What the stage built runs (the real busybox, outside any sandbox).
 [ "$("$TMP/root/bin/busybox" echo staged)" = staged ] || fail "the staged busybox does not run"
 # A second stage into an existing directory is refused before anything is read.
@@ -128,6 +128,23 @@ chmod 0400 "$TMP/store-t/blobs/sha256/$(basename "$LAYER")"
 run 1 "$BERTHCTL" image stage "$DIGEST" --store "$TMP/store-t" --out "$TMP/r7"
 refused digest-mismatch
 nothing_at "$TMP/r7"
+# A store others can enter, or one reached through a symlink: refused the same way.
+chmod 0755 "$TMP/store-t"
+run 1 "$BERTHCTL" image stage "$DIGEST" --store "$TMP/store-t" --out "$TMP/r9"
+refused unsafe-store
+nothing_at "$TMP/r9"
+chmod 0700 "$TMP/store-t"
+ln -s "$STORE" "$TMP/store-link"
+run 1 "$BERTHCTL" image stage "$DIGEST" --store "$TMP/store-link" --out "$TMP/r10"
+refused unsafe-store
+nothing_at "$TMP/r10"
+# A layout whose blob is a symlink is no layout to import from.
+cp -r "$TMP/bb" "$TMP/linked"
+L2=$TMP/linked/blobs/sha256/$(basename "$LAYER")
+mv "$L2" "$TMP/moved-blob"
+ln -s "$TMP/moved-blob" "$L2"
+run 1 "$BERTHCTL" image import "$TMP/linked" --store "$TMP/store-l"
+stderr_has "invalid-layout"
 # A blob with other permissions: unsafe-store.
 chmod 0644 "$TMP/store-t/blobs/sha256/$(basename "$LAYER")"
 run 1 "$BERTHCTL" image stage "$DIGEST" --store "$TMP/store-t" --out "$TMP/r8"

@@ -216,6 +216,15 @@ START_TEST(unsafe_store)
     ck_assert_int_eq(berth_blob_store_open(root, false, &s, &err), -EPERM);
     image_assert_reason(&err, "unsafe-store");
     ck_assert_int_eq(berth_blob_store_open("relative/store", true, &s, &err), -EINVAL);
+    /* A store reached through a symlink. */
+    ck_assert_int_eq(chmod(root, 0700), 0);
+    {
+        char link[600];
+        snprintf(link, sizeof(link), "%s/store-link", dir);
+        ck_assert_int_eq(symlink(root, link), 0);
+        ck_assert_int_eq(berth_blob_store_open(link, false, &s, &err), -EPERM);
+        image_assert_reason(&err, "unsafe-store");
+    }
 }
 END_TEST
 

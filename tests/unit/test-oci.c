@@ -138,6 +138,12 @@ START_TEST(manifest_refusals)
                      -EBADMSG);
     image_assert_reason(&err, "invalid-manifest");
     ck_assert_ptr_nonnull(strstr(err.message, "two sizes"));
+    /* A subject that is no descriptor. */
+    ck_assert_int_eq(parse_manifest("{\"schemaVersion\":2,\"config\":" CFG ",\"layers\":[{\"mediaType\":\"" TGZ
+                                    "\",\"digest\":\"" D2 "\",\"size\":5}],\"subject\":7}",
+                                    &err),
+                     -EBADMSG);
+    image_assert_reason(&err, "invalid-manifest");
     /* 129 layers. */
     big = malloc(200 * 1024);
     ck_assert_ptr_nonnull(big);
@@ -200,6 +206,15 @@ START_TEST(config_checks)
         image_assert_reason(&err, "platform");
         snprintf(v, sizeof(v), "%s,\"container_config\":{}", platform);
         ck_assert_int_eq(check_config(img, v, ids, &err), -EBADMSG);
+        image_assert_reason(&err, "invalid-config");
+    }
+    {
+        char v[192], buf[512];
+        snprintf(v, sizeof(v), "%s,\"author\":7", platform);
+        ck_assert_int_eq(check_config(img, v, ids, &err), -EBADMSG);
+        image_assert_reason(&err, "invalid-config");
+        snprintf(buf, sizeof(buf), "{%s,\"history\":[1],\"rootfs\":%s}", platform, ids);
+        ck_assert_int_eq(berth_oci_config_check(img, buf, strlen(buf), arch(), &err), -EBADMSG);
         image_assert_reason(&err, "invalid-config");
     }
     ck_assert_int_eq(check_config(img, platform, "{\"type\":\"layers\",\"diff_ids\":[]}", &err), -EBADMSG);
