@@ -54,6 +54,7 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+BERTH_PRINTF(2, 3)
 static void log_call(struct script *s, const char *fmt, ...)
 {
     char line[256];
