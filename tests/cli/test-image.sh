@@ -50,6 +50,16 @@ stdout_is "$DIGEST2
 "
 stderr_has "4 blobs"
 stderr_has "3 new"
+# A layout written by skopeo (copied locally, no network) imports the same;
+# the same image recompressed with zstd is refused.
+skopeo copy --quiet "oci:$TMP/bb:latest" "oci:$TMP/sk:copied" || fail "skopeo copy failed"
+run 0 "$BERTHCTL" image import "$TMP/sk:copied" --store "$STORE"
+stdout_is "$DIGEST
+"
+skopeo copy --quiet --dest-compress-format zstd "oci:$TMP/bb:latest" "oci:$TMP/skz:z" || fail "skopeo copy (zstd) failed"
+run 1 "$BERTHCTL" image import "$TMP/skz:z" --store "$STORE"
+stderr_has "media-type:"
+stderr_has "zstd"
 # Unknown ref, not a layout.
 run 1 "$BERTHCTL" image import "$TMP/bb:nope" --store "$STORE"
 stderr_has "invalid-index"
