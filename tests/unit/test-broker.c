@@ -427,13 +427,21 @@ END_TEST
 
 START_TEST(deadline)
 {
-    _cleanup_free_ char *doc = job_doc("d1", "[\"sleep\"]", 20000000LL); /* 20 ms */
+    /* d1 has 500 ms: ample for the first pass to start it even in a
+     * sanitizer build on a loaded machine (checked below, so that the test
+     * cannot pass by accident); d2 has 20 ms and no pass runs before it is
+     * past its deadline. */
+    _cleanup_free_ char *doc = job_doc("d1", "[\"sleep\"]", 500000000LL);
     _cleanup_free_ char *late = job_doc("d2", "[\"sleep\"]", 20000000LL);
-    struct berth_reply r = submit(FP_A, doc), r2, res = {0};
-    struct timespec ts = {0, 50000000};
+    struct berth_reply r = submit(FP_A, doc), r2, res = {0}, ins = {0};
+    struct timespec ts = {0, 600000000};
 
     expect_status(&r, 201, NULL);
     passes(); /* started */
+    berth_broker_inspect(broker, FP_A, "d1", &ins);
+    expect_status(&ins, 200, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(ins.body, "state")), "running");
+    berth_reply_clear(&ins);
     r2 = submit(FP_A, late);
     expect_status(&r2, 201, NULL);
     nanosleep(&ts, NULL);
