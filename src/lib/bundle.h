@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bundle.h -- the deny-all OCI runtime configuration every OCI backend of
+ * berth runs a job with (OCI runtime-spec 1.0.2, config.md and
+ * config-linux.md), and its exclusive publication into a bundle directory.
+ *
+ * What the configuration says, and why:
+ *   process     args from the job; env = PATH (unless the pool's template
+ *               sets it) and the template's env, sorted by name; cwd = the
+ *               template's root; user = @uid:@gid (default 65534:65534), no
+ *               additional groups; terminal false; noNewPrivileges; all
+ *               five capability sets empty; rlimits NOFILE (@nofile), CORE 0
+ *               and, when @nproc is set, NPROC (gVisor counts host tasks
+ *               in pids.limit, so guest processes are bounded this way).
+ *   root        @rootfs, read-only.
+ *   mounts      /proc; /dev as a small tmpfs with /dev/pts and /dev/shm;
+ *               /sys read-only; /tmp a tmpfs of limits.scratch_bytes
+ *               (nosuid, nodev, noexec, mode 1777); /tmp/outputs a bind of
+ *               @outputs_dir (nosuid, nodev, noexec) when given; every
+ *               input bound read-only (nosuid, nodev, noexec) at its
+ *               /inputs/... path.  Nothing else of the host.
+ *   linux       namespaces pid, ipc, uts, mount and network (a new, empty
+ *               network namespace for both "none" and "loopback": a runtime
+ *               that brings up lo gives loopback, nothing gives more;
+ *               "restricted" and "open" are refused); resources memory
+ *               (limits.memory_bytes), pids (@pids_ceiling, default
+ *               limits.pids), cpu (quota = cpu_millis * 100 per 100,000 us
+ *               period) and devices (deny all); maskedPaths and
+ *               readonlyPaths as runc's defaults; optional cgroupsPath.
+ *   hostname    "sandbox".  No hooks, no annotations, no host devices.
+ * The document is built from the job and the effective manifest only, so
+ * the same inputs always give the same bytes (canonical JSON).
+ */
+#ifndef BERTH_BUNDLE_H
+#define BERTH_BUNDLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include <berth/error.h>
+
+#include "job.h"
+
+#define BERTH_BUNDLE_DEFAULT_UID 65534
+#define BERTH_BUNDLE_DEFAULT_NOFILE 1024
+#define BERTH_BUNDLE_CONFIG_MAX (1024 * 1024) /**< largest config.json, bytes */
+
+/** struct berth_bundle_input - one job input, bound read-only at @guest_path. */
+struct berth_bundle_input {
+    const char *guest_path; /* "/inputs/..." as the job declares it */
+    const char *host_path;  /* absolute path of the staged file on the host */
+};
+
+/**
+ * struct berth_bundle_params - what a bundle is built from (all borrowed).
+ * @job:          the sealed job (argv and limits).
+ * @effective:    the effective manifest placement chose (the dispatch
+ *                document's "effective": template {root, env},
+ *                network_egress_class).
+ * @rootfs:       root.path: the staged root filesystem, absolute or
+ *                relative to the bundle directory (usually "rootfs").  It
+ *                is the guest's "/", so @uid must be able to search it:
+ *                keep the bundle directory private (0700) and the rootfs
+ *                in it 0755 (image stages leave the directory they fill
+ *                as they found it).
+ * @outputs_dir:  absolute host directory bound at /tmp/outputs, or NULL.
+ * @inputs, @n_inputs: the staged inputs (one per job input), may be 0.
+ * @uid, @gid:    the process identity; 0 means 65534 (so root can never be
+ *                chosen).
+ * @nofile:       RLIMIT_NOFILE (soft = hard); 0 means 1024.
+ * @nproc:        RLIMIT_NPROC (soft = hard), or 0 for none.
+ * @pids_ceiling: linux.resources.pids.limit; 0 means limits.pids.
+ * @cgroups_path: linux.cgroupsPath, or NULL.
+ */
+struct berth_bundle_params {
+    const struct berth_job *job;
+    const json_t *effective;
+    const char *rootfs;
+    const char *outputs_dir;
+    const struct berth_bundle_input *inputs;
+    size_t n_inputs;
+    uint32_t uid, gid;
+    uint64_t nofile;
+    uint64_t nproc;
+    uint64_t pids_ceiling;
+    const char *cgroups_path;
+};
+
+/**
+ * berth_bundle_config() - build the OCI configuration for @p.
+ * @ret: receives a new JSON object (json_decref()).
+ * Return: 0; -EINVAL (NULL or malformed parameters: relative host paths,
+ * an input path outside /inputs/, a template root that is not an absolute
+ * guest path, a relative cgroupsPath); -EPROTONOSUPPORT when the egress class is wider than
+ * loopback (this configuration cannot enforce it); -EBADMSG when @effective
+ * lacks a member; -ENOMEM.  Thread-safe.
+ */
+int berth_bundle_config(const struct berth_bundle_params *p, json_t **ret, struct berth_error *reterr);
+
+/**
+ * berth_bundle_write() - write @config as config.json (canonical JSON, mode
+ * 0600) into the bundle directory @bundle_dirfd, atomically and
+ * exclusively: an existing config.json is never overwritten.
+ * @bundle_dirfd: the job's private bundle directory, O_RDONLY|O_DIRECTORY.
+ * Return: 0; -EEXIST when config.json exists (nothing is changed); the
+ * errors of berth_publish_at().
+ */
+int berth_bundle_write(int bundle_dirfd, const json_t *config, struct berth_error *reterr);
+
+#endif /* BERTH_BUNDLE_H */
