@@ -65,8 +65,27 @@ int berth_blob_store_open(const char *root, bool create, struct berth_blob_store
 
     if (!root || root[0] != '/' || !ret)
         return berth_error_set(reterr, -EINVAL, "the image store must be an absolute path");
-    if (create && mkdir(root, 0700) < 0 && errno != EEXIST)
-        return berth_error_set(reterr, -errno, "creating the image store %s: %s", root, strerror(errno));
+    if (create && mkdir(root, 0700) < 0) {
+        int e = errno;
+        if (e == ENOENT) {
+            /* Missing parents are made as "mkdir -p" would (0755): they are
+             * not the store, whose own directories stay 0700. */
+            _cleanup_free_ char *parents = strdup(root);
+            if (!parents)
+                return -ENOMEM;
+            for (char *c = parents + 1; *c; c++) {
+                if (*c != '/')
+                    continue;
+                *c = '\0';
+                if (mkdir(parents, 0755) < 0 && errno != EEXIST)
+                    return berth_error_set(reterr, -errno, "creating %s: %s", parents, strerror(errno));
+                *c = '/';
+            }
+            if (mkdir(root, 0700) < 0 && errno != EEXIST)
+                return berth_error_set(reterr, -errno, "creating the image store %s: %s", root, strerror(errno));
+        } else if (e != EEXIST)
+            return berth_error_set(reterr, -e, "creating the image store %s: %s", root, strerror(e));
+    }
     rootfd = berth_open_trusted(root, O_RDONLY | O_DIRECTORY, 0, reterr);
     if (rootfd == -ELOOP || rootfd == -ENOTDIR)
         return berth_image_refuse(reterr, BERTH_IMAGE_UNSAFE_STORE,

@@ -29,7 +29,8 @@ struct berth_blob_store;
 /**
  * berth_blob_store_open() - open (with @create, first make) the store at @root.
  * @root:   an absolute path without symlinks.
- * @create: make missing directories (mode 0700) instead of failing.
+ * @create: make missing directories (mode 0700; missing parents of @root
+ *          0755, as "mkdir -p" would) instead of failing.
  * Return: 0; "unsafe-store" (-EPERM) when a directory has another owner,
  * group/other permission bits, or is not a directory; -ENOENT without
  * @create; -EINVAL; -ENOMEM; another errno of open/mkdir.

@@ -79,6 +79,19 @@ START_TEST(create_and_import)
     size_t len = 0;
 
     ck_assert_int_eq(berth_blob_store_open(root, false, &s, &err), -ENOENT);
+    {
+        /* Missing parents are made too (0755), the store itself 0700. */
+        _cleanup_free_ char *deep = NULL, *mid = NULL;
+        struct berth_blob_store *ds = NULL;
+        ck_assert_int_gt(asprintf(&deep, "%s/a/b/store", dir), 0);
+        ck_assert_int_gt(asprintf(&mid, "%s/a/b", dir), 0);
+        ck_assert_int_eq(berth_blob_store_open(deep, true, &ds, &err), 0);
+        ck_assert_int_eq(stat(mid, &st), 0);
+        ck_assert_uint_eq(st.st_mode & 07777, 0755);
+        ck_assert_int_eq(stat(deep, &st), 0);
+        ck_assert_uint_eq(st.st_mode & 07777, 0700);
+        berth_blob_store_free(ds);
+    }
     ck_assert_int_eq(berth_blob_store_open(root, true, &s, &err), 0);
     ck_assert_int_eq(stat(sha, &st), 0);
     ck_assert_uint_eq(st.st_mode & 07777, 0700);
