@@ -65,7 +65,7 @@ static void help(FILE *out)
 {
     fprintf(out, "Usage: berthctl dev-init DIR [--port=N] [--principal=NAME]...\n"
                  "                [--image=DIGEST]... [--backend=NAME=PLUGIN[,CONFIG_FILE]]...\n"
-                 "                [--plugin-dir=PATH] [--broker-name=NAME] [--json]\n"
+                 "                [--plugin-dir=PATH] [--no-image-source] [--broker-name=NAME] [--json]\n"
                  "\n"
                  "Write a complete, self-contained berth installation into DIR, for trying\n"
                  "berth on one machine and for tests: a private certificate authority, TLS\n"

@@ -315,8 +315,16 @@ int cmd_image(struct bctl_globals *g, int argc, char **argv)
     if (optind >= argc)
         return bctl_usage_error("image", "needs a subcommand: import, inspect or stage");
     sub = argv[optind];
+    if (!streq(sub, "import") && !streq(sub, "inspect") && !streq(sub, "stage"))
+        return bctl_usage_error("image", "unknown subcommand \"%s\" (import, inspect or stage)", sub);
     if (argc - optind != 2)
         return bctl_usage_error("image", "%s takes exactly one argument", sub);
+    if (!streq(sub, "import")) {
+        uint8_t raw[BERTH_SHA256_LEN];
+        if (berth_digest_parse(argv[optind + 1], raw) < 0)
+            return bctl_usage_error("image", "%s takes a manifest digest, sha256:<64 lowercase hex>, not \"%s\"", sub,
+                                    argv[optind + 1]);
+    }
     if (store[0] != '/')
         return bctl_usage_error("image", "--store must be an absolute path, not \"%s\"", store);
     if (streq(sub, "import"))

@@ -414,7 +414,7 @@ static int start(struct daemon *d, bool check_only)
     if ((r = berthd_worker_start(&d->worker)) < 0)
         return berth_logf(&d->logger, BERTH_LOG_ERR, "cannot start the worker thread: %s", strerror(-r)), 1;
     berthd_worker_wake(&d->worker); /* dispatch what recovery left accepted */
-    berth_logf(&d->logger, BERTH_LOG_NOTICE, "ready: https://%s%s%s:%d/ (broker %s, key %s, %zu backends)",
+    berth_logf(&d->logger, BERTH_LOG_NOTICE, "ready: https://%s%s%s:%d/ (broker %s, key id %s, %zu backends)",
                strchr(d->cfg.address, ':') ? "[" : "", d->cfg.address, strchr(d->cfg.address, ':') ? "]" : "",
                berthd_server_port(d->server), d->cfg.broker_name, berth_signing_key_id(d->key), d->cfg.n_backends);
     sd_notifyf(0, "READY=1\nSTATUS=serving on %s port %d", d->cfg.address, berthd_server_port(d->server));

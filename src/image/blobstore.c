@@ -91,7 +91,7 @@ int berth_blob_store_open(const char *root, bool create, struct berth_blob_store
         return berth_image_refuse(reterr, BERTH_IMAGE_UNSAFE_STORE,
                                   "the image store %s must be a directory reached without symlinks", root);
     if (rootfd < 0) {
-        berth_error_prefix(reterr, "image store %s", root);
+        berth_error_prefix(reterr, "image store");
         return rootfd;
     }
     if ((r = check_dir(rootfd, "the image store", owner, reterr)) < 0)

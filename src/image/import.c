@@ -95,7 +95,7 @@ static int check_layout_file(int layoutfd, struct berth_error *reterr)
     if (berth_read_file_at(layoutfd, "oci-layout", &expect, &buf, &len, &err) < 0 ||
         berth_json_parse(buf, len, LAYOUT_FILE_MAX, &doc, &err) < 0 ||
         berth_json_only_members(doc, "oci-layout", members, &err) < 0)
-        return berth_image_refuse(reterr, BERTH_IMAGE_INVALID_LAYOUT, "oci-layout: %s", err.message);
+        return berth_image_refuse(reterr, BERTH_IMAGE_INVALID_LAYOUT, "%s", err.message);
     v = json_object_get(doc, "imageLayoutVersion");
     if (!json_is_string(v) || !streq(json_string_value(v), "1.0.0"))
         return berth_image_refuse(reterr, BERTH_IMAGE_INVALID_LAYOUT,

@@ -81,6 +81,13 @@ stderr_has "blob-conflict"
 [ "$(cat "$TMP/store-c/blobs/sha256/$(basename "$LAYER")")" = forged ] || fail "a stored blob was overwritten"
 run 2 "$BERTHCTL" image import "$TMP/bb" --store relative/dir
 stderr_has "--store must be an absolute path"
+run 2 "$BERTHCTL" image frob x
+stderr_has 'unknown subcommand "frob"'
+run 2 "$BERTHCTL" image inspect sha256:abc --store "$STORE"
+stderr_has 'not "sha256:abc"'
+# The default store's parents are made as needed (mkdir -p).
+run 0 "$BERTHCTL" image import "$TMP/bb" --store "$TMP/new/parents/store"
+[ "$(stat -c %a "$TMP/new/parents/store")" = 700 ] || fail "a new store is not 0700"
 
 # --- inspect ----------------------------------------------------------------------
 run 0 "$BERTHCTL" image inspect "$DIGEST" --store "$STORE"
