@@ -48,6 +48,7 @@ static const struct {
     {"inspect", cmd_job, "show a job's state and receipt"},
     {"keygen", cmd_keygen, "create an Ed25519 signing key"},
     {"plugins", cmd_plugins, "list plugins and whether they would load"},
+    {"policy", cmd_policy, "grant an imported image in the host policy (allow-image)"},
     {"pool", cmd_pool, "register, inspect, place on and verify named sandbox pools"},
     {"receipt", cmd_verify, "verify a signed receipt offline"},
     {"result", cmd_verify, "verify a signed result offline"},

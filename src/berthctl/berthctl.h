@@ -73,6 +73,7 @@ int cmd_devinit(struct bctl_globals *g, int argc, char **argv);
 int cmd_digest(struct bctl_globals *g, int argc, char **argv);
 int cmd_keygen(struct bctl_globals *g, int argc, char **argv);
 int cmd_plugins(struct bctl_globals *g, int argc, char **argv);
+int cmd_policy(struct bctl_globals *g, int argc, char **argv);
 int cmd_pool(struct bctl_globals *g, int argc, char **argv);
 int cmd_audit(struct bctl_globals *g, int argc, char **argv);
 int cmd_image(struct bctl_globals *g, int argc, char **argv);
