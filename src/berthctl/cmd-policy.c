@@ -79,14 +79,6 @@ static int grant(json_t *doc, const char *principal, const char *digest, size_t 
 
 static int allow_image(const char *path, const char *principal, const char *digest)
 {
-    const struct berth_file_expect expect = {
-        .type = S_IFREG,
-        .uid = (uint32_t)geteuid(),
-        .mode_mask = 07777,
-        .mode = 0600,
-        .max_size = BERTH_POLICY_MAX,
-        .one_link = 1,
-    };
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_free_ char *text = NULL, *pretty = NULL, *out = NULL;
     _cleanup_json_ json_t *doc = NULL;
@@ -94,7 +86,7 @@ static int allow_image(const char *path, const char *principal, const char *dige
     size_t len = 0, matched = 0;
     int changed, n;
 
-    if (berth_read_file_at(AT_FDCWD, path, &expect, &text, &len, &err) < 0)
+    if (berth_policy_read_file(path, &text, &len, &err) < 0)
         return bctl_error(VERB, "%s: %s", path, err.message);
     if (berth_policy_parse(text, len, &check, &err) < 0)
         return bctl_error(VERB, "%s is not a valid policy (nothing changed): %s", path, err.message);

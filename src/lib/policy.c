@@ -288,7 +288,7 @@ static bool same_file(const struct stat *a, const struct stat *b)
            a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-static int reload(struct berth_policy_source *src, struct berth_error *reterr)
+int berth_policy_read_file(const char *path, char **ret, size_t *ret_len, struct berth_error *reterr)
 {
     const struct berth_file_expect expect = {
         .type = S_IFREG,
@@ -298,13 +298,19 @@ static int reload(struct berth_policy_source *src, struct berth_error *reterr)
         .max_size = BERTH_POLICY_MAX,
         .one_link = 1,
     };
+
+    return berth_read_file_at(AT_FDCWD, path, &expect, ret, ret_len, reterr);
+}
+
+static int reload(struct berth_policy_source *src, struct berth_error *reterr)
+{
     _cleanup_free_ char *text = NULL;
     struct berth_policy *p = NULL;
     size_t len = 0;
     int r;
 
     src->reloads++;
-    r = berth_read_file_at(AT_FDCWD, src->path, &expect, &text, &len, reterr);
+    r = berth_policy_read_file(src->path, &text, &len, reterr);
     if (r == 0)
         r = berth_policy_parse(text, len, &p, reterr);
     if (r < 0)

@@ -85,6 +85,16 @@ const struct berth_subject *berth_policy_subject(const struct berth_policy *p, c
 bool berth_subject_allows_pool(const struct berth_subject *s, const char *pool);
 bool berth_subject_allows_image(const struct berth_subject *s, const char *digest);
 
+/**
+ * berth_policy_read_file() - read the policy file at the absolute @path with
+ * the checks every reader applies: a regular file owned by the effective
+ * uid, mode 0600, one link, no symlink on its path, at most
+ * BERTH_POLICY_MAX bytes.
+ * @ret, @ret_len: a malloc'd copy, NUL appended (not counted).
+ * Return: 0 or the errors of berth_read_file_at() (fsutil.h).
+ */
+int berth_policy_read_file(const char *path, char **ret, size_t *ret_len, struct berth_error *reterr);
+
 /** A policy file watched for changes. */
 struct berth_policy_source;
 
