@@ -232,13 +232,36 @@ int berth_blob_verify_fd(int fd, const char *digest, uint64_t size, struct berth
     return r;
 }
 
+int berth_blob_read_fd(int fd, const char *digest, uint64_t size, size_t max_bytes, char **ret, size_t *ret_len,
+                       struct berth_error *reterr)
+{
+    _cleanup_free_ char *buf = NULL;
+    size_t len = 0;
+    uint8_t want[BERTH_SHA256_LEN], have[BERTH_SHA256_LEN];
+    int r;
+
+    if (berth_digest_parse(digest, want) < 0)
+        return berth_error_set(reterr, -EINVAL, "not a sha256 digest");
+    if ((r = berth_read_fd(fd, max_bytes, &buf, &len, reterr)) < 0) {
+        berth_error_prefix(reterr, "blob %s", digest);
+        return r; /* -EFBIG over @max_bytes: the caller says what that means */
+    }
+    if (size != BERTH_BLOB_ANY_SIZE && len != size)
+        return berth_image_refuse(reterr, BERTH_IMAGE_SIZE_MISMATCH, "blob %s holds %zu bytes; %llu are declared",
+                                  digest, len, (unsigned long long)size);
+    if ((r = berth_sha256(buf, len, have)) < 0)
+        return berth_error_set(reterr, r, "hashing blob %s failed", digest);
+    if (memcmp(want, have, sizeof(want)) != 0)
+        return berth_image_refuse(reterr, BERTH_IMAGE_DIGEST_MISMATCH, "blob %s does not hash to its digest", digest);
+    *ret = TAKE_PTR(buf);
+    *ret_len = len;
+    return 0;
+}
+
 int berth_blob_read(const struct berth_blob_store *store, const char *digest, uint64_t size, size_t max_bytes,
                     char **ret, size_t *ret_len, struct berth_error *reterr)
 {
     _cleanup_close_ int fd = -1;
-    _cleanup_free_ char *buf = NULL;
-    size_t len = 0;
-    uint8_t want[BERTH_SHA256_LEN], have[BERTH_SHA256_LEN];
     int r;
 
     if (size != BERTH_BLOB_ANY_SIZE && size > max_bytes)
@@ -246,19 +269,7 @@ int berth_blob_read(const struct berth_blob_store *store, const char *digest, ui
                                (unsigned long long)size, max_bytes);
     if ((r = berth_blob_open(store, digest, size, &fd, reterr)) < 0)
         return r;
-    if ((r = berth_read_fd(fd, max_bytes, &buf, &len, reterr)) < 0) {
-        berth_error_prefix(reterr, "blob %s", digest);
-        return r;
-    }
-    if (size != BERTH_BLOB_ANY_SIZE && len != size)
-        return berth_image_refuse(reterr, BERTH_IMAGE_SIZE_MISMATCH, "blob %s changed size while read", digest);
-    if (berth_sha256(buf, len, have) < 0 || berth_digest_parse(digest, want) < 0)
-        return -EIO;
-    if (memcmp(want, have, sizeof(want)) != 0)
-        return berth_image_refuse(reterr, BERTH_IMAGE_DIGEST_MISMATCH, "blob %s does not hash to its name", digest);
-    *ret = TAKE_PTR(buf);
-    *ret_len = len;
-    return 0;
+    return berth_blob_read_fd(fd, digest, size, max_bytes, ret, ret_len, reterr);
 }
 
 /* Copy @src_fd into @dst_fd, hashing; fails on more than @size bytes. */

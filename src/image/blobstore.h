@@ -62,6 +62,18 @@ int berth_blob_open(const struct berth_blob_store *store, const char *digest, ui
 int berth_blob_verify_fd(int fd, const char *digest, uint64_t size, struct berth_error *reterr);
 
 /**
+ * berth_blob_read_fd() - read all of @fd (at most @max_bytes, from its
+ * offset) and check it against @digest and, unless BERTH_BLOB_ANY_SIZE,
+ * @size.  Used for store blobs and for the blobs of a layout being imported.
+ * @ret, @ret_len: a malloc'd copy of the content, NUL appended (not counted).
+ * Return: 0; -EFBIG for more than @max_bytes (not a refusal: the caller
+ * knows what that means for its blob); "size-mismatch" or "digest-mismatch"
+ * (-EBADMSG); -EINVAL for a malformed digest; the read error.
+ */
+int berth_blob_read_fd(int fd, const char *digest, uint64_t size, size_t max_bytes, char **ret, size_t *ret_len,
+                       struct berth_error *reterr);
+
+/**
  * berth_blob_read() - open, check, read and verify a small blob (a manifest,
  * config or index) of declared @size bytes (or BERTH_BLOB_ANY_SIZE), at most
  * @max_bytes.

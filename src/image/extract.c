@@ -65,15 +65,6 @@ struct layer {
     size_t ndirs, capdirs;
 };
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
-        return INT64_MAX;
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 int berth_extract_new(int rootfd, const struct berth_stage_limits *limits, int64_t deadline_ns,
                       struct berth_extract **ret)
 {
@@ -142,7 +133,7 @@ static ssize_t source_pull(struct layer *l)
 
     if (l->refusal)
         return -1;
-    if (now_ns() > x->deadline_ns)
+    if (berth_stage_clock_ns() > x->deadline_ns)
         return source_fail(l, berth_image_refuse(&l->err, BERTH_IMAGE_TIME_BUDGET, "layer %u", x->layer));
     if (l->outer) {
         n = archive_read_data(l->outer, l->buf, CHUNK);
@@ -608,7 +599,7 @@ static int entry(struct layer *l, struct archive *in, struct archive_entry *e, s
     r = same_structure(l, in, e, reterr);
     if (r < 0)
         return r;
-    if (now_ns() > x->deadline_ns)
+    if (berth_stage_clock_ns() > x->deadline_ns)
         return berth_image_refuse(reterr, BERTH_IMAGE_TIME_BUDGET, "layer %u", x->layer);
     units = 1 + components(raw) + components(hl ? hl : sl);
     if (units > x->limits.entries - x->s.entries)
@@ -699,7 +690,7 @@ static la_ssize_t blob_read(struct archive *a, void *userdata, const void **buf)
     (void)a;
     if (l->refusal)
         return -1;
-    if (now_ns() > l->x->deadline_ns)
+    if (berth_stage_clock_ns() > l->x->deadline_ns)
         return source_fail(l, berth_image_refuse(&l->err, BERTH_IMAGE_TIME_BUDGET, "layer %u", l->x->layer));
     do
         n = read(l->blobfd, l->zbuf, CHUNK);

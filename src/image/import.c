@@ -52,9 +52,6 @@ static int read_layout_blob(int layoutfd, const struct berth_oci_descriptor *d, 
                             struct berth_error *reterr)
 {
     _cleanup_close_ int fd = -1;
-    _cleanup_free_ char *buf = NULL;
-    uint8_t want[BERTH_SHA256_LEN], have[BERTH_SHA256_LEN];
-    size_t len = 0;
     int r;
 
     if (d->size > BERTH_IMAGE_METADATA_MAX)
@@ -62,23 +59,11 @@ static int read_layout_blob(int layoutfd, const struct berth_oci_descriptor *d, 
                                   d->digest, (unsigned long long)d->size, BERTH_IMAGE_METADATA_MAX);
     if ((r = open_layout_blob(layoutfd, d->digest, &fd, reterr)) < 0)
         return r;
-    if ((r = berth_read_fd(fd, BERTH_IMAGE_METADATA_MAX, &buf, &len, reterr)) < 0) {
-        if (r == -EFBIG)
-            return berth_image_refuse(reterr, BERTH_IMAGE_SIZE_MISMATCH, "layout blob %s is larger than declared",
-                                      d->digest);
-        return r;
-    }
-    if (len != d->size)
-        return berth_image_refuse(reterr, BERTH_IMAGE_SIZE_MISMATCH, "layout blob %s holds %zu bytes; %llu declared",
-                                  d->digest, len, (unsigned long long)d->size);
-    if (berth_sha256(buf, len, have) < 0 || berth_digest_parse(d->digest, want) < 0)
-        return -EIO;
-    if (memcmp(have, want, sizeof(have)) != 0)
-        return berth_image_refuse(reterr, BERTH_IMAGE_DIGEST_MISMATCH, "layout blob %s does not hash to its digest",
+    r = berth_blob_read_fd(fd, d->digest, d->size, BERTH_IMAGE_METADATA_MAX, ret, ret_len, reterr);
+    if (r == -EFBIG)
+        return berth_image_refuse(reterr, BERTH_IMAGE_SIZE_MISMATCH, "layout blob %s is larger than declared",
                                   d->digest);
-    *ret = TAKE_PTR(buf);
-    *ret_len = len;
-    return 0;
+    return r;
 }
 
 /* `oci-layout` must say imageLayoutVersion 1.0.0 (image-layout.md). */

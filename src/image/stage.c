@@ -12,15 +12,6 @@
 #include "refusal.h"
 #include "stage.h"
 
-static int64_t monotonic_ns(void)
-{
-    struct timespec ts;
-
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
-        return INT64_MAX; /* no clock: every deadline has passed */
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* Budgets from a caller must lie within the ceilings of budget.h. */
 static bool limits_valid(const struct berth_stage_limits *l)
 {
@@ -84,6 +75,23 @@ json_t *berth_image_summary(const struct berth_oci_image *img)
     return doc;
 }
 
+/* Name the layer in @e: after the reason code of a refusal ("path-traversal:
+ * layer 1 (sha256:...): ..."), so the code stays first; in front otherwise. */
+static void layer_context(struct berth_error *e, size_t i, const char *digest)
+{
+    char copy[BERTH_ERROR_MESSAGE_MAX];
+    const char *sep;
+
+    if (!e)
+        return;
+    if (!berth_image_reason_of(e->message) || !(sep = strstr(e->message, ": "))) {
+        berth_error_prefix(e, "layer %zu (%s)", i, digest);
+        return;
+    }
+    snprintf(copy, sizeof(copy), "%.*s: layer %zu (%s): %s", (int)(sep - e->message), e->message, i, digest, sep + 2);
+    memcpy(e->message, copy, sizeof(copy));
+}
+
 /* Everything after resolve; on failure the caller clears the root. */
 static int stage_layers(const struct berth_blob_store *store, const struct berth_oci_image *img, int rootfd,
                         const struct berth_stage_limits *limits, int64_t deadline, struct berth_stage_stats *stats,
@@ -100,7 +108,7 @@ static int stage_layers(const struct berth_blob_store *store, const struct berth
         const struct berth_oci_layer *l = &img->layers[i];
         _cleanup_close_ int fd = -1;
 
-        if (monotonic_ns() > deadline) {
+        if (berth_stage_clock_ns() > deadline) {
             r = berth_image_refuse(reterr, BERTH_IMAGE_TIME_BUDGET, "the stage ran out of time before layer %zu", i);
             break;
         }
@@ -112,39 +120,12 @@ static int stage_layers(const struct berth_blob_store *store, const struct berth
             break;
         }
         if ((r = berth_extract_layer(x, fd, l->compression, diff_id, reterr)) < 0)
-            berth_error_prefix(reterr, "layer %zu (%s)", i, l->blob.digest);
+            layer_context(reterr, i, l->blob.digest);
         stats->layers++;
     }
     berth_extract_stats(x, stats);
     berth_extract_free(x);
     return r;
-}
-
-/* Keep the reason code first: "layer 0 (sha256:...): path-traversal: x"
- * reads badly in a one-line refusal, so move the prefix behind the code. */
-static void code_first(struct berth_error *reterr)
-{
-    char copy[BERTH_ERROR_MESSAGE_MAX];
-    const char *code, *sep;
-    size_t clen;
-    int i;
-
-    if (!reterr || strncmp(reterr->message, "layer ", 6) != 0)
-        return;
-    sep = strstr(reterr->message, "): ");
-    if (!sep)
-        return;
-    code = sep + 3;
-    for (i = 0; i < BERTH_IMAGE_REASON_COUNT; i++) {
-        const char *name = berth_image_reason_name(i);
-        clen = strlen(name);
-        if (strncmp(code, name, clen) == 0 && code[clen] == ':' && code[clen + 1] == ' ') {
-            snprintf(copy, sizeof(copy), "%s: %.*s: %s", name, (int)(sep + 1 - reterr->message), reterr->message,
-                     code + clen + 2);
-            memcpy(reterr->message, copy, sizeof(copy));
-            return;
-        }
-    }
 }
 
 int berth_image_stage(const struct berth_blob_store *store, const char *digest, int rootfd,
@@ -166,7 +147,7 @@ int berth_image_stage(const struct berth_blob_store *store, const char *digest, 
     }
     if (!limits_valid(limits))
         return berth_error_set(reterr, -EINVAL, "a stage budget is outside its range (budget.h)");
-    deadline = monotonic_ns();
+    deadline = berth_stage_clock_ns();
     deadline = deadline > INT64_MAX - limits->wall_time_ns ? INT64_MAX : deadline + limits->wall_time_ns;
     if ((r = berth_image_resolve(store, digest, &img, reterr)) < 0)
         return r;
@@ -180,7 +161,6 @@ int berth_image_stage(const struct berth_blob_store *store, const char *digest, 
     stats.compressed_bytes = img->compressed_bytes;
     r = stage_layers(store, img, rootfd, limits, deadline, &stats, reterr);
     if (r < 0) {
-        code_first(reterr);
         if (berth_tree_clear(rootfd, &cleanup) < 0 && reterr) {
             size_t n = strlen(reterr->message);
             snprintf(reterr->message + n, sizeof(reterr->message) - n, "; removing the partial tree failed: %s",

@@ -73,10 +73,10 @@ grep -qF "GET /v1/x%1B[31mred 404" "$TMP/berthd.log" || fail "the path was not l
 if grep -q "$(printf '\033')" "$TMP/berthd.log"; then fail "an escape character reached the log"; fi
 
 # --- a connection that never finishes its TLS handshake ---------------------------
-# It holds a slot for the header timeout (1.5 s), not the request timeout (20 s).
-start_s=$SECONDS
+# It is closed by the header timeout (1.5 s), not the request timeout (20 s):
+# berthd says which timeout closed it (before the fix it was the request one).
 timeout 25 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT; printf '\\x16\\x03\\x01' >&3; cat <&3 >/dev/null" || true
-[ $((SECONDS - start_s)) -lt 15 ] || fail "a stalled TLS handshake kept its connection for the request timeout"
+grep -q "no complete request within" "$TMP/berthd.log" && fail "the stalled handshake was closed by the request timeout"
 grep -q "no TLS handshake within http.header_timeout_ns" "$TMP/berthd.log" ||
     fail "berthd did not log the stalled handshake: $(tail -n 3 "$TMP/berthd.log")"
 

@@ -59,17 +59,7 @@ static void setup(void)
     ck_assert_ptr_nonnull(src);
     from = test_path(src, "image-oci-local.so");
     to = test_path(plugins, "image-oci-local.so");
-    {
-        char buf[1 << 16];
-        int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_EXCL, 0755);
-        ssize_t n;
-        ck_assert_int_ge(in, 0);
-        ck_assert_int_ge(out, 0);
-        while ((n = read(in, buf, sizeof(buf))) > 0)
-            ck_assert_int_eq(write(out, buf, (size_t)n), n);
-        close(in);
-        close(out);
-    }
+    test_copy_file(from, to, 0755);
     free(from);
     free(to);
 

@@ -294,17 +294,10 @@ END_TEST
 /* Copy a fixture into a private directory the test can tamper with. */
 static char *private_copy(const char *file)
 {
-    char *d = test_tmpdir(), buf[1 << 16];
+    char *d = test_tmpdir();
     _cleanup_free_ char *src = test_path(dir, file), *dst = test_path(d, file);
-    int in = open(src, O_RDONLY | O_CLOEXEC), out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
-    ssize_t n;
 
-    ck_assert_int_ge(in, 0);
-    ck_assert_int_ge(out, 0);
-    while ((n = read(in, buf, sizeof(buf))) > 0)
-        ck_assert_int_eq(write(out, buf, (size_t)n), n);
-    close(in);
-    close(out);
+    test_copy_file(src, dst, 0755);
     return d;
 }
 

@@ -88,6 +88,22 @@ static inline size_t test_read_file(const char *path, char *buf, size_t bufsz)
     return (size_t)n;
 }
 
+/** Copy the file @src to the new file @dst (mode @mode). */
+static inline void test_copy_file(const char *src, const char *dst, mode_t mode)
+{
+    char buf[1 << 16];
+    int in = open(src, O_RDONLY | O_CLOEXEC), out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    ssize_t n;
+
+    ck_assert_int_ge(in, 0);
+    ck_assert_int_ge(out, 0);
+    while ((n = read(in, buf, sizeof(buf))) > 0)
+        ck_assert_int_eq(write(out, buf, (size_t)n), n);
+    ck_assert_int_eq(n, 0);
+    close(in);
+    ck_assert_int_eq(close(out), 0);
+}
+
 /** What a capturing log sink saw: the number of lines, the last level and line. */
 struct test_log {
     int calls;
