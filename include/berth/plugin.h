@@ -211,7 +211,11 @@ struct berth_host {
  *        "job":       {the sealed job, schema v1},
  *        "effective": {the effective pool manifest placement chose:
  *                      template {root, env, timeout_seconds},
- *                      capabilities, network_egress_class, ...}}
+ *                      capabilities, network_egress_class, ...},
+ *        "rootfs":    absolute path of the job's image, staged by berthd
+ *                     from its image source (a directory, mode 0755, in a
+ *                     private directory berthd owns; the plugin must not
+ *                     modify it; absent when berthd has no image source)}
  *
  *     The job id every other op takes is receipt.receipt.run_id ("r" and
  *     32 hex digits: unique per principal, scope and client job id); the
@@ -221,8 +225,10 @@ struct berth_host {
  *     retry after a lost reply).  A finished id is never started again: the
  *     plugin keeps a tombstone.  -EBADMSG: the document is invalid;
  *     -EKEYREJECTED: its signature does not verify; -ETIME: its deadline has
- *     passed.  berthd turns those three into a failed result and retries any
- *     other error later (so only return them when retrying cannot help).
+ *     passed; -EPERM: the backend refuses to run anything now (for example
+ *     its runtime binary no longer matches its pin).  berthd turns those
+ *     four into a failed result and retries any other error later (so only
+ *     return them when retrying cannot help).
  * @inspect: report the job as a JSON object, schema_version 1:
  *
  *       {"schema_version": 1,

@@ -203,7 +203,7 @@ static int wait_result(const struct bctl_globals *g, struct bctl_client *c, cons
     const json_t *body, *code;
     const char *status;
     char state[32] = "";
-    long delay = 100;
+    long delay = 50;
     int r;
 
     clock_gettime(CLOCK_MONOTONIC, &start);
@@ -215,7 +215,7 @@ static int wait_result(const struct bctl_globals *g, struct bctl_client *c, cons
         if (now.tv_sec - start.tv_sec >= timeout_s)
             return bctl_error(verb, "job %s is still %s after %ld seconds", id, state, timeout_s);
         sleep_ms(delay);
-        delay = delay < 1000 ? delay * 2 : 1000;
+        delay = delay < 500 ? delay * 2 : 500;
     }
     if (r != BCTL_EXIT_OK)
         return r;

@@ -151,7 +151,7 @@ int berthd_config_parse(const char *text, size_t len, const char *default_plugin
     c->request_timeout_ns = 30 * NS_PER_S;
     c->idle_timeout_ns = 30 * NS_PER_S;
     c->shutdown_timeout_ns = 10 * NS_PER_S;
-    c->reconcile_interval_ns = NS_PER_S;
+    c->reconcile_interval_ns = 250 * NS_PER_MS;
     c->plugin_directory = default_plugindir;
 
     r = berth_json_parse(text, len, BERTHD_CONFIG_MAX, &c->doc, reterr);

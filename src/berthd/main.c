@@ -59,6 +59,9 @@ struct daemon {
     struct berth_plugin_handle *plugins[BERTHD_MAX_BACKENDS];
     struct berth_broker_backend backends[BERTHD_MAX_BACKENDS];
     struct berth_host_instance images_host;
+    struct berth_host_instance stager_host;
+    struct berth_plugin_handle *stager; /* a second image source instance, for dispatch */
+    char *stage_directory;              /* state_directory/stage */
     struct berth_plugin_handle *images; /* the image source, or NULL */
     struct berth_broker *broker;
     struct berthd_worker worker;
@@ -264,7 +267,8 @@ static int load_backends(struct daemon *d)
         };
     }
     if (d->cfg.has_images &&
-        load_plugin(d, &d->cfg.images, "image source", BERTH_PLUGIN_IMAGE_SOURCE, &d->images_host, &d->images) != 0)
+        (load_plugin(d, &d->cfg.images, "image source", BERTH_PLUGIN_IMAGE_SOURCE, &d->images_host, &d->images) != 0 ||
+         load_plugin(d, &d->cfg.images, "image stager", BERTH_PLUGIN_IMAGE_SOURCE, &d->stager_host, &d->stager) != 0))
         return 1;
     return 0;
 }
@@ -327,6 +331,21 @@ static int state_directory(struct daemon *d, bool create)
                    d->cfg.state_directory, (unsigned)geteuid());
         return 1;
     }
+    if (!create || !d->stager)
+        return 0;
+    /* Each job's image is staged here before its backend starts it. */
+    if (asprintf(&d->stage_directory, "%s/stage", d->cfg.state_directory) < 0)
+        return 1;
+    if (mkdir(d->stage_directory, 0700) < 0 && errno != EEXIST) {
+        berth_logf(&d->logger, BERTH_LOG_ERR, "stage directory %s: %s", d->stage_directory, strerror(errno));
+        return 1;
+    }
+    if (lstat(d->stage_directory, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+        berth_logf(&d->logger, BERTH_LOG_ERR,
+                   "stage directory %s must be a directory owned by uid %u with mode 0700 (no symlink)",
+                   d->stage_directory, (unsigned)geteuid());
+        return 1;
+    }
     return 0;
 }
 
@@ -365,6 +384,9 @@ static int start(struct daemon *d, bool check_only)
         .n_backends = d->cfg.n_backends,
         .image_ops = d->images ? berth_plugin_image_source_ops(d->images) : NULL,
         .image_state = d->images ? berth_plugin_state(d->images) : NULL,
+        .stage_ops = d->stager ? berth_plugin_image_source_ops(d->stager) : NULL,
+        .stage_state = d->stager ? berth_plugin_state(d->stager) : NULL,
+        .stage_directory = d->stage_directory,
         .max_active = d->cfg.max_active_jobs,
         .max_retained = d->cfg.max_retained_jobs,
         .logger = &d->logger,
@@ -441,6 +463,8 @@ static void stop(struct daemon *d)
     for (i = 0; i < BERTHD_MAX_BACKENDS; i++)
         berth_plugin_unload(d->plugins[i]);
     berth_plugin_unload(d->images);
+    berth_plugin_unload(d->stager);
+    free(d->stage_directory);
     berth_journal_close(d->journal);
     SSL_CTX_free(d->ctx);
     berth_policy_source_free(d->policy);

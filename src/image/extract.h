@@ -37,6 +37,8 @@
 
 #include <berth/error.h>
 
+#include "tree.h"
+
 #include "digest.h"
 #include "budget.h"
 
@@ -81,15 +83,5 @@ void berth_extract_stats(const struct berth_extract *x, struct berth_stage_stats
 
 /** berth_extract_free() - free @x (NULL is accepted); the root is left as it is. */
 void berth_extract_free(struct berth_extract *x);
-
-/**
- * berth_tree_clear() - remove everything below the directory @dirfd (not
- * the directory itself) with a descriptor walk that never follows a
- * symlink and never leaves @dirfd.  Directories without write or search
- * permission are chmod'ed first.
- * Return: 0; the first unlinkat/openat error (the walk continues past it and
- * removes what it can).
- */
-int berth_tree_clear(int dirfd, struct berth_error *reterr);
 
 #endif /* BERTH_IMAGE_EXTRACT_H */

@@ -47,6 +47,16 @@ const struct berth_broker_backend *broker_backend(const struct berth_broker *b, 
 int broker_audit(struct berth_broker *b, const char *type, const struct berth_job_record *rec, const char *actor,
                  json_t *extra, struct berth_error *reterr);
 
+/* Stage @rec's @image below stage_directory (broker-stage.c) unless staged
+ * already; *@ret_rootfs = its absolute path, or NULL without a stager.
+ * -EBADMSG: the image source refused it (reterr starts with the reason code);
+ * other errors may pass. */
+int broker_stage(struct berth_broker *b, const struct berth_job_record *rec, const char *image, char **ret_rootfs,
+                 struct berth_error *reterr);
+
+/* Remove @rec's staged rootfs, if any (best effort; logged). */
+void broker_unstage(struct berth_broker *b, const struct berth_job_record *rec);
+
 /* Call the fault hook. */
 void broker_fault(struct berth_broker *b, const char *point);
 

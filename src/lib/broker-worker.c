@@ -210,7 +210,8 @@ static int parse_outcome(const char *text, size_t len, struct outcome *o, struct
     if (r < 0)
         return r;
     if ((r = berth_json_string_member(o->doc, "inspect", "state", true, &state, reterr)) < 0 ||
-        (r = berth_json_string_member(o->doc, "inspect", "reason", false, &o->reason, reterr)) < 0)
+        (!json_is_null(json_object_get(o->doc, "reason")) &&
+         (r = berth_json_string_member(o->doc, "inspect", "reason", false, &o->reason, reterr)) < 0))
         goto fail;
     for (o->state = 0; o->state < (int)ELEMENTSOF(inspect_states); o->state++)
         if (streq(state, inspect_states[o->state]))
@@ -375,7 +376,10 @@ static int finish(struct berth_broker *b, struct berth_job_record *rec, enum ber
         if (rr < 0 && rr != -ENOENT)
             berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: backend %s reap failed: %s", rec->job_id,
                        rec->run_id, be->name, err.message);
+        if (rr == -EBUSY)
+            return 0; /* its sandbox may still use the staged rootfs */
     }
+    broker_unstage(b, rec);
     return 0;
 }
 
@@ -507,14 +511,14 @@ int berth_broker_reconcile(struct berth_broker *b, struct berth_pass_stats *stat
 }
 
 /* The document a runtime's start() receives (plugin.h). */
-static int dispatch_doc(const struct berth_job_record *rec, char **ret, size_t *ret_len, struct berth_error *reterr)
+static int dispatch_doc(const struct berth_job_record *rec, const json_t *job, const char *rootfs, char **ret,
+                        size_t *ret_len, struct berth_error *reterr)
 {
     _cleanup_json_ json_t *doc = NULL;
 
-    doc = json_pack("{s:i, s:o, s:o, s:o}", "schema_version", 1, "receipt",
-                    json_loads(rec->receipt, JSON_REJECT_DUPLICATES, NULL), "job",
-                    json_loads(rec->job, JSON_REJECT_DUPLICATES, NULL), "effective",
-                    json_loads(rec->effective, JSON_REJECT_DUPLICATES, NULL));
+    doc = json_pack("{s:i, s:o, s:O, s:o, s:s*}", "schema_version", 1, "receipt",
+                    json_loads(rec->receipt, JSON_REJECT_DUPLICATES, NULL), "job", job, "effective",
+                    json_loads(rec->effective, JSON_REJECT_DUPLICATES, NULL), "rootfs", rootfs);
     if (!doc)
         return berth_error_set(reterr, -EBADMSG, "the stored job, receipt or manifest is damaged");
     return berth_json_serialize(doc, 0, ret, ret_len, reterr);
@@ -525,7 +529,9 @@ static int dispatch_one(struct berth_broker *b, struct berth_job_record *rec, in
 {
     const struct berth_broker_backend *be = broker_backend(b, rec->backend);
     struct berth_error err = BERTH_ERROR_INIT;
-    _cleanup_free_ char *doc = NULL;
+    _cleanup_free_ char *doc = NULL, *rootfs = NULL;
+    _cleanup_json_ json_t *job = NULL;
+    const char *image;
     size_t len = 0;
     int r;
 
@@ -539,14 +545,35 @@ static int dispatch_one(struct berth_broker *b, struct berth_job_record *rec, in
     } else if (rec->state != BERTH_JOB_CLAIMED) {
         return 0;
     }
-    r = dispatch_doc(rec, &doc, &len, reterr);
+    job = json_loads(rec->job, JSON_REJECT_DUPLICATES, NULL);
+    image = json_string_value(json_object_get(job, "image"));
+    if (!image)
+        return finish(b, rec, BERTH_JOB_FAILED, NULL, "damaged_record", stats, reterr);
+    r = broker_stage(b, rec, image, &rootfs, &err);
+    if (r == -EBADMSG) {
+        berth_logf(b->p.logger, BERTH_LOG_ERR, "job %s run %s: image %s refused at staging: %s", rec->job_id,
+                   rec->run_id, image, err.message);
+        return finish(b, rec, BERTH_JOB_FAILED, NULL, "image_refused", stats, reterr);
+    }
+    if (r < 0) {
+        berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: staging image %s failed, will retry: %s",
+                   rec->job_id, rec->run_id, image, err.message);
+        if (stats)
+            stats->errors++;
+        return 0;
+    }
+    r = dispatch_doc(rec, job, rootfs, &doc, &len, reterr);
     if (r < 0)
         return finish(b, rec, BERTH_JOB_FAILED, NULL, "damaged_record", stats, reterr);
     r = be->ops->start(be->state, doc, len, &err);
-    if (r == -EBADMSG || r == -EKEYREJECTED || r == -ETIME) {
+    if (r == -EBADMSG || r == -EKEYREJECTED || r == -ETIME || r == -EPERM) {
         berth_logf(b->p.logger, BERTH_LOG_ERR, "job %s run %s: backend %s refused to start it: %s", rec->job_id,
                    rec->run_id, be->name, err.message);
-        return finish(b, rec, BERTH_JOB_FAILED, NULL, r == -ETIME ? "deadline" : "start_refused", stats, reterr);
+        return finish(b, rec, BERTH_JOB_FAILED, NULL,
+                      r == -ETIME   ? "deadline"
+                      : r == -EPERM ? "backend_refused"
+                                    : "start_refused",
+                      stats, reterr);
     }
     if (r < 0) {
         /* Uncertain: the claim stays; reconcile asks, dispatch retries (start is idempotent). */

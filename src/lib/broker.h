@@ -103,6 +103,16 @@ struct berth_broker_backend {
  * @image_ops, @image_state: the image source, or NULL: when set, a new
  *                 job's image must resolve in it (else 400 image_unknown,
  *                 nothing recorded); runtime backends stage from it.
+ * @stage_ops, @stage_state: a second instance of the image source, called
+ *                 only by dispatch (the worker thread), so staging never
+ *                 waits for admission's resolve() or blocks it; or NULL:
+ *                 then start() receives no "rootfs".
+ * @stage_directory: where dispatch stages each job's image before start()
+ *                 (with @stage_ops; absolute, private, owned by berthd):
+ *                 DIR/<run_id>/rootfs (0755 in a 0700 directory), complete
+ *                 once DIR/<run_id>/staged exists; its path reaches start()
+ *                 as the dispatch document's "rootfs".  Removed after the
+ *                 job's result is recorded and the backend reaped it.
  * @wake:          optional; called (from any thread) after new work or a
  *                 cancellation was recorded, to wake the worker.
  * @fault:         optional test hook, called at named points
@@ -120,6 +130,9 @@ struct berth_broker_params {
     size_t n_backends;
     const struct berth_image_source_ops_v1 *image_ops; /* optional: the image source ... */
     void *image_state;                                 /* ... and its instance */
+    const struct berth_image_source_ops_v1 *stage_ops; /* optional: the stager instance ... */
+    void *stage_state;                                 /* ... its state */
+    const char *stage_directory;                       /* ... and where it stages */
     int64_t max_active;
     int64_t max_retained;
     const struct berth_logger *logger;

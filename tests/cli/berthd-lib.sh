@@ -80,7 +80,7 @@ cleanup_berthd() {
         kill -KILL "$BERTHD_PID" 2>/dev/null || true
         wait "$BERTHD_PID" 2>/dev/null || true
     fi
-    rm -rf "$TMP"
+    [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
 }
 trap cleanup_berthd EXIT
 

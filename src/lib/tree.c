@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tree.c -- berth_tree_clear(): remove everything below a directory
- * descriptor; see extract.h.
+ * descriptor; see tree.h.
  *
  * The walk keeps an explicit stack of frames on the heap (never recursion,
  * never one descriptor per level): each frame lists the child directories
@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "extract.h"
+#include "tree.h"
 #include "macro.h"
 
 struct frame {

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jobdir.h -- the job directory the runtime-oci plugin and its shim
+ * (berth-oci-shim) share.  Not installed.
+ *
+ * STATE/jobs/<run_id>/ (0700, created exclusively by start(): its existence
+ * is the "this id was started" tombstone) holds
+ *   shim.json     what the shim runs (written by the plugin, 0600):
+ *                 {"id", "bundle", "runtime": [argv prefix: path and global
+ *                  flags], "unmount": [paths], "deadline_ns": "<ns>",
+ *                  "output_bytes": N}
+ *   bundle/       the OCI bundle: config.json (root.path is berthd's staged
+ *                 rootfs, outside this directory)
+ *   outputs/      bound at /tmp/outputs, owned by the job's uid
+ *   lock          flock(2)ed by the shim for as long as it lives: a lock that
+ *                 can be taken means no shim supervises the job any more
+ *   control       a FIFO the shim reads: "cancel\n" asks it to kill the job
+ *   init.pid      the runtime's --pid-file
+ *   stdout, stderr  what the job wrote, together at most output_bytes
+ *   runtime.log   the runtime's own messages (everything but create's)
+ *   started.json  {"started_at": "<ns>"} once `start` succeeded
+ *   result.json   the outcome, written once, atomically:
+ *                 {"state": "exited"|"failed"|"cancelled"|"expired",
+ *                  "exit_code": 0..255 or null, "reason": code or null,
+ *                  "started_at": "<ns>" or null, "finished_at": "<ns>"}
+ *   reaped        after reap(): everything else is gone; inspect says
+ *                 -ENOENT, start says "already started".
+ */
+#ifndef BERTH_OCI_JOBDIR_H
+#define BERTH_OCI_JOBDIR_H
+
+#define OCI_JOB_SHIM_CONFIG "shim.json"
+#define OCI_JOB_BUNDLE "bundle"
+#define OCI_JOB_OUTPUTS "outputs"
+#define OCI_JOB_LOCK "lock"
+#define OCI_JOB_CONTROL "control"
+#define OCI_JOB_PIDFILE "init.pid"
+#define OCI_JOB_STDOUT "stdout"
+#define OCI_JOB_STDERR "stderr"
+#define OCI_JOB_RUNTIME_LOG "runtime.log"
+#define OCI_JOB_STARTED "started.json"
+#define OCI_JOB_RESULT "result.json"
+#define OCI_JOB_REAPED "reaped"
+
+#define OCI_SHIM_CONFIG_MAX (64 * 1024)
+#define OCI_RESULT_MAX (4 * 1024)
+
+/* The sync pipe from the shim to start(): fd 3 in the shim; one line. */
+#define OCI_SHIM_SYNC_FD 3
+#define OCI_SHIM_SYNC_STARTED "started\n"
+#define OCI_SHIM_SYNC_FAILED "failed\n"
+
+/* Exit status of the shim when another shim holds the job's lock. */
+#define OCI_SHIM_EXIT_BUSY 75
+
+#endif /* BERTH_OCI_JOBDIR_H */

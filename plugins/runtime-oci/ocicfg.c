@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/* ocicfg.c -- a runtime-oci backend's configuration and runtime pin; see ocicfg.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "canon.h"
+#include "digest.h"
+#include "fsutil.h"
+#include "jsonobj.h"
+#include "macro.h"
+#include "ocicfg.h"
+
+#define WHAT "runtime-oci config"
+#define DEFAULT_START_TIMEOUT_NS (60LL * 1000000000LL)
+
+static const char *const members[] = {"gid",  "global_args",      "isolation",       "pids_ceiling", "runtime",
+                                      "shim", "start_timeout_ns", "state_directory", "uid",          "unmount",
+                                      NULL};
+static const char *const runtime_members[] = {"mode", "path", "sha256", "size", NULL};
+
+static int absolute(const char *path, const char *name, struct berth_error *reterr)
+{
+    if (!path || path[0] != '/' || strstr(path, "/../") || strstr(path, "/./") || strlen(path) >= 4096)
+        return berth_error_set(reterr, -EBADMSG, WHAT ": %s must be an absolute, normalised path", name);
+    return 0;
+}
+
+static int parse_runtime(const json_t *rt, struct oci_config *c, struct berth_error *reterr)
+{
+    const char *sha = NULL, *mode = NULL;
+    uint8_t raw[BERTH_SHA256_LEN];
+    char *end;
+    long m;
+    int r;
+
+    if ((r = berth_json_only_members(rt, WHAT ".runtime", runtime_members, reterr)) < 0 ||
+        (r = berth_json_string_member(rt, WHAT ".runtime", "path", true, &c->runtime_path, reterr)) < 0 ||
+        (r = berth_json_string_member(rt, WHAT ".runtime", "sha256", true, &sha, reterr)) < 0 ||
+        (r = berth_json_string_member(rt, WHAT ".runtime", "mode", true, &mode, reterr)) < 0 ||
+        (r = berth_json_int_member(rt, WHAT ".runtime", "size", true, 1, INT64_MAX, &c->runtime_size, reterr)) < 0)
+        return r;
+    if ((r = absolute(c->runtime_path, "runtime.path", reterr)) < 0)
+        return r;
+    if (berth_digest_parse(sha, raw) < 0)
+        return berth_error_set(reterr, -EBADMSG, WHAT ": runtime.sha256 must be sha256:<64 lowercase hex>");
+    snprintf(c->runtime_sha256, sizeof(c->runtime_sha256), "%s", sha);
+    errno = 0;
+    m = strtol(mode, &end, 8);
+    if (errno || *end || strlen(mode) != 4 || mode[0] != '0' || m < 0 || m > 0777)
+        return berth_error_set(reterr, -EBADMSG, WHAT ": runtime.mode must be four octal digits such as \"0755\"");
+    if (m & 022)
+        return berth_error_set(reterr, -EBADMSG,
+                               WHAT ": runtime.mode %s lets group or others write the runtime; refused", mode);
+    c->runtime_mode = (uint32_t)m;
+    return 0;
+}
+
+int oci_config_parse(const char *json, size_t len, const char *default_shim, struct oci_config *ret,
+                     struct berth_error *reterr)
+{
+    struct oci_config c = {0};
+    const json_t *v, *args;
+    int64_t uid = 65534, gid = 65534;
+    size_t i;
+    int r;
+
+    c.start_timeout_ns = DEFAULT_START_TIMEOUT_NS;
+    if ((r = berth_json_parse(json, len, 64 * 1024, &c.doc, reterr)) < 0)
+        return r;
+    if ((r = berth_json_only_members(c.doc, WHAT, members, reterr)) < 0)
+        goto fail;
+    v = json_object_get(c.doc, "runtime");
+    if (!json_is_object(v)) {
+        r = berth_error_set(reterr, -EBADMSG,
+                            WHAT ": runtime must be {\"path\", \"sha256\", \"size\", \"mode\"} (the pinned binary)");
+        goto fail;
+    }
+    if ((r = parse_runtime(v, &c, reterr)) < 0 ||
+        (r = berth_json_string_member(c.doc, WHAT, "isolation", true, &c.isolation, reterr)) < 0 ||
+        (r = berth_json_string_member(c.doc, WHAT, "state_directory", true, &c.state_directory, reterr)) < 0 ||
+        (r = berth_json_string_member(c.doc, WHAT, "shim", false, &c.shim, reterr)) < 0 ||
+        (r = berth_json_int_member(c.doc, WHAT, "uid", false, 1, 0xfffffffe, &uid, reterr)) < 0 ||
+        (r = berth_json_int_member(c.doc, WHAT, "gid", false, 1, 0xfffffffe, &gid, reterr)) < 0 ||
+        (r = berth_json_int_member(c.doc, WHAT, "pids_ceiling", false, 1, 1 << 22, &c.pids_ceiling, reterr)) < 0 ||
+        (r = berth_json_int_member(c.doc, WHAT, "start_timeout_ns", false, 1000000, 3600LL * 1000000000LL,
+                                   &c.start_timeout_ns, reterr)) < 0)
+        goto fail;
+    if (strcmp(c.isolation, "gvisor") != 0 && strcmp(c.isolation, "native") != 0) {
+        r = berth_error_set(reterr, -EBADMSG, WHAT ": isolation must be \"gvisor\" or \"native\"");
+        goto fail;
+    }
+    if (!c.shim)
+        c.shim = default_shim;
+    if ((r = absolute(c.state_directory, "state_directory", reterr)) < 0 || (r = absolute(c.shim, "shim", reterr)) < 0)
+        goto fail;
+    c.uid = (uint32_t)uid;
+    c.gid = (uint32_t)gid;
+    args = json_object_get(c.doc, "global_args");
+    if (args && (!json_is_array(args) || json_array_size(args) > OCI_MAX_GLOBAL_ARGS)) {
+        r = berth_error_set(reterr, -EBADMSG, WHAT ": global_args must be at most %d strings", OCI_MAX_GLOBAL_ARGS);
+        goto fail;
+    }
+    json_array_foreach(args, i, v)
+    {
+        const char *a = json_string_value(v);
+        if (!a || a[0] != '-' || strncmp(a, "--root", 6) == 0) {
+            r = berth_error_set(reterr, -EBADMSG,
+                                WHAT ": global_args[%zu] must be a flag (\"--...\"); --root is set by the plugin", i);
+            goto fail;
+        }
+        c.global_args[c.n_global_args++] = a;
+    }
+    c.unmount = json_object_get(c.doc, "unmount");
+    if (c.unmount && (!json_is_array(c.unmount) || json_array_size(c.unmount) > 8)) {
+        r = berth_error_set(reterr, -EBADMSG, WHAT ": unmount must be at most 8 absolute paths");
+        goto fail;
+    }
+    json_array_foreach(c.unmount, i, v)
+    {
+        if ((r = absolute(json_string_value(v), "unmount[]", reterr)) < 0)
+            goto fail;
+    }
+    *ret = c;
+    return 0;
+fail:
+    json_decref(c.doc);
+    return r;
+}
+
+void oci_config_clear(struct oci_config *c)
+{
+    json_decref(c->doc);
+    memset(c, 0, sizeof(*c));
+}
+
+int oci_pin_check(struct oci_config *c, struct berth_error *reterr)
+{
+    _cleanup_close_ int fd = -1;
+    char digest[BERTH_DIGEST_BUFSZ];
+    struct stat st;
+    int64_t mtime, ctime;
+    int r;
+
+    fd = berth_open_trusted(c->runtime_path, O_RDONLY | O_NOCTTY, 0, reterr);
+    if (fd < 0)
+        return fd;
+    if (fstat(fd, &st) < 0)
+        return berth_error_set(reterr, -errno, "runtime %s: %m", c->runtime_path);
+    if (!S_ISREG(st.st_mode))
+        return berth_error_set(reterr, -EPERM, "runtime %s is not a regular file", c->runtime_path);
+    if (st.st_uid != 0 && st.st_uid != geteuid())
+        return berth_error_set(reterr, -EPERM, "runtime %s is owned by uid %u, not root", c->runtime_path,
+                               (unsigned)st.st_uid);
+    if ((uint32_t)(st.st_mode & 07777) != c->runtime_mode)
+        return berth_error_set(reterr, -EPERM, "runtime %s has mode %04o; its pin says %04o", c->runtime_path,
+                               (unsigned)(st.st_mode & 07777), (unsigned)c->runtime_mode);
+    if (st.st_size != c->runtime_size)
+        return berth_error_set(reterr, -EPERM, "runtime %s is %lld bytes; its pin says %lld", c->runtime_path,
+                               (long long)st.st_size, (long long)c->runtime_size);
+    mtime = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    ctime = (int64_t)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
+    if (c->pin.valid && c->pin.dev == st.st_dev && c->pin.ino == st.st_ino && c->pin.size == st.st_size &&
+        c->pin.mtime_ns == mtime && c->pin.ctime_ns == ctime)
+        return 0;
+    c->pin.valid = false;
+    if ((r = berth_digest_fd(fd, digest)) < 0)
+        return berth_error_set(reterr, r, "runtime %s: cannot read it: %s", c->runtime_path, strerror(-r));
+    if (strcmp(digest, c->runtime_sha256) != 0)
+        return berth_error_set(reterr, -EPERM, "runtime %s has digest %s; its pin says %s", c->runtime_path, digest,
+                               c->runtime_sha256);
+    c->pin = (struct oci_pin_cache){
+        .dev = st.st_dev, .ino = st.st_ino, .size = st.st_size, .mtime_ns = mtime, .ctime_ns = ctime, .valid = true};
+    return 0;
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ocicfg.h -- a runtime-oci backend's configuration (the "config" object of
+ * its entry in berthd.json) and the pin of its runtime binary.  Not
+ * installed.
+ *
+ *   {"runtime": {"path": "/usr/bin/runsc", "sha256": "sha256:<hex>",
+ *                "size": <bytes>, "mode": "0755"},
+ *    "isolation": "gvisor" | "native",
+ *    "global_args": ["--network=none", "--platform=ptrace"],
+ *    "state_directory": "/var/lib/berth/runtime/runsc",
+ *    "shim": "/usr/libexec/berth/berth-oci-shim",          (optional)
+ *    "unmount": ["/sys/fs/cgroup/unified"],                   (optional)
+ *    "uid": 65534, "gid": 65534,                              (optional)
+ *    "pids_ceiling": 4096,                                    (optional)
+ *    "start_timeout_ns": 60000000000}                         (optional)
+ *
+ * runtime      the OCI runtime binary, pinned: it must be a regular file
+ *              owned by root (or by the user berthd runs as), with exactly
+ *              this size, permission bits and SHA-256.  Checked before
+ *              every start() and capabilities(); the digest is recomputed
+ *              only when the file's identity (device, inode, size, mtime,
+ *              ctime) changed.
+ * global_args  flags given to every runtime subcommand; the plugin adds
+ *              "--root STATE/root" itself.
+ * pids_ceiling when set, linux.resources.pids.limit is this ceiling and the
+ *              job's limits.pids becomes RLIMIT_NPROC (gVisor counts host
+ *              tasks in the pids cgroup; use it for runsc, never for a
+ *              native runtime, where RLIMIT_NPROC is per host user).
+ */
+#ifndef BERTH_OCI_CFG_H
+#define BERTH_OCI_CFG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include <berth/error.h>
+#include <berth/plugin.h>
+
+#define OCI_MAX_GLOBAL_ARGS 32
+
+struct oci_pin_cache {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    int64_t mtime_ns, ctime_ns;
+    bool valid;
+};
+
+struct oci_config {
+    json_t *doc; /* owns every string below */
+    const char *runtime_path;
+    char runtime_sha256[BERTH_DIGEST_BUFSZ];
+    int64_t runtime_size;
+    uint32_t runtime_mode;
+    const char *isolation;
+    const char *global_args[OCI_MAX_GLOBAL_ARGS];
+    size_t n_global_args;
+    const char *state_directory;
+    const char *shim;
+    const json_t *unmount; /* array of absolute paths, may be NULL */
+    uint32_t uid, gid;
+    int64_t pids_ceiling; /* 0 = none */
+    int64_t start_timeout_ns;
+    struct oci_pin_cache pin;
+};
+
+/**
+ * oci_config_parse() - read and check @json (@len bytes).
+ * @default_shim: the shim path used when "shim" is absent.
+ * Return: 0; -EBADMSG (unknown member, wrong type, relative path, a uid or
+ * gid of 0, ...; reterr names it); -ENOMEM.
+ */
+int oci_config_parse(const char *json, size_t len, const char *default_shim, struct oci_config *ret,
+                     struct berth_error *reterr);
+
+/** oci_config_clear() - release what oci_config_parse() filled. */
+void oci_config_clear(struct oci_config *c);
+
+/**
+ * oci_pin_check() - check the runtime binary against its pin.
+ * Return: 0; -EPERM (it differs: reterr says in what); -errno when it cannot
+ * be opened or read.
+ */
+int oci_pin_check(struct oci_config *c, struct berth_error *reterr);
+
+#endif /* BERTH_OCI_CFG_H */

@@ -1,0 +1,673 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runtime-oci -- berth's runtime plugin for any OCI runtime with the
+ * standard command line (create, start, state, kill, delete): gVisor's
+ * runsc, crun, runc.  One backend per configured runtime (ocicfg.h).
+ *
+ * start() checks the dispatch document and the runtime's pin, claims the
+ * job id by creating its job directory exclusively (jobdir.h: the directory
+ * is the tombstone, so a started id is never started again), writes the
+ * deny-all OCI bundle (bundle.h) around the rootfs berthd staged, and hands
+ * the job to a detached berth-oci-shim, which owns the container from
+ * `create` to `delete` and writes result.json.  inspect(), cancel() and
+ * reap() only read and write the job directory; a shim that died without a
+ * result is replaced by `berth-oci-shim cleanup`, which kills and deletes
+ * the container and records "supervisor_lost".  Because the shim outlives
+ * berthd, a job keeps running across a berthd restart and its result is
+ * found afterwards.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <berth/plugin.h>
+
+#include "bundle.h"
+#include "canon.h"
+#include "encoding.h"
+#include "fsutil.h"
+#include "job.h"
+#include "jobdir.h"
+#include "jsonobj.h"
+#include "macro.h"
+#include "ocicfg.h"
+#include "tree.h"
+
+#ifndef BERTH_OCI_SHIM_PATH
+#error "BERTH_OCI_SHIM_PATH must name the installed berth-oci-shim"
+#endif
+
+#define DISPATCH_MAX (2 * 1024 * 1024)
+#define CANCEL_WAIT_NS (30LL * 1000000000LL)
+#define VERSION_MAX 256
+#define RUN_ID_LEN 33
+
+extern char **environ;
+
+struct oci {
+    const struct berth_host *host;
+    struct oci_config cfg;
+    char *jobs_dir, *root_dir;
+    int jobsfd;
+    char version[VERSION_MAX];
+};
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t real_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static bool run_id_ok(const char *id)
+{
+    size_t i;
+
+    if (!id || strlen(id) != RUN_ID_LEN || id[0] != 'r')
+        return false;
+    for (i = 1; i < RUN_ID_LEN; i++)
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* mkdir -p @path: missing parents 0755, the last component 0700; it must end up a private directory we own. */
+static int make_private_dir(const char *path, struct berth_error *reterr)
+{
+    _cleanup_free_ char *p = strdup(path);
+    struct stat st;
+    char *s;
+
+    if (!p)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    for (s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+            return berth_error_set(reterr, -errno, "cannot create %s: %m", p);
+        *s = '/';
+    }
+    if (mkdir(p, 0700) < 0 && errno != EEXIST)
+        return berth_error_set(reterr, -errno, "cannot create %s: %m", p);
+    if (lstat(p, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+        return berth_error_set(reterr, -EPERM, "%s must be a directory owned by uid %u with mode 0700", p,
+                               (unsigned)geteuid());
+    return 0;
+}
+
+/* The runtime's argv prefix: path, --root, the global flags. */
+static json_t *runtime_prefix(const struct oci *o)
+{
+    json_t *a = json_pack("[s, s, s]", o->cfg.runtime_path, "--root", o->root_dir);
+    size_t i;
+
+    for (i = 0; a && i < o->cfg.n_global_args; i++)
+        if (json_array_append_new(a, json_string(o->cfg.global_args[i])) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+/* `runtime --version`, first line, for capabilities. */
+static void read_version(struct oci *o)
+{
+    posix_spawn_file_actions_t fa;
+    int p[2];
+    pid_t pid;
+    char buf[VERSION_MAX];
+    size_t n = 0;
+    int st;
+    char *argv[] = {(char *)o->cfg.runtime_path, "--version", NULL};
+
+    snprintf(o->version, sizeof(o->version), "unknown");
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return;
+    if (posix_spawn_file_actions_init(&fa) != 0) {
+        close(p[0]);
+        close(p[1]);
+        return;
+    }
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    st = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(p[1]);
+    if (st == 0) {
+        for (;;) {
+            struct pollfd pfd = {.fd = p[0], .events = POLLIN};
+            ssize_t k;
+            if (n >= sizeof(buf) - 1 || poll(&pfd, 1, 10000) <= 0)
+                break;
+            k = read(p[0], buf + n, sizeof(buf) - 1 - n);
+            if (k <= 0)
+                break;
+            n += (size_t)k;
+        }
+        kill(pid, SIGKILL);
+        (void)waitpid(pid, &st, 0);
+    }
+    close(p[0]);
+    buf[n] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    if (buf[0])
+        snprintf(o->version, sizeof(o->version), "%s", buf);
+}
+
+static int oci_init(const struct berth_host *host, const char *config, size_t config_len, void **ret_state,
+                    struct berth_error *reterr)
+{
+    struct oci *o = calloc(1, sizeof(*o));
+    struct berth_error err = BERTH_ERROR_INIT;
+    int r;
+
+    if (!o)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    o->host = host;
+    o->jobsfd = -1;
+    if ((r = oci_config_parse(config, config_len, BERTH_OCI_SHIM_PATH, &o->cfg, reterr)) < 0)
+        goto fail;
+    if (asprintf(&o->jobs_dir, "%s/jobs", o->cfg.state_directory) < 0 ||
+        asprintf(&o->root_dir, "%s/root", o->cfg.state_directory) < 0) {
+        r = berth_error_set(reterr, -ENOMEM, "out of memory");
+        goto fail;
+    }
+    if ((r = make_private_dir(o->cfg.state_directory, reterr)) < 0 || (r = make_private_dir(o->jobs_dir, reterr)) < 0 ||
+        (r = make_private_dir(o->root_dir, reterr)) < 0)
+        goto fail;
+    o->jobsfd = berth_open_trusted(o->jobs_dir, O_RDONLY | O_DIRECTORY, 0, reterr);
+    if (o->jobsfd < 0) {
+        r = o->jobsfd;
+        goto fail;
+    }
+    if (access(o->cfg.shim, X_OK) < 0) {
+        r = berth_error_set(reterr, -errno, "shim %s: %m", o->cfg.shim);
+        goto fail;
+    }
+    /* A runtime that fails its pin is reported by capabilities(); berthd still starts. */
+    if (oci_pin_check(&o->cfg, &err) == 0)
+        read_version(o);
+    else
+        host->log(host, BERTH_LOG_WARNING, "%s", err.message);
+    *ret_state = o;
+    return 0;
+fail:
+    if (o->jobsfd >= 0)
+        close(o->jobsfd);
+    free(o->jobs_dir);
+    free(o->root_dir);
+    oci_config_clear(&o->cfg);
+    free(o);
+    return r;
+}
+
+static void oci_fini(void *state)
+{
+    struct oci *o = state;
+
+    if (!o)
+        return;
+    close(o->jobsfd);
+    free(o->jobs_dir);
+    free(o->root_dir);
+    oci_config_clear(&o->cfg);
+    free(o);
+}
+
+static int give_json(json_t *doc, char **ret_json, size_t *ret_len, struct berth_error *reterr)
+{
+    int r;
+
+    if (!doc)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    r = berth_json_serialize(doc, 0, ret_json, ret_len, reterr);
+    json_decref(doc);
+    return r;
+}
+
+static int oci_capabilities(void *state, char **ret_json, size_t *ret_len, struct berth_error *reterr)
+{
+    struct oci *o = state;
+    int r;
+
+    r = oci_pin_check(&o->cfg, reterr);
+    if (r < 0)
+        return r;
+    if (strcmp(o->version, "unknown") == 0 || !o->version[0])
+        read_version(o);
+    return give_json(json_pack("{s:s, s:{s:s, s:s, s:s}, s:s, s:[s, s], s:[s, s], s:{s:I, s:I, s:I, s:I}, s:s}",
+                               "backend", "oci", "runtime", "path", o->cfg.runtime_path, "version", o->version,
+                               "sha256", o->cfg.runtime_sha256, "isolation", o->cfg.isolation, "egress_classes", "none",
+                               "loopback", "capabilities", "exec", "file_rw", "limits", "output_bytes",
+                               (json_int_t)BERTH_LIMIT_OUTPUT_BYTES_MAX, "pids", (json_int_t)BERTH_LIMIT_PIDS_MAX,
+                               "memory_bytes", (json_int_t)BERTH_LIMIT_MEMORY_BYTES_MAX, "scratch_bytes",
+                               (json_int_t)BERTH_LIMIT_SCRATCH_BYTES_MAX, "qualification", "unqualified"),
+                     ret_json, ret_len, reterr);
+}
+
+/* ------------------------------------------------------------------------- */
+/* start                                                                      */
+
+struct dispatch {
+    json_t *doc;
+    const char *run_id;
+    int64_t deadline;
+    struct berth_job *job;
+    const json_t *effective;
+    const char *rootfs;
+};
+
+static void dispatch_clear(struct dispatch *d)
+{
+    json_decref(d->doc);
+    berth_job_free(d->job);
+    memset(d, 0, sizeof(*d));
+}
+
+static int dispatch_parse(const char *text, size_t len, struct dispatch *d, struct berth_error *reterr)
+{
+    const json_t *receipt, *inputs;
+    json_int_t sv;
+    int r;
+
+    memset(d, 0, sizeof(*d));
+    if ((r = berth_json_parse(text, len, DISPATCH_MAX, &d->doc, reterr)) < 0)
+        return r == -ENOMEM ? r : -EBADMSG;
+    sv = json_integer_value(json_object_get(d->doc, "schema_version"));
+    receipt = json_object_get(json_object_get(d->doc, "receipt"), "receipt");
+    d->run_id = json_string_value(json_object_get(receipt, "run_id"));
+    d->effective = json_object_get(d->doc, "effective");
+    d->rootfs = json_string_value(json_object_get(d->doc, "rootfs"));
+    if (sv != 1 || !run_id_ok(d->run_id) || !json_is_object(d->effective) ||
+        berth_json_ns_value(json_object_get(receipt, "deadline"), &d->deadline) < 0)
+        return berth_error_set(reterr, -EBADMSG, "not a schema_version 1 dispatch document");
+    if (!d->rootfs || d->rootfs[0] != '/')
+        return berth_error_set(reterr, -EBADMSG,
+                               "the dispatch document has no staged rootfs: berthd needs an image source "
+                               "(\"images\" in berthd.json) to run jobs on an OCI runtime");
+    if ((r = berth_job_from_json(json_object_get(d->doc, "job"), &d->job, reterr)) < 0)
+        return r == -ENOMEM ? r : -EBADMSG;
+    inputs = json_object_get(d->job->doc, "inputs");
+    if (json_array_size(inputs) > 0)
+        return berth_error_set(reterr, -EBADMSG,
+                               "job inputs need an evidence store, which this host does not offer yet");
+    return 0;
+}
+
+/* Write the bundle and shim.json into the new job directory @jobfd. */
+static int prepare(struct oci *o, const struct dispatch *d, int jobfd, const char *jobdir, struct berth_error *reterr)
+{
+    _cleanup_free_ char *bundle = NULL, *outputs = NULL;
+    _cleanup_json_ json_t *config = NULL, *shim = NULL;
+    _cleanup_free_ char *text = NULL;
+    _cleanup_close_ int bundlefd = -1, outfd = -1;
+    struct berth_bundle_params bp;
+    char deadline[32];
+    size_t len = 0;
+    int r;
+
+    if (asprintf(&bundle, "%s/%s", jobdir, OCI_JOB_BUNDLE) < 0 ||
+        asprintf(&outputs, "%s/%s", jobdir, OCI_JOB_OUTPUTS) < 0)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if (mkdirat(jobfd, OCI_JOB_BUNDLE, 0700) < 0 || mkdirat(jobfd, OCI_JOB_OUTPUTS, 0700) < 0)
+        return berth_error_set(reterr, -errno, "cannot create the bundle in %s: %m", jobdir);
+    bundlefd = openat(jobfd, OCI_JOB_BUNDLE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    outfd = openat(jobfd, OCI_JOB_OUTPUTS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (bundlefd < 0 || outfd < 0 || fchown(outfd, o->cfg.uid, o->cfg.gid) < 0)
+        return berth_error_set(reterr, -errno, "cannot prepare %s: %m", jobdir);
+    bp = (struct berth_bundle_params){
+        .job = d->job,
+        .effective = d->effective,
+        .rootfs = d->rootfs,
+        .outputs_dir = outputs,
+        .uid = o->cfg.uid,
+        .gid = o->cfg.gid,
+        .nproc = o->cfg.pids_ceiling ? (uint64_t)d->job->limits.pids : 0,
+        .pids_ceiling = (uint64_t)o->cfg.pids_ceiling,
+    };
+    r = berth_bundle_config(&bp, &config, reterr);
+    if (r == -EPROTONOSUPPORT || r == -EINVAL)
+        r = -EBADMSG; /* this job cannot run here, now or later */
+    if (r < 0 || (r = berth_bundle_write(bundlefd, config, reterr)) < 0)
+        return r;
+    snprintf(deadline, sizeof(deadline), "%lld", (long long)d->deadline);
+    shim = json_pack("{s:s, s:s, s:o, s:O*, s:s, s:I}", "id", d->run_id, "bundle", bundle, "runtime", runtime_prefix(o),
+                     "unmount", o->cfg.unmount, "deadline_ns", deadline, "output_bytes",
+                     (json_int_t)d->job->limits.output_bytes);
+    if (!shim)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if ((r = berth_json_serialize(shim, 0, &text, &len, reterr)) < 0 ||
+        (r = berth_publish_at(jobfd, OCI_JOB_SHIM_CONFIG, text, len, 0600, 0, reterr)) < 0)
+        return r;
+    if (mkfifoat(jobfd, OCI_JOB_CONTROL, 0600) < 0)
+        return berth_error_set(reterr, -errno, "cannot create %s/%s: %m", jobdir, OCI_JOB_CONTROL);
+    return 0;
+}
+
+/* Run the shim in @mode for @jobdir and wait for its first process.  With
+ * @syncfd >= 0 it becomes the shim's fd 3.  Returns its exit status or -errno. */
+static int run_shim(struct oci *o, const char *mode, const char *jobdir, int syncfd, struct berth_error *reterr)
+{
+    posix_spawn_file_actions_t fa;
+    char *argv[] = {(char *)o->cfg.shim, (char *)mode, (char *)jobdir, NULL};
+    char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+    pid_t pid;
+    int r, st;
+
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    if (syncfd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, syncfd, OCI_SHIM_SYNC_FD);
+    r = posix_spawn(&pid, argv[0], &fa, NULL, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    if (r != 0)
+        return berth_error_set(reterr, -r, "cannot run %s: %s", argv[0], strerror(r));
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return berth_error_set(reterr, -errno, "waiting for %s: %m", argv[0]);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Read the shim's one line on @fd within the start timeout. */
+static int await_shim(struct oci *o, int fd, const char *jobdir, struct berth_error *reterr)
+{
+    int64_t until = mono_ns() + o->cfg.start_timeout_ns;
+    char buf[64];
+    size_t n = 0;
+
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int64_t left = until - mono_ns();
+        ssize_t k;
+
+        if (left <= 0)
+            return berth_error_set(reterr, -ETIMEDOUT, "the runtime did not start the job within %lld ms (%s)",
+                                   (long long)(o->cfg.start_timeout_ns / 1000000), jobdir);
+        if (poll(&p, 1, (int)(left / 1000000 + 1)) < 0 && errno != EINTR)
+            return berth_error_set(reterr, -errno, "poll: %m");
+        k = read(fd, buf + n, sizeof(buf) - 1 - n);
+        if (k < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (k <= 0)
+            break;
+        n += (size_t)k;
+        if (memchr(buf, '\n', n) || n == sizeof(buf) - 1)
+            break;
+    }
+    buf[n] = '\0';
+    if (strcmp(buf, OCI_SHIM_SYNC_STARTED) == 0 || strcmp(buf, OCI_SHIM_SYNC_FAILED) == 0)
+        return 0; /* failed: result.json says why, and inspect reports it */
+    return berth_error_set(reterr, -EIO, "the shim ended before starting the job; see %s/%s", jobdir,
+                           OCI_JOB_RUNTIME_LOG);
+}
+
+static int oci_start(void *state, const char *dispatch, size_t dispatch_len, struct berth_error *reterr)
+{
+    struct oci *o = state;
+    struct dispatch d;
+    _cleanup_free_ char *jobdir = NULL;
+    _cleanup_close_ int jobfd = -1;
+    int p[2] = {-1, -1};
+    int r;
+
+    r = dispatch_parse(dispatch, dispatch_len, &d, reterr);
+    if (r < 0)
+        goto out;
+    if (faccessat(o->jobsfd, d.run_id, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+        r = 1; /* started before (a retry after a lost reply) or finished: never again */
+        goto out;
+    }
+    if (d.deadline <= real_ns()) {
+        r = berth_error_set(reterr, -ETIME, "the job's deadline has passed");
+        goto out;
+    }
+    if ((r = oci_pin_check(&o->cfg, reterr)) < 0)
+        goto out;
+    if (asprintf(&jobdir, "%s/%s", o->jobs_dir, d.run_id) < 0) {
+        r = berth_error_set(reterr, -ENOMEM, "out of memory");
+        goto out;
+    }
+    if (mkdirat(o->jobsfd, d.run_id, 0700) < 0) {
+        r = errno == EEXIST ? 1 : berth_error_set(reterr, -errno, "cannot create %s: %m", jobdir);
+        goto out;
+    }
+    jobfd = openat(o->jobsfd, d.run_id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (jobfd < 0) {
+        r = berth_error_set(reterr, -errno, "cannot open %s: %m", jobdir);
+        goto out;
+    }
+    r = prepare(o, &d, jobfd, jobdir, reterr);
+    if (r < 0) {
+        /* Nothing ran: release the id so that a retry (or nothing) is clean. */
+        (void)berth_tree_clear(jobfd, NULL);
+        (void)unlinkat(o->jobsfd, d.run_id, AT_REMOVEDIR);
+        goto out;
+    }
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        r = berth_error_set(reterr, -errno, "pipe: %m");
+        goto out;
+    }
+    r = run_shim(o, "supervise", jobdir, p[1], reterr);
+    close(p[1]);
+    if (r > 0)
+        r = berth_error_set(reterr, -EIO, "the shim exited with status %d; see %s/%s", r, jobdir, OCI_JOB_RUNTIME_LOG);
+    if (r == 0)
+        r = await_shim(o, p[0], jobdir, reterr);
+    close(p[0]);
+    if (r == 0)
+        o->host->log(o->host, BERTH_LOG_INFO, "job %s started by %s", d.run_id, o->cfg.runtime_path);
+out:
+    dispatch_clear(&d);
+    return r;
+}
+
+/* ------------------------------------------------------------------------- */
+/* inspect, cancel, reap                                                      */
+
+static int open_job(struct oci *o, const char *job_id, struct berth_error *reterr)
+{
+    int fd;
+
+    if (!run_id_ok(job_id))
+        return berth_error_set(reterr, -ENOENT, "no job %s here", job_id ? job_id : "(null)");
+    fd = openat(o->jobsfd, job_id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return berth_error_set(reterr, -errno, errno == ENOENT ? "no job %s here" : "job %s: %m", job_id);
+    if (faccessat(fd, OCI_JOB_REAPED, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+        close(fd);
+        return berth_error_set(reterr, -ENOENT, "job %s was reaped", job_id);
+    }
+    return fd;
+}
+
+/* Whether a shim holds the job's lock: 1 yes, 0 no (none supervises it). */
+static int shim_alive(int jobfd)
+{
+    _cleanup_close_ int fd = openat(jobfd, OCI_JOB_LOCK, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+
+    if (fd < 0)
+        return 0;
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+        return errno == EWOULDBLOCK ? 1 : -errno;
+    (void)flock(fd, LOCK_UN);
+    return 0;
+}
+
+static bool has_result(int jobfd)
+{
+    return faccessat(jobfd, OCI_JOB_RESULT, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* A job without a live shim and without a result: let `cleanup` settle it. */
+static int settle_orphan(struct oci *o, const char *job_id, struct berth_error *reterr)
+{
+    _cleanup_free_ char *jobdir = NULL;
+    int r;
+
+    if (asprintf(&jobdir, "%s/%s", o->jobs_dir, job_id) < 0)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    o->host->log(o->host, BERTH_LOG_WARNING, "job %s has no shim and no result: cleaning up", job_id);
+    r = run_shim(o, "cleanup", jobdir, -1, reterr);
+    if (r == OCI_SHIM_EXIT_BUSY)
+        return berth_error_set(reterr, -EAGAIN, "job %s: another shim holds it", job_id);
+    if (r != 0)
+        return r < 0 ? r
+                     : berth_error_set(reterr, -EIO, "cleanup of job %s failed (%d); see %s/%s", job_id, r, jobdir,
+                                       OCI_JOB_RUNTIME_LOG);
+    return 0;
+}
+
+/* Read a capture file (at most @max bytes) as base64url. */
+static json_t *capture_b64(int jobfd, const char *name, size_t max)
+{
+    struct berth_file_expect expect = {.type = S_IFREG, .uid = geteuid(), .max_size = max};
+    _cleanup_free_ char *data = NULL, *b64 = NULL;
+    size_t len = 0, cap;
+    int r;
+
+    r = berth_read_file_at(jobfd, name, &expect, &data, &len, NULL);
+    if (r == -ENOENT)
+        return json_string("");
+    if (r < 0)
+        return NULL;
+    cap = len / 3 * 4 + 8;
+    b64 = malloc(cap);
+    if (!b64 || berth_base64url_encode((const uint8_t *)data, len, b64, cap) < 0)
+        return NULL;
+    return json_string(b64);
+}
+
+static int oci_inspect(void *state, const char *job_id, char **ret_json, size_t *ret_len, struct berth_error *reterr)
+{
+    struct oci *o = state;
+    struct berth_file_expect expect = {.type = S_IFREG, .uid = geteuid(), .max_size = OCI_RESULT_MAX};
+    _cleanup_close_ int jobfd = -1;
+    _cleanup_free_ char *text = NULL;
+    _cleanup_json_ json_t *res = NULL;
+    json_t *out, *err;
+    size_t len = 0;
+    int r;
+
+    jobfd = open_job(o, job_id, reterr);
+    if (jobfd < 0)
+        return jobfd;
+    if (!has_result(jobfd)) {
+        r = shim_alive(jobfd);
+        if (r < 0)
+            return berth_error_set(reterr, r, "job %s: cannot check its shim: %s", job_id, strerror(-r));
+        if (r == 1) {
+            bool started = faccessat(jobfd, OCI_JOB_STARTED, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+            return give_json(json_pack("{s:i, s:s}", "schema_version", 1, "state", started ? "running" : "starting"),
+                             ret_json, ret_len, reterr);
+        }
+        if ((r = settle_orphan(o, job_id, reterr)) < 0)
+            return r == -ENOENT ? -EIO : r;
+    }
+    if ((r = berth_read_file_at(jobfd, OCI_JOB_RESULT, &expect, &text, &len, reterr)) < 0 ||
+        (r = berth_json_parse(text, len, OCI_RESULT_MAX, &res, reterr)) < 0)
+        return r == -ENOENT ? -EIO : r;
+    out = capture_b64(jobfd, OCI_JOB_STDOUT, BERTH_LIMIT_OUTPUT_BYTES_MAX);
+    err = capture_b64(jobfd, OCI_JOB_STDERR, BERTH_LIMIT_OUTPUT_BYTES_MAX);
+    if (!out || !err) {
+        json_decref(out);
+        json_decref(err);
+        return berth_error_set(reterr, -EIO, "job %s: cannot read its output", job_id);
+    }
+    if (json_object_set_new(res, "schema_version", json_integer(1)) < 0 ||
+        json_object_set_new(res, "stdout", out) < 0 || json_object_set_new(res, "stderr", err) < 0 ||
+        json_object_set_new(res, "outputs", json_array()) < 0)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    return give_json(json_incref(res), ret_json, ret_len, reterr);
+}
+
+static int oci_cancel(void *state, const char *job_id, struct berth_error *reterr)
+{
+    struct oci *o = state;
+    _cleanup_close_ int jobfd = -1;
+    int64_t until = mono_ns() + CANCEL_WAIT_NS;
+    int r;
+
+    jobfd = open_job(o, job_id, reterr);
+    if (jobfd < 0)
+        return jobfd;
+    while (!has_result(jobfd)) {
+        r = shim_alive(jobfd);
+        if (r == 0)
+            return settle_orphan(o, job_id, reterr);
+        if (r < 0)
+            return berth_error_set(reterr, r, "job %s: cannot check its shim: %s", job_id, strerror(-r));
+        {
+            /* The shim reads its FIFO; without a reader the open fails (ENXIO) and the loop looks again. */
+            _cleanup_close_ int fd = openat(jobfd, OCI_JOB_CONTROL, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+            if (fd >= 0)
+                (void)berth_write_all(fd, "cancel\n", 7);
+        }
+        if (mono_ns() > until)
+            return berth_error_set(reterr, -ETIMEDOUT, "job %s: still running %lld s after cancel", job_id,
+                                   (long long)(CANCEL_WAIT_NS / 1000000000LL));
+        usleep(20000);
+    }
+    return 0;
+}
+
+static int oci_reap(void *state, const char *job_id, struct berth_error *reterr)
+{
+    struct oci *o = state;
+    _cleanup_close_ int jobfd = -1;
+    int r;
+
+    jobfd = open_job(o, job_id, reterr);
+    if (jobfd < 0)
+        return jobfd;
+    if (!has_result(jobfd))
+        return berth_error_set(reterr, -EBUSY, "job %s has not finished", job_id);
+    if (shim_alive(jobfd) == 1)
+        return berth_error_set(reterr, -EBUSY, "job %s: its shim is still cleaning up", job_id);
+    if ((r = berth_tree_clear(jobfd, reterr)) < 0)
+        return r;
+    return berth_publish_at(jobfd, OCI_JOB_REAPED, "", 0, 0600, 0, reterr);
+}
+
+static const struct berth_runtime_ops_v1 oci_ops = {
+    .capabilities = oci_capabilities,
+    .start = oci_start,
+    .inspect = oci_inspect,
+    .cancel = oci_cancel,
+    .reap = oci_reap,
+};
+
+static const struct berth_plugin oci_plugin = {
+    .abi_version = BERTH_PLUGIN_ABI_VERSION,
+    .struct_size = sizeof(struct berth_plugin),
+    .name = "runtime-oci",
+    .kind = BERTH_PLUGIN_RUNTIME,
+    .version = PACKAGE_VERSION,
+    .init = oci_init,
+    .fini = oci_fini,
+    .ops = &oci_ops,
+    .ops_size = sizeof(oci_ops),
+};
+
+BERTH_PLUGIN_EXPORT const struct berth_plugin *berth_plugin_entry(void)
+{
+    return &oci_plugin;
+}

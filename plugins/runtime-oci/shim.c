@@ -1,0 +1,653 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * berth-oci-shim -- supervises one job's OCI container for the runtime-oci
+ * plugin, outside berthd, so that a job survives a berthd restart and its
+ * exit status, output and deadline never depend on berthd being up.
+ *
+ *   berth-oci-shim supervise JOBDIR   (started by the plugin's start())
+ *   berth-oci-shim cleanup JOBDIR     (the plugin, when no shim holds the lock)
+ *
+ * supervise: detaches (fork, setsid), takes JOBDIR/lock for its whole life,
+ * becomes a child subreaper (so the container's init, re-parented when the
+ * runtime's `create` exits, is its child and its exit status is exact),
+ * runs `create` with the job's stdout and stderr on two pipes, then `start`,
+ * tells the plugin on fd 3, and then waits: for the init to exit, for the
+ * output bound, for the receipt's deadline (a CLOCK_REALTIME timerfd) and for
+ * "cancel" on the control FIFO.  Each of the last three kills everything
+ * with `kill --all ID KILL`.  At the end it reaps what is left, runs
+ * `delete --force`, confirms with `state` that the container is gone, and
+ * writes result.json atomically.  See jobdir.h for the files.
+ *
+ * cleanup: for a job whose shim is gone without a result (killed, or the
+ * machine rebooted): kill and delete the container, then record the job
+ * failed with reason "supervisor_lost".
+ *
+ * The runtime's global flags are passed to every subcommand (runsc needs
+ * them all each time).  With "unmount" in shim.json, the shim first enters a
+ * private mount namespace and detaches those mounts (crun refuses a hybrid
+ * cgroup layout while /sys/fs/cgroup/unified is mounted).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "canon.h"
+#include "fsutil.h"
+#include "jobdir.h"
+#include "jsonobj.h"
+#include "macro.h"
+
+#define KILL_RETRY_NS (2LL * 1000000000LL) /* kill --all again while the init lives */
+#define DRAIN_NS (2LL * 1000000000LL)      /* output still read after the init exited */
+#define REAP_NS (5LL * 1000000000LL)       /* waiting for the runtime's helpers (gofer) */
+#define COMMAND_TIMEOUT_NS (60LL * 1000000000LL)
+
+extern char **environ;
+
+struct shim {
+    int jobfd;
+    const char *jobdir;
+    json_t *cfg;
+    const char *id, *bundle;
+    size_t n_prefix;
+    const char **argv; /* runtime prefix + subcommand arguments */
+    int64_t deadline_ns, output_bytes, written;
+    int out_fd, err_fd; /* the capture files */
+    int log_fd;         /* runtime.log */
+    pid_t init_pid;
+    bool init_exited;
+    int init_status;
+    const char *state, *reason; /* a verdict the shim reached itself */
+    int64_t started_at;
+    int64_t killed_at; /* monotonic, 0 = never */
+};
+
+static int64_t now_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void logf_shim(struct shim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_shim(struct shim *s, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    int n;
+
+    n = snprintf(line, sizeof(line), "berth-oci-shim[%d] %s: ", (int)getpid(), s->id ? s->id : "?");
+    va_start(ap, fmt);
+    n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof(line) - 2)
+        n = (int)sizeof(line) - 2;
+    line[n++] = '\n';
+    if (s->log_fd >= 0)
+        (void)berth_write_all(s->log_fd, line, (size_t)n);
+}
+
+/* Run the runtime with @args appended to its prefix; stdio as given (-1 =
+ * /dev/null, and stderr -1 = runtime.log).  Returns the wait status, or -errno. */
+static int run_runtime(struct shim *s, const char *const *args, int out, int err)
+{
+    posix_spawn_file_actions_t fa;
+    size_t n = s->n_prefix, i;
+    int64_t until = now_ns(CLOCK_MONOTONIC) + COMMAND_TIMEOUT_NS;
+    pid_t pid;
+    int st, r;
+
+    for (i = 0; args[i]; i++)
+        s->argv[n++] = args[i];
+    s->argv[n] = NULL;
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return -ENOMEM;
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (out >= 0)
+        posix_spawn_file_actions_adddup2(&fa, out, 1);
+    else
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, err >= 0 ? err : s->log_fd, 2);
+    r = posix_spawn(&pid, s->argv[0], &fa, NULL, (char *const *)s->argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (r != 0) {
+        logf_shim(s, "cannot run %s %s: %s", s->argv[0], args[0], strerror(r));
+        return -r;
+    }
+    /* Only this pid: the container's init and helpers are reaped elsewhere. */
+    for (;;) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR)
+            return -errno;
+        if (now_ns(CLOCK_MONOTONIC) > until) {
+            logf_shim(s, "%s %s did not finish in %lld s; killing it", s->argv[0], args[0],
+                      (long long)(COMMAND_TIMEOUT_NS / 1000000000LL));
+            kill(pid, SIGKILL);
+            until = INT64_MAX;
+        }
+        usleep(5000);
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        logf_shim(s, "%s %s: %s %d", s->argv[0], args[0], WIFEXITED(st) ? "exit status" : "signal",
+                  WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    return st;
+}
+
+static bool runtime_ok(struct shim *s, const char *const *args, int out, int err)
+{
+    int st = run_runtime(s, args, out, err);
+    return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static void kill_all(struct shim *s)
+{
+    const char *args[] = {"kill", "--all", s->id, "KILL", NULL};
+
+    (void)run_runtime(s, args, -1, -1);
+    s->killed_at = now_ns(CLOCK_MONOTONIC);
+}
+
+/* Reap every child that has exited; notes the init's status. */
+static void reap_children(struct shim *s)
+{
+    int st;
+    pid_t w;
+
+    while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
+        if (w == s->init_pid && !s->init_exited) {
+            s->init_exited = true;
+            s->init_status = st;
+        }
+    }
+}
+
+/* Wait (bounded) until no child is left: the runtime's helpers exit after the sandbox. */
+static void reap_all(struct shim *s)
+{
+    int64_t until = now_ns(CLOCK_MONOTONIC) + REAP_NS;
+
+    for (;;) {
+        int st;
+        pid_t w = waitpid(-1, &st, WNOHANG);
+        if (w > 0) {
+            if (w == s->init_pid && !s->init_exited) {
+                s->init_exited = true;
+                s->init_status = st;
+            }
+            continue;
+        }
+        if (w < 0 && errno == ECHILD)
+            return;
+        if (now_ns(CLOCK_MONOTONIC) > until) {
+            logf_shim(s, "helper processes still running after %lld s", (long long)(REAP_NS / 1000000000LL));
+            return;
+        }
+        usleep(10000);
+    }
+}
+
+static int write_json(struct shim *s, const char *name, json_t *doc)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    int r;
+
+    if (!doc)
+        return -ENOMEM;
+    r = berth_json_serialize(doc, 0, &text, &len, &err);
+    json_decref(doc);
+    if (r == 0)
+        r = berth_publish_at(s->jobfd, name, text, len, 0600, 0, &err);
+    if (r < 0 && r != -EEXIST)
+        logf_shim(s, "cannot write %s: %s", name, err.message);
+    return r;
+}
+
+static json_t *ns_json(int64_t ns)
+{
+    char buf[32];
+
+    if (ns < 0)
+        return json_null();
+    snprintf(buf, sizeof(buf), "%lld", (long long)ns);
+    return json_string(buf);
+}
+
+static int write_result(struct shim *s, const char *state, const char *reason, int exit_code)
+{
+    return write_json(s, OCI_JOB_RESULT,
+                      json_pack("{s:s, s:o, s:o, s:o, s:o}", "state", state, "exit_code",
+                                exit_code >= 0 ? json_integer(exit_code) : json_null(), "reason",
+                                reason ? json_string(reason) : json_null(), "started_at", ns_json(s->started_at),
+                                "finished_at", ns_json(now_ns(CLOCK_REALTIME))));
+}
+
+/* Copy what a pipe has into its capture file, within the combined bound.
+ * Returns false at EOF. */
+static bool pump(struct shim *s, int pipefd, int filefd)
+{
+    char buf[65536];
+    ssize_t n = read(pipefd, buf, sizeof(buf));
+
+    if (n < 0)
+        return errno == EINTR || errno == EAGAIN;
+    if (n == 0)
+        return false;
+    if (s->written + n > s->output_bytes) {
+        int64_t room = s->output_bytes - s->written;
+        if (room > 0)
+            (void)berth_write_all(filefd, buf, (size_t)room);
+        s->written = s->output_bytes;
+        if (!s->state) {
+            logf_shim(s, "output over %lld bytes: killing the job", (long long)s->output_bytes);
+            s->state = "failed";
+            s->reason = "output_limit";
+            kill_all(s);
+        }
+        return true; /* keep draining (and discarding) until EOF */
+    }
+    if (berth_write_all(filefd, buf, (size_t)n) < 0)
+        logf_shim(s, "cannot record output: %m");
+    s->written += n;
+    return true;
+}
+
+/* Whether a non-blocking pipe has more to read right now. */
+static bool drain_more(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
+static int read_pid(struct shim *s)
+{
+    struct berth_file_expect expect = {.type = S_IFREG, .uid = geteuid(), .max_size = 32};
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    char *end;
+    long v;
+
+    if (berth_read_file_at(s->jobfd, OCI_JOB_PIDFILE, &expect, &text, &len, &err) < 0) {
+        logf_shim(s, "no pid file: %s", err.message);
+        return -ENOENT;
+    }
+    errno = 0;
+    v = strtol(text, &end, 10);
+    if (errno || end == text || v <= 1 || v > 1 << 22)
+        return -EBADMSG;
+    s->init_pid = (pid_t)v;
+    return 0;
+}
+
+/* Confirm the runtime no longer knows the container (after delete). */
+static bool container_absent(struct shim *s)
+{
+    const char *args[] = {"state", s->id, NULL};
+    int st = run_runtime(s, args, -1, s->log_fd);
+    return st >= 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static void delete_container(struct shim *s)
+{
+    const char *del[] = {"delete", "--force", s->id, NULL};
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        (void)run_runtime(s, del, -1, -1);
+        if (container_absent(s))
+            return;
+        kill_all(s);
+        reap_all(s);
+    }
+    logf_shim(s, "the runtime still reports the container after delete");
+}
+
+static void sync_line(int fd, const char *line)
+{
+    if (fd >= 0) {
+        (void)berth_write_all(fd, line, strlen(line));
+        close(fd);
+    }
+}
+
+static int open_capture(struct shim *s, const char *name)
+{
+    int fd = openat(s->jobfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        logf_shim(s, "cannot create %s: %m", name);
+    return fd;
+}
+
+static int supervise(struct shim *s, int syncfd)
+{
+    _cleanup_close_ int out_r = -1, err_r = -1, sigfd = -1, timerfd = -1, ctlfd = -1;
+    int outp[2] = {-1, -1}, errp[2] = {-1, -1};
+    char pidfile[PATH_MAX];
+    struct itimerspec its = {0};
+    int64_t exited_at = 0;
+    bool out_open = true, err_open = true;
+    sigset_t mask;
+    int code;
+
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+        logf_shim(s, "cannot become a child subreaper: %m");
+        sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
+        return 1;
+    }
+    s->out_fd = open_capture(s, OCI_JOB_STDOUT);
+    s->err_fd = open_capture(s, OCI_JOB_STDERR);
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGPIPE);
+    if (s->out_fd < 0 || s->err_fd < 0 || sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
+        (sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0 ||
+        (timerfd = timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC | TFD_NONBLOCK)) < 0 ||
+        (ctlfd = openat(s->jobfd, OCI_JOB_CONTROL, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+        pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+        logf_shim(s, "cannot set up: %m");
+        sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
+        return 1;
+    }
+    out_r = outp[0];
+    err_r = errp[0];
+    if (fcntl(out_r, F_SETFL, O_NONBLOCK) < 0 || fcntl(err_r, F_SETFL, O_NONBLOCK) < 0) {
+        logf_shim(s, "cannot set up the output pipes: %m");
+        sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
+        return 1;
+    }
+    its.it_value.tv_sec = s->deadline_ns / 1000000000LL;
+    its.it_value.tv_nsec = s->deadline_ns % 1000000000LL;
+    if (timerfd_settime(timerfd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
+        logf_shim(s, "cannot arm the deadline: %m");
+        sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
+        return 1;
+    }
+
+    snprintf(pidfile, sizeof(pidfile), "%s/%s", s->jobdir, OCI_JOB_PIDFILE);
+    {
+        const char *create[] = {"create", "--bundle", s->bundle, "--pid-file", pidfile, s->id, NULL};
+        /* The container inherits create's stdout and stderr: the pipes. */
+        bool ok = runtime_ok(s, create, outp[1], errp[1]);
+        close(outp[1]);
+        close(errp[1]);
+        if (!ok || read_pid(s) < 0) {
+            while (drain_more(out_r) && pump(s, out_r, s->out_fd) && !s->state)
+                ;
+            while (drain_more(err_r) && pump(s, err_r, s->err_fd) && !s->state)
+                ;
+            delete_container(s);
+            reap_all(s);
+            write_result(s, "failed", "create_failed", -1);
+            sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
+            return 0;
+        }
+    }
+    {
+        const char *start[] = {"start", s->id, NULL};
+        s->started_at = now_ns(CLOCK_REALTIME);
+        if (!runtime_ok(s, start, -1, -1)) {
+            kill_all(s);
+            reap_all(s);
+            delete_container(s);
+            reap_all(s);
+            s->started_at = -1;
+            write_result(s, "failed", "start_failed", -1);
+            sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
+            return 0;
+        }
+    }
+    write_json(s, OCI_JOB_STARTED, json_pack("{s:o}", "started_at", ns_json(s->started_at)));
+    sync_line(syncfd, OCI_SHIM_SYNC_STARTED);
+    logf_shim(s, "started, init pid %d", (int)s->init_pid);
+
+    reap_children(s);
+    while (!s->init_exited || out_open || err_open) {
+        struct pollfd p[5] = {
+            {.fd = out_open ? out_r : -1, .events = POLLIN},
+            {.fd = err_open ? err_r : -1, .events = POLLIN},
+            {.fd = sigfd, .events = POLLIN},
+            {.fd = s->init_exited ? -1 : timerfd, .events = POLLIN},
+            {.fd = ctlfd, .events = POLLIN},
+        };
+        int64_t now = now_ns(CLOCK_MONOTONIC);
+        int timeout = 500;
+
+        if (s->init_exited && now - exited_at > DRAIN_NS) {
+            logf_shim(s, "output still open %lld s after the job exited; closing it",
+                      (long long)(DRAIN_NS / 1000000000LL));
+            break;
+        }
+        if (poll(p, ELEMENTSOF(p), timeout) < 0 && errno != EINTR) {
+            logf_shim(s, "poll: %m");
+            break;
+        }
+        if (p[0].revents && !pump(s, out_r, s->out_fd))
+            out_open = false;
+        if (p[1].revents && !pump(s, err_r, s->err_fd))
+            err_open = false;
+        if (p[2].revents) {
+            struct signalfd_siginfo si;
+            while (read(sigfd, &si, sizeof(si)) == sizeof(si))
+                ; /* SIGCHLD is handled below; termination signals are ignored: the job outlives berthd */
+        }
+        if (p[3].revents) {
+            uint64_t ticks;
+            if (read(timerfd, &ticks, sizeof(ticks)) == sizeof(ticks) && !s->state) {
+                logf_shim(s, "deadline reached: killing the job");
+                s->state = "expired";
+                s->reason = "deadline";
+                kill_all(s);
+            }
+        }
+        if (p[4].revents) {
+            char buf[64];
+            ssize_t n = read(ctlfd, buf, sizeof(buf));
+            if (n > 0 && memmem(buf, (size_t)n, "cancel", 6) && !s->state) {
+                logf_shim(s, "cancel requested: killing the job");
+                s->state = "cancelled";
+                s->reason = "cancelled";
+                kill_all(s);
+            }
+        }
+        if (!s->init_exited) {
+            reap_children(s);
+            if (s->init_exited)
+                exited_at = now_ns(CLOCK_MONOTONIC);
+            else if (s->killed_at && now_ns(CLOCK_MONOTONIC) - s->killed_at > KILL_RETRY_NS)
+                kill_all(s);
+        }
+    }
+
+    /* Whatever is still buffered in the pipes belongs to the job's output. */
+    while (out_open && pump(s, out_r, s->out_fd) && drain_more(out_r))
+        ;
+    while (err_open && pump(s, err_r, s->err_fd) && drain_more(err_r))
+        ;
+    reap_all(s);
+    delete_container(s);
+    reap_all(s);
+    if (WIFEXITED(s->init_status))
+        code = WEXITSTATUS(s->init_status);
+    else
+        code = 128 + WTERMSIG(s->init_status);
+    logf_shim(s, "finished: %s, exit code %d", s->state ? s->state : "exited", code);
+    write_result(s, s->state ? s->state : "exited", s->reason, code);
+    return 0;
+}
+
+static int cleanup(struct shim *s)
+{
+    logf_shim(s, "no shim supervises this job: killing and deleting its container");
+    s->started_at = -1;
+    kill_all(s);
+    delete_container(s);
+    return write_result(s, "failed", "supervisor_lost", -1) < 0 ? 1 : 0;
+}
+
+static int load_config(struct shim *s)
+{
+    struct berth_file_expect expect = {
+        .type = S_IFREG, .uid = geteuid(), .mode_mask = 077, .mode = 0, .max_size = OCI_SHIM_CONFIG_MAX, .one_link = 1};
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *text = NULL;
+    const json_t *prefix, *v;
+    const char *deadline;
+    size_t len = 0, i;
+
+    if (berth_read_file_at(s->jobfd, OCI_JOB_SHIM_CONFIG, &expect, &text, &len, &err) < 0 ||
+        berth_json_parse(text, len, OCI_SHIM_CONFIG_MAX, &s->cfg, &err) < 0 ||
+        berth_json_string_member(s->cfg, "shim", "id", true, &s->id, &err) < 0 ||
+        berth_json_string_member(s->cfg, "shim", "bundle", true, &s->bundle, &err) < 0 ||
+        berth_json_string_member(s->cfg, "shim", "deadline_ns", true, &deadline, &err) < 0 ||
+        berth_json_int_member(s->cfg, "shim", "output_bytes", true, 0, INT64_MAX, &s->output_bytes, &err) < 0 ||
+        berth_json_ns_value(json_object_get(s->cfg, "deadline_ns"), &s->deadline_ns) < 0) {
+        fprintf(stderr, "berth-oci-shim: %s/%s: %s\n", s->jobdir, OCI_JOB_SHIM_CONFIG,
+                err.message[0] ? err.message : "deadline_ns is not a nanosecond string");
+        return -EBADMSG;
+    }
+    (void)deadline;
+    prefix = json_object_get(s->cfg, "runtime");
+    if (!json_is_array(prefix) || json_array_size(prefix) < 1 || json_array_size(prefix) > 64)
+        return fprintf(stderr, "berth-oci-shim: shim.json: runtime must be 1 to 64 strings\n"), -EBADMSG;
+    s->n_prefix = json_array_size(prefix);
+    s->argv = calloc(s->n_prefix + 16, sizeof(*s->argv));
+    if (!s->argv)
+        return -ENOMEM;
+    json_array_foreach(prefix, i, v)
+    {
+        if (!json_is_string(v))
+            return fprintf(stderr, "berth-oci-shim: shim.json: runtime must be strings\n"), -EBADMSG;
+        s->argv[i] = json_string_value(v);
+    }
+    if (s->argv[0][0] != '/')
+        return fprintf(stderr, "berth-oci-shim: shim.json: the runtime must be an absolute path\n"), -EBADMSG;
+    return 0;
+}
+
+/* A private mount namespace without the mounts shim.json lists. */
+static int unmount_listed(struct shim *s)
+{
+    const json_t *list = json_object_get(s->cfg, "unmount"), *v;
+    size_t i;
+
+    if (!list || json_array_size(list) == 0)
+        return 0;
+    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+        logf_shim(s, "cannot enter a private mount namespace: %m");
+        return -errno;
+    }
+    json_array_foreach(list, i, v)
+    {
+        const char *path = json_string_value(v);
+        if (path && path[0] == '/' && umount2(path, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT) {
+            logf_shim(s, "cannot unmount %s: %m", path);
+            return -errno;
+        }
+    }
+    return 0;
+}
+
+static int usage(void)
+{
+    fputs("usage: berth-oci-shim supervise|cleanup JOBDIR\n"
+          "\n"
+          "Supervises one job of berth's runtime-oci plugin (started by berthd; not for\n"
+          "interactive use).  JOBDIR is the job's directory below the backend's\n"
+          "state_directory/jobs; its shim.json says what to run.\n",
+          stderr);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    struct shim s = {.jobfd = -1, .out_fd = -1, .err_fd = -1, .log_fd = -1, .started_at = -1};
+    _cleanup_close_ int lockfd = -1;
+    bool sup;
+    int syncfd = -1, r;
+
+    if (argc != 3 || (strcmp(argv[1], "supervise") != 0 && strcmp(argv[1], "cleanup") != 0) || argv[2][0] != '/')
+        return usage();
+    sup = strcmp(argv[1], "supervise") == 0;
+    s.jobdir = argv[2];
+    if (sup) {
+        syncfd = fcntl(OCI_SHIM_SYNC_FD, F_DUPFD_CLOEXEC, 10);
+        if (syncfd < 0) {
+            fprintf(stderr, "berth-oci-shim: supervise needs the sync pipe on fd %d\n", OCI_SHIM_SYNC_FD);
+            return 2;
+        }
+        close(OCI_SHIM_SYNC_FD);
+        /* Detach: the plugin waits only for this first process. */
+        pid_t pid = fork();
+        if (pid < 0)
+            return 1;
+        if (pid > 0)
+            _exit(0);
+        if (setsid() < 0)
+            return 1;
+    }
+    s.jobfd = open(s.jobdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (s.jobfd < 0) {
+        fprintf(stderr, "berth-oci-shim: %s: %m\n", s.jobdir);
+        sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
+        return 1;
+    }
+    s.log_fd = openat(s.jobfd, OCI_JOB_RUNTIME_LOG, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    lockfd = openat(s.jobfd, OCI_JOB_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (s.log_fd < 0 || lockfd < 0) {
+        fprintf(stderr, "berth-oci-shim: %s: %m\n", s.jobdir);
+        sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
+        return 1;
+    }
+    if (flock(lockfd, LOCK_EX | LOCK_NB) < 0) {
+        sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
+        return errno == EWOULDBLOCK ? OCI_SHIM_EXIT_BUSY : 1;
+    }
+    if (faccessat(s.jobfd, OCI_JOB_RESULT, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+        sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
+        return 0; /* already finished: nothing to do */
+    }
+    if ((r = load_config(&s)) < 0 || unmount_listed(&s) < 0) {
+        if (!sup && s.id)
+            write_result(&s, "failed", "supervisor_lost", -1);
+        sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
+        return 1;
+    }
+    if (sup) {
+        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (devnull >= 0) {
+            dup2(devnull, 0);
+            dup2(devnull, 1);
+            close(devnull);
+        }
+        dup2(s.log_fd, 2);
+    }
+    r = sup ? supervise(&s, syncfd) : cleanup(&s);
+    json_decref(s.cfg);
+    free(s.argv);
+    return r;
+}

@@ -1,0 +1,113 @@
+# oci-lib.sh -- helpers for the tests that run jobs through berthd on the real
+# runtime-oci plugin (bash; sourced after lib.sh and berthd-lib.sh).  Needs
+# root, runsc and crun.
+
+: "${BERTH_RUNTIME_PLUGIN_DIR:?}" "${BERTH_IMAGE_PLUGIN_DIR:?}" "${BERTH_OCI_SHIM:?}"
+
+# pin_json PATH: the runtime pin {"path","sha256","size","mode"} of PATH.
+pin_json() {
+    local p
+    p=$(readlink -f "$1")
+    printf '{"path":"%s","sha256":"sha256:%s","size":%s,"mode":"%s"}' "$p" \
+        "$(sha256sum <"$p" | cut -d' ' -f1)" "$(stat -c %s "$p")" "$(stat -c %04a "$p")"
+}
+
+# oci_config NAME: write $TMP/NAME.json, the runtime-oci config of backend
+# NAME (runsc or crun), state under $TMP/state-NAME.
+oci_config() {
+    local name=$1 rt
+    rt=$(command -v "$name") || fail "$name is not installed"
+    case $name in
+    runsc)
+        printf '{"runtime":%s,"isolation":"gvisor","global_args":["--network=none","--platform=ptrace"],"state_directory":"%s","shim":"%s","pids_ceiling":4096}' \
+            "$(pin_json "$rt")" "$TMP/state-$name" "$BERTH_OCI_SHIM" >"$TMP/$name.json"
+        ;;
+    crun)
+        printf '{"runtime":%s,"isolation":"native","state_directory":"%s","shim":"%s","unmount":["/sys/fs/cgroup/unified"]}' \
+            "$(pin_json "$rt")" "$TMP/state-$name" "$BERTH_OCI_SHIM" >"$TMP/$name.json"
+        ;;
+    esac
+}
+
+# oci_plugins: a plugin directory with runtime-oci and image-oci-local.
+oci_plugins() {
+    PLUGINS=$TMP/plugins
+    mkdir -m 0755 "$PLUGINS"
+    cp "$BERTH_RUNTIME_PLUGIN_DIR/runtime-oci.so" "$BERTH_IMAGE_PLUGIN_DIR/image-oci-local.so" "$PLUGINS/"
+    chmod 0755 "$PLUGINS"/*.so
+}
+
+# oci_install BACKEND...: dev-init with those backends (in that order in the
+# default pool), the busybox image imported and granted, require_qualification
+# false (qualification is tested on its own).
+oci_install() {
+    local b args=()
+    "$BERTH_TOP_SRCDIR/tests/image/build-busybox-image.sh" "$TMP/bb" >"$TMP/bb.digest" 2>"$TMP/build.err" ||
+        fail "building the busybox image failed: $(cat "$TMP/build.err")"
+    DIGEST=$(tail -n1 "$TMP/bb.digest")
+    oci_plugins
+    for b in "$@"; do
+        oci_config "$b"
+        args+=(--backend "$b=runtime-oci,$TMP/$b.json")
+    done
+    pick_port
+    run 0 "$BERTHCTL" dev-init "$INST" --port "$PORT" --principal dev --image "$DIGEST" "${args[@]}" \
+        --plugin-dir "$PLUGINS"
+    for b in "$@"; do
+        jq --arg b "$b" '.backends[$b].require_qualification = false' "$INST/berthd.json" >"$INST/berthd.json.new" &&
+            mv "$INST/berthd.json.new" "$INST/berthd.json" || fail "cannot edit berthd.json"
+    done
+    chmod 0600 "$INST/berthd.json"
+    run 0 "$BERTHCTL" image import "$TMP/bb" --store "$INST/images"
+}
+
+# bb_job ID SCRIPT [WALL_NS] [OUTPUT_BYTES]: $TMP/ID.job.json, a job running
+# SCRIPT with /bin/sh in the busybox image, in pool $POOL (default "default").
+bb_job() {
+    jq -n --arg id "$1" --arg img "$DIGEST" --arg s "$2" --argjson w "${3:-60000000000}" --argjson o "${4:-65536}" \
+        --arg pool "${POOL:-default}" \
+        '{schema_version: 1, id: $id, pool: $pool, image: $img, argv: ["/bin/sh", "-c", $s],
+          limits: {cpu_millis: 1000, memory_bytes: 268435456, pids: 64, scratch_bytes: 16777216,
+                   wall_time_ns: $w, output_bytes: $o, artifact_bytes: 0}}' >"$TMP/$1.job.json"
+}
+
+# CLIENT ARGS...: berthctl as the client "dev".
+CLIENT() { "$BERTHCTL" --config "$INST/client.json" "$@"; }
+
+# submit ID: submit $TMP/ID.job.json (fails unless accepted); RUN_ID is its run id.
+submit() {
+    run 0 CLIENT submit "$TMP/$1.job.json" --json
+    cp "$TMP/stdout" "$TMP/$1.receipt.json"
+    RUN_ID=$(run_id_of "$TMP/$1.receipt.json")
+}
+
+# finish ID: wait for job ID's signed result and collect it into $TMP/ID.out/.
+finish() {
+    run_status_any CLIENT wait "$1" --timeout=120 --json
+    rm -rf "$TMP/$1.out"
+    run 0 CLIENT collect "$1" --out="$TMP/$1.out"
+}
+
+run_status_any() {
+    set +e
+    "$@" >"$TMP/stdout" 2>"$TMP/stderr"
+    set -e
+}
+
+# result ID JQ: a member of job ID's collected result.
+result() { jq -r ".result$2" "$TMP/$1.out/result.json"; }
+
+# placed ID: the backend job ID's receipt names.
+placed() { jq -r '.receipt.backend' "$TMP/$1.receipt.json"; }
+
+# add_pool NAME BACKEND...: a pool like "default" with that allowlist, granted to dev.
+add_pool() {
+    local name=$1
+    shift
+    jq --arg n "$name" --args '.name = $n | .backend_allowlist = $ARGS.positional' "$@" \
+        <"$INST/pools/default.json" >"$INST/pools/$name.json"
+    chmod 0644 "$INST/pools/$name.json"
+    jq --arg n "$name" '.subjects[0].pools += [$n]' "$INST/policy.json" >"$INST/policy.json.new"
+    chmod 0600 "$INST/policy.json.new"
+    mv "$INST/policy.json.new" "$INST/policy.json"
+}
