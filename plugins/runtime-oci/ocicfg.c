@@ -23,11 +23,33 @@ static const char *const members[] = {"gid",  "global_args",      "isolation",  
                                       NULL};
 static const char *const runtime_members[] = {"mode", "path", "sha256", "size", NULL};
 
+/* An absolute path without ".", ".." or empty components and without a trailing "/". */
 static int absolute(const char *path, const char *name, struct berth_error *reterr)
 {
-    if (!path || path[0] != '/' || strstr(path, "/../") || strstr(path, "/./") || strlen(path) >= 4096)
-        return berth_error_set(reterr, -EBADMSG, WHAT ": %s must be an absolute, normalised path", name);
+    const char *c;
+
+    if (!path || path[0] != '/' || strlen(path) >= 4096 || streq(path, "/"))
+        goto bad;
+    for (c = path; *c; c = strchr(c + 1, '/') ? strchr(c + 1, '/') : c + strlen(c)) {
+        const char *next = strchr(c + 1, '/');
+        size_t n = next ? (size_t)(next - c - 1) : strlen(c + 1);
+        if (n == 0 || (n == 1 && c[1] == '.') || (n == 2 && c[1] == '.' && c[2] == '.'))
+            goto bad;
+    }
     return 0;
+bad:
+    return berth_error_set(reterr, -EBADMSG,
+                           WHAT ": %s must be an absolute, normalised path (no \".\", \"..\" or "
+                                "empty component)",
+                           name);
+}
+
+/* Whether the flag @a sets --root in Go's flag syntax (-root, --root, with or without =). */
+static bool sets_root(const char *a)
+{
+    while (*a == '-')
+        a++;
+    return streq(a, "root") || strncmp(a, "root=", 5) == 0;
 }
 
 static int parse_runtime(const json_t *rt, struct oci_config *c, struct berth_error *reterr)
@@ -39,16 +61,16 @@ static int parse_runtime(const json_t *rt, struct oci_config *c, struct berth_er
     int r;
 
     if ((r = berth_json_only_members(rt, WHAT ".runtime", runtime_members, reterr)) < 0 ||
-        (r = berth_json_string_member(rt, WHAT ".runtime", "path", true, &c->runtime_path, reterr)) < 0 ||
+        (r = berth_json_string_member(rt, WHAT ".runtime", "path", true, &c->pin.path, reterr)) < 0 ||
         (r = berth_json_string_member(rt, WHAT ".runtime", "sha256", true, &sha, reterr)) < 0 ||
         (r = berth_json_string_member(rt, WHAT ".runtime", "mode", true, &mode, reterr)) < 0 ||
-        (r = berth_json_int_member(rt, WHAT ".runtime", "size", true, 1, INT64_MAX, &c->runtime_size, reterr)) < 0)
+        (r = berth_json_int_member(rt, WHAT ".runtime", "size", true, 1, INT64_MAX, &c->pin.size, reterr)) < 0)
         return r;
-    if ((r = absolute(c->runtime_path, "runtime.path", reterr)) < 0)
+    if ((r = absolute(c->pin.path, "runtime.path", reterr)) < 0)
         return r;
     if (berth_digest_parse(sha, raw) < 0)
         return berth_error_set(reterr, -EBADMSG, WHAT ": runtime.sha256 must be sha256:<64 lowercase hex>");
-    snprintf(c->runtime_sha256, sizeof(c->runtime_sha256), "%s", sha);
+    snprintf(c->pin.sha256, sizeof(c->pin.sha256), "%s", sha);
     errno = 0;
     m = strtol(mode, &end, 8);
     if (errno || *end || strlen(mode) != 4 || mode[0] != '0' || m < 0 || m > 0777)
@@ -56,7 +78,7 @@ static int parse_runtime(const json_t *rt, struct oci_config *c, struct berth_er
     if (m & 022)
         return berth_error_set(reterr, -EBADMSG,
                                WHAT ": runtime.mode %s lets group or others write the runtime; refused", mode);
-    c->runtime_mode = (uint32_t)m;
+    c->pin.mode = (uint32_t)m;
     return 0;
 }
 
@@ -108,7 +130,7 @@ int oci_config_parse(const char *json, size_t len, const char *default_shim, str
     json_array_foreach(args, i, v)
     {
         const char *a = json_string_value(v);
-        if (!a || a[0] != '-' || strncmp(a, "--root", 6) == 0) {
+        if (!a || a[0] != '-' || sets_root(a)) {
             r = berth_error_set(reterr, -EBADMSG,
                                 WHAT ": global_args[%zu] must be a flag (\"--...\"); --root is set by the plugin", i);
             goto fail;
@@ -138,42 +160,57 @@ void oci_config_clear(struct oci_config *c)
     memset(c, 0, sizeof(*c));
 }
 
-int oci_pin_check(struct oci_config *c, struct berth_error *reterr)
+int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struct oci_pin_cache *cache,
+                      struct berth_error *reterr)
 {
-    _cleanup_close_ int fd = -1;
     char digest[BERTH_DIGEST_BUFSZ];
     struct stat st;
     int64_t mtime, ctime;
     int r;
 
-    fd = berth_open_trusted(c->runtime_path, O_RDONLY | O_NOCTTY, 0, reterr);
-    if (fd < 0)
-        return fd;
     if (fstat(fd, &st) < 0)
-        return berth_error_set(reterr, -errno, "runtime %s: %m", c->runtime_path);
+        return berth_error_set(reterr, -errno, "runtime %s: %m", path);
     if (!S_ISREG(st.st_mode))
-        return berth_error_set(reterr, -EPERM, "runtime %s is not a regular file", c->runtime_path);
+        return berth_error_set(reterr, -EPERM, "runtime %s is not a regular file", path);
     if (st.st_uid != 0 && st.st_uid != geteuid())
-        return berth_error_set(reterr, -EPERM, "runtime %s is owned by uid %u, not root", c->runtime_path,
-                               (unsigned)st.st_uid);
-    if ((uint32_t)(st.st_mode & 07777) != c->runtime_mode)
-        return berth_error_set(reterr, -EPERM, "runtime %s has mode %04o; its pin says %04o", c->runtime_path,
-                               (unsigned)(st.st_mode & 07777), (unsigned)c->runtime_mode);
-    if (st.st_size != c->runtime_size)
-        return berth_error_set(reterr, -EPERM, "runtime %s is %lld bytes; its pin says %lld", c->runtime_path,
-                               (long long)st.st_size, (long long)c->runtime_size);
+        return berth_error_set(reterr, -EPERM, "runtime %s is owned by uid %u, not root", path, (unsigned)st.st_uid);
+    if ((uint32_t)(st.st_mode & 07777) != pin->mode)
+        return berth_error_set(reterr, -EPERM, "runtime %s has mode %04o; its pin says %04o", path,
+                               (unsigned)(st.st_mode & 07777), (unsigned)pin->mode);
+    if (st.st_size != pin->size)
+        return berth_error_set(reterr, -EPERM, "runtime %s is %lld bytes; its pin says %lld", path,
+                               (long long)st.st_size, (long long)pin->size);
     mtime = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
     ctime = (int64_t)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
-    if (c->pin.valid && c->pin.dev == st.st_dev && c->pin.ino == st.st_ino && c->pin.size == st.st_size &&
-        c->pin.mtime_ns == mtime && c->pin.ctime_ns == ctime)
-        return 0;
-    c->pin.valid = false;
-    if ((r = berth_digest_fd(fd, digest)) < 0)
-        return berth_error_set(reterr, r, "runtime %s: cannot read it: %s", c->runtime_path, strerror(-r));
-    if (strcmp(digest, c->runtime_sha256) != 0)
-        return berth_error_set(reterr, -EPERM, "runtime %s has digest %s; its pin says %s", c->runtime_path, digest,
-                               c->runtime_sha256);
-    c->pin = (struct oci_pin_cache){
-        .dev = st.st_dev, .ino = st.st_ino, .size = st.st_size, .mtime_ns = mtime, .ctime_ns = ctime, .valid = true};
+    /* The same file as last time gets the same digest without being read
+     * again (a broken pin is reported on every pass; it must stay cheap). */
+    if (cache && cache->valid && cache->dev == st.st_dev && cache->ino == st.st_ino && cache->size == st.st_size &&
+        cache->mtime_ns == mtime && cache->ctime_ns == ctime) {
+        memcpy(digest, cache->digest, sizeof(digest));
+    } else {
+        if ((r = berth_digest_fd(fd, digest)) < 0)
+            return berth_error_set(reterr, r, "runtime %s: cannot read it: %s", path, strerror(-r));
+        if (cache) {
+            *cache = (struct oci_pin_cache){.dev = st.st_dev,
+                                            .ino = st.st_ino,
+                                            .size = st.st_size,
+                                            .mtime_ns = mtime,
+                                            .ctime_ns = ctime,
+                                            .valid = true};
+            memcpy(cache->digest, digest, sizeof(digest));
+        }
+    }
+    if (strcmp(digest, pin->sha256) != 0)
+        return berth_error_set(reterr, -EPERM, "runtime %s has digest %s; its pin says %s", path, digest, pin->sha256);
     return 0;
+}
+
+int oci_pin_check(struct oci_config *c, struct berth_error *reterr)
+{
+    _cleanup_close_ int fd = -1;
+
+    fd = berth_open_trusted(c->pin.path, O_RDONLY | O_NOCTTY, 0, reterr);
+    if (fd < 0)
+        return fd;
+    return oci_pin_verify_fd(fd, c->pin.path, &c->pin, &c->pin_cache, reterr);
 }

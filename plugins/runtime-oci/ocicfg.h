@@ -42,20 +42,27 @@
 
 #define OCI_MAX_GLOBAL_ARGS 32
 
+/* What the runtime binary must be. */
+struct oci_pin {
+    const char *path;
+    char sha256[BERTH_DIGEST_BUFSZ];
+    int64_t size;
+    uint32_t mode;
+};
+
+/* The identity and digest of the file last hashed. */
 struct oci_pin_cache {
     dev_t dev;
     ino_t ino;
     off_t size;
     int64_t mtime_ns, ctime_ns;
+    char digest[BERTH_DIGEST_BUFSZ];
     bool valid;
 };
 
 struct oci_config {
     json_t *doc; /* owns every string below */
-    const char *runtime_path;
-    char runtime_sha256[BERTH_DIGEST_BUFSZ];
-    int64_t runtime_size;
-    uint32_t runtime_mode;
+    struct oci_pin pin;
     const char *isolation;
     const char *global_args[OCI_MAX_GLOBAL_ARGS];
     size_t n_global_args;
@@ -65,7 +72,7 @@ struct oci_config {
     uint32_t uid, gid;
     int64_t pids_ceiling; /* 0 = none */
     int64_t start_timeout_ns;
-    struct oci_pin_cache pin;
+    struct oci_pin_cache pin_cache;
 };
 
 /**
@@ -81,7 +88,17 @@ int oci_config_parse(const char *json, size_t len, const char *default_shim, str
 void oci_config_clear(struct oci_config *c);
 
 /**
- * oci_pin_check() - check the runtime binary against its pin.
+ * oci_pin_verify_fd() - check the open runtime binary @fd (named @path in
+ * messages) against @pin.  With @cache, a file whose device, inode, size,
+ * mtime and ctime are those of the last call is not hashed again.
+ * Return: 0; -EPERM (it differs: reterr says in what); -errno.
+ */
+int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struct oci_pin_cache *cache,
+                      struct berth_error *reterr);
+
+/**
+ * oci_pin_check() - open the runtime binary (no symlink on its path) and
+ * check it against its pin, with the config's cache.
  * Return: 0; -EPERM (it differs: reterr says in what); -errno when it cannot
  * be opened or read.
  */

@@ -47,7 +47,8 @@
 #endif
 
 #define DISPATCH_MAX (2 * 1024 * 1024)
-#define CANCEL_WAIT_NS (30LL * 1000000000LL)
+#define CANCEL_WAIT_NS (3LL * 1000000000LL) /* then -ETIMEDOUT: berthd asks again on its next pass */
+#define REAP_WAIT_NS (10LL * 1000000000LL)  /* for a shim that wrote its result to exit */
 #define VERSION_MAX 256
 #define RUN_ID_LEN 33
 
@@ -57,7 +58,7 @@ struct oci {
     const struct berth_host *host;
     struct oci_config cfg;
     char *jobs_dir, *root_dir;
-    int jobsfd;
+    int jobsfd, lockfd; /* lockfd: the state directory, flock()ed for this instance's life */
     char version[VERSION_MAX];
 };
 
@@ -113,7 +114,7 @@ static int make_private_dir(const char *path, struct berth_error *reterr)
 /* The runtime's argv prefix: path, --root, the global flags. */
 static json_t *runtime_prefix(const struct oci *o)
 {
-    json_t *a = json_pack("[s, s, s]", o->cfg.runtime_path, "--root", o->root_dir);
+    json_t *a = json_pack("[s, s, s]", o->cfg.pin.path, "--root", o->root_dir);
     size_t i;
 
     for (i = 0; a && i < o->cfg.n_global_args; i++)
@@ -124,18 +125,16 @@ static json_t *runtime_prefix(const struct oci *o)
     return a;
 }
 
-/* `runtime --version`, first line, for capabilities. */
-static void read_version(struct oci *o)
+/* The first line @argv[0] prints on stdout (at most VERSION_MAX bytes,
+ * waiting at most 10 s) into @buf; "" when it prints nothing. */
+static void first_line(char *const argv[], char buf[VERSION_MAX])
 {
     posix_spawn_file_actions_t fa;
-    int p[2];
+    int p[2], st;
     pid_t pid;
-    char buf[VERSION_MAX];
     size_t n = 0;
-    int st;
-    char *argv[] = {(char *)o->cfg.runtime_path, "--version", NULL};
 
-    snprintf(o->version, sizeof(o->version), "unknown");
+    buf[0] = '\0';
     if (pipe2(p, O_CLOEXEC) < 0)
         return;
     if (posix_spawn_file_actions_init(&fa) != 0) {
@@ -153,9 +152,9 @@ static void read_version(struct oci *o)
         for (;;) {
             struct pollfd pfd = {.fd = p[0], .events = POLLIN};
             ssize_t k;
-            if (n >= sizeof(buf) - 1 || poll(&pfd, 1, 10000) <= 0)
+            if (n >= VERSION_MAX - 1 || poll(&pfd, 1, 10000) <= 0)
                 break;
-            k = read(p[0], buf + n, sizeof(buf) - 1 - n);
+            k = read(p[0], buf + n, VERSION_MAX - 1 - n);
             if (k <= 0)
                 break;
             n += (size_t)k;
@@ -166,8 +165,40 @@ static void read_version(struct oci *o)
     close(p[0]);
     buf[n] = '\0';
     buf[strcspn(buf, "\n")] = '\0';
-    if (buf[0])
-        snprintf(o->version, sizeof(o->version), "%s", buf);
+}
+
+/* `runtime --version`, first line, for capabilities. */
+static void read_version(struct oci *o)
+{
+    char *argv[] = {(char *)o->cfg.pin.path, "--version", NULL};
+
+    first_line(argv, o->version);
+    if (!o->version[0])
+        snprintf(o->version, sizeof(o->version), "unknown");
+}
+
+/* The shim must be trusted like the runtime (it runs as root) and answer as berth-oci-shim. */
+static int check_shim(struct oci *o, struct berth_error *reterr)
+{
+    const struct berth_file_expect expect = {.type = S_IFREG, .uid = BERTH_UID_ANY, .mode_mask = 022, .mode = 0};
+    _cleanup_close_ int fd = berth_open_trusted(o->cfg.shim, O_RDONLY | O_NOCTTY, 0, reterr);
+    char *argv[] = {(char *)o->cfg.shim, "--version", NULL};
+    char line[VERSION_MAX];
+    struct stat st;
+    int r;
+
+    if (fd < 0)
+        return berth_error_set(reterr, fd, "shim %s: %s", o->cfg.shim, reterr ? reterr->message : strerror(-fd));
+    if ((r = berth_file_check(fd, o->cfg.shim, &expect, &st, reterr)) < 0)
+        return r;
+    if (st.st_uid != 0 && st.st_uid != geteuid())
+        return berth_error_set(reterr, -EPERM, "shim %s is owned by uid %u, not root", o->cfg.shim,
+                               (unsigned)st.st_uid);
+    first_line(argv, line);
+    if (strncmp(line, "berth-oci-shim ", 15) != 0)
+        return berth_error_set(reterr, -EINVAL, "shim %s is not berth-oci-shim (its --version said \"%.64s\")",
+                               o->cfg.shim, line);
+    return 0;
 }
 
 static int oci_init(const struct berth_host *host, const char *config, size_t config_len, void **ret_state,
@@ -180,7 +211,7 @@ static int oci_init(const struct berth_host *host, const char *config, size_t co
     if (!o)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     o->host = host;
-    o->jobsfd = -1;
+    o->jobsfd = o->lockfd = -1;
     if ((r = oci_config_parse(config, config_len, BERTH_OCI_SHIM_PATH, &o->cfg, reterr)) < 0)
         goto fail;
     if (asprintf(&o->jobs_dir, "%s/jobs", o->cfg.state_directory) < 0 ||
@@ -196,8 +227,14 @@ static int oci_init(const struct berth_host *host, const char *config, size_t co
         r = o->jobsfd;
         goto fail;
     }
-    if (access(o->cfg.shim, X_OK) < 0) {
-        r = berth_error_set(reterr, -errno, "shim %s: %m", o->cfg.shim);
+    if ((r = check_shim(o, reterr)) < 0)
+        goto fail;
+    /* One backend per state directory: its jobs and runtime root are its own. */
+    o->lockfd = openat(o->jobsfd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (o->lockfd < 0 || flock(o->lockfd, LOCK_EX | LOCK_NB) < 0) {
+        r = berth_error_set(reterr, errno == EWOULDBLOCK ? -EBUSY : -errno,
+                            "state_directory %s is in use by another backend or process%s", o->cfg.state_directory,
+                            errno == EWOULDBLOCK ? "" : ": cannot lock it");
         goto fail;
     }
     /* A runtime that fails its pin is reported by capabilities(); berthd still starts. */
@@ -210,6 +247,8 @@ static int oci_init(const struct berth_host *host, const char *config, size_t co
 fail:
     if (o->jobsfd >= 0)
         close(o->jobsfd);
+    if (o->lockfd >= 0)
+        close(o->lockfd);
     free(o->jobs_dir);
     free(o->root_dir);
     oci_config_clear(&o->cfg);
@@ -224,6 +263,7 @@ static void oci_fini(void *state)
     if (!o)
         return;
     close(o->jobsfd);
+    close(o->lockfd);
     free(o->jobs_dir);
     free(o->root_dir);
     oci_config_clear(&o->cfg);
@@ -252,9 +292,9 @@ static int oci_capabilities(void *state, char **ret_json, size_t *ret_len, struc
     if (strcmp(o->version, "unknown") == 0 || !o->version[0])
         read_version(o);
     return give_json(json_pack("{s:s, s:{s:s, s:s, s:s}, s:s, s:[s, s], s:[s, s], s:{s:I, s:I, s:I, s:I}, s:s}",
-                               "backend", "oci", "runtime", "path", o->cfg.runtime_path, "version", o->version,
-                               "sha256", o->cfg.runtime_sha256, "isolation", o->cfg.isolation, "egress_classes", "none",
-                               "loopback", "capabilities", "exec", "file_rw", "limits", "output_bytes",
+                               "backend", "oci", "runtime", "path", o->cfg.pin.path, "version", o->version, "sha256",
+                               o->cfg.pin.sha256, "isolation", o->cfg.isolation, "egress_classes", "none", "loopback",
+                               "capabilities", "exec", "file_rw", "limits", "output_bytes",
                                (json_int_t)BERTH_LIMIT_OUTPUT_BYTES_MAX, "pids", (json_int_t)BERTH_LIMIT_PIDS_MAX,
                                "memory_bytes", (json_int_t)BERTH_LIMIT_MEMORY_BYTES_MAX, "scratch_bytes",
                                (json_int_t)BERTH_LIMIT_SCRATCH_BYTES_MAX, "qualification", "unqualified"),
@@ -347,8 +387,9 @@ static int prepare(struct oci *o, const struct dispatch *d, int jobfd, const cha
     if (r < 0 || (r = berth_bundle_write(bundlefd, config, reterr)) < 0)
         return r;
     snprintf(deadline, sizeof(deadline), "%lld", (long long)d->deadline);
-    shim = json_pack("{s:s, s:s, s:o, s:O*, s:s, s:I}", "id", d->run_id, "bundle", bundle, "runtime", runtime_prefix(o),
-                     "unmount", o->cfg.unmount, "deadline_ns", deadline, "output_bytes",
+    shim = json_pack("{s:s, s:s, s:o, s:{s:s, s:I, s:i}, s:O*, s:s, s:I}", "id", d->run_id, "bundle", bundle, "runtime",
+                     runtime_prefix(o), "pin", "sha256", o->cfg.pin.sha256, "size", (json_int_t)o->cfg.pin.size, "mode",
+                     (int)o->cfg.pin.mode, "unmount", o->cfg.unmount, "deadline_ns", deadline, "output_bytes",
                      (json_int_t)d->job->limits.output_bytes);
     if (!shim)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
@@ -474,7 +515,7 @@ static int oci_start(void *state, const char *dispatch, size_t dispatch_len, str
         r = await_shim(o, p[0], jobdir, reterr);
     close(p[0]);
     if (r == 0)
-        o->host->log(o->host, BERTH_LOG_INFO, "job %s started by %s", d.run_id, o->cfg.runtime_path);
+        o->host->log(o->host, BERTH_LOG_INFO, "job %s started by %s", d.run_id, o->cfg.pin.path);
 out:
     dispatch_clear(&d);
     return r;
@@ -640,8 +681,12 @@ static int oci_reap(void *state, const char *job_id, struct berth_error *reterr)
         return jobfd;
     if (!has_result(jobfd))
         return berth_error_set(reterr, -EBUSY, "job %s has not finished", job_id);
-    if (shim_alive(jobfd) == 1)
-        return berth_error_set(reterr, -EBUSY, "job %s: its shim is still cleaning up", job_id);
+    /* The shim writes result.json last and exits right after: wait for it. */
+    for (int64_t until = mono_ns() + REAP_WAIT_NS; shim_alive(jobfd) == 1;) {
+        if (mono_ns() > until)
+            return berth_error_set(reterr, -EBUSY, "job %s: its shim is still running", job_id);
+        usleep(10000);
+    }
     if ((r = berth_tree_clear(jobfd, reterr)) < 0)
         return r;
     return berth_publish_at(jobfd, OCI_JOB_REAPED, "", 0, 0600, 0, reterr);

@@ -34,7 +34,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/syscall.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +54,7 @@
 #include "jobdir.h"
 #include "jsonobj.h"
 #include "macro.h"
+#include "ocicfg.h"
 
 #define KILL_RETRY_NS (2LL * 1000000000LL) /* kill --all again while the init lives */
 #define DRAIN_NS (2LL * 1000000000LL)      /* output still read after the init exited */
@@ -69,6 +70,7 @@ struct shim {
     const char *id, *bundle;
     size_t n_prefix;
     const char **argv; /* runtime prefix + subcommand arguments */
+    int runtime_fd;    /* the runtime binary, checked against its pin */
     int64_t deadline_ns, output_bytes, written;
     int out_fd, err_fd; /* the capture files */
     int log_fd;         /* runtime.log */
@@ -78,6 +80,7 @@ struct shim {
     const char *state, *reason; /* a verdict the shim reached itself */
     int64_t started_at;
     int64_t killed_at; /* monotonic, 0 = never */
+    int64_t exited_at; /* monotonic, when the init's exit was seen */
 };
 
 static int64_t now_ns(clockid_t clock)
@@ -109,28 +112,29 @@ static void logf_shim(struct shim *s, const char *fmt, ...)
  * /dev/null, and stderr -1 = runtime.log).  Returns the wait status, or -errno. */
 static int run_runtime(struct shim *s, const char *const *args, int out, int err)
 {
-    posix_spawn_file_actions_t fa;
     size_t n = s->n_prefix, i;
     int64_t until = now_ns(CLOCK_MONOTONIC) + COMMAND_TIMEOUT_NS;
     pid_t pid;
-    int st, r;
+    int st;
 
     for (i = 0; args[i]; i++)
         s->argv[n++] = args[i];
     s->argv[n] = NULL;
-    if (posix_spawn_file_actions_init(&fa) != 0)
-        return -ENOMEM;
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    if (out >= 0)
-        posix_spawn_file_actions_adddup2(&fa, out, 1);
-    else
-        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, err >= 0 ? err : s->log_fd, 2);
-    r = posix_spawn(&pid, s->argv[0], &fa, NULL, (char *const *)s->argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (r != 0) {
-        logf_shim(s, "cannot run %s %s: %s", s->argv[0], args[0], strerror(r));
-        return -r;
+    /* The runtime runs from the descriptor whose content was checked against
+     * its pin (execveat), never again by path: replacing the file at the path
+     * later changes nothing for this job. */
+    pid = fork();
+    if (pid < 0) {
+        logf_shim(s, "cannot run %s %s: %m", s->argv[0], args[0]);
+        return -errno;
+    }
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null < 0 || dup2(null, 0) < 0 || dup2(out >= 0 ? out : null, 1) < 0 ||
+            dup2(err >= 0 ? err : s->log_fd, 2) < 0)
+            _exit(127);
+        syscall(SYS_execveat, s->runtime_fd, "", (char *const *)s->argv, environ, AT_EMPTY_PATH);
+        _exit(127);
     }
     /* Only this pid: the container's init and helpers are reaped elsewhere. */
     for (;;) {
@@ -177,6 +181,7 @@ static void reap_children(struct shim *s)
         if (w == s->init_pid && !s->init_exited) {
             s->init_exited = true;
             s->init_status = st;
+            s->exited_at = now_ns(CLOCK_MONOTONIC);
         }
     }
 }
@@ -193,6 +198,7 @@ static void reap_all(struct shim *s)
             if (w == s->init_pid && !s->init_exited) {
                 s->init_exited = true;
                 s->init_status = st;
+                s->exited_at = now_ns(CLOCK_MONOTONIC);
             }
             continue;
         }
@@ -346,7 +352,6 @@ static int supervise(struct shim *s, int syncfd)
     int outp[2] = {-1, -1}, errp[2] = {-1, -1};
     char pidfile[PATH_MAX];
     struct itimerspec its = {0};
-    int64_t exited_at = 0;
     bool out_open = true, err_open = true;
     sigset_t mask;
     int code;
@@ -437,7 +442,7 @@ static int supervise(struct shim *s, int syncfd)
         int64_t now = now_ns(CLOCK_MONOTONIC);
         int timeout = 500;
 
-        if (s->init_exited && now - exited_at > DRAIN_NS) {
+        if (s->init_exited && now - s->exited_at > DRAIN_NS) {
             logf_shim(s, "output still open %lld s after the job exited; closing it",
                       (long long)(DRAIN_NS / 1000000000LL));
             break;
@@ -476,9 +481,7 @@ static int supervise(struct shim *s, int syncfd)
         }
         if (!s->init_exited) {
             reap_children(s);
-            if (s->init_exited)
-                exited_at = now_ns(CLOCK_MONOTONIC);
-            else if (s->killed_at && now_ns(CLOCK_MONOTONIC) - s->killed_at > KILL_RETRY_NS)
+            if (!s->init_exited && s->killed_at && now_ns(CLOCK_MONOTONIC) - s->killed_at > KILL_RETRY_NS)
                 kill_all(s);
         }
     }
@@ -546,6 +549,26 @@ static int load_config(struct shim *s)
     }
     if (s->argv[0][0] != '/')
         return fprintf(stderr, "berth-oci-shim: shim.json: the runtime must be an absolute path\n"), -EBADMSG;
+    {
+        const json_t *pin = json_object_get(s->cfg, "pin");
+        struct oci_pin want = {.path = s->argv[0]};
+        int64_t mode = 0;
+        const char *sha = NULL;
+
+        if (berth_json_string_member(pin, "shim.pin", "sha256", true, &sha, &err) < 0 ||
+            berth_json_int_member(pin, "shim.pin", "size", true, 1, INT64_MAX, &want.size, &err) < 0 ||
+            berth_json_int_member(pin, "shim.pin", "mode", true, 0, 0777, &mode, &err) < 0) {
+            fprintf(stderr, "berth-oci-shim: shim.json: %s\n", err.message);
+            return -EBADMSG;
+        }
+        snprintf(want.sha256, sizeof(want.sha256), "%s", sha);
+        want.mode = (uint32_t)mode;
+        s->runtime_fd = berth_open_trusted(want.path, O_RDONLY | O_NOCTTY, 0, &err);
+        if (s->runtime_fd < 0 || oci_pin_verify_fd(s->runtime_fd, want.path, &want, NULL, &err) < 0) {
+            logf_shim(s, "refusing to run the runtime: %s", err.message);
+            return -EPERM;
+        }
+    }
     return 0;
 }
 
@@ -575,6 +598,7 @@ static int unmount_listed(struct shim *s)
 static int usage(void)
 {
     fputs("usage: berth-oci-shim supervise|cleanup JOBDIR\n"
+          "       berth-oci-shim --version\n"
           "\n"
           "Supervises one job of berth's runtime-oci plugin (started by berthd; not for\n"
           "interactive use).  JOBDIR is the job's directory below the backend's\n"
@@ -585,11 +609,15 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
-    struct shim s = {.jobfd = -1, .out_fd = -1, .err_fd = -1, .log_fd = -1, .started_at = -1};
+    struct shim s = {.jobfd = -1, .out_fd = -1, .err_fd = -1, .log_fd = -1, .runtime_fd = -1, .started_at = -1};
     _cleanup_close_ int lockfd = -1;
     bool sup;
     int syncfd = -1, r;
 
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("berth-oci-shim %s\n", PACKAGE_VERSION);
+        return 0;
+    }
     if (argc != 3 || (strcmp(argv[1], "supervise") != 0 && strcmp(argv[1], "cleanup") != 0) || argv[2][0] != '/')
         return usage();
     sup = strcmp(argv[1], "supervise") == 0;
@@ -631,9 +659,18 @@ int main(int argc, char **argv)
         sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
         return 0; /* already finished: nothing to do */
     }
+    if (!sup && faccessat(s.jobfd, OCI_JOB_SHIM_CONFIG, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
+        /* start() was interrupted before it wrote shim.json (published
+         * atomically, before any shim ran): no container can exist. */
+        return write_result(&s, "failed", "start_interrupted", -1) < 0 ? 1 : 0;
+    }
     if ((r = load_config(&s)) < 0 || unmount_listed(&s) < 0) {
-        if (!sup && s.id)
-            write_result(&s, "failed", "supervisor_lost", -1);
+        if (r == -EPERM) {
+            /* The runtime changed under its pin: nothing of this job may run. */
+            write_result(&s, "failed", sup ? "runtime_pin" : "supervisor_lost", -1);
+            sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
+            return 0;
+        }
         sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
         return 1;
     }

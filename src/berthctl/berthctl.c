@@ -50,6 +50,8 @@ static const struct {
     {"plugins", cmd_plugins, "list plugins and whether they would load"},
     {"policy", cmd_policy, "grant an imported image in the host policy (allow-image)"},
     {"pool", cmd_pool, "register, inspect, place on and verify named sandbox pools"},
+    {"qualification", cmd_verify, "verify a signed backend qualification offline"},
+    {"qualify", cmd_qualify, "run the live probes on a runtime backend and record its qualification"},
     {"receipt", cmd_verify, "verify a signed receipt offline"},
     {"result", cmd_verify, "verify a signed result offline"},
     {"submit", cmd_job, "send a sealed job to berthd (and wait for its result)"},

@@ -79,6 +79,7 @@ int cmd_audit(struct bctl_globals *g, int argc, char **argv);
 int cmd_image(struct bctl_globals *g, int argc, char **argv);
 int cmd_job(struct bctl_globals *g, int argc, char **argv);
 int cmd_verify(struct bctl_globals *g, int argc, char **argv);
+int cmd_qualify(struct bctl_globals *g, int argc, char **argv);
 
 /**
  * bctl_open_journal() - open g->journal (required: a usage error without

@@ -13,6 +13,7 @@
 #include "canon.h"
 #include "job.h"
 #include "macro.h"
+#include "qualification.h"
 #include "receipt.h"
 #include "sign.h"
 
@@ -22,9 +23,11 @@ static void help(void)
 {
     printf("Usage: berthctl receipt verify FILE --pubkey=PUB [--job=JOB.json] [--json]\n"
            "       berthctl result verify FILE --job=JOB.json --pubkey=PUB [--receipt=RECEIPT.json] [--json]\n"
+           "       berthctl qualification verify FILE --pubkey=PUB [--json]\n"
            "\n"
-           "Check a receipt or result offline, with nothing but the broker's public key.\n"
-           "Both are envelopes {\"receipt\"|\"result\": BODY, \"signature\": SIG} where SIG is an\n"
+           "Check a receipt, result or backend qualification (berthctl qualify --out)\n"
+           "offline, with nothing but the broker's public key.  All are envelopes\n"
+           "{\"receipt\"|\"result\"|\"qualification\": BODY, \"signature\": SIG} where SIG is an\n"
            "Ed25519 signature (RFC 8032) over the canonical JSON of BODY.\n"
            "\n"
            "  --pubkey=PUB        the broker's public key: a PEM \"PUBLIC KEY\" file such as\n"
@@ -101,7 +104,7 @@ int cmd_verify(struct bctl_globals *g, int argc, char **argv)
         {},
     };
     const char *verb = argv[0] + strlen("berthctl ");
-    bool is_result = streq(verb, "result");
+    bool is_result = streq(verb, "result"), is_qualification = streq(verb, "qualification");
     const char *pubkey = NULL, *job_file = NULL, *receipt_file = NULL;
     struct berth_error err = BERTH_ERROR_INIT;
     uint8_t pub[BERTH_ED25519_PUBLIC_LEN];
@@ -138,10 +141,16 @@ int cmd_verify(struct bctl_globals *g, int argc, char **argv)
         (receipt_file && (r = read_json(verb, receipt_file, &receipt))) ||
         (r = read_json(verb, argv[optind + 1], &doc)) != BCTL_EXIT_OK)
         goto out;
-    if (is_result)
+    if (is_qualification && job)
+        r = bctl_usage_error(verb, "--job belongs to receipt and result verify");
+    else if (is_qualification)
+        r = berth_qualification_verify(doc, pub, &body, &err);
+    else if (is_result)
         r = berth_result_verify(doc, pub, job, receipt, &body, &err);
     else
         r = berth_receipt_verify(doc, pub, job, &body, &err);
+    if (r == BCTL_EXIT_USAGE)
+        goto out;
     if (r < 0) {
         bctl_error(verb, "%s does NOT verify: %s", argv[optind + 1], err.message);
         r = BCTL_EXIT_VERIFY;
@@ -149,6 +158,20 @@ int cmd_verify(struct bctl_globals *g, int argc, char **argv)
     }
     if (g->json) {
         r = bctl_print_json(verb, body, true);
+    } else if (is_qualification) {
+        size_t i, n = 0;
+        const json_t *pr;
+        json_array_foreach(json_object_get(body, "probes"), i,
+                           pr) if (streq_ptr(json_string_value(json_object_get(pr, "outcome")), "pass")) n++;
+        printf("qualification verified: %s, backend %s (runtime %s %s) on kernel %s, %zu of %zu probes passed, "
+               "expires_at %s, signed by %s\n",
+               json_string_value(json_object_get(body, "id")), json_string_value(json_object_get(body, "backend")),
+               json_string_value(json_object_get(json_object_get(body, "runtime"), "path")),
+               json_string_value(json_object_get(json_object_get(body, "runtime"), "sha256")),
+               json_string_value(json_object_get(body, "kernel")), n, json_array_size(json_object_get(body, "probes")),
+               json_string_value(json_object_get(body, "expires_at")),
+               json_string_value(json_object_get(body, "key_id")));
+        r = BCTL_EXIT_OK;
     } else if (is_result) {
         const json_t *code = json_object_get(body, "exit_code");
         printf("result verified: job %s, status %s", json_string_value(json_object_get(body, "job_id")),

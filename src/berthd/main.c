@@ -349,6 +349,26 @@ static int state_directory(struct daemon *d, bool create)
     return 0;
 }
 
+/* --check: every backend must answer capabilities() (a runtime that fails
+ * its pin, for example); a running berthd only leaves such a backend idle. */
+static int check_backends(struct daemon *d)
+{
+    int rc = 0;
+
+    for (size_t i = 0; i < d->cfg.n_backends; i++) {
+        const struct berth_broker_backend *be = &d->backends[i];
+        struct berth_error err = BERTH_ERROR_INIT;
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+
+        if (be->ops->capabilities(be->state, &text, &len, &err) < 0) {
+            berth_logf(&d->logger, BERTH_LOG_ERR, "backend %s would get no work: %s", be->name, err.message);
+            rc = 1;
+        }
+    }
+    return rc;
+}
+
 static int start(struct daemon *d, bool check_only)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -369,7 +389,7 @@ static int start(struct daemon *d, bool check_only)
     if (state_directory(d, !check_only) != 0)
         return 1;
     if (check_only)
-        return 0;
+        return check_backends(d);
     if (asprintf(&journal_path, "%s/journal.db", d->cfg.state_directory) < 0)
         return 1;
     if ((r = berth_journal_open(journal_path, BERTH_JOURNAL_CREATE, &d->journal, &err)) < 0)

@@ -18,6 +18,7 @@ struct berth_broker {
     struct berth_backend_set *offers; /* from the last capabilities refresh */
     json_t *capabilities;             /* {backend: capabilities()} from that refresh */
     atomic_bool stopping;             /* berth_broker_stop() was called */
+    char (*caps_errors)[512];         /* per backend: the last capabilities() error logged, "" when fine */
 };
 
 /* The authenticated caller, resolved under the lock. */

@@ -21,6 +21,7 @@
 #include "jsonobj.h"
 #include "macro.h"
 #include "poolchain.h"
+#include "qualification.h"
 #include "receipt.h"
 
 #define CAPABILITIES_MAX (64 * 1024)
@@ -28,6 +29,33 @@
 
 static const char *const inspect_states[] = {"starting", "running", "exited", "failed", "cancelled", "expired"};
 #define INSPECT_FIRST_TERMINAL 2
+
+/* A backend naming its runtime binary is qualified while the journal holds a
+ * current qualification for that binary on this kernel (qualification.h);
+ * what the plugin itself claims about qualification is replaced. */
+static void overlay_qualification(struct berth_broker *b, const struct berth_broker_backend *be, json_t *doc)
+{
+    const char *sha = json_string_value(json_object_get(json_object_get(doc, "runtime"), "sha256"));
+    char id[BERTH_QUALIFICATION_ID_LEN + 1], kernel[256];
+    struct berth_error err = BERTH_ERROR_INIT;
+    int64_t expires = 0;
+    int r;
+
+    if (!sha)
+        return;
+    berth_kernel_release(kernel, sizeof(kernel));
+    pthread_mutex_lock(&b->lock);
+    r = berth_qualification_current(b->p.journal, be->name, sha, kernel, broker_now(), id, &expires, &err);
+    pthread_mutex_unlock(&b->lock);
+    if (r == 0)
+        json_object_set_new(doc, "qualification",
+                            json_pack("{s:s, s:o}", "id", id, "expires_ns", berth_json_ns(expires)));
+    else if (r == -ENOENT)
+        json_object_set_new(doc, "qualification", json_string("unqualified"));
+    else
+        berth_logf(b->p.logger, BERTH_LOG_WARNING, "backend %s: cannot read its qualifications: %s", be->name,
+                   err.message);
+}
 
 int berth_broker_refresh_backends(struct berth_broker *b)
 {
@@ -51,10 +79,20 @@ int berth_broker_refresh_backends(struct berth_broker *b)
         if (r >= 0 && !json_is_object(doc))
             r = berth_error_set(&err, -EBADMSG, "not a JSON object");
         if (r < 0) {
-            berth_logf(b->p.logger, BERTH_LOG_WARNING, "backend %s: capabilities failed, so it gets no work: %s",
-                       be->name, err.message);
+            /* Logged when it starts failing or fails differently, not on every pass. */
+            if (strcmp(b->caps_errors[i], err.message) != 0) {
+                berth_logf(b->p.logger, BERTH_LOG_WARNING, "backend %s: capabilities failed, so it gets no work: %s",
+                           be->name, err.message);
+                snprintf(b->caps_errors[i], sizeof(b->caps_errors[i]), "%s", err.message);
+            }
             json_decref(doc);
             doc = json_pack("{s:[], s:[], s:s}", "capabilities", "egress_classes", "qualification", "unqualified");
+        }
+        if (r >= 0) {
+            if (b->caps_errors[i][0])
+                berth_logf(b->p.logger, BERTH_LOG_NOTICE, "backend %s: capabilities answer again", be->name);
+            b->caps_errors[i][0] = '\0';
+            overlay_qualification(b, be, doc);
         }
         offer = json_pack("{s:O*, s:O*, s:O*, s:b}", "capabilities", json_object_get(doc, "capabilities"),
                           "egress_classes", json_object_get(doc, "egress_classes"), "qualification",
@@ -383,7 +421,13 @@ static int finish(struct berth_broker *b, struct berth_job_record *rec, enum ber
     return 0;
 }
 
-/* A job being stopped: ask the backend to cancel, then record the outcome. */
+static const enum berth_job_state terminal_of[] = {
+    0, 0, BERTH_JOB_EXITED, BERTH_JOB_FAILED, BERTH_JOB_CANCELLED, BERTH_JOB_EXPIRED};
+
+/* A job being stopped: ask the backend to cancel, then record the outcome.
+ * A job that ended on its own meanwhile (exited, or failed for its own
+ * reason) keeps that outcome; one the stop ended is cancelled (a cancel was
+ * requested), expired (its deadline passed) or failed/lost. */
 static int reap(struct berth_broker *b, const struct berth_broker_backend *be, struct berth_job_record *rec,
                 int64_t now, struct berth_pass_stats *stats, struct berth_error *reterr)
 {
@@ -401,8 +445,13 @@ static int reap(struct berth_broker *b, const struct berth_broker_backend *be, s
             stats->errors++;
         return 0;
     }
-    if (rec->cancel_requested) {
+    r = r == -ENOENT ? -ENOENT : inspect(b, be, rec, &o);
+    if (r == 0 && (terminal_of[o.state] == BERTH_JOB_EXITED ||
+                   (terminal_of[o.state] == BERTH_JOB_FAILED && !streq_ptr(o.reason, "supervisor_lost")))) {
+        to = terminal_of[o.state]; /* it ended on its own before the stop reached it */
+    } else if (rec->cancel_requested) {
         to = BERTH_JOB_CANCELLED;
+        reason = "cancelled";
     } else if (now > rec->deadline) {
         to = BERTH_JOB_EXPIRED;
         reason = "deadline";
@@ -410,7 +459,6 @@ static int reap(struct berth_broker *b, const struct berth_broker_backend *be, s
         to = BERTH_JOB_FAILED;
         reason = "lost";
     }
-    r = r == -ENOENT ? -ENOENT : inspect(b, be, rec, &o);
     r = finish(b, rec, to, r == 0 ? &o : NULL, reason, stats, reterr);
     outcome_clear(&o);
     return r;
@@ -452,15 +500,11 @@ static int reconcile_one(struct berth_broker *b, struct berth_job_record *rec, i
         if (r < 0)
             return r == -ESTALE ? 0 : r;
     }
-    if (rec->state == BERTH_JOB_RUNNING && stop) {
-        r = move(b, rec, BERTH_JOB_REAPING, NULL, NULL, NULL, reterr);
-        if (r < 0)
-            return r == -ESTALE ? 0 : r;
-    }
     if (rec->state == BERTH_JOB_REAPING)
         return reap(b, be, rec, now, stats, reterr);
 
-    /* running or finalizing: has it finished? */
+    /* running or finalizing: has it finished?  Asked first even when it is to
+     * be stopped, so that a job that ended in time keeps its own outcome. */
     r = inspect(b, be, rec, &o);
     if (r == -ENOENT) {
         if (rec->state == BERTH_JOB_FINALIZING)
@@ -468,18 +512,20 @@ static int reconcile_one(struct berth_broker *b, struct berth_job_record *rec, i
         r = move(b, rec, BERTH_JOB_REAPING, NULL, NULL, NULL, reterr);
         return r < 0 ? (r == -ESTALE ? 0 : r) : reap(b, be, rec, now, stats, reterr);
     }
-    if (r < 0) {
-        if (stats)
-            stats->errors++;
-        return 0;
-    }
-    if (o.state >= INSPECT_FIRST_TERMINAL) {
-        static const enum berth_job_state terminal_of[] = {
-            0, 0, BERTH_JOB_EXITED, BERTH_JOB_FAILED, BERTH_JOB_CANCELLED, BERTH_JOB_EXPIRED};
+    if (r < 0 && stats)
+        stats->errors++;
+    if (r == 0 && o.state >= INSPECT_FIRST_TERMINAL) {
         if (rec->state == BERTH_JOB_RUNNING)
             r = move(b, rec, BERTH_JOB_FINALIZING, NULL, NULL, NULL, reterr);
         if (r == 0)
             r = finish(b, rec, terminal_of[o.state], &o, NULL, stats, reterr);
+    } else if (stop && rec->state == BERTH_JOB_RUNNING) {
+        outcome_clear(&o);
+        r = move(b, rec, BERTH_JOB_REAPING, NULL, NULL, NULL, reterr);
+        if (r == 0)
+            return reap(b, be, rec, now, stats, reterr);
+    } else {
+        r = 0;
     }
     outcome_clear(&o);
     return r == -ESTALE ? 0 : r;
@@ -569,11 +615,9 @@ static int dispatch_one(struct berth_broker *b, struct berth_job_record *rec, in
     if (r == -EBADMSG || r == -EKEYREJECTED || r == -ETIME || r == -EPERM) {
         berth_logf(b->p.logger, BERTH_LOG_ERR, "job %s run %s: backend %s refused to start it: %s", rec->job_id,
                    rec->run_id, be->name, err.message);
-        return finish(b, rec, BERTH_JOB_FAILED, NULL,
-                      r == -ETIME   ? "deadline"
-                      : r == -EPERM ? "backend_refused"
-                                    : "start_refused",
-                      stats, reterr);
+        if (r == -ETIME)
+            return finish(b, rec, BERTH_JOB_EXPIRED, NULL, "deadline", stats, reterr);
+        return finish(b, rec, BERTH_JOB_FAILED, NULL, r == -EPERM ? "backend_refused" : "start_refused", stats, reterr);
     }
     if (r < 0) {
         /* Uncertain: the claim stays; reconcile asks, dispatch retries (start is idempotent). */

@@ -57,6 +57,17 @@ static const char *const migrations[] = {
     "  PRIMARY KEY (principal, scope, job_id)"
     ") STRICT;"
     "CREATE INDEX jobs_open ON jobs (state) WHERE state NOT IN ('exited','failed','cancelled','expired');",
+    /* 3: signed live qualifications of runtime backends (qualification.h). */
+    "CREATE TABLE qualifications ("
+    "  id TEXT PRIMARY KEY,"
+    "  backend TEXT NOT NULL,"
+    "  runtime_sha256 TEXT NOT NULL,"
+    "  kernel TEXT NOT NULL,"
+    "  qualified_at INTEGER NOT NULL,"
+    "  expires_at INTEGER NOT NULL,"
+    "  envelope TEXT NOT NULL"
+    ") STRICT;"
+    "CREATE INDEX qualifications_backend ON qualifications (backend, expires_at);",
 };
 
 _Static_assert(ELEMENTSOF(migrations) == BERTH_JOURNAL_FORMAT, "one migration per format version");

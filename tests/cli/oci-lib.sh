@@ -2,7 +2,20 @@
 # runtime-oci plugin (bash; sourced after lib.sh and berthd-lib.sh).  Needs
 # root, runsc and crun.
 
+if [ "$(id -u)" != 0 ]; then
+    echo "SKIP: OCI runtimes need root"
+    exit 77
+fi
 : "${BERTH_RUNTIME_PLUGIN_DIR:?}" "${BERTH_IMAGE_PLUGIN_DIR:?}" "${BERTH_OCI_SHIM:?}"
+
+# edit_config JQ_FILTER [JQ ARGS...]: rewrite berthd.json through jq (mode 0600, atomic).
+edit_config() {
+    local filter=$1
+    shift
+    jq "$@" "$filter" "$INST/berthd.json" >"$INST/berthd.json.new" || fail "cannot edit berthd.json with $filter"
+    chmod 0600 "$INST/berthd.json.new"
+    mv "$INST/berthd.json.new" "$INST/berthd.json"
+}
 
 # pin_json PATH: the runtime pin {"path","sha256","size","mode"} of PATH.
 pin_json() {
@@ -53,11 +66,7 @@ oci_install() {
     pick_port
     run 0 "$BERTHCTL" dev-init "$INST" --port "$PORT" --principal dev --image "$DIGEST" "${args[@]}" \
         --plugin-dir "$PLUGINS"
-    for b in "$@"; do
-        jq --arg b "$b" '.backends[$b].require_qualification = false' "$INST/berthd.json" >"$INST/berthd.json.new" &&
-            mv "$INST/berthd.json.new" "$INST/berthd.json" || fail "cannot edit berthd.json"
-    done
-    chmod 0600 "$INST/berthd.json"
+    edit_config '.backends[].require_qualification = false'
     run 0 "$BERTHCTL" image import "$TMP/bb" --store "$INST/images"
 }
 

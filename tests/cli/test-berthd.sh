@@ -120,7 +120,7 @@ grep -q "^cancel r" "$TMP/script/calls.log" || fail "the backend was never asked
 OTHER_PUB=$(openssl pkey -in "$TMP/other.key" -pubout -outform DER | tail -c 32 | base64 | tr '+/' '-_' | tr -d '=')
 sed "s|\"broker_public_key\": *\"[^\"]*\"|\"broker_public_key\": \"$OTHER_PUB\"|" \
     "$INST/client.json" >"$TMP/client-wrongkey.json"
-grep -qF "$OTHER_PUB" "$TMP/client-wrongkey.json" || fail "could not write the wrong-key client config"
+grep -qF -- "$OTHER_PUB" "$TMP/client-wrongkey.json" || fail "could not write the wrong-key client config"
 job_doc pinned '["echo"]' >"$TMP/pinned.json"
 run 3 "$BERTHCTL" --config "$TMP/client-wrongkey.json" submit "$TMP/pinned.json"
 stderr_has "does not verify against the pinned broker key"

@@ -5,16 +5,44 @@
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 . "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
 . "$BERTH_TOP_SRCDIR/tests/cli/berthd-lib.sh"
-
-if [ "$(id -u)" != 0 ]; then
-    echo "SKIP: OCI runtimes need root"
-    exit 77
-fi
-. "$BERTH_TOP_SRCDIR/tests/cli/oci-lib.sh"
+. "$BERTH_TOP_SRCDIR/tests/cli/oci-lib.sh" # skips (77) unless root
 
 oci_install runsc crun
 add_pool native crun
 add_pool gvisor runsc
+
+# Hostile backend configurations: berthd --check refuses each with its reason.
+bad_config() {
+    jq "$1" "$INST/berthd.json" >"$TMP/bad.json"
+    chmod 0600 "$TMP/bad.json"
+    run 1 "$BERTHD" --config "$TMP/bad.json" --check
+    stderr_has "$2"
+}
+bad_config '.backends.runsc.config.runtme = 1' 'unknown member'
+bad_config '.backends.runsc.config.state_directory = "state"' 'state_directory must be an absolute, normalised path'
+bad_config '.backends.runsc.config.state_directory = "/tmp/../etc"' 'state_directory must be an absolute, normalised path'
+bad_config '.backends.runsc.config.runtime.mode = "0777"' 'lets group or others write the runtime'
+bad_config '.backends.runsc.config.runtime.mode = "755"' 'runtime.mode must be four octal digits'
+bad_config '.backends.runsc.config.runtime.sha256 = "sha256:XYZ"' 'runtime.sha256 must be sha256:<64 lowercase hex>'
+bad_config '.backends.runsc.config.uid = 0' 'uid'
+bad_config '.backends.runsc.config.isolation = "vm"' 'isolation must be "gvisor" or "native"'
+bad_config '.backends.runsc.config.global_args = ["--root=/tmp/x"]' '--root is set by the plugin'
+bad_config '.backends.runsc.config.global_args = [range(40) | "--debug"]' 'global_args must be at most 32 strings'
+bad_config '.backends.runsc.config.shim = "/nonexistent/berth-oci-shim"' 'shim /nonexistent/berth-oci-shim'
+# Go's flag syntax: -root sets --root too.
+bad_config '.backends.runsc.config.global_args = ["-root=/tmp/x"]' '--root is set by the plugin'
+bad_config '.backends.runsc.config.state_directory = "/tmp/x/.."' 'state_directory must be an absolute, normalised path'
+bad_config '.backends.runsc.config.state_directory = "/tmp//x"' 'state_directory must be an absolute, normalised path'
+# Two backends cannot share one state directory (one runtime root, one jobs/).
+bad_config ".backends.crun.config.state_directory = \"$TMP/state-runsc\"" 'is in use by another backend'
+# The shim runs as root: it must be trusted like the runtime, and be berth-oci-shim.
+cp "$BERTH_OCI_SHIM" "$TMP/open-shim"
+chmod 0777 "$TMP/open-shim"
+bad_config ".backends.runsc.config.shim = \"$TMP/open-shim\"" "$TMP/open-shim"
+bad_config '.backends.runsc.config.shim = "/usr/bin/true"' 'is not berth-oci-shim'
+# A runtime that fails its pin: berthd --check says which backend would get no work.
+bad_config '.backends.runsc.config.runtime.size = 1' "backend runsc would get no work: runtime /usr/bin/runsc is $(stat -c %s /usr/bin/runsc) bytes; its pin says 1"
+bad_config '.backends.runsc.config.runtime.path = "/usr/bin/nonexistent-runtime"' 'backend runsc would get no work'
 start_berthd
 grep -q "backend runsc: plugin runtime-oci" "$TMP/berthd.log" || fail "berthd did not load runsc: $(cat "$TMP/berthd.log")"
 
@@ -37,6 +65,10 @@ no_container() {
         fail "$1 still has container $2"
     fi
 }
+
+# Sleep durations unique to this run, so that no other test's process matches.
+LATE=$((100000 + $$ % 50000 * 2))
+CANCEL=$((LATE + 1))
 
 for POOL in default native; do
     export POOL
@@ -66,6 +98,16 @@ for POOL in default native; do
     [ "$(result "$be-zero" .status)/$(result "$be-zero" .exit_code)" = exited/0 ] ||
         fail "$be: zero: $(cat "$TMP/$be-zero.out/result.json")"
 
+    # A fast job's output in full, more than a pipe holds (200,000 bytes).
+    bb_job "$be-bulk" 'head -c 200000 /dev/zero | tr "\\0" x' 60000000000 1048576
+    submit "$be-bulk"
+    finish "$be-bulk"
+    [ "$(result "$be-bulk" .status)/$(result "$be-bulk" .exit_code)" = exited/0 ] ||
+        fail "$be: bulk: $(cat "$TMP/$be-bulk.out/result.json")"
+    [ "$(stat -c %s "$TMP/$be-bulk.out/stdout")" = 200000 ] ||
+        fail "$be: bulk: kept $(stat -c %s "$TMP/$be-bulk.out/stdout") of 200000 bytes"
+    [ "$(tr -d x <"$TMP/$be-bulk.out/stdout" | wc -c)" = 0 ] || fail "$be: bulk: the output is not all x"
+
     # Output over the bound: cut at 1000 bytes in all, killed, failed output_limit.
     bb_job "$be-flood" 'echo start >&2; while :; do echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done' 60000000000 1000
     submit "$be-flood"
@@ -77,27 +119,91 @@ for POOL in default native; do
     no_container "$be" "$RUN_ID"
 
     # The deadline kills a job that ignores SIGTERM, and its descendant.
-    bb_job "$be-late" "trap '' TERM; sleep 7311 & sleep 7311; echo never" 3000000000
+    bb_job "$be-late" "trap '' TERM; sleep $LATE & sleep $LATE; echo never" 3000000000
     submit "$be-late"
     finish "$be-late"
     [ "$(result "$be-late" .status)" = expired ] || fail "$be: late: $(cat "$TMP/$be-late.out/result.json")"
     grep -q never "$TMP/$be-late.out/stdout" && fail "$be: the job outlived its deadline"
-    no_process "sleep 7311"
+    no_process "sleep $LATE"
     no_process "$RUN_ID"
     no_container "$be" "$RUN_ID"
 
     # Cancel stops the job and a detached descendant.
-    bb_job "$be-cancel" "(setsid sleep 7312 &) ; sleep 7312; echo never"
+    bb_job "$be-cancel" "(setsid sleep $CANCEL &) ; sleep $CANCEL; echo never"
     submit "$be-cancel"
     wait_state dev "$be-cancel" running
     run 0 CLIENT cancel "$be-cancel"
     finish "$be-cancel"
     [ "$(result "$be-cancel" .status)" = cancelled ] || fail "$be: cancel: $(cat "$TMP/$be-cancel.out/result.json")"
-    no_process "sleep 7312"
+    no_process "sleep $CANCEL"
     no_process "$RUN_ID"
     no_container "$be" "$RUN_ID"
 done
 unset POOL
+
+# A job that ends inside its deadline keeps its own outcome even when berthd
+# only looks after the deadline (it was down): exited 0, not expired.
+POOL=native bb_job intime 'sleep 1; echo ok' 4000000000
+submit intime
+wait_state dev intime running
+kill_berthd
+sleep 5
+start_berthd
+finish intime
+[ "$(result intime .status)/$(result intime .exit_code)" = exited/0 ] ||
+    fail "a job that exited in time was recorded $(result intime .status): $(cat "$TMP/intime.out/result.json")"
+
+# A deadline that passes before the job can start: expired.
+bb_job tooshort 'true' 1000000
+submit tooshort
+finish tooshort
+[ "$(result tooshort .status)" = expired ] || fail "tooshort: $(cat "$TMP/tooshort.out/result.json")"
+
+# The shim runs the runtime it checked: replacing the file at the pinned path
+# while a job runs changes nothing for that job (the wrapper never runs).
+install -m 0755 /usr/bin/crun "$TMP/crun-pinned"
+stop_berthd
+edit_config '.backends.crun.config.runtime = $pin' --argjson pin "$(pin_json "$TMP/crun-pinned")"
+start_berthd
+POOL=native bb_job swapped 'sleep 2; echo done'
+submit swapped
+wait_state dev swapped running
+printf '#!/bin/sh\necho "$@" >>%s/wrapper.log\nexec /usr/bin/crun "$@"\n' "$TMP" >"$TMP/crun-wrapper"
+chmod 0755 "$TMP/crun-wrapper"
+mv "$TMP/crun-wrapper" "$TMP/crun-pinned"
+finish swapped
+[ "$(result swapped .status)/$(cat "$TMP/swapped.out/stdout")" = exited/done ] ||
+    fail "swapped: $(cat "$TMP/swapped.out/result.json")"
+[ ! -e "$TMP/wrapper.log" ] || fail "the shim ran the replaced runtime: $(cat "$TMP/wrapper.log")"
+no_container crun "$RUN_ID"
+# ... and the swapped binary gets no new work.
+POOL=native bb_job after-swap 'true'
+run 1 CLIENT submit "$TMP/after-swap.job.json"
+stderr_has "no_backend"
+
+# A shim killed while its job runs: the next inspect finds its lock free, kills
+# and deletes the container, and the job fails with supervisor_lost.
+bb_job orphan "sleep $((CANCEL + 1)); echo never"
+submit orphan
+wait_state dev orphan running
+shim=$(pgrep -f "oci-shim supervise .*$RUN_ID") || fail "no shim supervises $RUN_ID"
+kill -KILL $shim
+finish orphan
+[ "$(result orphan .status)/$(result orphan .reason)" = failed/supervisor_lost ] ||
+    fail "orphan: $(cat "$TMP/orphan.out/result.json")"
+no_process "sleep $((CANCEL + 1))"
+no_process "$RUN_ID"
+no_container runsc "$RUN_ID"
+
+# The shim itself: usage errors, and a job directory that start() left
+# before it wrote shim.json is settled as start_interrupted.
+run 2 "$BERTH_OCI_SHIM"
+stderr_has "usage: berth-oci-shim supervise|cleanup JOBDIR"
+run 2 "$BERTH_OCI_SHIM" supervise relative/dir
+mkdir -m 0700 "$TMP/interrupted"
+run 0 "$BERTH_OCI_SHIM" cleanup "$TMP/interrupted"
+[ "$(jq -r '.state + "/" + .reason' "$TMP/interrupted/result.json")" = failed/start_interrupted ] ||
+    fail "interrupted start: $(cat "$TMP/interrupted/result.json")"
 
 # berthd killed while a job runs: the job goes on under its shim, and after the
 # restart its result is recorded exactly once.
@@ -117,10 +223,9 @@ n=$(grep -c "job restart run $RUN_ID of dev: .* -> exited" "$TMP/berthd.log" || 
 # A runtime that no longer matches its pin gets no work: [runsc, crun] places
 # on crun, [runsc] alone is refused with no_backend.
 stop_berthd
-jq '.backends.runsc.config.runtime.sha256 = "sha256:0000000000000000000000000000000000000000000000000000000000000000"' \
-    "$INST/berthd.json" >"$INST/berthd.json.new"
-chmod 0600 "$INST/berthd.json.new"
-mv "$INST/berthd.json.new" "$INST/berthd.json"
+edit_config '.backends.crun.config.runtime = $crun |
+    .backends.runsc.config.runtime.sha256 = "sha256:0000000000000000000000000000000000000000000000000000000000000000"' \
+    --argjson crun "$(pin_json /usr/bin/crun)"
 start_berthd
 grep -q "runtime /usr/bin/runsc has digest" "$TMP/berthd.log" || fail "berthd did not log the pin mismatch"
 bb_job pinned 'echo on-crun'

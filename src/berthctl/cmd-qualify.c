@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd-qualify.c -- berthctl qualify BACKEND: run the live probes (qualify.h)
+ * in real sandboxes of one backend configured in berthd.json, and when all
+ * pass, sign the qualification with the broker's receipt key and record it
+ * in berthd's journal (qualification.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../berthd/config.h"
+#include "berthctl.h"
+#include "canon.h"
+#include "fsutil.h"
+#include "host.h"
+#include "journal.h"
+#include "jsonobj.h"
+#include "macro.h"
+#include "plugin-loader.h"
+#include "qualification.h"
+#include "qualify.h"
+#include "sign.h"
+
+#define VERB "qualify"
+#define DEFAULT_BERTHD_CONFIG "/etc/berth/berthd.json"
+#define DEFAULT_VALIDITY_DAYS 30
+#define NS_PER_DAY (86400LL * 1000000000LL)
+
+#ifndef BERTH_PROBE_PATH
+#error "BERTH_PROBE_PATH must name the installed berth-probe"
+#endif
+
+static void help(FILE *out)
+{
+    fprintf(out,
+            "Usage: berthctl qualify BACKEND [--berthd-config=FILE] [--probe=PATH]\n"
+            "                        [--validity-days=N] [--out=FILE] [--json]\n"
+            "\n"
+            "Qualify the runtime backend BACKEND of berthd's configuration: run live probes\n"
+            "as real jobs in real sandboxes of that backend (through its plugin, exactly as\n"
+            "berthd runs jobs) and, when every probe passes, record a qualification signed\n"
+            "with berthd's receipt key in berthd's journal.  berthd then offers the backend\n"
+            "to placement as qualified until the qualification expires, the runtime binary\n"
+            "changes (its pinned SHA-256) or the kernel changes.  A backend without one gets\n"
+            "no work unless berthd.json says \"require_qualification\": false.\n"
+            "\n"
+            "Probes: the root filesystem is read-only; uid and gid are not 0 and no\n"
+            "capability is held; /tmp stops with ENOSPC at its size; only lo exists, and a\n"
+            "TCP connect and a DNS query to listeners this command opens on the host's\n"
+            "127.0.0.1 both fail; a fork bomb stops at the pids limit; a job that leaves a\n"
+            "detached child behind is fully reaped; cancel kills a job and its child;\n"
+            "output over the bound is cut and reported; a job ignoring SIGTERM is killed at\n"
+            "its deadline.  Read-only inputs are \"not_applicable\" while the backend\n"
+            "refuses jobs with inputs.  The run takes about half a minute.\n"
+            "\n"
+            "Run it as the user berthd runs as (root), while berthd is stopped: the journal\n"
+            "is locked by a running berthd.\n"
+            "\n"
+            "Options:\n"
+            "      --berthd-config=FILE  berthd's configuration (default %s)\n"
+            "      --probe=PATH          the probe program, statically linked (default\n"
+            "                            %s)\n"
+            "      --validity-days=N     how long the qualification holds, 1 to 365 days\n"
+            "                            (default %d)\n"
+            "      --out=FILE            also write the signed qualification to FILE (a new\n"
+            "                            file); check it with \"berthctl qualification verify\"\n"
+            "      --json                print the report (probes, and the qualification when\n"
+            "                            recorded) as JSON\n"
+            "  -h, --help                show this help\n"
+            "\n"
+            "Exit status: 0 qualified and recorded; 1 a probe failed (nothing recorded) or\n"
+            "the backend, journal or key could not be used; 2 usage error.\n"
+            "\n"
+            "Example:\n"
+            "  systemctl stop berthd && berthctl qualify runsc && systemctl start berthd\n",
+            DEFAULT_BERTHD_CONFIG, BERTH_PROBE_PATH, DEFAULT_VALIDITY_DAYS);
+}
+
+static void log_sink(void *userdata, int level, const char *line)
+{
+    (void)userdata;
+    if (level <= BERTH_LOG_WARNING)
+        fprintf(stderr, "berthctl qualify: %s\n", line);
+}
+
+static void progress(void *userdata, const char *name, const char *outcome, const char *detail)
+{
+    const struct bctl_globals *g = userdata;
+
+    if (g->json)
+        return;
+    printf("  %-15s %-25s ", streq(outcome, "pass") ? "pass" : streq(outcome, "fail") ? "FAIL" : outcome, name);
+    bctl_fputs_clean(detail, stdout);
+    printf("\n");
+    fflush(stdout);
+}
+
+enum { OPT_BERTHD_CONFIG = 0x200, OPT_PROBE, OPT_VALIDITY, OPT_OUT };
+
+struct qopts {
+    const char *backend;
+    char *berthd_config, *probe, *out;
+    long validity_days;
+};
+
+static int parse(struct bctl_globals *g, int argc, char **argv, struct qopts *o)
+{
+    static const struct option options[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"berthd-config", required_argument, NULL, OPT_BERTHD_CONFIG},
+        {"probe", required_argument, NULL, OPT_PROBE},
+        {"validity-days", required_argument, NULL, OPT_VALIDITY},
+        {"out", required_argument, NULL, OPT_OUT},
+        BCTL_GLOBAL_OPTIONS,
+        {},
+    };
+    char *end;
+    int ch, r;
+
+    o->validity_days = DEFAULT_VALIDITY_DAYS;
+    while ((ch = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        r = bctl_global_option(g, VERB, ch, optarg);
+        if (r < 0)
+            return -r;
+        if (r > 0)
+            continue;
+        switch (ch) {
+        case 'h': help(stdout); return -1;
+        case OPT_BERTHD_CONFIG:
+            if ((r = bctl_absolute_arg(VERB, "--berthd-config", optarg, &o->berthd_config)) != 0)
+                return r;
+            break;
+        case OPT_PROBE:
+            if ((r = bctl_absolute_arg(VERB, "--probe", optarg, &o->probe)) != 0)
+                return r;
+            break;
+        case OPT_OUT:
+            if ((r = bctl_absolute_arg(VERB, "--out", optarg, &o->out)) != 0)
+                return r;
+            break;
+        case OPT_VALIDITY:
+            errno = 0;
+            o->validity_days = strtol(optarg, &end, 10);
+            if (errno || *end || end == optarg || o->validity_days < 1 || o->validity_days > 365)
+                return bctl_usage_error(VERB, "--validity-days takes whole days from 1 to 365, not \"%s\"", optarg);
+            break;
+        default: return bctl_usage_hint(VERB);
+        }
+    }
+    if (optind + 1 != argc)
+        return bctl_usage_error(VERB, "usage: berthctl qualify BACKEND [options]");
+    o->backend = argv[optind];
+    if (!o->berthd_config && !(o->berthd_config = strdup(DEFAULT_BERTHD_CONFIG)))
+        return BCTL_EXIT_FAIL;
+    if (!o->probe && !(o->probe = strdup(BERTH_PROBE_PATH)))
+        return BCTL_EXIT_FAIL;
+    return 0;
+}
+
+/* A private directory below the state directory for the probe rootfs. */
+static int work_dir(const struct berthd_config *cfg, char **ret)
+{
+    struct stat st;
+
+    if (asprintf(ret, "%s/qualify", cfg->state_directory) < 0)
+        return bctl_error(VERB, "out of memory");
+    if (mkdir(*ret, 0700) < 0 && errno != EEXIST)
+        return bctl_error(VERB, "cannot create %s: %m", *ret);
+    if (lstat(*ret, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+        return bctl_error(VERB, "%s must be a directory owned by uid %u with mode 0700", *ret, (unsigned)geteuid());
+    return 0;
+}
+
+/* The record body from the backend's capabilities and the probes. */
+static json_t *record_body(const struct berthd_config *cfg, const char *backend, const struct berth_plugin_info *info,
+                           const json_t *caps, json_t *probes, int64_t now, long days)
+{
+    struct utsname u;
+
+    if (uname(&u) < 0)
+        return NULL;
+    return json_pack("{s:s, s:s, s:s, s:s, s:O, s:O, s:s, s:s, s:O, s:o, s:o}", "broker", cfg->broker_name, "backend",
+                     backend, "plugin", info->name, "plugin_version", info->version, "runtime",
+                     json_object_get(caps, "runtime"), "isolation", json_object_get(caps, "isolation"), "kernel",
+                     u.release, "machine", u.machine, "probes", probes, "qualified_at", berth_json_ns(now),
+                     "expires_at", berth_json_ns(now + days * NS_PER_DAY));
+}
+
+static int qualify(struct bctl_globals *g, struct qopts *o)
+{
+    struct berthd_config cfg = {0};
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_logger logger = {.sink = log_sink, .max_level = BERTH_LOG_WARNING};
+    struct berth_host_instance host;
+    struct berth_plugin_handle *plugin = NULL;
+    struct berth_journal *journal = NULL;
+    struct berth_signing_key *key = NULL;
+    const struct berthd_backend_config *bc = NULL;
+    const struct berth_runtime_ops_v1 *ops;
+    _cleanup_free_ char *config = NULL, *file = NULL, *caps_text = NULL, *wd = NULL, *journal_path = NULL, *text = NULL;
+    _cleanup_json_ json_t *caps = NULL, *probes = NULL, *env = NULL, *body = NULL;
+    size_t len = 0, i;
+    bool passed = false;
+    int r, rc = BCTL_EXIT_FAIL;
+
+    if ((r = berthd_config_load(o->berthd_config, BERTH_PLUGINDIR, &cfg, &err)) < 0) {
+        bctl_error(VERB, "%s: %s", o->berthd_config, err.message);
+        goto out;
+    }
+    for (i = 0; i < cfg.n_backends; i++)
+        if (streq(cfg.backends[i].name, o->backend))
+            bc = &cfg.backends[i];
+    if (!bc) {
+        rc = bctl_usage_error(VERB, "%s has no backend \"%s\"", o->berthd_config, o->backend);
+        goto out;
+    }
+    /* The journal first: a running berthd holds it (and its backends' state). */
+    if (mkdir(cfg.state_directory, 0700) < 0 && errno != EEXIST) {
+        bctl_error(VERB, "cannot create %s: %m", cfg.state_directory);
+        goto out;
+    }
+    if (asprintf(&journal_path, "%s/journal.db", cfg.state_directory) < 0)
+        goto out;
+    if ((r = berth_journal_open(journal_path, BERTH_JOURNAL_CREATE, &journal, &err)) < 0) {
+        bctl_error(VERB, "%s: %s%s", journal_path, err.message,
+                   r == -EBUSY || r == -EWOULDBLOCK ? " (is berthd running? stop it first)" : "");
+        goto out;
+    }
+    {
+        json_t *empty = json_object();
+        r = empty ? berth_json_serialize(bc->config ? bc->config : empty, 0, &config, &len, &err) : -ENOMEM;
+        json_decref(empty);
+        if (r < 0 || asprintf(&file, "%s.so", bc->plugin) < 0) {
+            bctl_error(VERB, "out of memory");
+            goto out;
+        }
+    }
+    {
+        const struct berth_plugin_load_options lo = {
+            .dir = cfg.plugin_directory,
+            .file = file,
+            .sha256 = bc->sha256,
+            .kind = BERTH_PLUGIN_RUNTIME,
+            .host = berth_host_instance_init(&host, bc->name, &logger),
+            .config = config,
+            .config_len = len,
+        };
+        if ((r = berth_plugin_load(&lo, &plugin, NULL, &err)) < 0) {
+            bctl_error(VERB, "backend %s: plugin %s in %s: %s", bc->name, bc->plugin, cfg.plugin_directory,
+                       err.message);
+            goto out;
+        }
+    }
+    ops = berth_plugin_runtime_ops(plugin);
+    if ((r = ops->capabilities(berth_plugin_state(plugin), &caps_text, &len, &err)) < 0 ||
+        (r = berth_json_parse(caps_text, len, 64 * 1024, &caps, &err)) < 0) {
+        bctl_error(VERB, "backend %s cannot be qualified: %s", bc->name, err.message);
+        goto out;
+    }
+    if (!json_is_string(json_object_get(json_object_get(caps, "runtime"), "sha256")) ||
+        !json_is_string(json_object_get(caps, "isolation"))) {
+        bctl_error(VERB,
+                   "backend %s reports no runtime.sha256 and isolation: only runtimes that name their "
+                   "binary can be qualified",
+                   bc->name);
+        goto out;
+    }
+    if ((r = berth_signing_key_load(cfg.receipt_key, &key, &err)) < 0) {
+        bctl_error(VERB, "receipt_key %s: %s", cfg.receipt_key, err.message);
+        goto out;
+    }
+    if (work_dir(&cfg, &wd) != 0)
+        goto out;
+
+    if (!g->json)
+        printf("berthctl qualify: backend %s (%s, runtime %s %s)\n", bc->name,
+               json_string_value(json_object_get(caps, "isolation")),
+               json_string_value(json_object_get(json_object_get(caps, "runtime"), "path")),
+               json_string_value(json_object_get(json_object_get(caps, "runtime"), "version")));
+    {
+        const struct berth_qualify_params qp = {
+            .backend = bc->name,
+            .ops = ops,
+            .state = berth_plugin_state(plugin),
+            .probe = o->probe,
+            .work_dir = wd,
+            .progress = progress,
+            .userdata = g,
+        };
+        if ((r = berth_qualify_probes(&qp, &probes, &passed, &err)) < 0) {
+            bctl_error(VERB, "cannot run the probes: %s", err.message);
+            goto out;
+        }
+    }
+    if (passed) {
+        body =
+            record_body(&cfg, bc->name, berth_plugin_get_info(plugin), caps, probes, bctl_now_ns(), o->validity_days);
+        if (!body || berth_qualification_seal(key, body, &env, &err) < 0 ||
+            berth_qualification_store(journal, env, &err) < 0) {
+            bctl_error(VERB, "cannot record the qualification: %s", body ? err.message : "out of memory");
+            goto out;
+        }
+        if (o->out && (berth_json_serialize(env, 0, &text, &len, &err) < 0 ||
+                       berth_publish_path(o->out, text, len, 0644, 0, &err) < 0)) {
+            bctl_error(VERB, "recorded, but cannot write %s: %s", o->out, err.message);
+            goto out;
+        }
+    }
+    if (g->json) {
+        _cleanup_json_ json_t *report = json_pack("{s:s, s:b, s:O, s:O*}", "backend", bc->name, "qualified", passed,
+                                                  "probes", probes, "qualification", env);
+        rc = report ? bctl_print_json(VERB, report, true) : BCTL_EXIT_FAIL;
+        if (rc == BCTL_EXIT_OK && !passed)
+            rc = BCTL_EXIT_FAIL;
+    } else if (passed) {
+        const json_t *q = json_object_get(env, "qualification");
+        printf("berthctl qualify: backend %s qualified: %s, recorded in %s, expires_at %s (%ld days)\n", bc->name,
+               json_string_value(json_object_get(q, "id")), journal_path,
+               json_string_value(json_object_get(q, "expires_at")), o->validity_days);
+        rc = BCTL_EXIT_OK;
+    } else {
+        bctl_error(VERB, "backend %s is NOT qualified: a probe failed; nothing was recorded", bc->name);
+    }
+out:
+    berth_journal_close(journal);
+    berth_signing_key_free(key);
+    berth_plugin_unload(plugin);
+    berthd_config_clear(&cfg);
+    return rc;
+}
+
+int cmd_qualify(struct bctl_globals *g, int argc, char **argv)
+{
+    struct qopts o = {0};
+    int r = parse(g, argc, argv, &o);
+
+    if (r == 0)
+        r = qualify(g, &o);
+    else if (r < 0)
+        r = BCTL_EXIT_OK; /* --help */
+    free(o.berthd_config);
+    free(o.probe);
+    free(o.out);
+    return r;
+}

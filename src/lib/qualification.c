@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/* qualification.c -- signed qualification records; see qualification.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include <sqlite3.h>
+
+#include "canon.h"
+#include "digest.h"
+#include "envelope.h"
+#include "jsonobj.h"
+#include "macro.h"
+#include "qualification.h"
+
+#define KIND "berth.qualification"
+
+static const char *const members[] = {
+    "backend", "broker", "expires_at",     "id",     "isolation",    "kernel",  "key_id",         "kind",
+    "machine", "plugin", "plugin_version", "probes", "qualified_at", "runtime", "schema_version", NULL,
+};
+
+void berth_kernel_release(char *buf, size_t size)
+{
+    struct utsname u;
+
+    if (uname(&u) < 0)
+        snprintf(buf, size, "unknown");
+    else
+        snprintf(buf, size, "%s", u.release);
+}
+
+/* "q" + 32 hex of the canonical body without "id". */
+static int compute_id(const json_t *body, char out[BERTH_QUALIFICATION_ID_LEN + 1], struct berth_error *reterr)
+{
+    _cleanup_json_ json_t *copy = json_deep_copy(body);
+    char digest[BERTH_DIGEST_BUFSZ];
+    int r;
+
+    if (!copy)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    json_object_del(copy, "id");
+    if ((r = berth_digest_json(copy, digest, reterr)) < 0)
+        return r;
+    snprintf(out, BERTH_QUALIFICATION_ID_LEN + 1, "q%.32s", digest + strlen("sha256:"));
+    return 0;
+}
+
+/* The members every record has, with their types. */
+static int check_body(const json_t *body, struct berth_error *reterr)
+{
+    const char *s;
+    int64_t ns;
+    int r;
+
+    if ((r = berth_json_only_members(body, "qualification", members, reterr)) < 0)
+        return r;
+    for (const char *const *k = (const char *const[]){"backend", "broker", "isolation", "kernel", "machine", "plugin",
+                                                      "plugin_version", NULL};
+         *k; k++)
+        if ((r = berth_json_string_member(body, "qualification", *k, true, &s, reterr)) < 0)
+            return r;
+    if (!json_is_string(json_object_get(json_object_get(body, "runtime"), "sha256")))
+        return berth_error_set(reterr, -EBADMSG, "qualification.runtime.sha256 is missing");
+    if (!json_is_array(json_object_get(body, "probes")))
+        return berth_error_set(reterr, -EBADMSG, "qualification.probes must be an array");
+    if ((r = berth_json_ns_member(body, "qualification", "qualified_at", &ns, reterr)) < 0 ||
+        (r = berth_json_ns_member(body, "qualification", "expires_at", &ns, reterr)) < 0)
+        return r;
+    return 0;
+}
+
+int berth_qualification_seal(const struct berth_signing_key *key, json_t *body, json_t **ret,
+                             struct berth_error *reterr)
+{
+    _cleanup_json_ json_t *b = json_deep_copy(body);
+    char id[BERTH_QUALIFICATION_ID_LEN + 1];
+    int r;
+
+    if (!key || !body || !ret)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (!b || json_object_set_new(b, "kind", json_string(KIND)) < 0 ||
+        json_object_set_new(b, "schema_version", json_integer(1)) < 0 ||
+        json_object_set_new(b, "key_id", json_string(berth_signing_key_id(key))) < 0)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    json_object_del(b, "id");
+    if ((r = check_body(b, reterr)) < 0 || (r = compute_id(b, id, reterr)) < 0)
+        return r;
+    if (json_object_set_new(b, "id", json_string(id)) < 0)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    return berth_envelope_seal(key, "qualification", b, ret, reterr);
+}
+
+int berth_qualification_verify(const json_t *env, const uint8_t pub[BERTH_ED25519_PUBLIC_LEN], const json_t **ret_body,
+                               struct berth_error *reterr)
+{
+    char want[BERTH_KEY_ID_LEN + 1], id[BERTH_QUALIFICATION_ID_LEN + 1];
+    const json_t *body = NULL;
+    const char *kind = NULL, *kid = NULL, *got = NULL;
+    int r;
+
+    if ((r = berth_envelope_open(env, "qualification", pub, &body, reterr)) < 0)
+        return r;
+    if ((r = check_body(body, reterr)) < 0 ||
+        (r = berth_json_string_member(body, "qualification", "kind", true, &kind, reterr)) < 0 ||
+        (r = berth_json_string_member(body, "qualification", "key_id", true, &kid, reterr)) < 0 ||
+        (r = berth_json_string_member(body, "qualification", "id", true, &got, reterr)) < 0)
+        return r;
+    if (!streq(kind, KIND) || json_integer_value(json_object_get(body, "schema_version")) != 1)
+        return berth_error_set(reterr, -EBADMSG, "not a schema_version 1 %s", KIND);
+    if (berth_public_key_id(pub, want) < 0 || !streq(kid, want))
+        return berth_error_set(reterr, -EBADMSG, "qualification.key_id is not the pinned broker key");
+    if ((r = compute_id(body, id, reterr)) < 0)
+        return r;
+    if (!streq(got, id))
+        return berth_error_set(reterr, -EBADMSG, "qualification.id %s does not match its body (%s)", got, id);
+    if (ret_body)
+        *ret_body = body;
+    return 0;
+}
+
+int berth_qualification_store(struct berth_journal *j, const json_t *env, struct berth_error *reterr)
+{
+    const json_t *body = json_object_get(env, "qualification");
+    _cleanup_free_ char *text = NULL;
+    sqlite3_stmt *st = NULL;
+    int64_t qualified_at = 0, expires_at = 0;
+    int r, rc;
+
+    if (!j || !body)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if ((r = check_body(body, reterr)) < 0 ||
+        (r = berth_json_ns_member(body, "qualification", "qualified_at", &qualified_at, reterr)) < 0 ||
+        (r = berth_json_ns_member(body, "qualification", "expires_at", &expires_at, reterr)) < 0 ||
+        (r = berth_json_serialize(env, 0, &text, NULL, reterr)) < 0)
+        return r;
+    if ((r = berth_journal_begin(j, reterr)) < 0)
+        return r;
+    if (sqlite3_prepare_v2(berth_journal_db(j),
+                           "INSERT INTO qualifications (id, backend, runtime_sha256, kernel, qualified_at, "
+                           "expires_at, envelope) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           -1, &st, NULL) != SQLITE_OK) {
+        r = berth_journal_error(j, "recording a qualification", reterr);
+        berth_journal_rollback(j);
+        return r;
+    }
+    sqlite3_bind_text(st, 1, json_string_value(json_object_get(body, "id")), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, json_string_value(json_object_get(body, "backend")), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, json_string_value(json_object_get(json_object_get(body, "runtime"), "sha256")), -1,
+                      SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, json_string_value(json_object_get(body, "kernel")), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, qualified_at);
+    sqlite3_bind_int64(st, 6, expires_at);
+    sqlite3_bind_text(st, 7, text, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        r = (rc & 0xff) == SQLITE_CONSTRAINT ? berth_error_set(reterr, -EEXIST, "that qualification is recorded")
+                                             : berth_journal_error(j, "recording a qualification", reterr);
+        berth_journal_rollback(j);
+        return r;
+    }
+    return berth_journal_commit(j, reterr);
+}
+
+int berth_qualification_current(struct berth_journal *j, const char *backend, const char *runtime_sha256,
+                                const char *kernel, int64_t now_ns, char ret_id[BERTH_QUALIFICATION_ID_LEN + 1],
+                                int64_t *ret_expires_ns, struct berth_error *reterr)
+{
+    sqlite3_stmt *st = NULL;
+    int rc;
+
+    if (!j || !backend || !runtime_sha256 || !kernel || !ret_id || !ret_expires_ns)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (sqlite3_prepare_v2(berth_journal_db(j),
+                           "SELECT id, expires_at FROM qualifications WHERE backend = ? AND runtime_sha256 = ? "
+                           "AND kernel = ? AND qualified_at <= ? AND expires_at > ? "
+                           "ORDER BY qualified_at DESC LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return berth_journal_error(j, "reading qualifications", reterr);
+    sqlite3_bind_text(st, 1, backend, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, runtime_sha256, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, kernel, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, now_ns);
+    sqlite3_bind_int64(st, 5, now_ns);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const unsigned char *id = sqlite3_column_text(st, 0);
+        snprintf(ret_id, BERTH_QUALIFICATION_ID_LEN + 1, "%s", id ? (const char *)id : "");
+        *ret_expires_ns = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_DONE)
+        return -ENOENT;
+    return rc == SQLITE_ROW ? 0 : berth_journal_error(j, "reading qualifications", reterr);
+}

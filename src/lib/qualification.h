@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * qualification.h -- signed qualification records of runtime backends and
+ * their place in the journal.
+ *
+ * A qualification says: on this host (kernel release and machine), this
+ * backend, driving this exact runtime binary (its SHA-256 as the plugin
+ * reports it in capabilities().runtime.sha256), passed every live probe
+ * (qualify.h) at qualified_at; it is valid until expires_at.  It travels as
+ * an envelope (envelope.h) signed with the broker's receipt key:
+ *
+ *   {"qualification": {"kind": "berth.qualification", "schema_version": 1,
+ *      "id": "q<32 hex>", "broker", "key_id", "backend", "plugin",
+ *      "plugin_version", "runtime": {path, version, sha256}, "isolation",
+ *      "kernel", "machine", "probes": [{name, outcome, detail}],
+ *      "qualified_at": "<ns>", "expires_at": "<ns>"},
+ *    "signature": "..."}
+ *
+ * id = "q" + the first 32 hex digits of the SHA-256 of the canonical body
+ * without "id".  berthd offers a backend to placement as qualified only
+ * while a stored record matches its current runtime digest and the running
+ * kernel and has not expired: a runtime upgrade, a kernel upgrade or time
+ * each end the qualification, and an old record never follows a new binary.
+ */
+#ifndef BERTH_QUALIFICATION_H
+#define BERTH_QUALIFICATION_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include <berth/error.h>
+
+#include "journal.h"
+#include "sign.h"
+
+#define BERTH_QUALIFICATION_ID_LEN 33 /**< "q" + 32 hex */
+#define BERTH_QUALIFICATION_MAX (256 * 1024)
+
+/**
+ * berth_qualification_seal() - complete @body (adds kind, schema_version,
+ * key_id and id) and sign it.
+ * @body: the record's other members (see above); a reference is taken.
+ * @ret: receives the envelope.
+ * Return: 0; -EBADMSG (a required member is missing or of the wrong type);
+ * -ENOMEM; the errors of berth_envelope_seal().  Thread-safe.
+ */
+int berth_qualification_seal(const struct berth_signing_key *key, json_t *body, json_t **ret,
+                             struct berth_error *reterr);
+
+/**
+ * berth_qualification_verify() - check @env is a qualification signed by
+ * @pub, with the right kind, version and id.
+ * @ret_body: optional; the body (borrowed from @env).
+ * Return: 0; -EBADMSG (reterr says what is wrong).  Thread-safe.
+ */
+int berth_qualification_verify(const json_t *env, const uint8_t pub[BERTH_ED25519_PUBLIC_LEN], const json_t **ret_body,
+                               struct berth_error *reterr);
+
+/**
+ * berth_qualification_store() - record @env (sealed above) in the journal,
+ * in its own transaction.
+ * Return: 0; -EEXIST (that id is recorded already); journal errors.
+ */
+int berth_qualification_store(struct berth_journal *j, const json_t *env, struct berth_error *reterr);
+
+/**
+ * berth_qualification_current() - the newest record of @backend for runtime
+ * @runtime_sha256 on kernel @kernel that is valid at @now_ns.
+ * @ret_id: BERTH_QUALIFICATION_ID_LEN + 1 bytes.
+ * @ret_expires_ns: its expiry.
+ * Return: 0; -ENOENT (none); journal errors.  Not thread-safe (the journal).
+ */
+int berth_qualification_current(struct berth_journal *j, const char *backend, const char *runtime_sha256,
+                                const char *kernel, int64_t now_ns, char ret_id[BERTH_QUALIFICATION_ID_LEN + 1],
+                                int64_t *ret_expires_ns, struct berth_error *reterr);
+
+/** berth_kernel_release() - uname(2)'s release into @buf (@size bytes). */
+void berth_kernel_release(char *buf, size_t size);
+
+#endif /* BERTH_QUALIFICATION_H */

@@ -1,0 +1,519 @@
+/* SPDX-License-Identifier: MIT */
+/* qualify.c -- live qualification probes; see qualify.h. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "canon.h"
+#include "encoding.h"
+#include "fsutil.h"
+#include "job.h"
+#include "macro.h"
+#include "qualify.h"
+#include "tree.h"
+
+#define NS_PER_MS 1000000LL
+#define NS_PER_S 1000000000LL
+#define PROBE_WALL_NS (60 * NS_PER_S)
+#define DEADLINE_PROBE_NS (3 * NS_PER_S)
+#define SCRATCH_BYTES (8 * 1024 * 1024)
+#define PIDS 64
+#define OUTPUT_BYTES 4096
+#define INSPECT_MAX (4 * 1024 * 1024)
+
+struct run {
+    const struct berth_qualify_params *p;
+    char rootfs[4096];
+    char run_id[40];
+    char token[40];
+    int tcp_fd, udp_fd, tcp_port, udp_port;
+    json_t *probes;
+    bool passed;
+};
+
+/* One probe job's outcome, as inspect reported it. */
+struct outcome {
+    char state[16];
+    int exit_code; /* -1 = none */
+    char reason[64];
+    char *out;
+    size_t out_len, err_len;
+};
+
+static int64_t now_ns(clockid_t c)
+{
+    struct timespec ts;
+    clock_gettime(c, &ts);
+    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * NS_PER_MS};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static void random_hex(char *out, size_t nbytes)
+{
+    uint8_t raw[32];
+    size_t i;
+
+    if (getrandom(raw, nbytes, 0) != (ssize_t)nbytes)
+        memset(raw, 0, sizeof(raw)); /* ids stay well-formed; uniqueness then comes from time below */
+    for (i = 0; i < nbytes; i++)
+        sprintf(out + 2 * i, "%02x", raw[i] ^ (uint8_t)(now_ns(CLOCK_MONOTONIC) >> (i % 8)));
+}
+
+static void record(struct run *r, const char *name, const char *outcome, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void record(struct run *r, const char *name, const char *outcome, const char *fmt, ...)
+{
+    char detail[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof(detail), fmt, ap);
+    va_end(ap);
+    if (streq(outcome, "fail"))
+        r->passed = false;
+    json_array_append_new(r->probes, json_pack("{s:s, s:s, s:s}", "name", name, "outcome", outcome, "detail", detail));
+    if (r->p->progress)
+        r->p->progress(r->p->userdata, name, outcome, detail);
+}
+
+/* Processes on the host whose command line holds @a or @b. */
+static int processes_matching(const char *a, const char *b)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    int n = 0;
+
+    if (!d)
+        return -errno;
+    while ((e = readdir(d))) {
+        char path[300], buf[4096];
+        ssize_t len;
+        int fd;
+
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        len = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (len <= 0)
+            continue;
+        for (ssize_t i = 0; i < len; i++)
+            if (buf[i] == '\0')
+                buf[i] = ' ';
+        buf[len] = '\0';
+        if (strstr(buf, a) || (b && strstr(buf, b)))
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Wait (bounded) until nothing of the job is left on the host. */
+static int leftovers(struct run *r)
+{
+    int n = 0;
+
+    for (int i = 0; i < 50; i++) {
+        n = processes_matching(r->token, r->run_id);
+        if (n <= 0)
+            return n;
+        sleep_ms(100);
+    }
+    return n;
+}
+
+static int setup_listeners(struct run *r, struct berth_error *reterr)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+
+    r->tcp_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    r->udp_fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (r->tcp_fd < 0 || r->udp_fd < 0 || bind(r->tcp_fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+        listen(r->tcp_fd, 8) < 0 || getsockname(r->tcp_fd, (struct sockaddr *)&a, &len) < 0)
+        return berth_error_set(reterr, -errno, "cannot listen on 127.0.0.1: %m");
+    r->tcp_port = ntohs(a.sin_port);
+    a.sin_port = 0;
+    len = sizeof(a);
+    if (bind(r->udp_fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+        getsockname(r->udp_fd, (struct sockaddr *)&a, &len) < 0)
+        return berth_error_set(reterr, -errno, "cannot bind a UDP socket on 127.0.0.1: %m");
+    r->udp_port = ntohs(a.sin_port);
+    return 0;
+}
+
+/* The probe rootfs: berth-probe as /probe, empty mount points, all read-only to the guest. */
+static int setup_rootfs(struct run *r, struct berth_error *reterr)
+{
+    _cleanup_close_ int src = -1, dst = -1, dirfd = -1;
+    char buf[65536];
+    ssize_t n;
+
+    snprintf(r->rootfs, sizeof(r->rootfs), "%s/rootfs", r->p->work_dir);
+    dirfd = berth_open_trusted(r->p->work_dir, O_RDONLY | O_DIRECTORY, 0, reterr);
+    if (dirfd < 0)
+        return dirfd;
+    {
+        _cleanup_close_ int old = openat(dirfd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (old >= 0) {
+            (void)berth_tree_clear(old, NULL);
+            (void)unlinkat(dirfd, "rootfs", AT_REMOVEDIR);
+        }
+    }
+    if (mkdirat(dirfd, "rootfs", 0755) < 0)
+        return berth_error_set(reterr, -errno, "cannot create %s: %m", r->rootfs);
+    {
+        _cleanup_close_ int rootfd = openat(dirfd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (rootfd < 0 || fchmod(rootfd, 0755) < 0)
+            return berth_error_set(reterr, -errno, "cannot open %s: %m", r->rootfs);
+        for (const char *const *d = (const char *const[]){"proc", "dev", "sys", "tmp", NULL}; *d; d++)
+            if (mkdirat(rootfd, *d, 0755) < 0)
+                return berth_error_set(reterr, -errno, "cannot create %s/%s: %m", r->rootfs, *d);
+        src = berth_open_trusted(r->p->probe, O_RDONLY, 0, reterr);
+        if (src < 0)
+            return src;
+        dst = openat(rootfd, "probe", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0755);
+        if (dst < 0)
+            return berth_error_set(reterr, -errno, "cannot create %s/probe: %m", r->rootfs);
+    }
+    while ((n = read(src, buf, sizeof(buf))) > 0)
+        if (berth_write_all(dst, buf, (size_t)n) < 0)
+            return berth_error_set(reterr, -errno, "cannot copy %s: %m", r->p->probe);
+    if (n < 0 || fchmod(dst, 0755) < 0)
+        return berth_error_set(reterr, -errno, "cannot copy %s: %m", r->p->probe);
+    return 0;
+}
+
+static void outcome_clear(struct outcome *o)
+{
+    free(o->out);
+    memset(o, 0, sizeof(*o));
+}
+
+static int read_outcome(struct run *r, struct outcome *o, bool *ret_terminal, struct berth_error *reterr)
+{
+    _cleanup_free_ char *text = NULL;
+    _cleanup_json_ json_t *doc = NULL;
+    const char *state, *reason, *out, *err;
+    size_t len = 0;
+    int rc;
+
+    rc = r->p->ops->inspect(r->p->state, r->run_id, &text, &len, reterr);
+    if (rc < 0)
+        return rc;
+    if ((rc = berth_json_parse(text, len, INSPECT_MAX, &doc, reterr)) < 0)
+        return rc;
+    state = json_string_value(json_object_get(doc, "state"));
+    if (!state)
+        return berth_error_set(reterr, -EBADMSG, "inspect without a state");
+    outcome_clear(o);
+    snprintf(o->state, sizeof(o->state), "%s", state);
+    *ret_terminal = !streq(state, "starting") && !streq(state, "running");
+    o->exit_code = json_is_integer(json_object_get(doc, "exit_code"))
+                       ? (int)json_integer_value(json_object_get(doc, "exit_code"))
+                       : -1;
+    reason = json_string_value(json_object_get(doc, "reason"));
+    snprintf(o->reason, sizeof(o->reason), "%s", reason ? reason : "");
+    out = json_string_value(json_object_get(doc, "stdout"));
+    err = json_string_value(json_object_get(doc, "stderr"));
+    if (out) {
+        size_t n = strlen(out);
+        o->out = malloc(n + 1);
+        if (!o->out || berth_base64url_decode(out, n, (uint8_t *)o->out, n + 1, &o->out_len) < 0)
+            return berth_error_set(reterr, -EBADMSG, "inspect.stdout is not base64url");
+        o->out[o->out_len] = '\0';
+    }
+    if (err) {
+        o->err_len = strlen(err) * 3 / 4; /* an upper bound is enough for the output-limit count below */
+        {
+            size_t n = strlen(err);
+            _cleanup_free_ uint8_t *tmp = malloc(n + 1);
+            if (!tmp || berth_base64url_decode(err, n, tmp, n + 1, &o->err_len) < 0)
+                return berth_error_set(reterr, -EBADMSG, "inspect.stderr is not base64url");
+        }
+    }
+    return 0;
+}
+
+/* Start one probe job; 0 or -errno with reterr. */
+static int start_probe(struct run *r, const char *name, json_t *argv, int64_t wall_ns, int64_t output_bytes,
+                       struct berth_error *reterr)
+{
+    _cleanup_json_ json_t *job = NULL, *doc = NULL;
+    _cleanup_free_ char *text = NULL;
+    struct berth_job *parsed = NULL;
+    char deadline[32], id[64];
+    size_t len = 0;
+    int rc;
+
+    r->run_id[0] = 'r';
+    random_hex(r->run_id + 1, 16);
+    snprintf(r->token, sizeof(r->token), "berthq");
+    random_hex(r->token + 6, 12);
+    snprintf(id, sizeof(id), "qualify-%s", name);
+    snprintf(deadline, sizeof(deadline), "%lld", (long long)(now_ns(CLOCK_REALTIME) + wall_ns));
+    job =
+        json_pack("{s:i, s:s, s:s, s:s, s:o, s:{s:i, s:I, s:i, s:I, s:I, s:I, s:i}}", "schema_version", 1, "id", id,
+                  "pool", "qualify", "image", "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+                  "argv", argv, "limits", "cpu_millis", 1000, "memory_bytes", (json_int_t)256 * 1024 * 1024, "pids",
+                  PIDS, "scratch_bytes", (json_int_t)SCRATCH_BYTES, "wall_time_ns", (json_int_t)wall_ns, "output_bytes",
+                  (json_int_t)output_bytes, "artifact_bytes", 0);
+    if (!job)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if ((rc = berth_job_from_json(job, &parsed, reterr)) < 0)
+        return rc;
+    berth_job_free(parsed);
+    doc = json_pack("{s:i, s:{s:{s:s, s:s}, s:s}, s:O, s:{s:s, s:{s:{}, s:s, s:i}, s:n, s:s, s:[]}, s:s}",
+                    "schema_version", 1, "receipt", "receipt", "run_id", r->run_id, "deadline", deadline, "signature",
+                    "", "job", job, "effective", "pool_hash", "00", "template", "env", "root", "/", "timeout_seconds",
+                    600, "backend_override", "network_egress_class", "none", "credential_env", "rootfs", r->rootfs);
+    if (!doc)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if ((rc = berth_json_serialize(doc, 0, &text, &len, reterr)) < 0)
+        return rc;
+    rc = r->p->ops->start(r->p->state, text, len, reterr);
+    return rc < 0 ? rc : 0;
+}
+
+/* Wait for the job's terminal outcome (bounded by @wall_ns plus a minute). */
+static int wait_probe(struct run *r, int64_t wall_ns, struct outcome *o, struct berth_error *reterr)
+{
+    int64_t until = now_ns(CLOCK_MONOTONIC) + wall_ns + 60 * NS_PER_S;
+    bool terminal = false;
+    int rc;
+
+    while (now_ns(CLOCK_MONOTONIC) < until) {
+        rc = read_outcome(r, o, &terminal, reterr);
+        if (rc < 0 && rc != -EAGAIN)
+            return rc;
+        if (rc == 0 && terminal)
+            return 0;
+        sleep_ms(50);
+    }
+    return berth_error_set(reterr, -ETIMEDOUT, "the job did not finish");
+}
+
+static void reap_probe(struct run *r)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    (void)r->p->ops->reap(r->p->state, r->run_id, &err);
+}
+
+/* A probe whose verdict the probe program prints itself: exited 0 and "PASS". */
+static void inside(struct run *r, const char *name, json_t *argv)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct outcome o = {.exit_code = -1};
+    int rc;
+
+    rc = start_probe(r, name, argv, PROBE_WALL_NS, 65536, &err);
+    if (rc == 0)
+        rc = wait_probe(r, PROBE_WALL_NS, &o, &err);
+    if (rc < 0) {
+        record(r, name, "fail", "the probe job did not run: %s", err.message);
+    } else {
+        char *line = o.out ? strtok(o.out, "\n") : NULL;
+        const char *said = line ? strstr(line, ": ") : NULL; /* "PASS what: detail" */
+        if (streq(o.state, "exited") && o.exit_code == 0 && line && strncmp(line, "PASS ", 5) == 0)
+            record(r, name, "pass", "%s", said ? said + 2 : line + 5);
+        else
+            record(r, name, "fail", "%s (exit code %d): %s", o.state, o.exit_code, line ? line : "no output");
+    }
+    reap_probe(r);
+    outcome_clear(&o);
+}
+
+static void network(struct run *r)
+{
+    char tcp[16], udp[16], buf[64];
+    struct sockaddr_in a;
+    socklen_t len = sizeof(a);
+    size_t before = json_array_size(r->probes);
+
+    snprintf(tcp, sizeof(tcp), "%d", r->tcp_port);
+    snprintf(udp, sizeof(udp), "%d", r->udp_port);
+    inside(r, "network", json_pack("[s, s, s, s]", "/probe", "network", tcp, udp));
+    /* The host side must have seen nothing at all. */
+    if (accept4(r->tcp_fd, (struct sockaddr *)&a, &len, SOCK_CLOEXEC) >= 0 ||
+        recv(r->udp_fd, buf, sizeof(buf), MSG_DONTWAIT) >= 0) {
+        json_t *last = json_array_get(r->probes, before);
+        json_object_set_new(last, "outcome", json_string("fail"));
+        json_object_set_new(last, "detail", json_string("the host's loopback listener was reached from the sandbox"));
+        r->passed = false;
+    }
+}
+
+static void descendant_reaped(struct run *r)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct outcome o = {.exit_code = -1};
+    int rc, left;
+
+    rc = start_probe(r, "descendant-reaped", json_pack("[s, s, s]", "/probe", "fork-exit", r->token), PROBE_WALL_NS,
+                     65536, &err);
+    if (rc == 0)
+        rc = wait_probe(r, PROBE_WALL_NS, &o, &err);
+    left = rc == 0 ? leftovers(r) : -1;
+    if (rc < 0)
+        record(r, "descendant-reaped", "fail", "the probe job did not run: %s", err.message);
+    else if (!streq(o.state, "exited") || o.exit_code != 0)
+        record(r, "descendant-reaped", "fail", "%s (exit code %d)", o.state, o.exit_code);
+    else if (left != 0)
+        record(r, "descendant-reaped", "fail", "%d processes of the finished job remain", left);
+    else
+        record(r, "descendant-reaped", "pass", "exited 0; its detached child is gone");
+    reap_probe(r);
+    outcome_clear(&o);
+}
+
+static void cancel_kills(struct run *r)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct outcome o = {.exit_code = -1};
+    bool terminal = false;
+    int rc, left = -1;
+
+    rc = start_probe(r, "cancel-kills-descendants", json_pack("[s, s, s]", "/probe", "ignore-term", r->token),
+                     PROBE_WALL_NS, 65536, &err);
+    /* Running, and its child started (the probe prints once it forked). */
+    for (int i = 0; rc == 0 && i < 400; i++) {
+        rc = read_outcome(r, &o, &terminal, &err);
+        if (rc < 0 || terminal || streq(o.state, "running"))
+            break;
+        sleep_ms(50);
+    }
+    if (rc == 0 && !terminal) {
+        sleep_ms(500);
+        rc = r->p->ops->cancel(r->p->state, r->run_id, &err);
+    }
+    if (rc == 0)
+        rc = wait_probe(r, PROBE_WALL_NS, &o, &err);
+    if (rc == 0)
+        left = leftovers(r);
+    if (rc < 0)
+        record(r, "cancel-kills-descendants", "fail", "%s", err.message);
+    else if (!streq(o.state, "cancelled"))
+        record(r, "cancel-kills-descendants", "fail", "reported %s after cancel", o.state);
+    else if (left != 0)
+        record(r, "cancel-kills-descendants", "fail", "%d processes remain after cancel", left);
+    else
+        record(r, "cancel-kills-descendants", "pass", "cancelled; the job and its child are gone");
+    reap_probe(r);
+    outcome_clear(&o);
+}
+
+static void output_limit(struct run *r)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct outcome o = {.exit_code = -1};
+    int rc;
+
+    rc = start_probe(r, "output-limit", json_pack("[s, s]", "/probe", "flood"), PROBE_WALL_NS, OUTPUT_BYTES, &err);
+    if (rc == 0)
+        rc = wait_probe(r, PROBE_WALL_NS, &o, &err);
+    if (rc < 0)
+        record(r, "output-limit", "fail", "the probe job did not run: %s", err.message);
+    else if (!streq(o.state, "failed") || !streq(o.reason, "output_limit"))
+        record(r, "output-limit", "fail", "reported %s/%s", o.state, o.reason);
+    else if (o.out_len + o.err_len != OUTPUT_BYTES)
+        record(r, "output-limit", "fail", "kept %zu bytes of a %d byte bound", o.out_len + o.err_len, OUTPUT_BYTES);
+    else
+        record(r, "output-limit", "pass", "cut at exactly %d bytes and reported output_limit", OUTPUT_BYTES);
+    reap_probe(r);
+    outcome_clear(&o);
+}
+
+static void deadline(struct run *r)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct outcome o = {.exit_code = -1};
+    int rc, left = -1;
+
+    rc = start_probe(r, "deadline", json_pack("[s, s, s]", "/probe", "ignore-term", r->token), DEADLINE_PROBE_NS, 65536,
+                     &err);
+    if (rc == 0)
+        rc = wait_probe(r, DEADLINE_PROBE_NS, &o, &err);
+    if (rc == 0)
+        left = leftovers(r);
+    if (rc < 0)
+        record(r, "deadline", "fail", "%s", err.message);
+    else if (!streq(o.state, "expired"))
+        record(r, "deadline", "fail", "reported %s at its deadline", o.state);
+    else if (left != 0)
+        record(r, "deadline", "fail", "%d processes remain after the deadline", left);
+    else
+        record(r, "deadline", "pass", "expired after %lld s although it ignored SIGTERM; nothing left",
+               (long long)(DEADLINE_PROBE_NS / NS_PER_S));
+    reap_probe(r);
+    outcome_clear(&o);
+}
+
+int berth_qualify_probes(const struct berth_qualify_params *p, json_t **ret_probes, bool *ret_passed,
+                         struct berth_error *reterr)
+{
+    struct run r = {.p = p, .tcp_fd = -1, .udp_fd = -1, .passed = true};
+    char arg[32];
+    int rc;
+
+    if (!p || !p->ops || !p->probe || !p->work_dir || !ret_probes || !ret_passed)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    r.probes = json_array();
+    if (!r.probes)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if ((rc = setup_rootfs(&r, reterr)) < 0 || (rc = setup_listeners(&r, reterr)) < 0)
+        goto out;
+
+    inside(&r, "rootfs-read-only", json_pack("[s, s]", "/probe", "rootfs"));
+    inside(&r, "identity", json_pack("[s, s]", "/probe", "identity"));
+    snprintf(arg, sizeof(arg), "%d", SCRATCH_BYTES);
+    inside(&r, "scratch-limit", json_pack("[s, s, s]", "/probe", "scratch", arg));
+    network(&r);
+    snprintf(arg, sizeof(arg), "%d", 4 * PIDS);
+    inside(&r, "pids-limit", json_pack("[s, s, s]", "/probe", "pids", arg));
+    descendant_reaped(&r);
+    cancel_kills(&r);
+    output_limit(&r);
+    deadline(&r);
+    record(&r, "inputs-read-only", "not_applicable",
+           "the backend refuses jobs with inputs until berth has an evidence store");
+
+    *ret_probes = r.probes;
+    r.probes = NULL;
+    *ret_passed = r.passed;
+    rc = 0;
+out:
+    if (r.tcp_fd >= 0)
+        close(r.tcp_fd);
+    if (r.udp_fd >= 0)
+        close(r.udp_fd);
+    json_decref(r.probes);
+    {
+        _cleanup_close_ int dirfd = berth_open_trusted(p->work_dir, O_RDONLY | O_DIRECTORY, 0, NULL);
+        _cleanup_close_ int rootfd =
+            dirfd >= 0 ? openat(dirfd, "rootfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+        if (rootfd >= 0) {
+            (void)berth_tree_clear(rootfd, NULL);
+            (void)unlinkat(dirfd, "rootfs", AT_REMOVEDIR);
+        }
+    }
+    return rc;
+}

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * qualify.h -- live qualification probes: real jobs in real sandboxes of one
+ * runtime backend, through the backend's own start/inspect/cancel/reap, each
+ * checking one isolation property.  The probe program is berth-probe
+ * (src/probe/), statically linked and alone in a read-only root filesystem.
+ *
+ * Probes (name: what passes):
+ *   rootfs-read-only         "/" is mounted ro and a create in it fails
+ *   identity                 uid/gid not 0, no capability
+ *   scratch-limit            /tmp stops with ENOSPC at limits.scratch_bytes
+ *   network                  only lo; TCP connect to a listener on the host's
+ *                            127.0.0.1 and a DNS query to a UDP socket on the
+ *                            host's 127.0.0.1 both fail, and neither host
+ *                            socket sees anything
+ *   pids-limit               a fork bomb stops with EAGAIN below 4 x limits.pids
+ *   descendant-reaped        a job that leaves a detached child and exits 0:
+ *                            afterwards no process of it is left on the host
+ *   cancel-kills-descendants cancel of a running job with a child: reported
+ *                            cancelled, nothing of it left
+ *   output-limit             a job flooding stdout: failed/output_limit with
+ *                            exactly limits.output_bytes kept
+ *   deadline                 a job ignoring SIGTERM past its deadline:
+ *                            expired, nothing of it left
+ *   inputs-read-only         not_applicable while the backend refuses inputs
+ * "Nothing of it left" scans /proc for the job's unique token and run id.
+ */
+#ifndef BERTH_QUALIFY_H
+#define BERTH_QUALIFY_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include <berth/error.h>
+#include <berth/plugin.h>
+
+/**
+ * struct berth_qualify_params - what berth_qualify_probes() needs (borrowed).
+ * @backend:  the backend's name (for messages).
+ * @ops, @state: the backend's runtime ops and instance; only this thread may
+ *            call the instance meanwhile.
+ * @probe:    absolute path of berth-probe.
+ * @work_dir: an existing private directory (0700) for the probe rootfs;
+ *            what the run creates there is removed.
+ * @progress: optional; called after each probe with its name, outcome
+ *            ("pass", "fail", "not_applicable") and detail.
+ */
+struct berth_qualify_params {
+    const char *backend;
+    const struct berth_runtime_ops_v1 *ops;
+    void *state;
+    const char *probe;
+    const char *work_dir;
+    void (*progress)(void *userdata, const char *name, const char *outcome, const char *detail);
+    void *userdata;
+};
+
+/**
+ * berth_qualify_probes() - run every probe, one job at a time.
+ * @ret_probes: receives [{name, outcome, detail}] in the order above.
+ * @ret_passed: true when no probe failed.
+ * Return: 0 (whatever the probes found); -EINVAL; -errno when the probe
+ * rootfs or the host listeners cannot be set up (nothing was run).  Takes
+ * minutes at most: each probe job is bounded by its own deadline.
+ */
+int berth_qualify_probes(const struct berth_qualify_params *p, json_t **ret_probes, bool *ret_passed,
+                         struct berth_error *reterr);
+
+#endif /* BERTH_QUALIFY_H */

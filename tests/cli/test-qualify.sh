@@ -1,0 +1,95 @@
+# test-qualify.sh -- live qualification on real runsc and crun: berthctl qualify
+# runs every probe in real sandboxes and records a signed qualification that
+# verifies offline; berthd offers only qualified backends to placement
+# ([runsc, crun] places on crun while runsc is unqualified, on runsc once it
+# is; [runsc] alone is refused with no_backend); a failed probe records
+# nothing; a running berthd's journal is refused.
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+. "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
+. "$BERTH_TOP_SRCDIR/tests/cli/berthd-lib.sh"
+. "$BERTH_TOP_SRCDIR/tests/cli/oci-lib.sh" # skips (77) unless root
+: "${BERTH_PROBE:?}"
+
+oci_install runsc crun
+add_pool gvisor runsc
+# Qualification is required again (oci_install switched it off).
+edit_config '.backends[] |= del(.require_qualification)'
+
+qualify() { run "$1" "$BERTHCTL" qualify "$2" --berthd-config "$INST/berthd.json" --probe "$BERTH_PROBE" "${@:3}"; }
+
+# Usage errors.
+run 2 "$BERTHCTL" qualify
+qualify 2 nosuch
+stderr_has 'has no backend "nosuch"'
+qualify 2 crun --validity-days 0
+stderr_has "--validity-days takes whole days from 1 to 365"
+
+# A probe program that cannot run in the sandbox (dynamically linked, and the
+# probe rootfs holds nothing else): every inside probe fails, nothing is recorded.
+run 1 "$BERTHCTL" qualify crun --berthd-config "$INST/berthd.json" --probe /usr/bin/true --out "$TMP/none.json"
+grep -Eq "^  FAIL +rootfs-read-only " "$TMP/stdout" || fail "the rootfs probe did not fail: $(cat "$TMP/stdout")"
+stderr_has "backend crun is NOT qualified: a probe failed; nothing was recorded"
+[ ! -e "$TMP/none.json" ] || fail "a failed qualification was written out"
+
+# crun qualifies: every probe passes, the record verifies with the broker key.
+qualify 0 crun --out "$TMP/q-crun.json"
+for p in rootfs-read-only identity scratch-limit network pids-limit descendant-reaped \
+    cancel-kills-descendants output-limit deadline; do
+    grep -Eq "^  pass +$p " "$TMP/stdout" || fail "probe $p did not pass: $(cat "$TMP/stdout")"
+done
+grep -Eq "^  not_applicable +inputs-read-only " "$TMP/stdout" || fail "inputs-read-only: $(cat "$TMP/stdout")"
+stdout_has "backend crun qualified: q"
+run 0 "$BERTHCTL" qualification verify "$TMP/q-crun.json" --pubkey "$INST/keys/receipt.pub"
+stdout_has "9 of 10 probes passed"
+stdout_has "on kernel $(uname -r)"
+[ "$(jq -r .qualification.runtime.sha256 "$TMP/q-crun.json")" = "sha256:$(sha256sum </usr/bin/crun | cut -d' ' -f1)" ] ||
+    fail "the record does not name crun's digest"
+# Tampering breaks it.
+jq '.qualification.expires_at = "9999999999999999999"' "$TMP/q-crun.json" >"$TMP/q-bad.json"
+run 3 "$BERTHCTL" qualification verify "$TMP/q-bad.json" --pubkey "$INST/keys/receipt.pub"
+stderr_has "does NOT verify"
+
+# berthd: runsc is unqualified, so [runsc, crun] places on crun; [runsc] is refused.
+start_berthd
+run 0 CLIENT capabilities --json
+jq -e '.backends.runsc.qualification == "unqualified"' "$TMP/stdout" >/dev/null ||
+    fail "runsc should be unqualified: $(cat "$TMP/stdout")"
+jq -e '.backends.crun.qualification.id | startswith("q")' "$TMP/stdout" >/dev/null ||
+    fail "crun should be qualified: $(cat "$TMP/stdout")"
+bb_job first 'echo placed'
+submit first
+[ "$(placed first)" = crun ] || fail "with runsc unqualified the job went to $(placed first)"
+finish first
+[ "$(cat "$TMP/first.out/stdout")" = placed ] || fail "first: $(cat "$TMP/first.out/result.json")"
+POOL=gvisor bb_job only-runsc 'true'
+run 1 CLIENT submit "$TMP/only-runsc.job.json"
+stderr_has "no_backend"
+# The journal is berthd's while it runs.
+qualify 1 runsc
+stderr_has "is berthd running? stop it first"
+stop_berthd
+run 0 "$BERTHCTL" --journal "$INST/state/journal.db" audit export --out "$TMP/audit.jsonl"
+grep '"pool.placed"' "$TMP/audit.jsonl" | grep -q '{"backend":"runsc","kept":false,"reason":"unqualified"}' ||
+    fail "selector_inputs do not say why runsc was passed over: $(grep pool.placed "$TMP/audit.jsonl")"
+
+# Once runsc is qualified, the same pool places on runsc.
+qualify 0 runsc --validity-days 1
+start_berthd
+bb_job second 'uname -r'
+submit second
+[ "$(placed second)" = runsc ] || fail "with runsc qualified the job went to $(placed second)"
+finish second
+[ "$(cat "$TMP/second.out/stdout")" = 4.4.0 ] || fail "second did not run in gVisor: $(cat "$TMP/second.out/stdout")"
+stop_berthd
+
+# A different runtime binary ends the qualification: the pin moves to a copy
+# with another digest, and runsc is unqualified again.
+cp /usr/bin/runsc "$TMP/runsc-copy"
+printf '\0' >>"$TMP/runsc-copy"
+chmod 0755 "$TMP/runsc-copy"
+edit_config '.backends.runsc.config.runtime = $pin' --argjson pin "$(pin_json "$TMP/runsc-copy")"
+start_berthd
+run 0 CLIENT capabilities --json
+jq -e '.backends.runsc.qualification == "unqualified"' "$TMP/stdout" >/dev/null ||
+    fail "a new runtime binary kept the old qualification: $(cat "$TMP/stdout")"
+stop_berthd
