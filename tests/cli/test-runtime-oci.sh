@@ -143,11 +143,11 @@ unset POOL
 
 # A job that ends inside its deadline keeps its own outcome even when berthd
 # only looks after the deadline (it was down): exited 0, not expired.
-POOL=native bb_job intime 'sleep 1; echo ok' 4000000000
+POOL=native bb_job intime 'sleep 1; echo ok' 10000000000
 submit intime
 wait_state dev intime running
 kill_berthd
-sleep 5
+sleep 11 # past the deadline
 start_berthd
 finish intime
 [ "$(result intime .status)/$(result intime .exit_code)" = exited/0 ] ||
