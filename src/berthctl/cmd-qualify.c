@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -179,21 +178,6 @@ static int work_dir(const struct berthd_config *cfg, char **ret)
     return 0;
 }
 
-/* The record body from the backend's capabilities and the probes. */
-static json_t *record_body(const struct berthd_config *cfg, const char *backend, const struct berth_plugin_info *info,
-                           const json_t *caps, json_t *probes, int64_t now, long days)
-{
-    struct utsname u;
-
-    if (uname(&u) < 0)
-        return NULL;
-    return json_pack("{s:s, s:s, s:s, s:s, s:O, s:O, s:s, s:s, s:O, s:o, s:o}", "broker", cfg->broker_name, "backend",
-                     backend, "plugin", info->name, "plugin_version", info->version, "runtime",
-                     json_object_get(caps, "runtime"), "isolation", json_object_get(caps, "isolation"), "kernel",
-                     u.release, "machine", u.machine, "probes", probes, "qualified_at", berth_json_ns(now),
-                     "expires_at", berth_json_ns(now + days * NS_PER_DAY));
-}
-
 static int qualify(struct bctl_globals *g, struct qopts *o)
 {
     struct berthd_config cfg = {0};
@@ -301,8 +285,9 @@ static int qualify(struct bctl_globals *g, struct qopts *o)
         }
     }
     if (passed) {
-        body =
-            record_body(&cfg, bc->name, berth_plugin_get_info(plugin), caps, probes, bctl_now_ns(), o->validity_days);
+        const struct berth_plugin_info *info = berth_plugin_get_info(plugin);
+        body = berth_qualification_body(cfg.broker_name, bc->name, info->name, info->version, caps, probes,
+                                        bctl_now_ns(), o->validity_days * NS_PER_DAY);
         if (!body || berth_qualification_seal(key, body, &env, &err) < 0 ||
             berth_qualification_store(journal, env, &err) < 0) {
             bctl_error(VERB, "cannot record the qualification: %s", body ? err.message : "out of memory");

@@ -19,10 +19,10 @@
 #define NS_PER_S 1000000000LL
 
 static const char *const top_members[] = {
-    "audit_key",      "backends",        "broker_name", "http",
-    "images",         "journal",         "listen",      "plugin_directory",
-    "policy",         "pools_directory", "receipt_key", "reconcile_interval_ns",
-    "schema_version", "state_directory", "tls",         NULL,
+    "audit_key", "backends",    "broker_name",           "http",           "images",
+    "journal",   "listen",      "plugin_directory",      "policy",         "pools_directory",
+    "probe",     "receipt_key", "reconcile_interval_ns", "schema_version", "state_directory",
+    "tls",       NULL,
 };
 static const char *const listen_members[] = {"address", "port", NULL};
 static const char *const tls_members[] = {"certificate", "client_ca", "private_key", NULL};
@@ -31,7 +31,8 @@ static const char *const http_members[] = {
     "header_timeout_ns", "idle_timeout_ns",    "max_body_bytes",      "max_connections",
     "max_header_bytes",  "request_timeout_ns", "shutdown_timeout_ns", NULL,
 };
-static const char *const backend_members[] = {"config", "plugin", "require_qualification", "sha256", NULL};
+static const char *const backend_members[] = {"config", "plugin", "qualify_at_startup", "require_qualification",
+                                              "sha256", NULL};
 
 static bool name_ok(const char *s, size_t max)
 {
@@ -96,6 +97,10 @@ static int parse_backend(const json_t *v, const char *what, bool runtime, struct
     b->config = json_object_get(v, "config");
     if (b->config && !json_is_object(b->config))
         return berth_error_set(reterr, -EBADMSG, "%s.config must be an object", what);
+    rq = json_object_get(v, "qualify_at_startup");
+    if (rq && !json_is_boolean(rq))
+        return berth_error_set(reterr, -EBADMSG, "%s.qualify_at_startup must be true or false", what);
+    b->qualify_at_startup = rq && json_is_true(rq);
     rq = json_object_get(v, "require_qualification");
     if (rq && !json_is_boolean(rq))
         return berth_error_set(reterr, -EBADMSG, "%s.require_qualification must be true or false", what);
@@ -166,6 +171,7 @@ int berthd_config_parse(const char *text, size_t len, const char *default_plugin
         (r = path_member(c->doc, "config", "state_directory", true, &c->state_directory, reterr)) < 0 ||
         (r = path_member(c->doc, "config", "pools_directory", false, &c->pools_directory, reterr)) < 0 ||
         (r = path_member(c->doc, "config", "plugin_directory", false, &c->plugin_directory, reterr)) < 0 ||
+        (r = path_member(c->doc, "config", "probe", false, &c->probe, reterr)) < 0 ||
         (r = berth_json_int_member(c->doc, "config", "reconcile_interval_ns", false, 10 * NS_PER_MS, 60 * NS_PER_S,
                                    &c->reconcile_interval_ns, reterr)) < 0)
         goto fail;

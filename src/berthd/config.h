@@ -23,6 +23,7 @@ struct berthd_backend_config {
     const char *sha256; /* NULL: no pin */
     const json_t *config;
     bool require_qualification;
+    bool qualify_at_startup; /* run the live probes at startup when no current qualification exists */
 };
 
 /** struct berthd_config - every setting, defaults filled in; strings borrowed from @doc. */
@@ -34,6 +35,7 @@ struct berthd_config {
     const char *certificate, *private_key, *client_ca;
     const char *receipt_key, *audit_key, *policy;
     const char *state_directory, *pools_directory, *plugin_directory;
+    const char *probe; /* berth-probe for startup qualification; NULL: the installed one */
     int64_t max_active_jobs, max_retained_jobs;
     int64_t max_connections, max_header_bytes, max_body_bytes;
     int64_t header_timeout_ns, request_timeout_ns, idle_timeout_ns, shutdown_timeout_ns;

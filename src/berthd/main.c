@@ -38,6 +38,7 @@
 #include "plugin-loader.h"
 #include "pool.h"
 #include "server.h"
+#include "startup-qualify.h"
 #include "sign.h"
 #include "tls.h"
 #include "worker.h"
@@ -394,6 +395,8 @@ static int start(struct daemon *d, bool check_only)
         return 1;
     if ((r = berth_journal_open(journal_path, BERTH_JOURNAL_CREATE, &d->journal, &err)) < 0)
         return fail(d, "journal", &err);
+    if (berthd_qualify_at_startup(&d->cfg, d->backends, d->journal, d->key, &d->logger) < 0)
+        return 1;
     bp = (struct berth_broker_params){
         .name = d->cfg.broker_name,
         .journal = d->journal,

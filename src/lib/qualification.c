@@ -31,6 +31,21 @@ void berth_kernel_release(char *buf, size_t size)
         snprintf(buf, size, "%s", u.release);
 }
 
+json_t *berth_qualification_body(const char *broker, const char *backend, const char *plugin,
+                                 const char *plugin_version, const json_t *caps, json_t *probes, int64_t now_ns,
+                                 int64_t validity_ns)
+{
+    const json_t *runtime = json_object_get(caps, "runtime"), *isolation = json_object_get(caps, "isolation");
+    struct utsname u;
+
+    if (!json_is_object(runtime) || !json_is_string(isolation) || uname(&u) < 0)
+        return NULL;
+    return json_pack("{s:s, s:s, s:s, s:s, s:O, s:O, s:s, s:s, s:O, s:o, s:o}", "broker", broker, "backend", backend,
+                     "plugin", plugin, "plugin_version", plugin_version, "runtime", runtime, "isolation", isolation,
+                     "kernel", u.release, "machine", u.machine, "probes", probes, "qualified_at", berth_json_ns(now_ns),
+                     "expires_at", berth_json_ns(now_ns + validity_ns));
+}
+
 /* "q" + 32 hex of the canonical body without "id". */
 static int compute_id(const json_t *body, char out[BERTH_QUALIFICATION_ID_LEN + 1], struct berth_error *reterr)
 {

@@ -75,6 +75,18 @@ int berth_qualification_current(struct berth_journal *j, const char *backend, co
                                 const char *kernel, int64_t now_ns, char ret_id[BERTH_QUALIFICATION_ID_LEN + 1],
                                 int64_t *ret_expires_ns, struct berth_error *reterr);
 
+/**
+ * berth_qualification_body() - the unsigned record of a passed probe run.
+ * @caps: the backend's capabilities document (its runtime and isolation are
+ *        copied); @probes: what berth_qualify_probes() returned (referenced).
+ * @now_ns, @validity_ns: qualified_at and expires_at - qualified_at.
+ * Return: a new object, or NULL (out of memory, or @caps lacks runtime or
+ * isolation).
+ */
+json_t *berth_qualification_body(const char *broker, const char *backend, const char *plugin,
+                                 const char *plugin_version, const json_t *caps, json_t *probes, int64_t now_ns,
+                                 int64_t validity_ns);
+
 /** berth_kernel_release() - uname(2)'s release into @buf (@size bytes). */
 void berth_kernel_release(char *buf, size_t size);
 

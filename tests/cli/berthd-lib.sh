@@ -48,7 +48,7 @@ start_berthd() {
     : >"$TMP/berthd.log"
     env "$@" "$BERTHD" --config "$INST/berthd.json" >>"$TMP/berthd.log" 2>&1 &
     BERTHD_PID=$!
-    for i in $(seq 1 200); do
+    for i in $(seq 1 "${BERTHD_START_TRIES:-200}"); do
         grep -q "ready: https://" "$TMP/berthd.log" && return 0
         kill -0 "$BERTHD_PID" 2>/dev/null || { cat "$TMP/berthd.log" >&2; fail "berthd exited at startup"; }
         sleep 0.05

@@ -93,3 +93,21 @@ run 0 CLIENT capabilities --json
 jq -e '.backends.runsc.qualification == "unqualified"' "$TMP/stdout" >/dev/null ||
     fail "a new runtime binary kept the old qualification: $(cat "$TMP/stdout")"
 stop_berthd
+
+# berthd qualifies a backend itself at startup when configured, and only when
+# it has no current qualification.
+edit_config '.probe = $p | .backends.runsc.qualify_at_startup = true' --arg p "$BERTH_PROBE"
+BERTHD_START_TRIES=2400 start_berthd
+grep -q "backend runsc: no current qualification: running the live probes" "$TMP/berthd.log" ||
+    fail "berthd did not probe runsc: $(cat "$TMP/berthd.log")"
+grep -q "backend runsc: probe deadline: pass" "$TMP/berthd.log" || fail "the deadline probe did not pass"
+grep -q "backend runsc: qualified (q[0-9a-f]*), recorded in the journal" "$TMP/berthd.log" ||
+    fail "berthd did not record runsc's qualification: $(cat "$TMP/berthd.log")"
+run 0 CLIENT capabilities --json
+jq -e '.backends.runsc.qualification.id | startswith("q")' "$TMP/stdout" >/dev/null ||
+    fail "runsc is not qualified after startup qualification: $(cat "$TMP/stdout")"
+stop_berthd
+start_berthd
+grep -q "backend runsc: qualified (q" "$TMP/berthd.log" || fail "the recorded qualification was not found again"
+grep -q "running the live probes" "$TMP/berthd.log" && fail "berthd probed again although runsc was qualified"
+stop_berthd
