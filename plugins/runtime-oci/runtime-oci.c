@@ -33,6 +33,7 @@
 
 #include "bundle.h"
 #include "canon.h"
+#include "digest.h"
 #include "encoding.h"
 #include "fsutil.h"
 #include "job.h"
@@ -59,7 +60,9 @@ struct oci {
     struct oci_config cfg;
     char *jobs_dir, *root_dir;
     int jobsfd, lockfd; /* lockfd: the state directory, flock()ed for this instance's life */
+    bool locked;
     char version[VERSION_MAX];
+    char shim_sha256[BERTH_DIGEST_BUFSZ]; /* bound into qualifications (capabilities().shim_sha256) */
 };
 
 static int64_t mono_ns(void)
@@ -187,10 +190,14 @@ static int check_shim(struct oci *o, struct berth_error *reterr)
     struct stat st;
     int r;
 
-    if (fd < 0)
-        return berth_error_set(reterr, fd, "shim %s: %s", o->cfg.shim, reterr ? reterr->message : strerror(-fd));
+    if (fd < 0) {
+        berth_error_prefix(reterr, "shim");
+        return fd;
+    }
     if ((r = berth_file_check(fd, o->cfg.shim, &expect, &st, reterr)) < 0)
         return r;
+    if ((r = berth_digest_fd(fd, o->shim_sha256)) < 0)
+        return berth_error_set(reterr, r, "shim %s: cannot read it: %s", o->cfg.shim, strerror(-r));
     if (st.st_uid != 0 && st.st_uid != geteuid())
         return berth_error_set(reterr, -EPERM, "shim %s is owned by uid %u, not root", o->cfg.shim,
                                (unsigned)st.st_uid);
@@ -199,6 +206,39 @@ static int check_shim(struct oci *o, struct berth_error *reterr)
         return berth_error_set(reterr, -EINVAL, "shim %s is not berth-oci-shim (its --version said \"%.64s\")",
                                o->cfg.shim, line);
     return 0;
+}
+
+/*
+ * One backend per state directory: its jobs and runtime root are its own.
+ * The instance holding the flock writes its backend name to STATE/owner.
+ * Held by the *same* backend name, the holder is another process serving
+ * this backend (berthd --check while berthd runs): init succeeds and every
+ * operation but capabilities() needs the lock first (-EAGAIN until then).
+ * Held under another name, two backends share the directory: refused.
+ */
+static int take_state_lock(struct oci *o, struct berth_error *reterr)
+{
+    char owner[128] = "";
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    const struct berth_file_expect expect = {.type = S_IFREG, .uid = geteuid(), .max_size = sizeof(owner) - 1};
+
+    if (o->locked)
+        return 0;
+    if (flock(o->lockfd, LOCK_EX | LOCK_NB) == 0) {
+        o->locked = true;
+        return berth_publish_at(o->lockfd, "owner", o->host->instance, strlen(o->host->instance), 0600,
+                                BERTH_PUBLISH_REPLACE, reterr);
+    }
+    if (errno != EWOULDBLOCK)
+        return berth_error_set(reterr, -errno, "cannot lock %s: %m", o->cfg.state_directory);
+    if (berth_read_file_at(o->lockfd, "owner", &expect, &text, &len, NULL) == 0)
+        snprintf(owner, sizeof(owner), "%s", text);
+    if (!streq(owner, o->host->instance))
+        return berth_error_set(reterr, -EBUSY, "state_directory %s is in use by another backend (%s)",
+                               o->cfg.state_directory, owner[0] ? owner : "unknown");
+    return berth_error_set(reterr, -EAGAIN, "state_directory %s is in use by another process serving backend %s",
+                           o->cfg.state_directory, owner);
 }
 
 static int oci_init(const struct berth_host *host, const char *config, size_t config_len, void **ret_state,
@@ -229,14 +269,13 @@ static int oci_init(const struct berth_host *host, const char *config, size_t co
     }
     if ((r = check_shim(o, reterr)) < 0)
         goto fail;
-    /* One backend per state directory: its jobs and runtime root are its own. */
     o->lockfd = openat(o->jobsfd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (o->lockfd < 0 || flock(o->lockfd, LOCK_EX | LOCK_NB) < 0) {
-        r = berth_error_set(reterr, errno == EWOULDBLOCK ? -EBUSY : -errno,
-                            "state_directory %s is in use by another backend or process%s", o->cfg.state_directory,
-                            errno == EWOULDBLOCK ? "" : ": cannot lock it");
+    if (o->lockfd < 0) {
+        r = berth_error_set(reterr, -errno, "cannot open %s: %m", o->cfg.state_directory);
         goto fail;
     }
+    if ((r = take_state_lock(o, reterr)) < 0 && r != -EAGAIN)
+        goto fail;
     /* A runtime that fails its pin is reported by capabilities(); berthd still starts. */
     if (oci_pin_check(&o->cfg, &err) == 0)
         read_version(o);
@@ -291,14 +330,14 @@ static int oci_capabilities(void *state, char **ret_json, size_t *ret_len, struc
         return r;
     if (strcmp(o->version, "unknown") == 0 || !o->version[0])
         read_version(o);
-    return give_json(json_pack("{s:s, s:{s:s, s:s, s:s}, s:s, s:[s, s], s:[s, s], s:{s:I, s:I, s:I, s:I}, s:s}",
-                               "backend", "oci", "runtime", "path", o->cfg.pin.path, "version", o->version, "sha256",
-                               o->cfg.pin.sha256, "isolation", o->cfg.isolation, "egress_classes", "none", "loopback",
-                               "capabilities", "exec", "file_rw", "limits", "output_bytes",
-                               (json_int_t)BERTH_LIMIT_OUTPUT_BYTES_MAX, "pids", (json_int_t)BERTH_LIMIT_PIDS_MAX,
-                               "memory_bytes", (json_int_t)BERTH_LIMIT_MEMORY_BYTES_MAX, "scratch_bytes",
-                               (json_int_t)BERTH_LIMIT_SCRATCH_BYTES_MAX, "qualification", "unqualified"),
-                     ret_json, ret_len, reterr);
+    return give_json(
+        json_pack("{s:s, s:{s:s, s:s, s:s}, s:s, s:s, s:[s, s], s:[s, s], s:{s:I, s:I, s:I, s:I}, s:s}", "backend",
+                  "oci", "runtime", "path", o->cfg.pin.path, "version", o->version, "sha256", o->cfg.pin.sha256,
+                  "shim_sha256", o->shim_sha256, "isolation", o->cfg.isolation, "egress_classes", "none", "loopback",
+                  "capabilities", "exec", "file_rw", "limits", "output_bytes", (json_int_t)BERTH_LIMIT_OUTPUT_BYTES_MAX,
+                  "pids", (json_int_t)BERTH_LIMIT_PIDS_MAX, "memory_bytes", (json_int_t)BERTH_LIMIT_MEMORY_BYTES_MAX,
+                  "scratch_bytes", (json_int_t)BERTH_LIMIT_SCRATCH_BYTES_MAX, "qualification", "unqualified"),
+        ret_json, ret_len, reterr);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -473,6 +512,8 @@ static int oci_start(void *state, const char *dispatch, size_t dispatch_len, str
     r = dispatch_parse(dispatch, dispatch_len, &d, reterr);
     if (r < 0)
         goto out;
+    if ((r = take_state_lock(o, reterr)) < 0)
+        goto out;
     if (faccessat(o->jobsfd, d.run_id, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
         r = 1; /* started before (a retry after a lost reply) or finished: never again */
         goto out;
@@ -526,7 +567,10 @@ out:
 
 static int open_job(struct oci *o, const char *job_id, struct berth_error *reterr)
 {
-    int fd;
+    int fd, r;
+
+    if ((r = take_state_lock(o, reterr)) < 0)
+        return r == -ENOENT ? -EIO : r;
 
     if (!run_id_ok(job_id))
         return berth_error_set(reterr, -ENOENT, "no job %s here", job_id ? job_id : "(null)");

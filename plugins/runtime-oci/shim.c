@@ -130,10 +130,18 @@ static int run_runtime(struct shim *s, const char *const *args, int out, int err
     }
     if (pid == 0) {
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        sigset_t none;
+        char msg[160];
+
+        /* The runtime (and what it starts) gets default signal handling, not the shim's mask. */
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
         if (null < 0 || dup2(null, 0) < 0 || dup2(out >= 0 ? out : null, 1) < 0 ||
             dup2(err >= 0 ? err : s->log_fd, 2) < 0)
             _exit(127);
         syscall(SYS_execveat, s->runtime_fd, "", (char *const *)s->argv, environ, AT_EMPTY_PATH);
+        snprintf(msg, sizeof(msg), "berth-oci-shim: cannot execute the runtime %s: %s\n", s->argv[0], strerror(errno));
+        (void)!write(2, msg, strlen(msg));
         _exit(127);
     }
     /* Only this pid: the container's init and helpers are reaped elsewhere. */
@@ -472,7 +480,8 @@ static int supervise(struct shim *s, int syncfd)
         if (p[4].revents) {
             char buf[64];
             ssize_t n = read(ctlfd, buf, sizeof(buf));
-            if (n > 0 && memmem(buf, (size_t)n, "cancel", 6) && !s->state) {
+            /* A job that already exited keeps its own outcome. */
+            if (n > 0 && memmem(buf, (size_t)n, "cancel", 6) && !s->state && !s->init_exited) {
                 logf_shim(s, "cancel requested: killing the job");
                 s->state = "cancelled";
                 s->reason = "cancelled";
@@ -665,12 +674,15 @@ int main(int argc, char **argv)
         return write_result(&s, "failed", "start_interrupted", -1) < 0 ? 1 : 0;
     }
     if ((r = load_config(&s)) < 0 || unmount_listed(&s) < 0) {
-        if (r == -EPERM) {
-            /* The runtime changed under its pin: nothing of this job may run. */
-            write_result(&s, "failed", sup ? "runtime_pin" : "supervisor_lost", -1);
+        if (r == -EPERM && sup) {
+            /* The runtime changed under its pin before this job ran: nothing of it may run. */
+            write_result(&s, "failed", "runtime_pin", -1);
             sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
             return 0;
         }
+        /* cleanup: a container may still run, and no checked runtime can stop it.
+         * No result is written, so the job stays visible (inspect and cancel keep
+         * failing with the reason in runtime.log) until an operator sees to it. */
         sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
         return 1;
     }

@@ -193,6 +193,7 @@ static int qualify(struct bctl_globals *g, struct qopts *o)
     _cleanup_json_ json_t *caps = NULL, *probes = NULL, *env = NULL, *body = NULL;
     size_t len = 0, i;
     bool passed = false;
+    char probe_sha256[BERTH_DIGEST_BUFSZ] = "";
     int r, rc = BCTL_EXIT_FAIL;
 
     if ((r = berthd_config_load(o->berthd_config, BERTH_PLUGINDIR, &cfg, &err)) < 0) {
@@ -279,22 +280,28 @@ static int qualify(struct bctl_globals *g, struct qopts *o)
             .progress = progress,
             .userdata = g,
         };
-        if ((r = berth_qualify_probes(&qp, &probes, &passed, &err)) < 0) {
+        if ((r = berth_qualify_probes(&qp, &probes, &passed, probe_sha256, &err)) < 0) {
             bctl_error(VERB, "cannot run the probes: %s", err.message);
             goto out;
         }
     }
-    if (passed) {
+    /* Failed runs are recorded too: the newest record decides, so a failure
+     * ends an earlier qualification of the same configuration. */
+    {
         const struct berth_plugin_info *info = berth_plugin_get_info(plugin);
-        body = berth_qualification_body(cfg.broker_name, bc->name, info->name, info->version, caps, probes,
-                                        bctl_now_ns(), o->validity_days * NS_PER_DAY);
-        if (!body || berth_qualification_seal(key, body, &env, &err) < 0 ||
-            berth_qualification_store(journal, env, &err) < 0) {
+        char config_digest[BERTH_DIGEST_BUFSZ];
+
+        if (berth_qualification_config_digest(bc->config, info->sha256, caps, config_digest, &err) < 0 ||
+            !(body = berth_qualification_body(cfg.broker_name, bc->name, info->name, info->version, config_digest,
+                                              probe_sha256, passed, caps, probes, bctl_now_ns(),
+                                              o->validity_days * NS_PER_DAY)) ||
+            berth_qualification_seal(key, body, &env, &err) < 0 || berth_qualification_store(journal, env, &err) < 0) {
             bctl_error(VERB, "cannot record the qualification: %s", body ? err.message : "out of memory");
             goto out;
         }
-        if (o->out && (berth_json_serialize(env, 0, &text, &len, &err) < 0 ||
-                       berth_publish_path(o->out, text, len, 0644, 0, &err) < 0)) {
+        if (passed && o->out &&
+            (berth_json_serialize(env, 0, &text, &len, &err) < 0 ||
+             berth_publish_path(o->out, text, len, 0644, 0, &err) < 0)) {
             bctl_error(VERB, "recorded, but cannot write %s: %s", o->out, err.message);
             goto out;
         }
@@ -312,7 +319,10 @@ static int qualify(struct bctl_globals *g, struct qopts *o)
                json_string_value(json_object_get(q, "expires_at")), o->validity_days);
         rc = BCTL_EXIT_OK;
     } else {
-        bctl_error(VERB, "backend %s is NOT qualified: a probe failed; nothing was recorded", bc->name);
+        bctl_error(VERB,
+                   "backend %s is NOT qualified: a probe failed; the failure is recorded, which ends any "
+                   "earlier qualification of this configuration",
+                   bc->name);
     }
 out:
     berth_journal_close(journal);

@@ -12,6 +12,7 @@
 #include "berthctl.h"
 #include "canon.h"
 #include "job.h"
+#include "jsonobj.h"
 #include "macro.h"
 #include "qualification.h"
 #include "receipt.h"
@@ -41,7 +42,40 @@ static void help(void)
            "\n"
            "On success the document's main facts are printed (--json: the verified body).\n"
            "Exit status: 0 verified; 3 the document does not verify; 1 a file cannot be\n"
-           "read; 2 usage error.\n");
+           "read, or a qualification that verifies records a failed run or has expired;\n"
+           "2 usage error.\n");
+}
+
+/* Print what a verified qualification says; 0 only when it passed and has not expired. */
+static int qualification_summary(const char *verb, const json_t *body)
+{
+    const json_t *pr;
+    size_t i, passed = 0, na = 0, n = json_array_size(json_object_get(body, "probes"));
+    int64_t expires = 0;
+    char line[1024];
+
+    json_array_foreach(json_object_get(body, "probes"), i, pr)
+    {
+        const char *outcome = json_string_value(json_object_get(pr, "outcome"));
+        passed += streq_ptr(outcome, "pass");
+        na += streq_ptr(outcome, "not_applicable");
+    }
+    (void)berth_json_ns_value(json_object_get(body, "expires_at"), &expires);
+    snprintf(line, sizeof(line),
+             "qualification verified: %s, backend %s, runtime %s (%s) on kernel %s: %zu of %zu probes passed, %zu not "
+             "applicable; expires_at %s; signed by %s\n",
+             json_string_value(json_object_get(body, "id")), json_string_value(json_object_get(body, "backend")),
+             json_string_value(json_object_get(json_object_get(body, "runtime"), "path")),
+             json_string_value(json_object_get(json_object_get(body, "runtime"), "sha256")),
+             json_string_value(json_object_get(body, "kernel")), passed, n, na,
+             json_string_value(json_object_get(body, "expires_at")),
+             json_string_value(json_object_get(body, "key_id")));
+    bctl_fputs_clean(line, stdout);
+    if (!json_is_true(json_object_get(body, "passed")) || passed + na != n)
+        return bctl_error(verb, "the signature is good, but this records a FAILED qualification");
+    if (expires <= bctl_now_ns())
+        return bctl_error(verb, "the signature is good, but this qualification has expired");
+    return BCTL_EXIT_OK;
 }
 
 static int read_json(const char *verb, const char *file, json_t **ret)
@@ -159,19 +193,7 @@ int cmd_verify(struct bctl_globals *g, int argc, char **argv)
     if (g->json) {
         r = bctl_print_json(verb, body, true);
     } else if (is_qualification) {
-        size_t i, n = 0;
-        const json_t *pr;
-        json_array_foreach(json_object_get(body, "probes"), i,
-                           pr) if (streq_ptr(json_string_value(json_object_get(pr, "outcome")), "pass")) n++;
-        printf("qualification verified: %s, backend %s (runtime %s %s) on kernel %s, %zu of %zu probes passed, "
-               "expires_at %s, signed by %s\n",
-               json_string_value(json_object_get(body, "id")), json_string_value(json_object_get(body, "backend")),
-               json_string_value(json_object_get(json_object_get(body, "runtime"), "path")),
-               json_string_value(json_object_get(json_object_get(body, "runtime"), "sha256")),
-               json_string_value(json_object_get(body, "kernel")), n, json_array_size(json_object_get(body, "probes")),
-               json_string_value(json_object_get(body, "expires_at")),
-               json_string_value(json_object_get(body, "key_id")));
-        r = BCTL_EXIT_OK;
+        r = qualification_summary(verb, body);
     } else if (is_result) {
         const json_t *code = json_object_get(body, "exit_code");
         printf("result verified: job %s, status %s", json_string_value(json_object_get(body, "job_id")),

@@ -265,6 +265,8 @@ static int load_backends(struct daemon *d)
             .ops = berth_plugin_runtime_ops(d->plugins[i]),
             .state = berth_plugin_state(d->plugins[i]),
             .require_qualification = bc->require_qualification,
+            .config = bc->config,
+            .plugin_sha256 = info->sha256,
         };
     }
     if (d->cfg.has_images &&

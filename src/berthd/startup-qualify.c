@@ -49,7 +49,8 @@ static void qualify_one(const struct berthd_config *cfg, const struct berth_brok
     struct progress_ctx pc = {.logger = log, .backend = be->name};
     _cleanup_free_ char *text = NULL;
     _cleanup_json_ json_t *caps = NULL, *probes = NULL, *body = NULL, *env = NULL;
-    char id[BERTH_QUALIFICATION_ID_LEN + 1], kernel[256];
+    char id[BERTH_QUALIFICATION_ID_LEN + 1], kernel[256], config_digest[BERTH_DIGEST_BUFSZ],
+        probe_sha256[BERTH_DIGEST_BUFSZ] = "";
     const char *sha;
     int64_t expires = 0;
     size_t len = 0;
@@ -62,12 +63,13 @@ static void qualify_one(const struct berthd_config *cfg, const struct berth_brok
         return;
     }
     sha = json_string_value(json_object_get(json_object_get(caps, "runtime"), "sha256"));
-    if (!sha) {
-        berth_logf(log, BERTH_LOG_ERR, "backend %s: not qualified at startup: it reports no runtime.sha256", be->name);
+    if (!sha || berth_qualification_config_digest(be->config, be->plugin_sha256, caps, config_digest, &err) < 0) {
+        berth_logf(log, BERTH_LOG_ERR, "backend %s: not qualified at startup: %s", be->name,
+                   sha ? err.message : "it reports no runtime.sha256");
         return;
     }
     berth_kernel_release(kernel, sizeof(kernel));
-    r = berth_qualification_current(journal, be->name, sha, kernel, now_ns(), id, &expires, &err);
+    r = berth_qualification_current(journal, be->name, sha, config_digest, kernel, now_ns(), id, &expires, &err);
     if (r == 0) {
         berth_logf(log, BERTH_LOG_INFO, "backend %s: qualified (%s)", be->name, id);
         return;
@@ -87,25 +89,25 @@ static void qualify_one(const struct berthd_config *cfg, const struct berth_brok
             .progress = progress,
             .userdata = &pc,
         };
-        if (berth_qualify_probes(&qp, &probes, &passed, &err) < 0) {
+        if (berth_qualify_probes(&qp, &probes, &passed, probe_sha256, &err) < 0) {
             berth_logf(log, BERTH_LOG_ERR, "backend %s: cannot run the probes: %s", be->name, err.message);
             return;
         }
     }
-    if (!passed) {
-        berth_logf(log, BERTH_LOG_ERR, "backend %s: a probe failed: NOT qualified, it gets no work", be->name);
-        return;
-    }
-    body = berth_qualification_body(cfg->broker_name, be->name, be->plugin, be->plugin_version, caps, probes, now_ns(),
-                                    VALIDITY_NS);
+    body = berth_qualification_body(cfg->broker_name, be->name, be->plugin, be->plugin_version, config_digest,
+                                    probe_sha256, passed, caps, probes, now_ns(), VALIDITY_NS);
     if (!body || berth_qualification_seal(key, body, &env, &err) < 0 ||
         berth_qualification_store(journal, env, &err) < 0) {
         berth_logf(log, BERTH_LOG_ERR, "backend %s: cannot record its qualification: %s", be->name,
                    body ? err.message : "out of memory");
         return;
     }
-    berth_logf(log, BERTH_LOG_NOTICE, "backend %s: qualified (%s), recorded in the journal", be->name,
-               json_string_value(json_object_get(json_object_get(env, "qualification"), "id")));
+    if (passed)
+        berth_logf(log, BERTH_LOG_NOTICE, "backend %s: qualified (%s), recorded in the journal", be->name,
+                   json_string_value(json_object_get(json_object_get(env, "qualification"), "id")));
+    else
+        berth_logf(log, BERTH_LOG_ERR, "backend %s: a probe failed: NOT qualified (recorded), it gets no work",
+                   be->name);
 }
 
 int berthd_qualify_at_startup(const struct berthd_config *cfg, const struct berth_broker_backend *backends,

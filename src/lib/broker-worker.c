@@ -30,31 +30,33 @@
 static const char *const inspect_states[] = {"starting", "running", "exited", "failed", "cancelled", "expired"};
 #define INSPECT_FIRST_TERMINAL 2
 
-/* A backend naming its runtime binary is qualified while the journal holds a
- * current qualification for that binary on this kernel (qualification.h);
- * what the plugin itself claims about qualification is replaced. */
+/* A backend is qualified while the newest journal record for its runtime
+ * binary, configuration and this kernel passed and has not expired
+ * (qualification.h); whatever the plugin claims about qualification itself
+ * is replaced. */
 static void overlay_qualification(struct berth_broker *b, const struct berth_broker_backend *be, json_t *doc)
 {
     const char *sha = json_string_value(json_object_get(json_object_get(doc, "runtime"), "sha256"));
-    char id[BERTH_QUALIFICATION_ID_LEN + 1], kernel[256];
+    char id[BERTH_QUALIFICATION_ID_LEN + 1], kernel[256], config_digest[BERTH_DIGEST_BUFSZ];
     struct berth_error err = BERTH_ERROR_INIT;
     int64_t expires = 0;
-    int r;
+    int r = -ENOENT;
 
-    if (!sha)
-        return;
     berth_kernel_release(kernel, sizeof(kernel));
-    pthread_mutex_lock(&b->lock);
-    r = berth_qualification_current(b->p.journal, be->name, sha, kernel, broker_now(), id, &expires, &err);
-    pthread_mutex_unlock(&b->lock);
+    if (sha && (r = berth_qualification_config_digest(be->config, be->plugin_sha256, doc, config_digest, &err)) == 0) {
+        pthread_mutex_lock(&b->lock);
+        r = berth_qualification_current(b->p.journal, be->name, sha, config_digest, kernel, broker_now(), id, &expires,
+                                        &err);
+        pthread_mutex_unlock(&b->lock);
+    }
+    if (r < 0 && r != -ENOENT)
+        berth_logf(b->p.logger, BERTH_LOG_WARNING, "backend %s: cannot read its qualifications: %s", be->name,
+                   err.message);
     if (r == 0)
         json_object_set_new(doc, "qualification",
                             json_pack("{s:s, s:o}", "id", id, "expires_ns", berth_json_ns(expires)));
-    else if (r == -ENOENT)
-        json_object_set_new(doc, "qualification", json_string("unqualified"));
     else
-        berth_logf(b->p.logger, BERTH_LOG_WARNING, "backend %s: cannot read its qualifications: %s", be->name,
-                   err.message);
+        json_object_set_new(doc, "qualification", json_string("unqualified"));
 }
 
 int berth_broker_refresh_backends(struct berth_broker *b)
@@ -80,6 +82,8 @@ int berth_broker_refresh_backends(struct berth_broker *b)
             r = berth_error_set(&err, -EBADMSG, "not a JSON object");
         if (r < 0) {
             /* Logged when it starts failing or fails differently, not on every pass. */
+            if (!err.message[0])
+                berth_error_set(&err, r, "%s", strerror(-r));
             if (strcmp(b->caps_errors[i], err.message) != 0) {
                 berth_logf(b->p.logger, BERTH_LOG_WARNING, "backend %s: capabilities failed, so it gets no work: %s",
                            be->name, err.message);

@@ -82,6 +82,7 @@ json_t *berth_reply_json(const struct berth_reply *r);
  * @plugin, @plugin_version: the runtime binding recorded in receipts.
  * @ops, @state: the loaded runtime plugin instance.
  * @require_qualification: placement refuses it without a current qualification.
+ * @config, @plugin_sha256: what its qualification is bound to (qualification.h).
  */
 struct berth_broker_backend {
     const char *name;
@@ -90,6 +91,8 @@ struct berth_broker_backend {
     const struct berth_runtime_ops_v1 *ops;
     void *state;
     bool require_qualification;
+    const json_t *config;      /* the backend's "config" in berthd.json, or NULL (qualification.h) */
+    const char *plugin_sha256; /* the plugin file's digest (qualification.h) */
 };
 
 /**

@@ -10,10 +10,10 @@
  *                                                 | cancelled | expired
  *   with reaping for cleanup that has not been confirmed yet:
  *   accepted  -> claimed | cancelled | expired | failed
- *   claimed   -> running | reaping | failed
+ *   claimed   -> running | reaping | failed | expired (the deadline passed before start)
  *   running   -> finalizing | reaping
  *   finalizing-> exited | failed | cancelled | expired
- *   reaping   -> cancelled | expired | failed
+ *   reaping   -> exited (it ended on its own before the stop) | cancelled | expired | failed
  *
  * Every transition names the revision it expects and bumps it, so a late
  * writer cannot overwrite newer state (-ESTALE).  Terminal records keep

@@ -59,10 +59,12 @@ static const char *const migrations[] = {
     "CREATE INDEX jobs_open ON jobs (state) WHERE state NOT IN ('exited','failed','cancelled','expired');",
     /* 3: signed live qualifications of runtime backends (qualification.h). */
     "CREATE TABLE qualifications ("
-    "  id TEXT PRIMARY KEY,"
+    "  id TEXT NOT NULL PRIMARY KEY,"
     "  backend TEXT NOT NULL,"
     "  runtime_sha256 TEXT NOT NULL,"
+    "  config_digest TEXT NOT NULL,"
     "  kernel TEXT NOT NULL,"
+    "  passed INTEGER NOT NULL CHECK (passed IN (0, 1)),"
     "  qualified_at INTEGER NOT NULL,"
     "  expires_at INTEGER NOT NULL,"
     "  envelope TEXT NOT NULL"

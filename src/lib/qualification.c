@@ -17,8 +17,9 @@
 #define KIND "berth.qualification"
 
 static const char *const members[] = {
-    "backend", "broker", "expires_at",     "id",     "isolation",    "kernel",  "key_id",         "kind",
-    "machine", "plugin", "plugin_version", "probes", "qualified_at", "runtime", "schema_version", NULL,
+    "backend", "broker",       "config_digest", "expires_at",     "id",     "isolation",      "kernel",
+    "key_id",  "kind",         "machine",       "passed",         "plugin", "plugin_version", "probe_sha256",
+    "probes",  "qualified_at", "runtime",       "schema_version", NULL,
 };
 
 void berth_kernel_release(char *buf, size_t size)
@@ -32,18 +33,32 @@ void berth_kernel_release(char *buf, size_t size)
 }
 
 json_t *berth_qualification_body(const char *broker, const char *backend, const char *plugin,
-                                 const char *plugin_version, const json_t *caps, json_t *probes, int64_t now_ns,
-                                 int64_t validity_ns)
+                                 const char *plugin_version, const char *config_digest, const char *probe_sha256,
+                                 bool passed, const json_t *caps, json_t *probes, int64_t now_ns, int64_t validity_ns)
 {
     const json_t *runtime = json_object_get(caps, "runtime"), *isolation = json_object_get(caps, "isolation");
     struct utsname u;
 
     if (!json_is_object(runtime) || !json_is_string(isolation) || uname(&u) < 0)
         return NULL;
-    return json_pack("{s:s, s:s, s:s, s:s, s:O, s:O, s:s, s:s, s:O, s:o, s:o}", "broker", broker, "backend", backend,
-                     "plugin", plugin, "plugin_version", plugin_version, "runtime", runtime, "isolation", isolation,
-                     "kernel", u.release, "machine", u.machine, "probes", probes, "qualified_at", berth_json_ns(now_ns),
-                     "expires_at", berth_json_ns(now_ns + validity_ns));
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:O, s:O, s:s, s:s, s:O, s:o, s:o}", "broker", broker,
+                     "backend", backend, "plugin", plugin, "plugin_version", plugin_version, "config_digest",
+                     config_digest, "probe_sha256", probe_sha256, "passed", passed, "runtime", runtime, "isolation",
+                     isolation, "kernel", u.release, "machine", u.machine, "probes", probes, "qualified_at",
+                     berth_json_ns(now_ns), "expires_at", berth_json_ns(now_ns + validity_ns));
+}
+
+int berth_qualification_config_digest(const json_t *config, const char *plugin_sha256, const json_t *caps,
+                                      char out[BERTH_DIGEST_BUFSZ], struct berth_error *reterr)
+{
+    _cleanup_json_ json_t *doc = NULL;
+    const json_t *shim = json_object_get(caps, "shim_sha256");
+
+    doc = config ? json_pack("{s:O, s:s?, s:O?}", "config", config, "plugin_sha256", plugin_sha256, "shim_sha256", shim)
+                 : json_pack("{s:{}, s:s?, s:O?}", "config", "plugin_sha256", plugin_sha256, "shim_sha256", shim);
+    if (!doc)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    return berth_digest_json(doc, out, reterr);
 }
 
 /* "q" + 32 hex of the canonical body without "id". */
@@ -71,13 +86,16 @@ static int check_body(const json_t *body, struct berth_error *reterr)
 
     if ((r = berth_json_only_members(body, "qualification", members, reterr)) < 0)
         return r;
-    for (const char *const *k = (const char *const[]){"backend", "broker", "isolation", "kernel", "machine", "plugin",
-                                                      "plugin_version", NULL};
+    for (const char *const *k = (const char *const[]){"backend", "broker", "config_digest", "isolation", "kernel",
+                                                      "machine", "plugin", "plugin_version", "probe_sha256", NULL};
          *k; k++)
         if ((r = berth_json_string_member(body, "qualification", *k, true, &s, reterr)) < 0)
             return r;
-    if (!json_is_string(json_object_get(json_object_get(body, "runtime"), "sha256")))
-        return berth_error_set(reterr, -EBADMSG, "qualification.runtime.sha256 is missing");
+    if (!json_is_string(json_object_get(json_object_get(body, "runtime"), "sha256")) ||
+        !json_is_string(json_object_get(json_object_get(body, "runtime"), "path")))
+        return berth_error_set(reterr, -EBADMSG, "qualification.runtime needs its path and sha256");
+    if (!json_is_boolean(json_object_get(body, "passed")))
+        return berth_error_set(reterr, -EBADMSG, "qualification.passed must be true or false");
     if (!json_is_array(json_object_get(body, "probes")))
         return berth_error_set(reterr, -EBADMSG, "qualification.probes must be an array");
     if ((r = berth_json_ns_member(body, "qualification", "qualified_at", &ns, reterr)) < 0 ||
@@ -154,7 +172,7 @@ int berth_qualification_store(struct berth_journal *j, const json_t *env, struct
         return r;
     if (sqlite3_prepare_v2(berth_journal_db(j),
                            "INSERT INTO qualifications (id, backend, runtime_sha256, kernel, qualified_at, "
-                           "expires_at, envelope) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           "expires_at, envelope, config_digest, passed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                            -1, &st, NULL) != SQLITE_OK) {
         r = berth_journal_error(j, "recording a qualification", reterr);
         berth_journal_rollback(j);
@@ -168,6 +186,8 @@ int berth_qualification_store(struct berth_journal *j, const json_t *env, struct
     sqlite3_bind_int64(st, 5, qualified_at);
     sqlite3_bind_int64(st, 6, expires_at);
     sqlite3_bind_text(st, 7, text, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 8, json_string_value(json_object_get(body, "config_digest")), -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 9, json_is_true(json_object_get(body, "passed")));
     rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
@@ -180,33 +200,37 @@ int berth_qualification_store(struct berth_journal *j, const json_t *env, struct
 }
 
 int berth_qualification_current(struct berth_journal *j, const char *backend, const char *runtime_sha256,
-                                const char *kernel, int64_t now_ns, char ret_id[BERTH_QUALIFICATION_ID_LEN + 1],
-                                int64_t *ret_expires_ns, struct berth_error *reterr)
+                                const char *config_digest, const char *kernel, int64_t now_ns,
+                                char ret_id[BERTH_QUALIFICATION_ID_LEN + 1], int64_t *ret_expires_ns,
+                                struct berth_error *reterr)
 {
     sqlite3_stmt *st = NULL;
+    bool passed = false;
     int rc;
 
-    if (!j || !backend || !runtime_sha256 || !kernel || !ret_id || !ret_expires_ns)
+    if (!j || !backend || !runtime_sha256 || !config_digest || !kernel || !ret_id || !ret_expires_ns)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
+    /* The newest record decides: a failed re-run ends an earlier pass. */
     if (sqlite3_prepare_v2(berth_journal_db(j),
-                           "SELECT id, expires_at FROM qualifications WHERE backend = ? AND runtime_sha256 = ? "
-                           "AND kernel = ? AND qualified_at <= ? AND expires_at > ? "
+                           "SELECT id, expires_at, passed FROM qualifications WHERE backend = ? AND "
+                           "runtime_sha256 = ? AND config_digest = ? AND kernel = ? AND qualified_at <= ? "
                            "ORDER BY qualified_at DESC LIMIT 1",
                            -1, &st, NULL) != SQLITE_OK)
         return berth_journal_error(j, "reading qualifications", reterr);
     sqlite3_bind_text(st, 1, backend, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, runtime_sha256, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, kernel, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, now_ns);
+    sqlite3_bind_text(st, 3, config_digest, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, kernel, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 5, now_ns);
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         const unsigned char *id = sqlite3_column_text(st, 0);
         snprintf(ret_id, BERTH_QUALIFICATION_ID_LEN + 1, "%s", id ? (const char *)id : "");
         *ret_expires_ns = sqlite3_column_int64(st, 1);
+        passed = sqlite3_column_int(st, 2) == 1;
     }
     sqlite3_finalize(st);
-    if (rc == SQLITE_DONE)
+    if (rc == SQLITE_DONE || (rc == SQLITE_ROW && (!passed || *ret_expires_ns <= now_ns)))
         return -ENOENT;
     return rc == SQLITE_ROW ? 0 : berth_journal_error(j, "reading qualifications", reterr);
 }

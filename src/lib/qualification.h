@@ -5,32 +5,40 @@
  *
  * A qualification says: on this host (kernel release and machine), this
  * backend, driving this exact runtime binary (its SHA-256 as the plugin
- * reports it in capabilities().runtime.sha256), passed every live probe
- * (qualify.h) at qualified_at; it is valid until expires_at.  It travels as
- * an envelope (envelope.h) signed with the broker's receipt key:
+ * reports it in capabilities().runtime.sha256) with this exact
+ * configuration (config_digest, below), passed (or failed) the live probes
+ * (qualify.h) run with this probe program at qualified_at; a passed one is
+ * valid until expires_at.  It travels as an envelope (envelope.h) signed
+ * with the broker's receipt key:
  *
  *   {"qualification": {"kind": "berth.qualification", "schema_version": 1,
  *      "id": "q<32 hex>", "broker", "key_id", "backend", "plugin",
- *      "plugin_version", "runtime": {path, version, sha256}, "isolation",
- *      "kernel", "machine", "probes": [{name, outcome, detail}],
+ *      "plugin_version", "config_digest", "probe_sha256", "passed": bool,
+ *      "runtime": {path, version, sha256}, "isolation", "kernel", "machine",
+ *      "probes": [{name, outcome, detail}],
  *      "qualified_at": "<ns>", "expires_at": "<ns>"},
  *    "signature": "..."}
  *
  * id = "q" + the first 32 hex digits of the SHA-256 of the canonical body
- * without "id".  berthd offers a backend to placement as qualified only
- * while a stored record matches its current runtime digest and the running
- * kernel and has not expired: a runtime upgrade, a kernel upgrade or time
- * each end the qualification, and an old record never follows a new binary.
+ * without "id".  config_digest covers the backend's "config" object in
+ * berthd.json, the plugin file's SHA-256 and the shim's SHA-256 (as the
+ * plugin reports it in capabilities().shim_sha256), so a changed flag, uid,
+ * plugin or shim is a different configuration.  berthd offers a backend as
+ * qualified only while the *newest* record for its current runtime digest,
+ * configuration and running kernel passed and has not expired: an upgrade,
+ * a configuration change, time, or a failed re-run each end it.
  */
 #ifndef BERTH_QUALIFICATION_H
 #define BERTH_QUALIFICATION_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <jansson.h>
 
 #include <berth/error.h>
 
+#include "digest.h"
 #include "journal.h"
 #include "sign.h"
 
@@ -66,26 +74,40 @@ int berth_qualification_store(struct berth_journal *j, const json_t *env, struct
 
 /**
  * berth_qualification_current() - the newest record of @backend for runtime
- * @runtime_sha256 on kernel @kernel that is valid at @now_ns.
+ * @runtime_sha256, configuration @config_digest and kernel @kernel, if it
+ * passed and is valid at @now_ns.
  * @ret_id: BERTH_QUALIFICATION_ID_LEN + 1 bytes.
  * @ret_expires_ns: its expiry.
- * Return: 0; -ENOENT (none); journal errors.  Not thread-safe (the journal).
+ * Return: 0; -ENOENT (none, or the newest failed or expired); journal
+ * errors.  Not thread-safe (the journal).
  */
 int berth_qualification_current(struct berth_journal *j, const char *backend, const char *runtime_sha256,
-                                const char *kernel, int64_t now_ns, char ret_id[BERTH_QUALIFICATION_ID_LEN + 1],
-                                int64_t *ret_expires_ns, struct berth_error *reterr);
+                                const char *config_digest, const char *kernel, int64_t now_ns,
+                                char ret_id[BERTH_QUALIFICATION_ID_LEN + 1], int64_t *ret_expires_ns,
+                                struct berth_error *reterr);
 
 /**
  * berth_qualification_body() - the unsigned record of a passed probe run.
  * @caps: the backend's capabilities document (its runtime and isolation are
  *        copied); @probes: what berth_qualify_probes() returned (referenced).
+ * @config_digest: berth_qualification_config_digest(); @probe_sha256: the
+ *        probe program's digest; @passed: whether every probe passed.
  * @now_ns, @validity_ns: qualified_at and expires_at - qualified_at.
  * Return: a new object, or NULL (out of memory, or @caps lacks runtime or
  * isolation).
  */
 json_t *berth_qualification_body(const char *broker, const char *backend, const char *plugin,
-                                 const char *plugin_version, const json_t *caps, json_t *probes, int64_t now_ns,
-                                 int64_t validity_ns);
+                                 const char *plugin_version, const char *config_digest, const char *probe_sha256,
+                                 bool passed, const json_t *caps, json_t *probes, int64_t now_ns, int64_t validity_ns);
+
+/**
+ * berth_qualification_config_digest() - the config_digest of a backend:
+ * sha256 of the canonical {"config": @config (or {}), "plugin_sha256":
+ * @plugin_sha256, "shim_sha256": @caps.shim_sha256 (or null)}.
+ * Return: 0; -ENOMEM; -EIO.
+ */
+int berth_qualification_config_digest(const json_t *config, const char *plugin_sha256, const json_t *caps,
+                                      char out[BERTH_DIGEST_BUFSZ], struct berth_error *reterr);
 
 /** berth_kernel_release() - uname(2)'s release into @buf (@size bytes). */
 void berth_kernel_release(char *buf, size_t size);

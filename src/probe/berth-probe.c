@@ -25,9 +25,9 @@
  *   flood                    writes to stdout until killed
  */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -68,8 +68,16 @@ static int identity(void)
         sscanf(line, "CapAmb: %llx", &amb);
     }
     fclose(f);
+    gid_t groups[64];
+    int n = getgroups(64, groups);
+
     if (getuid() == 0 || geteuid() == 0 || getgid() == 0 || getegid() == 0)
         return result(0, "identity", "running as uid %u gid %u", (unsigned)geteuid(), (unsigned)getegid());
+    if (n < 0)
+        return result(0, "identity", "cannot read the supplementary groups: %s", strerror(errno));
+    for (int k = 0; k < n; k++)
+        if (groups[k] == 0)
+            return result(0, "identity", "gid 0 is a supplementary group");
     if (eff || prm || amb)
         return result(0, "identity", "capabilities effective %llx permitted %llx ambient %llx", eff, prm, amb);
     return result(1, "identity", "uid %u gid %u, no capabilities", (unsigned)geteuid(), (unsigned)getegid());
@@ -122,27 +130,25 @@ static int scratch(long long limit)
     return result(1, "scratch", "ENOSPC after %lld of %lld bytes", total, limit);
 }
 
+/* 1 when "lo" is the only interface, 0 when there are others, -1 when they
+ * cannot be listed (a failure: the probe cannot vouch for anything then). */
 static int only_lo(char *names, size_t size)
 {
-    DIR *d = opendir("/sys/class/net");
-    struct dirent *e;
-    int only = 1;
+    struct if_nameindex *list = if_nameindex(), *i;
+    int only = 1, n = 0;
 
     names[0] = '\0';
-    if (!d)
-        return errno == ENOENT ? 1 : -1;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        if (strcmp(e->d_name, "lo") != 0)
+    if (!list)
+        return -1;
+    for (i = list; i->if_index != 0 && i->if_name; i++, n++) {
+        if (strcmp(i->if_name, "lo") != 0)
             only = 0;
-        strncat(names, e->d_name, size - strlen(names) - 2);
-        strncat(names, " ", size - strlen(names) - 1);
+        if (names[0])
+            strncat(names, " ", size - strlen(names) - 1);
+        strncat(names, i->if_name, size - strlen(names) - 1);
     }
-    closedir(d);
-    if (names[0])
-        names[strlen(names) - 1] = '\0';
-    return only;
+    if_freenameindex(list);
+    return n == 0 ? -1 : only;
 }
 
 static int network(int tcp_port, int udp_port)
@@ -155,9 +161,13 @@ static int network(int tcp_port, int udp_port)
     char names[512], reply[512];
     int s, r, only = only_lo(names, sizeof(names));
 
+    if (only < 0)
+        return result(0, "network", "cannot list the network interfaces");
     if (only != 1)
-        return result(0, "network", "interfaces other than lo: %s", only < 0 ? strerror(errno) : names);
+        return result(0, "network", "interfaces other than lo: %s", names);
     s = socket(AF_INET, SOCK_STREAM, 0);
+    if (s < 0)
+        return result(0, "network", "cannot create a TCP socket: %s", strerror(errno));
     a.sin_port = htons((unsigned short)tcp_port);
     setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     r = connect(s, (struct sockaddr *)&a, sizeof(a));
@@ -165,6 +175,8 @@ static int network(int tcp_port, int udp_port)
     if (r == 0)
         return result(0, "network", "TCP connect to 127.0.0.1:%d succeeded", tcp_port);
     s = socket(AF_INET, SOCK_DGRAM, 0);
+    if (s < 0)
+        return result(0, "network", "cannot create a UDP socket: %s", strerror(errno));
     a.sin_port = htons((unsigned short)udp_port);
     setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     r = (int)sendto(s, query, sizeof(query), 0, (struct sockaddr *)&a, sizeof(a));

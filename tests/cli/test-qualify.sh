@@ -28,8 +28,13 @@ stderr_has "--validity-days takes whole days from 1 to 365"
 # probe rootfs holds nothing else): every inside probe fails, nothing is recorded.
 run 1 "$BERTHCTL" qualify crun --berthd-config "$INST/berthd.json" --probe /usr/bin/true --out "$TMP/none.json"
 grep -Eq "^  FAIL +rootfs-read-only " "$TMP/stdout" || fail "the rootfs probe did not fail: $(cat "$TMP/stdout")"
-stderr_has "backend crun is NOT qualified: a probe failed; nothing was recorded"
+stderr_has "backend crun is NOT qualified: a probe failed; the failure is recorded"
 [ ! -e "$TMP/none.json" ] || fail "a failed qualification was written out"
+# The probe program decides the verdict: it must be trusted like the runtime.
+cp "$BERTH_PROBE" "$TMP/open-probe"
+chmod 0777 "$TMP/open-probe"
+run 1 "$BERTHCTL" qualify crun --berthd-config "$INST/berthd.json" --probe "$TMP/open-probe"
+stderr_has "must be owned by root and not writable by group or others"
 
 # crun qualifies: every probe passes, the record verifies with the broker key.
 qualify 0 crun --out "$TMP/q-crun.json"
@@ -40,7 +45,7 @@ done
 grep -Eq "^  not_applicable +inputs-read-only " "$TMP/stdout" || fail "inputs-read-only: $(cat "$TMP/stdout")"
 stdout_has "backend crun qualified: q"
 run 0 "$BERTHCTL" qualification verify "$TMP/q-crun.json" --pubkey "$INST/keys/receipt.pub"
-stdout_has "9 of 10 probes passed"
+stdout_has "9 of 10 probes passed, 1 not applicable"
 stdout_has "on kernel $(uname -r)"
 [ "$(jq -r .qualification.runtime.sha256 "$TMP/q-crun.json")" = "sha256:$(sha256sum </usr/bin/crun | cut -d' ' -f1)" ] ||
     fail "the record does not name crun's digest"
@@ -111,3 +116,24 @@ start_berthd
 grep -q "backend runsc: qualified (q" "$TMP/berthd.log" || fail "the recorded qualification was not found again"
 grep -q "running the live probes" "$TMP/berthd.log" && fail "berthd probed again although runsc was qualified"
 stop_berthd
+
+# qualified BACKEND yes|no: what berthd says of BACKEND's qualification.
+qualified() {
+    start_berthd
+    run 0 CLIENT capabilities --json
+    stop_berthd
+    if jq -e ".backends.$1.qualification.id | startswith(\"q\")" "$TMP/stdout" >/dev/null 2>&1; then
+        [ "$2" = yes ] || fail "$1 is still qualified: $3"
+    else
+        [ "$2" = no ] || fail "$1 is not qualified: $3"
+    fi
+}
+# A changed configuration is another configuration; the old one qualifies again.
+qualified crun yes "before any change"
+edit_config '.backends.crun.config.uid = 65533'
+qualified crun no "after its uid changed"
+edit_config 'del(.backends.crun.config.uid)'
+qualified crun yes "with its qualified configuration back"
+# A failed re-run ends the qualification.
+qualify 1 crun --probe /usr/bin/true
+qualified crun no "after a failed re-run"

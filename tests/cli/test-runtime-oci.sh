@@ -28,7 +28,7 @@ bad_config '.backends.runsc.config.uid = 0' 'uid'
 bad_config '.backends.runsc.config.isolation = "vm"' 'isolation must be "gvisor" or "native"'
 bad_config '.backends.runsc.config.global_args = ["--root=/tmp/x"]' '--root is set by the plugin'
 bad_config '.backends.runsc.config.global_args = [range(40) | "--debug"]' 'global_args must be at most 32 strings'
-bad_config '.backends.runsc.config.shim = "/nonexistent/berth-oci-shim"' 'shim /nonexistent/berth-oci-shim'
+bad_config '.backends.runsc.config.shim = "/nonexistent/berth-oci-shim"' 'shim: /nonexistent/berth-oci-shim'
 # Go's flag syntax: -root sets --root too.
 bad_config '.backends.runsc.config.global_args = ["-root=/tmp/x"]' '--root is set by the plugin'
 bad_config '.backends.runsc.config.state_directory = "/tmp/x/.."' 'state_directory must be an absolute, normalised path'

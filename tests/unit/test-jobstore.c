@@ -161,6 +161,12 @@ START_TEST(state_machine)
     ck_assert(berth_job_state_terminal(BERTH_JOB_EXPIRED));
     ck_assert(!berth_job_state_terminal(BERTH_JOB_REAPING));
     ck_assert(!berth_job_transition_allowed(BERTH_JOB_STATE_COUNT, BERTH_JOB_ACCEPTED));
+    /* A job being stopped that ended on its own first keeps its outcome;
+     * a deadline that passed before start expires a claimed job. */
+    ck_assert(berth_job_transition_allowed(BERTH_JOB_REAPING, BERTH_JOB_EXITED));
+    ck_assert(berth_job_transition_allowed(BERTH_JOB_CLAIMED, BERTH_JOB_EXPIRED));
+    ck_assert(!berth_job_transition_allowed(BERTH_JOB_REAPING, BERTH_JOB_RUNNING));
+    ck_assert(!berth_job_transition_allowed(BERTH_JOB_CLAIMED, BERTH_JOB_EXITED));
 }
 END_TEST
 
