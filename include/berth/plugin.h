@@ -202,7 +202,14 @@ struct berth_host {
  *     it can enforce (subset of "none", "loopback", "restricted", "open"),
  *     `capabilities` (names such as "exec", "file_rw"), `limits` (maxima it
  *     can enforce) and `qualification` ({"id", "expires_ns"} or
- *     "unqualified").  Placement trusts only what this reports.
+ *     "unqualified").  Placement trusts only what this reports.  A backend
+ *     that drives a runtime binary also reports `runtime` ({"path",
+ *     "version", "sha256"} of that binary) and may report `shim_sha256`
+ *     (a helper program it runs as root): berthd then replaces
+ *     `qualification` with what its journal holds for exactly that binary,
+ *     helper and backend configuration (berthctl qualify), so a plugin's
+ *     own claim never qualifies it.  An error here means the backend gets
+ *     no work until it answers again.
  * @start: start the job described by @dispatch, the canonical JSON dispatch
  *     document, schema_version 1:
  *
