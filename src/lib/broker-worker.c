@@ -101,7 +101,9 @@ int berth_broker_refresh_backends(struct berth_broker *b)
         offer = json_pack("{s:O*, s:O*, s:O*, s:b}", "capabilities", json_object_get(doc, "capabilities"),
                           "egress_classes", json_object_get(doc, "egress_classes"), "qualification",
                           json_object_get(doc, "qualification"), "require_qualification", be->require_qualification);
-        if (!offer || json_object_set_new(set_doc, be->name, offer) < 0 || json_object_set_new(caps, be->name, doc) < 0)
+        /* What clients see says when a backend runs without qualification (development). */
+        if (!offer || json_object_set_new(doc, "require_qualification", json_boolean(be->require_qualification)) < 0 ||
+            json_object_set_new(set_doc, be->name, offer) < 0 || json_object_set_new(caps, be->name, doc) < 0)
             return -ENOMEM;
     }
     {

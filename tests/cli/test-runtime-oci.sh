@@ -45,6 +45,11 @@ bad_config '.backends.runsc.config.runtime.size = 1' "backend runsc would get no
 bad_config '.backends.runsc.config.runtime.path = "/usr/bin/nonexistent-runtime"' 'backend runsc would get no work'
 start_berthd
 grep -q "backend runsc: plugin runtime-oci" "$TMP/berthd.log" || fail "berthd did not load runsc: $(cat "$TMP/berthd.log")"
+# Backends running without qualification (development) say so to clients.
+run 0 CLIENT capabilities --json
+jq -e '.backends.runsc.require_qualification == false and .backends.runsc.qualification == "unqualified" and
+       .backends.runsc.isolation == "gvisor" and (.backends.runsc.runtime.sha256 | startswith("sha256:"))' \
+    "$TMP/stdout" >/dev/null || fail "capabilities: $(cat "$TMP/stdout")"
 
 # no_process PATTERN: nothing on the host matches PATTERN (a job's processes,
 # or its gVisor sandbox).
