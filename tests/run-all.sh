@@ -48,7 +48,8 @@ make -j"$jobs" check
 # Tests that need root (the Debian image, real runsc and crun) may skip
 # elsewhere, never here.
 if [ "$(id -u)" = 0 ]; then
-    for t in tests/cli/test-image-debian tests/cli/test-bundle-runtimes tests/cli/test-runtime-oci tests/cli/test-qualify; do
+    for t in tests/cli/test-image-debian tests/cli/test-bundle-runtimes tests/cli/test-runtime-oci tests/cli/test-qualify \
+        tests/unit/test-runtime-oci; do
         grep -qx ':test-result: PASS' "$t.trs" || {
             echo "$t did not pass" >&2
             cat "$t.log" >&2 || true

@@ -570,8 +570,7 @@ static int open_job(struct oci *o, const char *job_id, struct berth_error *reter
     int fd, r;
 
     if ((r = take_state_lock(o, reterr)) < 0)
-        return r == -ENOENT ? -EIO : r;
-
+        return r;
     if (!run_id_ok(job_id))
         return berth_error_set(reterr, -ENOENT, "no job %s here", job_id ? job_id : "(null)");
     fd = openat(o->jobsfd, job_id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

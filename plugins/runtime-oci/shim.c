@@ -604,6 +604,20 @@ static int unmount_listed(struct shim *s)
     return 0;
 }
 
+/* Dispositions ignored by whoever started berthd (a shell ignores SIGQUIT
+ * for background jobs; berthd ignores SIGPIPE) survive exec: without this,
+ * they would reach the runtime and every process of the job. */
+static void reset_signals(void)
+{
+    sigset_t none;
+
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            (void)signal(sig, SIG_DFL);
+    sigemptyset(&none);
+    (void)sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 static int usage(void)
 {
     fputs("usage: berth-oci-shim supervise|cleanup JOBDIR\n"
@@ -629,6 +643,7 @@ int main(int argc, char **argv)
     }
     if (argc != 3 || (strcmp(argv[1], "supervise") != 0 && strcmp(argv[1], "cleanup") != 0) || argv[2][0] != '/')
         return usage();
+    reset_signals();
     sup = strcmp(argv[1], "supervise") == 0;
     s.jobdir = argv[2];
     if (sup) {

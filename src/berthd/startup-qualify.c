@@ -40,7 +40,7 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* One backend: skipped when a current qualification exists. */
+/* One backend; nothing to do when it holds a current qualification. */
 static void qualify_one(const struct berthd_config *cfg, const struct berth_broker_backend *be,
                         struct berth_journal *journal, const struct berth_signing_key *key, const char *work_dir,
                         const struct berth_logger *log)

@@ -280,6 +280,16 @@ static int read_outcome(struct run *r, struct outcome *o, bool *ret_terminal, st
     return 0;
 }
 
+/* A new run id and token for the next probe job: call it before building
+ * the job's argv, which carries the token its processes are found by. */
+static void fresh_ids(struct run *r)
+{
+    r->run_id[0] = 'r';
+    random_hex(r->run_id + 1, 16);
+    snprintf(r->token, sizeof(r->token), "berthq");
+    random_hex(r->token + 6, 12);
+}
+
 /* Start one probe job; 0 or -errno with reterr. */
 static int start_probe(struct run *r, const char *name, json_t *argv, int64_t wall_ns, int64_t output_bytes,
                        struct berth_error *reterr)
@@ -291,10 +301,6 @@ static int start_probe(struct run *r, const char *name, json_t *argv, int64_t wa
     size_t len = 0;
     int rc;
 
-    r->run_id[0] = 'r';
-    random_hex(r->run_id + 1, 16);
-    snprintf(r->token, sizeof(r->token), "berthq");
-    random_hex(r->token + 6, 12);
     snprintf(id, sizeof(id), "qualify-%s", name);
     snprintf(deadline, sizeof(deadline), "%lld", (long long)(now_ns(CLOCK_REALTIME) + wall_ns));
     job =
@@ -352,6 +358,7 @@ static void run_inside(struct run *r, const char *name, json_t *argv, bool *ok, 
     struct outcome o = {.exit_code = -1};
     int rc;
 
+    fresh_ids(r);
     rc = start_probe(r, name, argv, PROBE_WALL_NS, 65536, &err);
     if (rc == 0)
         rc = wait_probe(r, PROBE_WALL_NS, &o, &err);
@@ -398,25 +405,28 @@ static void network(struct run *r)
         record(r, "network", ok ? "pass" : "fail", "%s", detail);
 }
 
-static void descendant_reaped(struct run *r)
+/* A probe judged from outside: the job must end @want (and exit 0 when
+ * @want is "exited") and leave nothing of it on the host. */
+static void outside(struct run *r, const char *name, json_t *argv, int64_t wall_ns, const char *want,
+                    const char *pass_detail)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     struct outcome o = {.exit_code = -1};
-    int rc, left;
+    int rc, left = -1;
 
-    rc = start_probe(r, "descendant-reaped", json_pack("[s, s, s]", "/probe", "fork-exit", r->token), PROBE_WALL_NS,
-                     65536, &err);
+    rc = start_probe(r, name, argv, wall_ns, 65536, &err);
     if (rc == 0)
-        rc = wait_probe(r, PROBE_WALL_NS, &o, &err);
-    left = rc == 0 ? leftovers(r) : -1;
+        rc = wait_probe(r, wall_ns, &o, &err);
+    if (rc == 0)
+        left = leftovers(r);
     if (rc < 0)
-        record(r, "descendant-reaped", "fail", "the probe job did not run: %s", err.message);
-    else if (!streq(o.state, "exited") || o.exit_code != 0)
-        record(r, "descendant-reaped", "fail", "%s (exit code %d)", o.state, o.exit_code);
+        record(r, name, "fail", "the probe job did not run: %.400s", err.message);
+    else if (!streq(o.state, want) || (streq(want, "exited") && o.exit_code != 0))
+        record(r, name, "fail", "reported %s (exit code %d), not %s", o.state, o.exit_code, want);
     else if (left != 0)
-        record(r, "descendant-reaped", "fail", "%d processes of the finished job remain", left);
+        record(r, name, "fail", "%d processes of the job remain on the host", left);
     else
-        record(r, "descendant-reaped", "pass", "exited 0; its detached child is gone");
+        record(r, name, "pass", "%s", pass_detail);
     reap_probe(r);
     outcome_clear(&o);
 }
@@ -428,6 +438,7 @@ static void cancel_kills(struct run *r)
     bool terminal = false, seen_child = false;
     int rc, left = -1;
 
+    fresh_ids(r);
     rc = start_probe(r, "cancel-kills-descendants", json_pack("[s, s, s]", "/probe", "ignore-term", r->token),
                      PROBE_WALL_NS, 65536, &err);
     /* Running, and its child started (the probe prints once it forked). */
@@ -472,6 +483,7 @@ static void output_limit(struct run *r)
     struct outcome o = {.exit_code = -1};
     int rc;
 
+    fresh_ids(r);
     rc = start_probe(r, "output-limit", json_pack("[s, s]", "/probe", "flood"), PROBE_WALL_NS, OUTPUT_BYTES, &err);
     if (rc == 0)
         rc = wait_probe(r, PROBE_WALL_NS, &o, &err);
@@ -483,31 +495,6 @@ static void output_limit(struct run *r)
         record(r, "output-limit", "fail", "kept %zu bytes of a %d byte bound", o.out_len + o.err_len, OUTPUT_BYTES);
     else
         record(r, "output-limit", "pass", "cut at exactly %d bytes and reported output_limit", OUTPUT_BYTES);
-    reap_probe(r);
-    outcome_clear(&o);
-}
-
-static void deadline(struct run *r)
-{
-    struct berth_error err = BERTH_ERROR_INIT;
-    struct outcome o = {.exit_code = -1};
-    int rc, left = -1;
-
-    rc = start_probe(r, "deadline", json_pack("[s, s, s]", "/probe", "ignore-term", r->token), DEADLINE_PROBE_NS, 65536,
-                     &err);
-    if (rc == 0)
-        rc = wait_probe(r, DEADLINE_PROBE_NS, &o, &err);
-    if (rc == 0)
-        left = leftovers(r);
-    if (rc < 0)
-        record(r, "deadline", "fail", "%s", err.message);
-    else if (!streq(o.state, "expired"))
-        record(r, "deadline", "fail", "reported %s at its deadline", o.state);
-    else if (left != 0)
-        record(r, "deadline", "fail", "%d processes remain after the deadline", left);
-    else
-        record(r, "deadline", "pass", "expired after %lld s although it ignored SIGTERM; nothing left",
-               (long long)(DEADLINE_PROBE_NS / NS_PER_S));
     reap_probe(r);
     outcome_clear(&o);
 }
@@ -534,10 +521,14 @@ int berth_qualify_probes(const struct berth_qualify_params *p, json_t **ret_prob
     network(&r);
     snprintf(arg, sizeof(arg), "%d", 4 * PIDS);
     inside(&r, "pids-limit", json_pack("[s, s, s]", "/probe", "pids", arg));
-    descendant_reaped(&r);
+    fresh_ids(&r); /* before the argv that carries its token */
+    outside(&r, "descendant-reaped", json_pack("[s, s, s]", "/probe", "fork-exit", r.token), PROBE_WALL_NS, "exited",
+            "exited 0; its detached child is gone");
     cancel_kills(&r);
     output_limit(&r);
-    deadline(&r);
+    fresh_ids(&r);
+    outside(&r, "deadline", json_pack("[s, s, s]", "/probe", "ignore-term", r.token), DEADLINE_PROBE_NS, "expired",
+            "expired at its deadline although it ignored SIGTERM; nothing of it left");
     record(&r, "inputs-read-only", "not_applicable",
            "the backend refuses jobs with inputs until berth has an evidence store");
 

@@ -6,7 +6,8 @@
 #
 # crun 1.8 refuses this machine's hybrid cgroup layout (see
 # ../shared/notes/platform-facts.md); it runs in a private mount namespace
-# with the cgroup v2 "unified" mount removed, as the runtime plugin will.
+# with the cgroup v2 "unified" mount removed, as the runtime-oci plugin does
+# (its "unmount" setting).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 . "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
 : "${BERTH_MKBUNDLE:?}"

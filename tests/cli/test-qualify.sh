@@ -43,6 +43,10 @@ for p in rootfs-read-only identity scratch-limit network pids-limit descendant-r
     grep -Eq "^  pass +$p " "$TMP/stdout" || fail "probe $p did not pass: $(cat "$TMP/stdout")"
 done
 grep -Eq "^  not_applicable +inputs-read-only " "$TMP/stdout" || fail "inputs-read-only: $(cat "$TMP/stdout")"
+# crun's processes are visible on the host: the cancel probe saw the job's
+# child before cancelling (it looks for the token that job's argv carries).
+grep -q "cancelled; the job and its child (seen on the host before the cancel) are gone" "$TMP/stdout" ||
+    fail "the cancel probe never saw the job's child: $(grep cancel-kills "$TMP/stdout")"
 stdout_has "backend crun qualified: q"
 run 0 "$BERTHCTL" qualification verify "$TMP/q-crun.json" --pubkey "$INST/keys/receipt.pub"
 stdout_has "9 of 10 probes passed, 1 not applicable"
