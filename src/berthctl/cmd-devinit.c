@@ -18,6 +18,7 @@
 #include "berthctl.h"
 #include "canon.h"
 #include "devcerts.h"
+#include "devinit-runtime.h"
 #include "digest.h"
 #include "fsutil.h"
 #include "jsonobj.h"
@@ -59,13 +60,16 @@
 #define LIMIT_OUTPUT_BYTES 1048576
 #define LIMIT_ARTIFACT_BYTES 1073741824LL
 #define IMAGE_PLUGIN "image-oci-local"
+#define RUNTIME_PLUGIN "runtime-oci"
+#define DEFAULT_RUNTIME_DIR "/usr/bin" /**< where Debian installs runsc and crun */
 
 /* The --help text, a manual page in brief. */
 static void help(FILE *out)
 {
     fprintf(out, "Usage: berthctl dev-init DIR [--port=N] [--principal=NAME]...\n"
                  "                [--image=DIGEST]... [--backend=NAME=PLUGIN[,CONFIG_FILE]]...\n"
-                 "                [--plugin-dir=PATH] [--no-image-source] [--broker-name=NAME] [--json]\n"
+                 "                [--runtime=NAME[,PATH]]... [--plugin-dir=PATH] [--no-image-source] "
+                 "[--broker-name=NAME] [--json]\n"
                  "\n"
                  "Write a complete, self-contained berth installation into DIR, for trying\n"
                  "berth on one machine and for tests: a private certificate authority, TLS\n"
@@ -86,7 +90,9 @@ static void help(FILE *out)
                  "Files written (mode; directories are 0700):\n"
                  "  berthd.json           0600  berthd's configuration: broker NAME, listens\n"
                  "                              on 127.0.0.1:PORT, the --backend entries\n"
-                 "                              (require_qualification false), no journal,\n"
+                 "                              (require_qualification false) and --runtime\n"
+                 "                              entries (require_qualification and\n"
+                 "                              qualify_at_startup true), no journal,\n"
                  "                              http or reconcile members (berthd's defaults)\n"
                  "  client.json           0600  berthctl's client configuration for the\n"
                  "                              first principal: https://127.0.0.1:PORT, its\n"
@@ -116,11 +122,14 @@ static void help(FILE *out)
                  "  keys/audit.key        0600  the audit chain's HMAC key (as \"berthctl audit\n"
                  "                              keygen\" writes it)\n"
                  "  pools/default.json    0644  the pool \"default\": backend_allowlist is the\n"
-                 "                              --backend names in the order given, or\n"
+                 "                              --backend and --runtime names in the order\n"
+                 "                              given, or\n"
                  "                              [\"runsc\"] without --backend\n"
                  "  state/                0700  empty; berthd keeps its journal here\n"
                  "  images/               0700  empty; the local OCI image store: fill it with\n"
                  "                              \"berthctl image import LAYOUT --store DIR/images\"\n"
+                 "  runtime/              0700  empty; runtime/NAME is the state_directory of\n"
+                 "                              each --runtime backend (its plugin creates it)\n"
                  "\n"
                  "When the plugin directory (--plugin-dir, or berthd's default) holds\n"
                  "image-oci-local.so (and without --no-image-source), berthd.json also\n"
@@ -161,6 +170,20 @@ static void help(FILE *out)
                  "                        JSON object in CONFIG_FILE, or {}; may be repeated,\n"
                  "                        the order is the pool's preference order (default:\n"
                  "                        no backend, so berthd runs no job until one is added)\n"
+                 "      --runtime=NAME[,PATH]\n"
+                 "                        a backend NAME served by runtime-oci.so for the OCI\n"
+                 "                        runtime binary at PATH (absolute; default\n"
+                 "                        /usr/bin/NAME), which must be runsc (gVisor) or\n"
+                 "                        crun.  dev-init pins the binary as it is now (path,\n"
+                 "                        SHA-256, size, mode) and writes the settings of\n"
+                 "                        docs/runtime-oci.md: runsc with --network=none,\n"
+                 "                        --platform=ptrace and pids_ceiling 4096; crun with\n"
+                 "                        /sys/fs/cgroup/unified detached when that is a\n"
+                 "                        mount.  The job supervisor and probe are the\n"
+                 "                        installed ones, so this needs \"make install\".  The\n"
+                 "                        backend gets work only once qualified (berthctl\n"
+                 "                        qualify, or berthd at startup).  Mixes with --backend;\n"
+                 "                        may be repeated\n"
                  "      --plugin-dir=PATH write plugin_directory (default: omitted, so berthd\n"
                  "                        uses its configured plugin directory)\n"
                  "      --no-image-source\n"
@@ -181,7 +204,7 @@ static void help(FILE *out)
                  "nothing is left behind), 2 usage error.\n"
                  "\n"
                  "Example:\n"
-                 "  berthctl dev-init ./berth-dev --backend runsc=runtime-oci,runsc.json \\\n"
+                 "  berthctl dev-init ./berth-dev --runtime runsc --runtime crun \\\n"
                  "      --principal dev --principal ci\n"
                  "  berthd --config \"$PWD/berth-dev/berthd.json\"\n");
 }
@@ -198,6 +221,7 @@ struct backend_opt {
     char *name;
     char *plugin;
     char *config_file;
+    char *runtime_path; /**< --runtime: the OCI runtime binary */
     json_t *config;
 };
 
@@ -234,6 +258,7 @@ static void opts_done(struct devinit_opts *o)
         free(o->backends[i].name);
         free(o->backends[i].plugin);
         free(o->backends[i].config_file);
+        free(o->backends[i].runtime_path);
         if (o->backends[i].config)
             json_decref(o->backends[i].config);
     }
@@ -282,10 +307,20 @@ static int parse_port(const char *text, unsigned *ret)
 }
 
 /* Parse NAME=PLUGIN[,CONFIG_FILE] into @b.  Returns an exit code. */
+/* True when another backend before @b already has @b's name. */
+static bool backend_name_taken(const struct devinit_opts *o, const struct backend_opt *b)
+{
+    size_t i;
+
+    for (i = 0; &o->backends[i] != b; i++)
+        if (streq(o->backends[i].name, b->name))
+            return true;
+    return false;
+}
+
 static int parse_backend(const char *arg, const struct devinit_opts *o, struct backend_opt *b)
 {
     const char *eq = strchr(arg, '='), *comma;
-    size_t i;
 
     if (!eq)
         return bctl_usage_error(VERB, "--backend takes NAME=PLUGIN[,CONFIG_FILE], not \"%s\"", arg);
@@ -304,9 +339,8 @@ static int parse_backend(const char *arg, const struct devinit_opts *o, struct b
                                 "--backend %s: \"%s\" is not a plugin name (1 to 63 of [a-z0-9-], starting "
                                 "with a letter or digit)",
                                 b->name, b->plugin);
-    for (i = 0; &o->backends[i] != b; i++)
-        if (streq(o->backends[i].name, b->name))
-            return bctl_usage_error(VERB, "--backend %s is given twice", b->name);
+    if (backend_name_taken(o, b))
+        return bctl_usage_error(VERB, "backend %s is given twice", b->name);
     if (comma) {
         if (!comma[1])
             return bctl_usage_error(VERB, "--backend %s: the CONFIG_FILE after the comma is empty", b->name);
@@ -316,18 +350,62 @@ static int parse_backend(const char *arg, const struct devinit_opts *o, struct b
     return BCTL_EXIT_OK;
 }
 
+/* --runtime NAME[,PATH]: a runtime-oci backend for the OCI runtime at PATH (default /usr/bin/NAME). */
+static int parse_runtime(const char *arg, const struct devinit_opts *o, struct backend_opt *b)
+{
+    const char *comma = strchr(arg, ',');
+
+    b->name = comma ? strndup(arg, (size_t)(comma - arg)) : strdup(arg);
+    b->plugin = strdup(RUNTIME_PLUGIN);
+    if (!b->name || !b->plugin)
+        return bctl_error(VERB, "out of memory");
+    if (!object_name_valid(b->name, "._-"))
+        return bctl_usage_error(VERB,
+                                "--runtime: \"%s\" is not a backend name (1 to 63 of [a-z0-9._-], starting "
+                                "with a letter or digit)",
+                                b->name);
+    if (backend_name_taken(o, b))
+        return bctl_usage_error(VERB, "backend %s is given twice", b->name);
+    if (comma) {
+        if (!comma[1])
+            return bctl_usage_error(VERB, "--runtime %s: the PATH after the comma is empty", b->name);
+        if (comma[1] != '/')
+            return bctl_usage_error(VERB, "--runtime %s: the runtime's PATH must be absolute, not \"%s\"", b->name,
+                                    comma + 1);
+        b->runtime_path = strdup(comma + 1);
+    } else if (asprintf(&b->runtime_path, "%s/%s", DEFAULT_RUNTIME_DIR, b->name) < 0) {
+        b->runtime_path = NULL;
+    }
+    if (!b->runtime_path)
+        return bctl_error(VERB, "out of memory");
+    if (!berth_utf8_valid(b->runtime_path, strlen(b->runtime_path), NULL))
+        return bctl_usage_error(VERB, "--runtime %s: PATH must be valid UTF-8 (it is written into berthd.json)",
+                                b->name);
+    return BCTL_EXIT_OK;
+}
+
 /*
  * Parse the command line into @o (defaults filled in; --help prints and
  * leaves o->dir NULL).  Returns an exit code; usage errors are printed.
  */
 static int parse_args(struct bctl_globals *g, int argc, char **argv, struct devinit_opts *o)
 {
-    enum { OPT_PORT = 1, OPT_PRINCIPAL, OPT_IMAGE, OPT_BACKEND, OPT_PLUGIN_DIR, OPT_BROKER_NAME, OPT_NO_IMAGE_SOURCE };
+    enum {
+        OPT_PORT = 1,
+        OPT_PRINCIPAL,
+        OPT_IMAGE,
+        OPT_BACKEND,
+        OPT_RUNTIME,
+        OPT_PLUGIN_DIR,
+        OPT_BROKER_NAME,
+        OPT_NO_IMAGE_SOURCE
+    };
     static const struct option options[] = {
         {"port", required_argument, NULL, OPT_PORT},
         {"principal", required_argument, NULL, OPT_PRINCIPAL},
         {"image", required_argument, NULL, OPT_IMAGE},
         {"backend", required_argument, NULL, OPT_BACKEND},
+        {"runtime", required_argument, NULL, OPT_RUNTIME},
         {"plugin-dir", required_argument, NULL, OPT_PLUGIN_DIR},
         {"broker-name", required_argument, NULL, OPT_BROKER_NAME},
         {"no-image-source", no_argument, NULL, OPT_NO_IMAGE_SOURCE},
@@ -389,6 +467,13 @@ static int parse_args(struct bctl_globals *g, int argc, char **argv, struct devi
             if (r != BCTL_EXIT_OK)
                 return r;
             break;
+        case OPT_RUNTIME:
+            if (o->n_backends == MAX_BACKENDS)
+                return bctl_usage_error(VERB, "at most %d backends", MAX_BACKENDS);
+            r = parse_runtime(optarg, o, &o->backends[o->n_backends++]);
+            if (r != BCTL_EXIT_OK)
+                return r;
+            break;
         case OPT_NO_IMAGE_SOURCE: o->no_image_source = true; break;
         case OPT_PLUGIN_DIR:
             if (bctl_absolute_arg(VERB, "--plugin-dir", optarg, &o->plugin_dir) != 0)
@@ -429,6 +514,11 @@ static int load_backend_configs(struct devinit_opts *o)
         struct backend_opt *b = &o->backends[i];
         _cleanup_free_ char *text = NULL;
 
+        if (b->runtime_path) {
+            if (bctl_runtime_config(b->runtime_path, &b->config, &err) < 0)
+                return bctl_error(VERB, "--runtime %s: %s", b->name, err.message);
+            continue;
+        }
         if (!b->config_file)
             continue;
         if (bctl_read_input(b->config_file, CONFIG_MAX, &text, &len, &err) < 0 ||
@@ -446,8 +536,8 @@ static int load_backend_configs(struct devinit_opts *o)
  */
 
 /** Subdirectories, all created 0700. */
-enum { SUB_TOP = -1, SUB_TLS, SUB_KEYS, SUB_POOLS, SUB_STATE, SUB_IMAGES, SUB_COUNT };
-static const char *const subdir_names[SUB_COUNT] = {"tls", "keys", "pools", "state", "images"};
+enum { SUB_TOP = -1, SUB_TLS, SUB_KEYS, SUB_POOLS, SUB_STATE, SUB_IMAGES, SUB_RUNTIME, SUB_COUNT };
+static const char *const subdir_names[SUB_COUNT] = {"tls", "keys", "pools", "state", "images", "runtime"};
 
 /**
  * struct target - DIR, opened without following symlinks.
@@ -915,8 +1005,22 @@ static json_t *berthd_config(const struct devinit_opts *o, const struct plan *p,
         _cleanup_json_ json_t *empty = json_object(), *entry = NULL;
         if (!empty)
             return NULL;
-        entry = json_pack("{s:s, s:b, s:O}", "plugin", b->plugin, "require_qualification", 0, "config",
-                          b->config ? b->config : empty);
+        if (b->runtime_path) {
+            /* A pinned runtime can be qualified: berthd holds it to that. */
+            _cleanup_free_ char *runtime_state = NULL;
+            _cleanup_json_ json_t *config = json_copy(b->config);
+            if (!config || asprintf(&runtime_state, "%s/%s/%s", dir, subdir_names[SUB_RUNTIME], b->name) < 0) {
+                runtime_state = NULL;
+                return NULL;
+            }
+            if (json_object_set_new(config, "state_directory", json_string(runtime_state)) < 0)
+                return NULL;
+            entry = json_pack("{s:s, s:b, s:b, s:O}", "plugin", b->plugin, "require_qualification", 1,
+                              "qualify_at_startup", 1, "config", config);
+        } else {
+            entry = json_pack("{s:s, s:b, s:O}", "plugin", b->plugin, "require_qualification", 0, "config",
+                              b->config ? b->config : empty);
+        }
         if (!entry || json_object_set(backends, b->name, entry) < 0)
             return NULL;
     }

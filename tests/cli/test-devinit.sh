@@ -55,6 +55,7 @@ cat >"$TMP/expected-layout" <<'EOF'
 ./policy.json
 ./pools
 ./pools/default.json
+./runtime
 ./state
 ./tls
 ./tls/ca.key
@@ -65,7 +66,7 @@ cat >"$TMP/expected-layout" <<'EOF'
 ./tls/server.pem
 EOF
 cmp -s "$TMP/layout" "$TMP/expected-layout" || fail "unexpected layout: $(cat "$TMP/layout")"
-for d in "$D" "$D/tls" "$D/keys" "$D/pools" "$D/state" "$D/images"; do
+for d in "$D" "$D/tls" "$D/keys" "$D/pools" "$D/state" "$D/images" "$D/runtime"; do
     mode_is "$d" 700
     [ -d "$d" ] && [ ! -L "$d" ] || fail "$d is not a directory"
 done
@@ -341,6 +342,59 @@ canonical "$M/pools/default.json" | grep -qF '"backend_allowlist":["runsc","scri
 run 0 "$BERTHCTL" --journal="$TMP/j/journal.db" --audit-key="$D/keys/audit.key" pool register "$M/pools/default.json"
 stdout_has "updated pool default"
 
+# --runtime pins an OCI runtime binary and writes runtime-oci's settings for
+# it, in the pool's order among --backend entries.  Stand-in binaries named
+# runsc and crun, so this runs without the real ones; berthd itself checks the
+# pins against the real runtimes in test-qualify.sh and the quickstart.
+mkdir -m 0755 "$TMP/rt"
+printf 'not really gvisor\n' >"$TMP/rt/runsc"
+printf 'not really crun, longer\n' >"$TMP/rt/crun"
+chmod 0750 "$TMP/rt/runsc"
+chmod 0755 "$TMP/rt/crun"
+pin_of() {
+    printf '{"mode":"%s","path":"%s","sha256":"sha256:%s","size":%s}' "$(stat -c %04a "$1")" "$1" \
+        "$(sha256sum <"$1" | cut -d' ' -f1)" "$(stat -c %s "$1")"
+}
+R=$TMP/rtinst
+run 0 "$BERTHCTL" dev-init "$R" --no-image-source --runtime "gvisor,$TMP/rt/runsc" \
+    --backend script=runtime-script --runtime "crun,$TMP/rt/crun"
+canonical "$R/berthd.json" >"$TMP/berthd.canon"
+grep -qF '"gvisor":{"config":{"global_args":["--network=none","--platform=ptrace"],"isolation":"gvisor","pids_ceiling":4096,"runtime":'"$(pin_of "$TMP/rt/runsc")"',"state_directory":"'"$R"'/runtime/gvisor"},"plugin":"runtime-oci","qualify_at_startup":true,"require_qualification":true}' \
+    "$TMP/berthd.canon" || fail "runsc backend: $(cat "$TMP/berthd.canon")"
+if mountpoint -q /sys/fs/cgroup/unified 2>/dev/null; then
+    crun_unmount='"unmount":["/sys/fs/cgroup/unified"]'
+else
+    crun_unmount=
+fi
+grep -qF '"crun":{"config":{"isolation":"native","runtime":'"$(pin_of "$TMP/rt/crun")"',"state_directory":"'"$R"'/runtime/crun"'"${crun_unmount:+,$crun_unmount}"'},"plugin":"runtime-oci","qualify_at_startup":true,"require_qualification":true}' \
+    "$TMP/berthd.canon" || fail "crun backend: $(cat "$TMP/berthd.canon")"
+grep -qF '"script":{"config":{},"plugin":"runtime-script","require_qualification":false}' "$TMP/berthd.canon" ||
+    fail "script backend: $(cat "$TMP/berthd.canon")"
+canonical "$R/pools/default.json" | grep -qF '"backend_allowlist":["gvisor","script","crun"]' ||
+    fail "pool order with --runtime"
+[ -z "$(ls -A "$R/runtime")" ] || fail "runtime/ is not empty"
+# What cannot be pinned is refused before anything is written.
+U2=$TMP/rtfail
+run 1 "$BERTHCTL" dev-init "$U2" --runtime "runc,$TMP/rt/runc"
+stderr_has "dev-init knows the runtimes runsc and crun"
+run 1 "$BERTHCTL" dev-init "$U2" --runtime "x,$TMP/rt/nosuch/runsc"
+stderr_has "--runtime x: "
+mkdir "$TMP/rt/dirlink" && ln -s "$TMP/rt/runsc" "$TMP/rt/dirlink/runsc"
+run 1 "$BERTHCTL" dev-init "$U2" --runtime "x,$TMP/rt/dirlink/runsc"
+stderr_has "symbolic link"
+mkdir "$TMP/rt/d" && mkdir "$TMP/rt/d/crun"
+run 1 "$BERTHCTL" dev-init "$U2" --runtime "x,$TMP/rt/d/crun"
+stderr_has "is not a regular file"
+run 2 "$BERTHCTL" dev-init "$U2" --runtime "x,rel/runsc"
+stderr_has "the runtime's PATH must be absolute"
+run 2 "$BERTHCTL" dev-init "$U2" --runtime "x,"
+stderr_has "the PATH after the comma is empty"
+run 2 "$BERTHCTL" dev-init "$U2" --runtime "X"
+stderr_has "is not a backend name"
+run 2 "$BERTHCTL" dev-init "$U2" --runtime "a,$TMP/rt/runsc" --backend a=runtime-oci
+stderr_has "backend a is given twice"
+[ -e "$U2" ] && fail "a refused --runtime created $U2"
+
 # The first --principal is the admin and the client.json one, in any order.
 run 0 "$BERTHCTL" dev-init "$TMP/ci-first" --principal ci --principal dev
 canonical "$TMP/ci-first/policy.json" | grep -qF '"pools":["default"],"principal":"ci","scope":["dev"]},' ||
@@ -392,7 +446,7 @@ stderr_has "is not a plugin name"
 run 2 "$BERTHCTL" dev-init "$U" --backend runsc=runtime-oci,
 stderr_has "CONFIG_FILE after the comma is empty"
 run 2 "$BERTHCTL" dev-init "$U" --backend a=x --backend a=y
-stderr_has "--backend a is given twice"
+stderr_has "backend a is given twice"
 run 2 "$BERTHCTL" dev-init "$U" --broker-name 'no spaces'
 stderr_has "is not a broker name"
 run 2 "$BERTHCTL" dev-init
