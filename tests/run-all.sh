@@ -13,8 +13,12 @@
 #      check (the berthd crash tests run only here, and must pass here)
 #   4. a clang build with --enable-fuzzing, running every libFuzzer target
 #      for FUZZ_SECONDS seconds (default 60)
+#   5. as root: the README's ./quickstart from that tarball, twice (into a
+#      prefix and work directory under ./ci-build/): a real job in gVisor,
+#      its receipt, result and audit chain verified; the second run proves
+#      that running it again works
 #
-# Builds for steps 3-4 live under ./ci-build/ (removed first and kept
+# Builds for steps 3-5 live under ./ci-build/ (removed first and kept
 # afterwards for inspection), next to the dist tarball.  Step 2 creates the
 # system user berth-ci if it does not exist, and removes it again.  The tree
 # itself is left configured with --enable-werror.  Any failure stops the run
@@ -34,13 +38,13 @@ if [ "$(id -u)" = 0 ]; then
     image_dir=$(mktemp -d /var/tmp/berth-ci-images.XXXXXX)
     chmod 0755 "$image_dir"
     trap 'rm -rf "$image_dir"' EXIT
-    step "0/4 build the Debian test image (debootstrap; cached in tests/image/cache)"
+    step "0/5 build the Debian test image (debootstrap; cached in tests/image/cache)"
     tests/image/build-debian-image.sh "$image_dir/debian" "$top/tests/image/cache"
     chmod -R a+rX "$image_dir"
     export BERTH_DEBIAN_LAYOUT=$image_dir/debian
 fi
 
-step "1/4 build, make check, make distcheck"
+step "1/5 build, make check, make distcheck"
 ./autogen.sh
 ./configure --enable-werror
 make -j"$jobs"
@@ -66,7 +70,7 @@ rm -rf ci-build
 mkdir -p ci-build
 
 if [ "$(id -u)" = 0 ]; then
-    step "2/4 make distcheck as an unprivileged user"
+    step "2/5 make distcheck as an unprivileged user"
     user=berth-ci
     created=
     if ! id "$user" >/dev/null 2>&1; then
@@ -83,10 +87,10 @@ if [ "$(id -u)" = 0 ]; then
     rm -rf "$home/distcheck"
     [ -z "$created" ] || userdel --remove "$user" 2>/dev/null || true
 else
-    step "2/4 skipped: step 1 already ran make distcheck as an unprivileged user ($(id -un))"
+    step "2/5 skipped: step 1 already ran make distcheck as an unprivileged user ($(id -un))"
 fi
 
-step "3/4 AddressSanitizer + UndefinedBehaviorSanitizer build, make check"
+step "3/5 AddressSanitizer + UndefinedBehaviorSanitizer build, make check"
 tar -xJf "$tarball" -C ci-build
 mv "ci-build/$name" ci-build/asan
 (cd ci-build/asan && ./configure --enable-werror --enable-sanitizers --enable-fault-injection &&
@@ -102,9 +106,35 @@ grep -qx ':test-result: PASS' ci-build/asan/tests/cli/test-berthd-crash.trs || {
     exit 1
 }
 
-step "4/4 libFuzzer targets, ${FUZZ_SECONDS:-60} s each"
+step "4/5 libFuzzer targets, ${FUZZ_SECONDS:-60} s each"
 tar -xJf "$tarball" -C ci-build
 mv "ci-build/$name" ci-build/fuzz
 (cd ci-build/fuzz && CC=clang ./configure --enable-werror --enable-fuzzing && make -j"$jobs" fuzz)
+
+if [ "$(id -u)" = 0 ]; then
+    step "5/5 the README quickstart, twice, from the dist tarball"
+    tar -xJf "$tarball" -C ci-build
+    mv "ci-build/$name" ci-build/quickstart
+    # A free port on 127.0.0.1 (nothing accepts a connection there).
+    port=18443
+    while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+        port=$((port + 1))
+    done
+    for run in 1 2; do
+        ci-build/quickstart/quickstart --prefix "$top/ci-build/quickstart-prefix" \
+            --workdir "$top/ci-build/quickstart-work" --port "$port" --jobs "$jobs" | tee "ci-build/quickstart-$run.out"
+        # The job ran in gVisor (its kernel says 4.4.0), and all verified.
+        grep -q '| kernel:  Linux 4\.4\.0 ' "ci-build/quickstart-$run.out" || {
+            echo "quickstart run $run: the job did not report gVisor's kernel" >&2
+            exit 1
+        }
+        grep -q '^quickstart: done in .*everything verified' "ci-build/quickstart-$run.out" || {
+            echo "quickstart run $run did not finish" >&2
+            exit 1
+        }
+    done
+else
+    step "5/5 skipped: the quickstart needs root"
+fi
 
 step "all tests passed"
