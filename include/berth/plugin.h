@@ -270,6 +270,11 @@ struct berth_runtime_ops_v1 {
 /**
  * struct berth_image_source_ops_v1 - a source of OCI images, by digest only.
  *
+ * berthd creates two instances (two init() calls with the same name,
+ * "images", and the same config): one answers resolve() on the request
+ * path, the other runs stage() on the worker thread, so a long stage never
+ * delays admission.  Instances must not share mutable state.
+ *
  * @resolve: look up the image whose OCI manifest digest is @digest
  *     ("sha256:<hex>") and return a JSON summary of the verified manifest and
  *     config (layers, sizes, platform).  Never resolves tags or URLs and
@@ -277,7 +282,8 @@ struct berth_runtime_ops_v1 {
  *     -EBADMSG when stored content fails verification.
  * @stage: build the image's root filesystem into @target_dirfd, an empty
  *     directory the caller created for this job, within the budgets in
- *     @limits (JSON: compressed bytes, expanded bytes, entries, wall time).
+ *     @limits (JSON: compressed bytes, expanded bytes, entries, layers, wall
+ *     time; see docs/images.md for the members and their defaults).
  *     Returns a JSON summary (entries, bytes) on success.  On failure
  *     reterr starts with a stable reason code (e.g. "path-traversal") and
  *     everything the call created below @target_dirfd has been removed.

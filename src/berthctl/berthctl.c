@@ -73,7 +73,7 @@ static void help(FILE *out)
     for (i = 0; i < ELEMENTSOF(verbs); i++)
         fprintf(out, "  %-13s %s\n", verbs[i].name, verbs[i].summary);
     fprintf(out, "\n"
-                 "Run \"berthctl VERB --help\" for a verb's options.\n"
+                 "Run \"berthctl VERB --help\" (or \"berthctl help VERB\") for a verb's options.\n"
                  "\n"
                  "Exit status: 0 success, 1 failure or refusal, 2 usage error, 3 verification\n"
                  "failed.\n");

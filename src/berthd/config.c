@@ -47,6 +47,19 @@ static bool name_ok(const char *s, size_t max)
     return true;
 }
 
+/* A plugin name as the loader accepts it: 1 to 63 of [a-z0-9-], starting with a letter or digit. */
+static bool plugin_name_ok(const char *s)
+{
+    size_t i;
+
+    if (!s || !s[0] || s[0] == '-' || strlen(s) > 63)
+        return false;
+    for (i = 0; s[i]; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return false;
+    return true;
+}
+
 /* A required (or optional) absolute path member. */
 static int path_member(const json_t *o, const char *what, const char *key, bool required, const char **ret,
                        struct berth_error *reterr)
@@ -86,9 +99,11 @@ static int parse_backend(const json_t *v, const char *what, bool runtime, struct
         (r = berth_json_string_member(v, what, "plugin", true, &b->plugin, reterr)) < 0 ||
         (r = berth_json_string_member(v, what, "sha256", false, &b->sha256, reterr)) < 0)
         return r;
-    if (!name_ok(b->plugin, 63))
-        return berth_error_set(reterr, -EBADMSG, "%s.plugin must be a plugin name such as %s", what,
-                               runtime ? "runtime-oci" : "image-oci-local");
+    if (!plugin_name_ok(b->plugin))
+        return berth_error_set(reterr, -EBADMSG,
+                               "%s.plugin must be a plugin name such as %s (1 to 63 of [a-z0-9-], starting with a "
+                               "letter or digit)",
+                               what, runtime ? "runtime-oci" : "image-oci-local");
     if (b->sha256) {
         uint8_t raw[BERTH_SHA256_LEN];
         if (berth_digest_parse(b->sha256, raw) < 0)
@@ -234,8 +249,13 @@ int berthd_config_parse(const char *text, size_t len, const char *default_plugin
         r = berth_error_set(reterr, -EBADMSG, "config.http.request_timeout_ns must not be below header_timeout_ns");
         goto fail;
     }
-    if (json_object_get(journal, "max_retained_jobs") && c->max_retained_jobs < c->max_active_jobs) {
-        r = berth_error_set(reterr, -EBADMSG, "config.journal.max_retained_jobs must not be below max_active_jobs");
+    /* Also when max_retained_jobs is the default: the journal would be full
+     * before max_active_jobs could be reached. */
+    if (c->max_retained_jobs < c->max_active_jobs) {
+        r = berth_error_set(
+            reterr, -EBADMSG, "config.journal.max_retained_jobs (%lld%s) must not be below max_active_jobs (%lld)",
+            (long long)c->max_retained_jobs, json_object_get(journal, "max_retained_jobs") ? "" : ", the default",
+            (long long)c->max_active_jobs);
         goto fail;
     }
     if ((r = parse_backends(json_object_get(c->doc, "backends"), c, reterr)) < 0)

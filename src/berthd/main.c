@@ -3,8 +3,9 @@
  * main.c -- berthd: startup, recovery, serving and orderly shutdown.
  *
  * Order matters: configuration and every trusted file are checked first;
- * then the journal is opened (recovery), the pools directory registered,
- * the backends loaded and one reconcile pass run, all before the listener
+ * then the plugins are loaded, the journal opened (recovery), backends
+ * qualified at startup when configured, the pools directory registered
+ * and one reconcile pass run, all before the listener
  * opens and systemd hears READY=1.  SIGTERM stops accepting, answers what
  * is in flight within http.shutdown_timeout_ns, lets the worker finish its
  * pass and closes the journal.
@@ -106,11 +107,12 @@ static void help(void)
            "  -h, --help          show this help\n"
            "      --version       show the version\n"
            "\n"
-           "Startup: configuration and files are checked; the journal in\n"
-           "state_directory/journal.db is opened (created 0600 in a 0700 directory) and\n"
-           "recovered; the pools directory is registered; backends are loaded; one\n"
-           "reconcile pass settles jobs left by an earlier run (it never starts a job);\n"
-           "then the listener opens and systemd is told READY=1.\n"
+           "Startup: configuration and files are checked; the plugins of the backends\n"
+           "and the image source are loaded; the journal in state_directory/journal.db\n"
+           "is opened (created 0600 in a 0700 directory) and recovered; backends with\n"
+           "qualify_at_startup that need it are qualified; the pools directory is\n"
+           "registered; one reconcile pass settles jobs left by an earlier run (it never\n"
+           "starts a job); then the listener opens and systemd is told READY=1.\n"
            "\n"
            "Signals: SIGTERM and SIGINT stop accepting, answer requests in flight (at most\n"
            "http.shutdown_timeout_ns), finish the current backend pass and close the\n"
@@ -194,7 +196,9 @@ static int check_policy(struct daemon *d)
     size_t len = 0;
     int r;
 
-    r = berthd_read_secret_file(d->cfg.policy, BERTH_POLICY_MAX, &text, &len, &err);
+    /* The reader requests use, so that --check and startup refuse what every
+     * request would be denied for (a mode 0400 policy, for one). */
+    r = berth_policy_read_file(d->cfg.policy, &text, &len, &err);
     if (r == -ENOENT) {
         berth_logf(&d->logger, BERTH_LOG_WARNING,
                    "the host policy %s does not exist: every request is denied "

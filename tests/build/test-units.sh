@@ -23,8 +23,19 @@ grep -q '^NoNewPrivileges=yes$' "$unit" || fail "berthd.service lacks NoNewPrivi
 grep -q '@[a-z]*@' "$unit" && fail "berthd.service has unsubstituted @variables@"
 
 # systemd-analyze checks syntax, known directives and that ExecStart exists.
+# The man pages Documentation= names are not installed yet (--man=no); they
+# must be among the pages this build made.
+for page in $(sed -n 's/^Documentation=//p' "$unit"); do
+    case $page in
+    man:*)
+        name=${page#man:}
+        f="$BERTH_TOP_BUILDDIR/man/${name%(*}.$(printf '%s' "$name" | sed 's/.*(\(.*\))/\1/')"
+        [ -s "$f" ] || fail "Documentation=$page names no page this build made ($f)"
+        ;;
+    esac
+done
 sed "s|^\(ExecStart[A-Za-z]*=\)[^ ]*berthd|\1$BERTHD|" "$unit" >"$TMP/berthd.service"
-systemd-analyze verify "$TMP/berthd.service" >"$TMP/out" 2>&1 || fail "systemd-analyze verify failed"
+systemd-analyze verify --man=no "$TMP/berthd.service" >"$TMP/out" 2>&1 || fail "systemd-analyze verify failed"
 if grep -v "^$" "$TMP/out" | grep -q .; then
     fail "systemd-analyze verify complained"
 fi

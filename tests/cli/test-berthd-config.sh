@@ -40,6 +40,14 @@ cp "$TMP/conf.saved" "$CONF"
 sed -i 's|"port": *[0-9]*|"port": 70000|' "$CONF"
 check_refused 'config.listen.port'
 cp "$TMP/conf.saved" "$CONF"
+# More active jobs than the journal may retain, also against the default
+# max_retained_jobs (10,000), which used to pass.
+sed -i '1s|^{$|{ "journal": {"max_active_jobs": 20000},|' "$CONF"
+check_refused 'config.journal.max_retained_jobs (10000, the default) must not be below max_active_jobs (20000)'
+cp "$TMP/conf.saved" "$CONF"
+sed -i '1s|^{$|{ "journal": {"max_active_jobs": 20000, "max_retained_jobs": 20000},|' "$CONF"
+run 0 "$BERTHD" --config "$CONF" --check
+cp "$TMP/conf.saved" "$CONF"
 
 # The configuration itself must not be writable by others.
 chmod 0666 "$CONF"
@@ -66,7 +74,22 @@ check_refused "the host policy is unusable"
 rm "$INST/policy.json"
 run 0 "$BERTHD" --config "$CONF" --check
 cp "$TMP/policy.saved" "$INST/policy.json"
+# Refused by --check exactly when requests would be denied for it: the
+# policy must be mode 0600 (0400 used to pass --check, then deny everything).
+chmod 0400 "$INST/policy.json"
+check_refused "the host policy is unusable"
+stderr_has "has mode 0400"
+chmod 0600 "$INST/policy.json"
+run 0 "$BERTHD" --config "$CONF" --check
 
+# A plugin name the loader could never load is refused when parsing
+# (upper case and "_" or "." used to pass until the load).
+sed -i 's|"plugin": *"runtime-script"|"plugin": "Runtime_Script"|' "$CONF"
+check_refused 'config.backends.script.plugin must be a plugin name such as runtime-oci (1 to 63 of [a-z0-9-]'
+cp "$TMP/conf.saved" "$CONF"
+sed -i 's|"plugin": *"runtime-script"|"plugin": "runtime.script"|' "$CONF"
+check_refused 'plugin must be a plugin name'
+cp "$TMP/conf.saved" "$CONF"
 # A missing plugin, or one whose pin does not match.
 sed -i 's|"plugin": *"runtime-script"|"plugin": "runtime-nothing"|' "$CONF"
 check_refused "backend script: plugin runtime-nothing"
