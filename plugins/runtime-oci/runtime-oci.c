@@ -145,10 +145,14 @@ static void first_line(char *const argv[], char buf[VERSION_MAX])
         close(p[1]);
         return;
     }
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    st = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+    /* Only stdin, stdout and stderr: nothing berthd inherited from its parent. */
+    if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) != 0 ||
+        posix_spawn_file_actions_adddup2(&fa, p[1], 1) != 0 ||
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) != 0 ||
+        posix_spawn_file_actions_addclosefrom_np(&fa, 3) != 0)
+        st = ENOMEM;
+    else
+        st = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     close(p[1]);
     if (st == 0) {
@@ -452,12 +456,16 @@ static int run_shim(struct oci *o, const char *mode, const char *jobdir, int syn
 
     if (posix_spawn_file_actions_init(&fa) != 0)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    if (syncfd >= 0)
-        posix_spawn_file_actions_adddup2(&fa, syncfd, OCI_SHIM_SYNC_FD);
-    r = posix_spawn(&pid, argv[0], &fa, NULL, argv, envp);
+    /* The shim (and through it the runtime and the job's gofer) gets only
+     * these descriptors, never one berthd inherited from its parent. */
+    if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) != 0 ||
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0) != 0 ||
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) != 0 ||
+        (syncfd >= 0 && posix_spawn_file_actions_adddup2(&fa, syncfd, OCI_SHIM_SYNC_FD) != 0) ||
+        posix_spawn_file_actions_addclosefrom_np(&fa, syncfd >= 0 ? OCI_SHIM_SYNC_FD + 1 : 3) != 0)
+        r = ENOMEM;
+    else
+        r = posix_spawn(&pid, argv[0], &fa, NULL, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     if (r != 0)
         return berth_error_set(reterr, -r, "cannot run %s: %s", argv[0], strerror(r));

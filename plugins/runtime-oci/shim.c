@@ -653,6 +653,10 @@ int main(int argc, char **argv)
             return 2;
         }
         close(OCI_SHIM_SYNC_FD);
+        /* Nothing else of whoever started us reaches the runtime. */
+        if ((syncfd > 3 && close_range(3, (unsigned)syncfd - 1, 0) < 0) ||
+            close_range((unsigned)syncfd + 1, ~0U, 0) < 0)
+            return 1;
         /* Detach: the plugin waits only for this first process. */
         pid_t pid = fork();
         if (pid < 0)
@@ -661,6 +665,8 @@ int main(int argc, char **argv)
             _exit(0);
         if (setsid() < 0)
             return 1;
+    } else if (close_range(3, ~0U, 0) < 0) {
+        return 1;
     }
     s.jobfd = open(s.jobdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (s.jobfd < 0) {

@@ -44,7 +44,11 @@ bad_config '.backends.runsc.config.shim = "/usr/bin/true"' 'is not berth-oci-shi
 # A runtime that fails its pin: berthd --check says which backend would get no work.
 bad_config '.backends.runsc.config.runtime.size = 1' "backend runsc would get no work: runtime /usr/bin/runsc is $(stat -c %s /usr/bin/runsc) bytes; its pin says 1"
 bad_config '.backends.runsc.config.runtime.path = "/usr/bin/nonexistent-runtime"' 'backend runsc would get no work'
+# berthd inherits a descriptor from its parent (as from a careless service
+# manager or shell); no shim, runtime process or gofer of a job may hold it.
+exec 7>"$TMP/inherited-descriptor"
 start_berthd
+exec 7>&-
 grep -q "backend runsc: plugin runtime-oci" "$TMP/berthd.log" || fail "berthd did not load runsc: $(cat "$TMP/berthd.log")"
 # Backends running without qualification (development) say so to clients.
 run 0 CLIENT capabilities --json
@@ -151,6 +155,14 @@ for POOL in default native; do
     bb_job "$be-cancel" "(setsid sleep $CANCEL &) ; sleep $CANCEL; echo never"
     submit "$be-cancel"
     wait_state dev "$be-cancel" running
+    # Every process of the job on the host (shim, runtime, gofer, sandbox):
+    # none holds what berthd inherited.
+    pids=$(pgrep -f -- "$RUN_ID") || fail "$be: no host process of the running job $RUN_ID"
+    for pid in $pids; do
+        if ls -l "/proc/$pid/fd" 2>/dev/null | grep -qF "$TMP/inherited-descriptor"; then
+            fail "$be: pid $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline")) holds berthd's inherited descriptor"
+        fi
+    done
     run 0 CLIENT cancel "$be-cancel"
     finish "$be-cancel"
     [ "$(result "$be-cancel" .status)" = cancelled ] || fail "$be: cancel: $(cat "$TMP/$be-cancel.out/result.json")"
