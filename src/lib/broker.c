@@ -296,7 +296,8 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_
         r = 0;
         goto out;
     }
-    if ((r = berth_run_id(caller.subject->principal, caller.scope, job->id, run_id)) < 0) {
+    if ((r = berth_run_id(berth_signing_key_id(b->p.key), caller.subject->principal, caller.scope, job->id, run_id)) <
+        0) {
         broker_fail(&s->reply, 500, "internal", "cannot derive the run id");
         r = 0;
         goto out;

@@ -53,18 +53,20 @@ void berth_job_record_clear(struct berth_job_record *rec)
     memset(rec, 0, sizeof(*rec));
 }
 
-int berth_run_id(const char *principal, const char *scope, const char *job_id, char out[34])
+int berth_run_id(const char *broker_key_id, const char *principal, const char *scope, const char *job_id, char out[34])
 {
     struct berth_sha256 *ctx = NULL;
     uint8_t raw[BERTH_SHA256_LEN];
     int r;
 
-    if (!principal || !scope || !job_id)
+    if (!broker_key_id || !principal || !scope || !job_id)
         return -EINVAL;
     r = berth_sha256_new(&ctx);
     if (r < 0)
         return r;
-    r = berth_sha256_update(ctx, principal, strlen(principal) + 1);
+    r = berth_sha256_update(ctx, broker_key_id, strlen(broker_key_id) + 1);
+    if (r == 0)
+        r = berth_sha256_update(ctx, principal, strlen(principal) + 1);
     if (r == 0)
         r = berth_sha256_update(ctx, scope, strlen(scope) + 1);
     if (r == 0)

@@ -84,11 +84,16 @@ struct berth_job_record {
 void berth_job_record_clear(struct berth_job_record *rec);
 
 /**
- * berth_run_id() - the run id of (principal, canonical scope, job id):
- * "r" followed by the first 32 hex digits of SHA-256 over the three joined
- * by NUL bytes.  @out holds 34 bytes.  Return: 0 or -EIO.
+ * berth_run_id() - the run id of a job at one broker: "r" followed by the
+ * first 32 hex digits of SHA-256 over @broker_key_id (the broker's receipt
+ * key id, RFC 7638), @principal, @scope (canonical) and @job_id, joined by
+ * NUL bytes.  The same job at the same broker always gets the same run id
+ * (a retry finds its job); two brokers on one host never share one, so
+ * host-wide names a runtime derives from it (gVisor's control socket, a
+ * container id) cannot collide between installations.  @out holds 34
+ * bytes.  Return: 0, -EINVAL for a NULL argument, or -EIO.
  */
-int berth_run_id(const char *principal, const char *scope, const char *job_id, char out[34]);
+int berth_run_id(const char *broker_key_id, const char *principal, const char *scope, const char *job_id, char out[34]);
 
 /**
  * berth_jobstore_find() - the record with this key.

@@ -24,12 +24,15 @@ static void teardown(void)
     free(dir);
 }
 
+/* The broker key id run ids are derived with in these tests. */
+#define KEY_ID "C0zNG5QDFhp7xoc-pnJ3y1P3y9_x1uxaNbuK51PzV1g"
+
 /* A record for job @id of alice; the strings are static. */
 static struct berth_job_record record(const char *id, char run_id[34])
 {
     struct berth_job_record rec = {0};
 
-    ck_assert_int_eq(berth_run_id("alice", "[\"team\"]", id, run_id), 0);
+    ck_assert_int_eq(berth_run_id(KEY_ID, "alice", "[\"team\"]", id, run_id), 0);
     rec.principal = (char *)"alice";
     rec.scope = (char *)"[\"team\"]";
     rec.job_id = (char *)id;
@@ -49,19 +52,24 @@ START_TEST(run_ids)
 {
     char a[34], b[34], c[34];
 
-    ck_assert_int_eq(berth_run_id("alice", "[\"team\"]", "job-1", a), 0);
+    ck_assert_int_eq(berth_run_id(KEY_ID, "alice", "[\"team\"]", "job-1", a), 0);
     ck_assert_int_eq(strlen(a), 33);
     ck_assert_int_eq(a[0], 'r');
-    ck_assert_int_eq(berth_run_id("alice", "[\"team\"]", "job-1", b), 0);
+    ck_assert_int_eq(berth_run_id(KEY_ID, "alice", "[\"team\"]", "job-1", b), 0);
     ck_assert_str_eq(a, b);
     /* The separator keeps ("ab","c") and ("a","bc") apart. */
-    ck_assert_int_eq(berth_run_id("alice", "[\"team\"]", "job-2", c), 0);
+    ck_assert_int_eq(berth_run_id(KEY_ID, "alice", "[\"team\"]", "job-2", c), 0);
     ck_assert_str_ne(a, c);
-    ck_assert_int_eq(berth_run_id("alicex", "[\"team\"]", "job-1", c), 0);
+    ck_assert_int_eq(berth_run_id(KEY_ID, "alicex", "[\"team\"]", "job-1", c), 0);
     ck_assert_str_ne(a, c);
-    ck_assert_int_eq(berth_run_id("alic", "e[\"team\"]", "job-1", c), 0);
+    ck_assert_int_eq(berth_run_id(KEY_ID, "alic", "e[\"team\"]", "job-1", c), 0);
     ck_assert_str_ne(a, c);
-    ck_assert_int_eq(berth_run_id(NULL, "x", "y", c), -EINVAL);
+    /* Another broker (another receipt key) on the same host: another run id
+     * for the same principal, scope and job id. */
+    ck_assert_int_eq(berth_run_id("another-broker-key-id", "alice", "[\"team\"]", "job-1", c), 0);
+    ck_assert_str_ne(a, c);
+    ck_assert_int_eq(berth_run_id(NULL, "alice", "x", "y", c), -EINVAL);
+    ck_assert_int_eq(berth_run_id(KEY_ID, NULL, "x", "y", c), -EINVAL);
 }
 END_TEST
 
