@@ -25,6 +25,12 @@ for f in "$BERTH_TOP_SRCDIR"/conf/pools/*.json; do
     stdout_has "registered pool $name"
 done
 
+# The example policy is valid now, and for years (its subjects too).
+now=$(date +%s)000000000
+jq -e --arg now "$now" '(.not_before | tonumber) <= ($now | tonumber) and
+    ([.subjects[].not_after | tonumber] | min) > ($now | tonumber) + 3 * 365 * 86400 * 1e9' \
+    "$EX/policy.json" >/dev/null || fail "conf/examples/policy.json is not valid from now for three years"
+
 # The host policy: allow-image validates the whole document before writing.
 cp "$EX/policy.json" "$TMP/policy.json"
 chmod 0600 "$TMP/policy.json"
