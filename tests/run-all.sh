@@ -3,8 +3,9 @@
 #
 #   0. as root: build the Debian test image once (tests/image/), for every
 #      build's tests/cli/test-image-debian.sh (BERTH_DEBIAN_LAYOUT)
-#   1. ./autogen.sh && ./configure --enable-werror && make -j2 && make check
-#      && make distcheck                      (in this tree, as the caller)
+#   1. ./autogen.sh && ./configure --enable-werror && make -j2 && make check,
+#      make install DESTDIR=ci-destdir checked file by file
+#      (tests/build/check-install.sh), make distcheck   (in this tree, as the caller)
 #   2. when run as root: make distcheck again as an unprivileged user, from
 #      the tarball step 1 produced (proves nothing needs root or touches
 #      /etc or /var outside the prefix)
@@ -61,6 +62,11 @@ if [ "$(id -u)" = 0 ]; then
         }
     done
 fi
+# make install DESTDIR=...: every file in its standard place, nothing else.
+rm -rf ci-destdir
+make install DESTDIR="$top/ci-destdir" >/dev/null
+tests/build/check-install.sh "$top/ci-destdir" /usr/local
+rm -rf ci-destdir
 make -j"$jobs" distcheck
 tarball=$(ls -t berth-*.tar.xz | head -n1)
 [ -n "$tarball" ] || { echo "no dist tarball was produced" >&2; exit 1; }
