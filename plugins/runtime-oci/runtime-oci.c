@@ -128,10 +128,14 @@ static json_t *runtime_prefix(const struct oci *o)
     return a;
 }
 
-/* The first line @argv[0] prints on stdout (at most VERSION_MAX bytes,
- * waiting at most 10 s) into @buf; "" when it prints nothing. */
-static void first_line(char *const argv[], char buf[VERSION_MAX])
+/* The first line the program open on @exec_fd prints on stdout when run
+ * with @argv (at most VERSION_MAX bytes, waiting at most 10 s) into @buf;
+ * "" when it prints nothing.  The program is executed from @exec_fd (as
+ * /proc/self/fd/3 in the child), never by path: the file checked is the
+ * file run, whatever happens at its path meanwhile. */
+static void first_line(int exec_fd, char *const argv[], char buf[VERSION_MAX])
 {
+    static const char exec_path[] = "/proc/self/fd/3";
     posix_spawn_file_actions_t fa;
     int p[2], st;
     pid_t pid;
@@ -149,10 +153,10 @@ static void first_line(char *const argv[], char buf[VERSION_MAX])
     if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) != 0 ||
         posix_spawn_file_actions_adddup2(&fa, p[1], 1) != 0 ||
         posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) != 0 ||
-        posix_spawn_file_actions_addclosefrom_np(&fa, 3) != 0)
+        posix_spawn_file_actions_adddup2(&fa, exec_fd, 3) != 0 || posix_spawn_file_actions_addclosefrom_np(&fa, 4) != 0)
         st = ENOMEM;
     else
-        st = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+        st = posix_spawn(&pid, exec_path, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     close(p[1]);
     if (st == 0) {
@@ -174,14 +178,25 @@ static void first_line(char *const argv[], char buf[VERSION_MAX])
     buf[strcspn(buf, "\n")] = '\0';
 }
 
-/* `runtime --version`, first line, for capabilities. */
-static void read_version(struct oci *o)
+/* Check the runtime against its pin and, when it passes, read the first
+ * line of `runtime --version` (for capabilities) from the very file checked. */
+static int check_runtime(struct oci *o, struct berth_error *reterr)
 {
     char *argv[] = {(char *)o->cfg.pin.path, "--version", NULL};
+    _cleanup_close_ int fd = -1;
+    int r;
 
-    first_line(argv, o->version);
-    if (!o->version[0])
-        snprintf(o->version, sizeof(o->version), "unknown");
+    fd = berth_open_trusted(o->cfg.pin.path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, reterr);
+    if (fd < 0)
+        return fd;
+    if ((r = oci_pin_verify_fd(fd, o->cfg.pin.path, &o->cfg.pin, &o->cfg.pin_cache, reterr)) < 0)
+        return r;
+    if (strcmp(o->version, "unknown") == 0 || !o->version[0]) {
+        first_line(fd, argv, o->version);
+        if (!o->version[0])
+            snprintf(o->version, sizeof(o->version), "unknown");
+    }
+    return 0;
 }
 
 /* The shim must be trusted like the runtime (it runs as root) and answer as berth-oci-shim. */
@@ -205,7 +220,7 @@ static int check_shim(struct oci *o, struct berth_error *reterr)
     if (st.st_uid != 0 && st.st_uid != geteuid())
         return berth_error_set(reterr, -EPERM, "shim %s is owned by uid %u, not root", o->cfg.shim,
                                (unsigned)st.st_uid);
-    first_line(argv, line);
+    first_line(fd, argv, line);
     if (strncmp(line, "berth-oci-shim ", 15) != 0)
         return berth_error_set(reterr, -EINVAL, "shim %s is not berth-oci-shim (its --version said \"%.64s\")",
                                o->cfg.shim, line);
@@ -281,9 +296,7 @@ static int oci_init(const struct berth_host *host, const char *config, size_t co
     if ((r = take_state_lock(o, reterr)) < 0 && r != -EAGAIN)
         goto fail;
     /* A runtime that fails its pin is reported by capabilities(); berthd still starts. */
-    if (oci_pin_check(&o->cfg, &err) == 0)
-        read_version(o);
-    else
+    if (check_runtime(o, &err) < 0)
         host->log(host, BERTH_LOG_WARNING, "%s", err.message);
     *ret_state = o;
     return 0;
@@ -329,11 +342,9 @@ static int oci_capabilities(void *state, char **ret_json, size_t *ret_len, struc
     struct oci *o = state;
     int r;
 
-    r = oci_pin_check(&o->cfg, reterr);
+    r = check_runtime(o, reterr);
     if (r < 0)
         return r;
-    if (strcmp(o->version, "unknown") == 0 || !o->version[0])
-        read_version(o);
     return give_json(
         json_pack("{s:s, s:{s:s, s:s, s:s}, s:s, s:s, s:[s, s], s:[s, s], s:{s:I, s:I, s:I, s:I}, s:s}", "backend",
                   "oci", "runtime", "path", o->cfg.pin.path, "version", o->version, "sha256", o->cfg.pin.sha256,

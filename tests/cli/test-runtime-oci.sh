@@ -55,6 +55,13 @@ run 0 CLIENT capabilities --json
 jq -e '.backends.runsc.require_qualification == false and .backends.runsc.qualification == "unqualified" and
        .backends.runsc.isolation == "gvisor" and (.backends.runsc.runtime.sha256 | startswith("sha256:"))' \
     "$TMP/stdout" >/dev/null || fail "capabilities: $(cat "$TMP/stdout")"
+# The version is what the pinned binary itself says (run from the checked
+# descriptor, as /proc/self/fd/3, not by path).
+for b in runsc crun; do
+    want=$("/usr/bin/$b" --version | head -n1)
+    [ "$(jq -r ".backends.$b.runtime.version" "$TMP/stdout")" = "$want" ] ||
+        fail "capabilities: $b version $(jq -r ".backends.$b.runtime.version" "$TMP/stdout"), not $want"
+done
 
 # no_process PATTERN: nothing on the host matches PATTERN (a job's processes,
 # or its gVisor sandbox).
