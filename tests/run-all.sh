@@ -15,7 +15,8 @@
 #   4. a clang build with --enable-fuzzing, running every libFuzzer target
 #      for FUZZ_SECONDS seconds (default 60)
 #   5. as root: the README's ./quickstart from that tarball, twice (into a
-#      prefix and work directory under ./ci-build/): a real job in gVisor,
+#      prefix and work directory under a new /var/tmp/berth-ci-quickstart.*,
+#      removed afterwards): a real job in gVisor,
 #      its receipt, result and audit chain verified; the second run proves
 #      that running it again works
 #
@@ -126,9 +127,13 @@ if [ "$(id -u)" = 0 ]; then
     while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
         port=$((port + 1))
     done
+    # Prefix and work directory in a fresh root-only directory: the
+    # quickstart requires every directory above its work directory to be
+    # root's, which the checkout's location need not be.
+    qs_root=$(mktemp -d /var/tmp/berth-ci-quickstart.XXXXXX)
     for run in 1 2; do
-        ci-build/quickstart/quickstart --prefix "$top/ci-build/quickstart-prefix" \
-            --workdir "$top/ci-build/quickstart-work" --port "$port" --jobs "$jobs" | tee "ci-build/quickstart-$run.out"
+        ci-build/quickstart/quickstart --prefix "$qs_root/prefix" --workdir "$qs_root/work" --port "$port" \
+            --jobs "$jobs" | tee "ci-build/quickstart-$run.out"
         # The job ran in gVisor (its kernel says 4.4.0), and all verified.
         grep -q '| kernel:  Linux 4\.4\.0 ' "ci-build/quickstart-$run.out" || {
             echo "quickstart run $run: the job did not report gVisor's kernel" >&2
@@ -139,6 +144,7 @@ if [ "$(id -u)" = 0 ]; then
             exit 1
         }
     done
+    rm -rf "$qs_root"
 else
     step "5/5 skipped: the quickstart needs root"
 fi
