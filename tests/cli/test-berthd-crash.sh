@@ -13,9 +13,11 @@ fi
 
 make_install '"reconcile_interval_ns": 50000000'
 
-# run_id_for ID: the run id berthd derives for dev's job ID (jobstore.h).
+# run_id_for ID: the run id berthd derives for dev's job ID (jobstore.h:
+# the broker's key id, principal, scope and job id).  KEY_ID is read from
+# /v1/capabilities after the first start.
 run_id_for() {
-    printf 'r%s' "$(printf 'dev\0["dev"]\0%s' "$1" | sha256sum | cut -c1-32)"
+    printf 'r%s' "$(printf '%s\0dev\0["dev"]\0%s' "${KEY_ID:?}" "$1" | sha256sum | cut -c1-32)"
 }
 
 # wait_killed: berthd must die by SIGKILL (the fault point) within 20 s.
@@ -46,6 +48,9 @@ finished_once() {
 
 # --- killed right after a 201 --------------------------------------------------
 start_berthd
+api dev GET /v1/capabilities
+expect_status 200
+KEY_ID=$(jq -r .key_id "$TMP/body")
 submit after201 '["sleep-ms","300"]'
 expect_status 201
 kill_berthd
@@ -55,6 +60,9 @@ api dev GET /v1/jobs/after201
 expect_status 200
 grep -qF "$(cat "$TMP/after201.receipt")" "$TMP/body" || fail "the receipt changed across the crash"
 finished_once after201
+# The derivation above is berthd's: it names this job's run.
+[ "$(run_id_for after201)" = "$(run_id_of "$TMP/after201.receipt")" ] ||
+    fail "run_id_for after201 gives $(run_id_for after201), the receipt says $(run_id_of "$TMP/after201.receipt")"
 
 # --- killed after the commit, before the 201 was sent ------------------------------
 stop_berthd
