@@ -51,11 +51,11 @@ step "1/5 build, make check, make distcheck"
 ./configure --enable-werror
 make -j"$jobs"
 make -j"$jobs" check
-# Tests that need root (the Debian image, real runsc and crun) may skip
-# elsewhere, never here.
+# Tests that need root (the Debian image, real runsc and crun, the
+# quickstart) or a tool (groff for the man pages) may skip elsewhere, never here.
 if [ "$(id -u)" = 0 ]; then
     for t in tests/cli/test-image-debian tests/cli/test-bundle-runtimes tests/cli/test-runtime-oci tests/cli/test-qualify \
-        tests/unit/test-runtime-oci; do
+        tests/unit/test-runtime-oci tests/cli/test-quickstart tests/build/test-manpages; do
         grep -qx ':test-result: PASS' "$t.trs" || {
             echo "$t did not pass" >&2
             cat "$t.log" >&2 || true

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The man pages (man/*.in, generated into the build tree): groff must format
-# each without a single warning, no @placeholder@ may survive the build, and
+# each without a warning (but "can't break line", which depends on the length
+# of the substituted install paths), no @placeholder@ may survive the build, and
 # the pages must agree with what they describe -- every berthctl verb has its
 # own subsection, every option the programs' --help prints is documented, and
 # the member tags of berthd.json(5) and of the client configuration in
