@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "fsutil.h"
 #include "journal.h"
+#include "jsonobj.h"
 #include "macro.h"
 #include "poolchain.h"
 #include "utf8.h"

@@ -12,6 +12,7 @@
 #include "berthctl.h"
 #include "canon.h"
 #include "fsutil.h"
+#include "jsonobj.h"
 #include "macro.h"
 #include "sign.h"
 #include "utf8.h"

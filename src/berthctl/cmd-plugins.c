@@ -12,8 +12,9 @@
 #include "berthctl.h"
 #include "canon.h"
 #include "fsutil.h"
+#include "jsonobj.h"
 #include "macro.h"
-#include "plugin-loader.h"
+#include "loader.h"
 #include "utf8.h"
 
 #ifndef BERTH_PLUGINDIR

@@ -13,6 +13,7 @@
 #include "canon.h"
 #include "digest.h"
 #include "fsutil.h"
+#include "jsonobj.h"
 #include "macro.h"
 #include "policy.h"
 

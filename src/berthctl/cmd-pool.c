@@ -12,6 +12,7 @@
 #include "client.h"
 #include "fsutil.h"
 #include "journal.h"
+#include "jsonobj.h"
 #include "pool.h"
 #include "macro.h"
 #include "registry.h"

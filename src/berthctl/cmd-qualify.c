@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cmd-qualify.c -- berthctl qualify BACKEND: run the live probes (qualify.h)
+ * cmd-qualify.c -- berthctl qualify BACKEND: run the live probes (qualify/probes.h)
  * in real sandboxes of one backend configured in berthd.json, and when all
  * pass, sign the qualification with the broker's receipt key and record it
  * in berthd's journal (qualification.h).
@@ -19,13 +19,13 @@
 #include "berthctl.h"
 #include "canon.h"
 #include "fsutil.h"
-#include "host.h"
+#include "host-table.h"
 #include "journal.h"
 #include "jsonobj.h"
 #include "macro.h"
-#include "plugin-loader.h"
+#include "loader.h"
 #include "qualification.h"
-#include "qualify.h"
+#include "probes.h"
 #include "sign.h"
 
 #define VERB "qualify"

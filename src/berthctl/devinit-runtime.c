@@ -13,6 +13,7 @@
 #include "devinit-runtime.h"
 #include "digest.h"
 #include "fsutil.h"
+#include "jsonobj.h"
 #include "macro.h"
 
 /* The cgroup v1 hybrid-layout mount crun 1.8 refuses (platform facts). */

@@ -13,9 +13,10 @@
 #include <unistd.h>
 
 #include "canon.h"
+#include "jsonobj.h"
 #include "macro.h"
 #include "qualification.h"
-#include "qualify.h"
+#include "probes.h"
 #include "startup-qualify.h"
 
 #define VALIDITY_NS (30LL * 86400LL * 1000000000LL)

@@ -3,7 +3,7 @@
  * startup-qualify.h -- berthd qualifies the backends whose berthd.json entry
  * says "qualify_at_startup": true, before it opens its listener: a backend
  * without a current qualification (qualification.h) runs the live probes
- * (qualify.h) with the probe program of berthd.json's "probe" (default: the
+ * (qualify/probes.h) with the probe program of berthd.json's "probe" (default: the
  * installed berth-probe); when all pass, the signed record goes into the
  * journal, valid for 30 days.  A failure is logged and leaves that backend
  * unqualified; berthd still starts.  Takes about 20 s per backend probed.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * berth-probe -- the program live qualification runs inside real sandboxes
- * (qualify.h).  Statically linked, so it is the whole root filesystem of a
+ * (qualify/probes.h).  Statically linked, so it is the whole root filesystem of a
  * probe job.  Each subcommand checks one isolation property from the inside
  * and prints one line: "PASS <what>" (exit 0) or "FAIL <what>" (exit 1).
  * The ones that must be stopped from outside (sleep, ignore-term, flood)

@@ -21,7 +21,7 @@
 #include "fsutil.h"
 #include "hmac.h"
 #include "macro.h"
-#include "plugin-loader.h"
+#include "loader.h"
 #include "sign.h"
 
 static double now_s(void)

@@ -6,8 +6,12 @@
 # Compares every file and symlink under DESTDIR/PREFIX with the list below
 # (a file missing or one nobody listed fails), and checks that nothing was
 # installed outside PREFIX, that programs and plugins are executable and
-# nothing is writable by group or others, and that berth-plugin.pc names the
-# plugin directory that was installed.  tests/run-all.sh runs it after a
+# nothing is writable by group or others, that berth-plugin.pc names the
+# plugin directory that was installed, and that the binaries export only
+# what is meant: libberth is linked into each program and plugin and never
+# installed, so no program exports a berth_ symbol or needs a libberth
+# object, and each plugin exports exactly berth_plugin_entry (nm -D,
+# readelf -d from binutils).  tests/run-all.sh runs it after a
 # default (prefix /usr/local) build.
 set -eu
 
@@ -29,10 +33,6 @@ lib/berth/plugins/image-oci-local.la
 lib/berth/plugins/image-oci-local.so
 lib/berth/plugins/runtime-oci.la
 lib/berth/plugins/runtime-oci.so
-lib/libberth.la
-lib/libberth.so
-lib/libberth.so.0
-lib/libberth.so.0.0.0
 lib/pkgconfig/berth-plugin.pc
 lib/systemd/system/berthd.service
 lib/tmpfiles.d/berth.conf
@@ -82,4 +82,23 @@ pc() { PKG_CONFIG_PATH=$root/lib/pkgconfig PKG_CONFIG_LIBDIR=$root/lib/pkgconfig
 pc --cflags | grep -q -- "-I$prefix/include" || fail "berth-plugin.pc: cflags $(pc --cflags) lack -I$prefix/include"
 grep -q "^ExecStart=$prefix/sbin/berthd " "$root/lib/systemd/system/berthd.service" ||
     fail "berthd.service does not run $prefix/sbin/berthd"
+# Exports: the dynamic symbol table of each installed ELF object, defined
+# symbols only.
+for f in bin/berthctl sbin/berthd libexec/berth/berth-oci-shim libexec/berth/berth-probe \
+    lib/berth/plugins/runtime-oci.so lib/berth/plugins/image-oci-local.so; do
+    if readelf -d "$root/$f" 2>/dev/null | grep -q 'NEEDED.*libberth'; then
+        fail "$f needs a shared libberth: $(readelf -d "$root/$f" | grep NEEDED | grep libberth)"
+    fi
+    exported=$(nm -D --defined-only "$root/$f" 2>/dev/null | awk '$2 ~ /^[TDBRVW]$/ && $3 ~ /^berth_/ {print $3}' | LC_ALL=C sort)
+    case $f in
+    *.so) [ "$exported" = berth_plugin_entry ] ||
+        fail "$f exports [$(echo $exported)], not exactly berth_plugin_entry" ;;
+    *) [ -z "$exported" ] || fail "$f exports libberth symbols: $(echo $exported)" ;;
+    esac
+done
+for f in "$root"/lib/berth/plugins/*.so; do
+    all_exports=$(nm -D --defined-only "$f" | awk '$2 ~ /^[TDBRVWiu]$/ {print $3}')
+    [ "$all_exports" = berth_plugin_entry ] || fail "${f#"$root"/} exports more than berth_plugin_entry: $(echo $all_exports)"
+done
+
 echo "install check: $(printf '%s\n' "$actual" | wc -l) files under $prefix, as listed"

@@ -243,11 +243,11 @@ if [ -f "$page" ]; then
     { c_array "$SRC/plugins/runtime-oci/ocicfg.c" members
       c_array "$SRC/plugins/runtime-oci/ocicfg.c" runtime_members | prefixed "runtime."; } >"$TMP/expected"
     check "RUNTIME-OCI BACKENDS vs runtime-oci's members" SH "RUNTIME-OCI BACKENDS"
-    c_array "$SRC/src/lib/policy.c" policy_members >"$TMP/expected"
+    c_array "$SRC/src/lib/job/policy.c" policy_members >"$TMP/expected"
     check "Policy document vs policy_members" SS "Policy document"
-    c_array "$SRC/src/lib/policy.c" subject_members >"$TMP/expected"
+    c_array "$SRC/src/lib/job/policy.c" subject_members >"$TMP/expected"
     check "Subjects vs subject_members" SS Subjects
-    c_array "$SRC/src/lib/job.c" limit_members >"$TMP/expected"
+    c_array "$SRC/src/lib/job/job.c" limit_members >"$TMP/expected"
     check "Limits vs limit_members" SS Limits
 fi
 

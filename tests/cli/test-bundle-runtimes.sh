@@ -1,4 +1,4 @@
-# test-bundle-runtimes.sh -- the deny-all config.json (src/lib/bundle.h) of a
+# test-bundle-runtimes.sh -- the deny-all config.json (src/lib/job/bundle.h) of a
 # real job on a real staged busybox image, run by real runsc (gVisor, ptrace
 # platform, --network=none) and real crun: what the configuration promises
 # is what the sandbox shows.  Needs root (OCI runtimes create namespaces);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz-audit.c -- libFuzzer target for the audit chain verifier and the pool
- * rules it replays (src/lib/audit.c, poolchain.c, enrol.c).
+ * rules it replays (src/lib/journal/audit.c, pool/poolchain.c, pool/enrol.c).
  *
  * A fuzzer cannot forge MACs, so the harness plays a key holder: each input
  * line is parsed as an event, given the right seq and prev, MAC'd with a

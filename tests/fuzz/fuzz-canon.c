@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz-canon.c -- libFuzzer target for the strict JSON parser and the
- * canonical serialiser (src/lib/canon.c).
+ * canonical serialiser (src/lib/json/canon.c).
  *
  * For every input the parser accepts, it checks the properties berth relies
  * on when it hashes documents:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz-pool.c -- libFuzzer target for pool manifests, governed overrides and
- * placement (src/lib/pool.c, override.c, placement.c).
+ * placement (src/lib/pool/pool.c, override.c, placement.c).
  *
  * Input: a manifest, a newline, then overrides.  Properties checked:
  *   - normalisation is a fixed point: the manifest printed by "pool show"

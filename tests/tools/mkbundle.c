@@ -20,6 +20,7 @@
 #include "bundle.h"
 #include "canon.h"
 #include "fsutil.h"
+#include "jsonobj.h"
 #include "macro.h"
 
 static int die(const char *what, const char *detail)

@@ -5,6 +5,7 @@
 #include "buf.h"
 #include "encoding.h"
 #include "hmac.h"
+#include "jsonobj.h"
 
 static char *dir;
 static struct berth_journal *j;

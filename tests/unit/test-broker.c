@@ -9,11 +9,11 @@
 #include <time.h>
 
 #include "broker.h"
-#include "host.h"
+#include "host-table.h"
 #include "jobtest.h"
 #include "jsonobj.h"
 #include "macro.h"
-#include "plugin-loader.h"
+#include "loader.h"
 #include "pooltest.h"
 #include "receipt.h"
 

@@ -12,6 +12,7 @@
 #include "bundle.h"
 #include "canon.h"
 #include "jobtest.h"
+#include "jsonobj.h"
 #include "macro.h"
 
 #define EFFECTIVE(egress)                                                                                              \

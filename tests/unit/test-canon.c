@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "canon.h"
+#include "jsonobj.h"
 #include "macro.h"
 
 #define MAX ((size_t)1 << 20)

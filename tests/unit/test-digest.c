@@ -3,6 +3,7 @@
 #include "testutil.h"
 
 #include "digest.h"
+#include "jsonobj.h"
 #include "macro.h"
 
 #define EMPTY "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"

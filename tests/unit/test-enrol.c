@@ -3,6 +3,7 @@
 #include "pooltest.h"
 
 #include "enrol.h"
+#include "jsonobj.h"
 
 #define POOL_HASH "d596d671a7cfb009d85f36c3eba522d0cb1f76e6965bd067563223851f83a8ea"
 #define PLACEMENT "9379186c1eca96f14b7fd8a6bcb2afdbdbfb004162260f1847f9634dd549617c"

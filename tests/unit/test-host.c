@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* test-host.c -- the host table lent to plugins (host.h, <berth/plugin.h>). */
+/* test-host.c -- the host table lent to plugins (plugin/host-table.h, <berth/plugin.h>). */
 #include "testutil.h"
 
 #include <time.h>
 
-#include "host.h"
+#include "host-table.h"
 #include "macro.h"
 
 START_TEST(identity_and_log)

@@ -13,11 +13,12 @@
 #include "blobstore.h"
 #include "canon.h"
 #include "digest.h"
-#include "host.h"
+#include "host-table.h"
+#include "jsonobj.h"
 #include "log.h"
 #include "macro.h"
 #include "oci.h"
-#include "plugin-loader.h"
+#include "loader.h"
 #include "tarforge.h"
 
 static char *dir, *store, *plugins;

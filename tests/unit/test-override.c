@@ -3,6 +3,7 @@
 #include "pooltest.h"
 
 #include "canon.h"
+#include "jsonobj.h"
 #include "override.h"
 
 static struct berth_pool *pool, *narrow;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test-plugin.c -- the plugin loader (plugin-loader.h) against the real
+ * test-plugin.c -- the plugin loader (plugin/loader.h) against the real
  * fixture shared objects in $BERTH_TEST_PLUGIN_DIR (tests/plugins/.libs).
  *
  * Each refusal asserts the exact error code and that the object is not
@@ -15,9 +15,9 @@
 
 #include "digest.h"
 
-#include "host.h"
+#include "host-table.h"
 #include "macro.h"
-#include "plugin-loader.h"
+#include "loader.h"
 
 static const char *dir;
 

@@ -3,6 +3,8 @@
 #include "pooltest.h"
 
 #include "canon.h"
+#include "jsonobj.h"
+#include "names.h"
 
 #define MINIMAL "{\"schema_version\":1,\"name\":\"minimal\",\"backend_allowlist\":[\"runsc\",\"crun\"]}"
 /* The normalised form of MINIMAL, written out by hand, and its hashes as

@@ -10,6 +10,7 @@
 #include "buf.h"
 #include "canon.h"
 #include "enrol.h"
+#include "jsonobj.h"
 #include "registry.h"
 
 #define NOW 1796342400000000000LL

@@ -13,10 +13,10 @@
 #include <time.h>
 
 #include "canon.h"
-#include "host.h"
+#include "host-table.h"
 #include "log.h"
 #include "macro.h"
-#include "plugin-loader.h"
+#include "loader.h"
 #include "testutil.h"
 
 #define RUN_ID "r0123456789abcdef0123456789abcdef"

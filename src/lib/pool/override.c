@@ -7,7 +7,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "jsonobj.h"
 #include "macro.h"
+#include "names.h"
 #include "override.h"
 
 #define MAX_TIMEOUT 604800

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* host.c -- host table functions lent to plugins; see host.h. */
+/* host-table.c -- host table functions lent to plugins; see host-table.h. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 #include "canon.h"
 #include "digest.h"
 #include "fsutil.h"
-#include "host.h"
+#include "host-table.h"
 
 static const struct berth_host_instance *instance_of(const struct berth_host *h)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * plugin-loader.h -- finding, checking, loading and initialising plugins.
+ * loader.h -- finding, checking, loading and initialising plugins.
  *
  * The loader applies these rules in this order and stops at the first that
  * fails, returning the error named (every failure dlclose()s what was opened,

@@ -3,8 +3,9 @@
  * macro.h -- small helpers used all over libberth, berthd and berthctl.
  *
  * The cleanup helpers come from the public <berth/cleanup.h> (so plugins and
- * the core use the same ones); this header adds the core-only cleanups for
- * third-party types.  Not installed.
+ * the core use the same ones); this header adds the core-only cleanup of a
+ * FILE stream.  It sees no third-party library: the jansson cleanup lives in
+ * json/jsonobj.h.  Not installed.
  */
 #ifndef BERTH_MACRO_H
 #define BERTH_MACRO_H
@@ -13,21 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include <berth/cleanup.h>
 #include <berth/error.h>
 
 /** Number of elements of a true array. */
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
-
-/** json_decref() on scope exit. */
-static inline void berth_json_decrefp(json_t **p)
-{
-    if (*p)
-        json_decref(*p);
-}
-#define _cleanup_json_ BERTH_CLEANUP(berth_json_decrefp)
 
 /** fclose() on scope exit. */
 static inline void berth_fclosep(FILE **f)

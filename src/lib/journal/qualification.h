@@ -7,7 +7,7 @@
  * backend, driving this exact runtime binary (its SHA-256 as the plugin
  * reports it in capabilities().runtime.sha256) with this exact
  * configuration (config_digest, below), passed (or failed) the live probes
- * (qualify.h) run with this probe program at qualified_at; a passed one is
+ * (qualify/probes.h) run with this probe program at qualified_at; a passed one is
  * valid until expires_at.  It travels as an envelope (envelope.h) signed
  * with the broker's receipt key:
  *

@@ -10,6 +10,7 @@
 #include "envelope.h"
 #include "jsonobj.h"
 #include "macro.h"
+#include "names.h"
 #include "pool.h"
 #include "receipt.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* plugin.c -- the plugin loader; see plugin-loader.h for the rules. */
+/* loader.c -- the plugin loader; see loader.h for the rules. */
 #include <ctype.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -18,7 +18,7 @@
 #include "digest.h"
 #include "fsutil.h"
 #include "macro.h"
-#include "plugin-loader.h"
+#include "loader.h"
 
 struct berth_plugin_handle {
     void *dl;

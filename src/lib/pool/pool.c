@@ -10,6 +10,7 @@
 #include "encoding.h"
 #include "jsonobj.h"
 #include "macro.h"
+#include "names.h"
 #include "pool.h"
 
 const char *const berth_capability_names[BERTH_CAP_COUNT] = {
@@ -43,18 +44,6 @@ static const char *const manifest_members[] = {
     NULL,
 };
 static const char *const template_members[] = {"env", "root", "timeout_seconds", NULL};
-
-int berth_name_index(const char *const *table, size_t n, const char *name)
-{
-    size_t i;
-
-    if (!name)
-        return -1;
-    for (i = 0; i < n; i++)
-        if (streq(table[i], name))
-            return (int)i;
-    return -1;
-}
 
 int berth_hash_hex_json(const json_t *value, char out[BERTH_HASH_HEX_LEN + 1], struct berth_error *reterr)
 {

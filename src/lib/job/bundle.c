@@ -9,6 +9,7 @@
 #include "bundle.h"
 #include "canon.h"
 #include "fsutil.h"
+#include "jsonobj.h"
 #include "macro.h"
 #include "pool.h"
 

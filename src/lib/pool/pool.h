@@ -86,9 +86,6 @@ extern const char *const berth_capability_names[BERTH_CAP_COUNT];
 extern const char *const berth_pool_field_names[BERTH_FIELD_COUNT];
 extern const char *const berth_egress_names[BERTH_EGRESS_COUNT];
 
-/** berth_name_index() - index of @name in @table of @n names, or -1. */
-int berth_name_index(const char *const *table, size_t n, const char *name);
-
 /**
  * berth_name_set_parse() - a JSON array of names from @table (duplicates
  * allowed) as a bit set (bit i = table[i]).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * qualify.h -- live qualification probes: real jobs in real sandboxes of one
+ * probes.h -- live qualification probes: real jobs in real sandboxes of one
  * runtime backend, through the backend's own start/inspect/cancel/reap, each
  * checking one isolation property.  The probe program is berth-probe
  * (src/probe/), statically linked and alone in a read-only root filesystem.

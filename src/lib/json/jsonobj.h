@@ -23,7 +23,16 @@
 
 #include <jansson.h>
 
+#include <berth/cleanup.h>
 #include <berth/error.h>
+
+/** json_decref() on scope exit. */
+static inline void berth_json_decrefp(json_t **p)
+{
+    if (*p)
+        json_decref(*p);
+}
+#define _cleanup_json_ BERTH_CLEANUP(berth_json_decrefp)
 
 /**
  * berth_json_only_members() - refuse members of @obj not in @allowed

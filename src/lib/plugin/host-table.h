@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * host.h -- the core's implementation of the plugin host table.
+ * host-table.h -- the core's implementation of the plugin host table.
  *
  * Each plugin instance gets its own struct berth_host_instance, which embeds
  * the struct berth_host handed to init() and remembers the backend name and

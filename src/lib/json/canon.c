@@ -11,6 +11,7 @@
 
 #include "buf.h"
 #include "canon.h"
+#include "jsonobj.h"
 #include "macro.h"
 #include "utf8.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* qualify.c -- live qualification probes; see qualify.h. */
+/* probes.c -- live qualification probes; see probes.h. */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -19,8 +19,9 @@
 #include "encoding.h"
 #include "fsutil.h"
 #include "job.h"
+#include "jsonobj.h"
 #include "macro.h"
-#include "qualify.h"
+#include "probes.h"
 #include "tree.h"
 
 #define NS_PER_MS 1000000LL

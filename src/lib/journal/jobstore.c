@@ -8,7 +8,7 @@
 #include "encoding.h"
 #include "jobstore.h"
 #include "macro.h"
-#include "pool.h"
+#include "names.h"
 
 const char *const berth_job_state_names[BERTH_JOB_STATE_COUNT] = {
     "accepted", "claimed", "running", "finalizing", "reaping", "exited", "failed", "cancelled", "expired",

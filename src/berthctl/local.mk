@@ -1,0 +1,45 @@
+# src/berthctl/local.mk -- berthctl, the client and offline toolbox
+# (included by Makefile.am).
+
+bin_PROGRAMS += src/berthctl/berthctl
+src_berthctl_berthctl_SOURCES = \
+	src/berthctl/berthctl.c src/berthctl/berthctl.h \
+	src/berthctl/client.c src/berthctl/client.h \
+	src/berthctl/cmd-audit.c \
+	src/berthctl/cmd-canon.c \
+	src/berthctl/cmd-devinit.c \
+	src/berthctl/cmd-digest.c \
+	src/berthctl/cmd-job.c \
+	src/berthctl/cmd-keygen.c \
+	src/berthctl/cmd-plugins.c \
+	src/berthctl/cmd-policy.c \
+	src/berthctl/cmd-pool.c \
+	src/berthctl/cmd-qualify.c src/berthd/config.c src/berthd/config.h \
+	src/berthctl/cmd-verify.c \
+	src/berthctl/devcerts.c src/berthctl/devcerts.h \
+	src/berthctl/devinit-runtime.c src/berthctl/devinit-runtime.h
+src_berthctl_berthctl_CFLAGS = $(BERTH_CORE_CFLAGS) $(LIBCURL_CFLAGS) \
+	-DBERTH_PROBE_PATH=\"$(pkglibexecdir)/berth-probe\"
+src_berthctl_berthctl_LDADD = $(BERTH_CORE_LIBS) $(OPENSSL_LIBS) $(LIBCURL_LIBS)
+if BERTH_PLUGIN_IMAGE_OCI_LOCAL
+src_berthctl_berthctl_SOURCES += src/berthctl/cmd-image.c
+src_berthctl_berthctl_CFLAGS += -DBERTH_WITH_IMAGE $(IMAGE_CFLAGS)
+src_berthctl_berthctl_LDADD += $(IMAGE_LIBS)
+else
+EXTRA_DIST += src/berthctl/cmd-image.c
+endif
+
+if ENABLE_TESTS
+# berthctl's commands, offline and against a real berthd.
+TESTS += \
+	tests/cli/test-audit.sh \
+	tests/cli/test-canon.sh \
+	tests/cli/test-devinit.sh \
+	tests/cli/test-digest.sh \
+	tests/cli/test-keygen.sh \
+	tests/cli/test-plugins.sh \
+	tests/cli/test-policy.sh \
+	tests/cli/test-pool.sh
+endif
+EXTRA_DIST += tests/cli/test-audit.sh tests/cli/test-canon.sh tests/cli/test-devinit.sh tests/cli/test-digest.sh \
+	tests/cli/test-keygen.sh tests/cli/test-plugins.sh tests/cli/test-policy.sh tests/cli/test-pool.sh
