@@ -5,7 +5,9 @@
 #      build's tests/cli/test-image-debian.sh (BERTH_DEBIAN_LAYOUT)
 #   1. ./autogen.sh && ./configure --enable-werror && make -j2 && make check,
 #      make install DESTDIR=ci-destdir checked file by file
-#      (tests/build/check-install.sh), make distcheck   (in this tree, as the caller)
+#      (tests/build/check-install.sh), make distcheck   (in this tree, as the caller),
+#      and a build of the tarball with --disable-tests and Check hidden
+#      (tests/build/test-without-check.sh)
 #   2. when run as root: make distcheck again as an unprivileged user, from
 #      the tarball step 1 produced (proves nothing needs root or touches
 #      /etc or /var outside the prefix)
@@ -55,7 +57,7 @@ make -j"$jobs" check
 # quickstart) or a tool (groff for the man pages) may skip elsewhere, never here.
 if [ "$(id -u)" = 0 ]; then
     for t in tests/cli/test-image-debian tests/cli/test-bundle-runtimes tests/cli/test-runtime-oci tests/cli/test-qualify \
-        tests/unit/test-runtime-oci tests/cli/test-quickstart tests/build/test-manpages; do
+        tests/unit/test-runtime-oci tests/cli/test-quickstart tests/build/test-manpages tests/build/test-layers; do
         grep -qx ':test-result: PASS' "$t.trs" || {
             echo "$t did not pass" >&2
             cat "$t.log" >&2 || true
@@ -72,6 +74,8 @@ make -j"$jobs" distcheck
 tarball=$(ls -t berth-*.tar.xz | head -n1)
 [ -n "$tarball" ] || { echo "no dist tarball was produced" >&2; exit 1; }
 name=${tarball%.tar.xz}
+# A packager's build without Check: --disable-tests builds and installs.
+tests/build/test-without-check.sh "$tarball"
 
 rm -rf ci-build
 mkdir -p ci-build

@@ -26,7 +26,16 @@
  * libraries from the standard search path, or statically.  A plugin does not link
  * against libberth: everything it needs from the core arrives through the
  * host table (struct berth_host).  Start from the skeleton under
- * tests/plugins/skeleton/ of the source tree.
+ * tests/plugins/skeleton/ of the source tree, which uses nothing but this
+ * ABI and is built against the installed headers by "make distcheck".
+ *
+ * The in-tree plugins (runtime-oci, image-oci-local) are the exception, as
+ * Slurm's and crun's own plugins are: they are built with berth and link
+ * berth's internal library (libberth) statically, so they may call its
+ * functions directly.  libberth is not installed and has no installed
+ * headers: its C API is internal to berth and may change in any release.
+ * Only this header, the other <berth/...> headers and the host table are
+ * the interface a plugin written elsewhere can rely on.
  *
  * Compatibility rules
  *   - The first two descriptor fields (abi_version, struct_size) never move.

@@ -1,10 +1,11 @@
 # tests/build/local.mk -- tests of the build itself: the configure macro, the
 # systemd units, the layering of libberth, and the installed-file check
-# tests/run-all.sh runs after "make install DESTDIR=..." (included by
-# Makefile.am; the man page lint is in man/local.mk).
+# tests/run-all.sh runs after "make install DESTDIR=...", and the packager's
+# build without Check it runs on the dist tarball (included by Makefile.am;
+# the man page lint is in man/local.mk).
 
 if ENABLE_TESTS
 TESTS += tests/build/test-plugin-macro.sh tests/build/test-units.sh tests/build/test-layers.sh
 endif
 EXTRA_DIST += tests/build/test-plugin-macro.sh tests/build/test-units.sh tests/build/test-layers.sh \
-	tests/build/check-install.sh
+	tests/build/check-install.sh tests/build/test-without-check.sh
