@@ -172,4 +172,5 @@ BERTH_LIB_UNIT_TESTS = \
 check_PROGRAMS += $(BERTH_LIB_UNIT_TESTS)
 TESTS += $(BERTH_LIB_UNIT_TESTS)
 endif
-EXTRA_DIST += tests/unit/testutil.h tests/unit/pooltest.h tests/unit/jobtest.h tests/golden/bundle-config.json
+EXTRA_DIST += tests/unit/testutil.h tests/unit/pooltest.h tests/unit/jobtest.h tests/unit/scripttest.h \
+	tests/golden/bundle-config.json

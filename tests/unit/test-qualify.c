@@ -18,6 +18,7 @@
 #include "pooltest.h"
 #include "qualification.h"
 #include "qualify.h"
+#include "scripttest.h"
 
 #define RUNTIME_SHA256 "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 #define NOW_NS 1800000000000000000LL /* the clock the records see */
@@ -30,10 +31,14 @@ static struct berth_host_instance host;
 static struct berth_plugin_handle *plugin;
 static json_t *config;
 
-struct calls {
+/* What the callbacks saw. */
+static struct {
     int begin, progress;
     char last_probe[64];
-};
+} calls;
+
+/* The routine's arguments, as setup() leaves them: reuse allowed. */
+static struct berth_qualify_backend_params qp;
 
 static int64_t fixed_now(void)
 {
@@ -42,19 +47,16 @@ static int64_t fixed_now(void)
 
 static void on_begin(void *userdata, const json_t *caps)
 {
-    struct calls *c = userdata;
-
+    ck_assert_ptr_eq(userdata, &calls);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(caps, "runtime"), "sha256")), RUNTIME_SHA256);
-    c->begin++;
+    calls.begin++;
 }
 
 static void on_progress(void *userdata, const char *name, const char *outcome, const char *detail)
 {
-    struct calls *c = userdata;
-
-    (void)outcome, (void)detail;
-    snprintf(c->last_probe, sizeof(c->last_probe), "%s", name);
-    c->progress++;
+    (void)userdata, (void)outcome, (void)detail;
+    snprintf(calls.last_probe, sizeof(calls.last_probe), "%s", name);
+    calls.progress++;
 }
 
 /* Load runtime-script with @runtime (JSON, or NULL for none) in its config. */
@@ -62,23 +64,13 @@ static void load_plugin(const char *runtime)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_free_ char *text = NULL;
-    size_t len = 0;
-    struct berth_plugin_load_options o = {
-        .dir = getenv("BERTH_TEST_PLUGIN_DIR"),
-        .file = "runtime-script.so",
-        .kind = BERTH_PLUGIN_RUNTIME,
-        .host = berth_host_instance_init(&host, "script", NULL),
-    };
 
-    ck_assert_ptr_nonnull(o.dir);
     config = json_pack("{s:s}", "state_directory", state_dir);
     ck_assert_ptr_nonnull(config);
     if (runtime)
         ck_assert_int_eq(json_object_set_new(config, "runtime", test_json(runtime)), 0);
-    ck_assert_int_eq(berth_json_serialize(config, 0, &text, &len, &err), 0);
-    o.config = text;
-    o.config_len = len;
-    ck_assert_msg(berth_plugin_load(&o, &plugin, NULL, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(berth_json_serialize(config, 0, &text, NULL, &err), 0);
+    plugin = test_load_script(&host, text);
 }
 
 static void setup(void)
@@ -94,6 +86,23 @@ static void setup(void)
     ck_assert_int_eq(berth_signing_key_generate(&key, &err), 0);
     ck_assert_msg(berth_qualify_work_dir(dir, &work_dir, &err) == 0, "%s", err.message);
     load_plugin("{\"path\":\"/usr/bin/scripted\",\"version\":\"scripted 1\",\"sha256\":\"" RUNTIME_SHA256 "\"}");
+    memset(&calls, 0, sizeof(calls));
+    qp = (struct berth_qualify_backend_params){
+        .broker = "test-broker",
+        .backend = "script",
+        .plugin = plugin,
+        .config = config,
+        .probe = probe,
+        .work_dir = work_dir,
+        .key = key,
+        .journal = journal,
+        .validity_ns = 7 * DAY_NS,
+        .now_ns = fixed_now,
+        .reuse_current = true,
+        .begin = on_begin,
+        .progress = on_progress,
+        .userdata = &calls,
+    };
 }
 
 static void teardown(void)
@@ -107,26 +116,6 @@ static void teardown(void)
     free(state_dir);
     free(probe);
     free(work_dir);
-}
-
-static struct berth_qualify_backend_params params(struct calls *c, bool reuse_current)
-{
-    return (struct berth_qualify_backend_params){
-        .broker = "test-broker",
-        .backend = "script",
-        .plugin = plugin,
-        .config = config,
-        .probe = probe,
-        .work_dir = work_dir,
-        .key = key,
-        .journal = journal,
-        .validity_ns = 7 * DAY_NS,
-        .now_ns = fixed_now,
-        .reuse_current = reuse_current,
-        .begin = on_begin,
-        .progress = on_progress,
-        .userdata = c,
-    };
 }
 
 /* The config_digest the record must carry. */
@@ -159,19 +148,17 @@ static int current(char id[BERTH_QUALIFICATION_ID_LEN + 1])
 START_TEST(records_a_failed_run)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    struct calls c = {0};
-    const struct berth_qualify_backend_params p = params(&c, true);
     struct berth_qualify_outcome out;
     const json_t *body = NULL;
     char digest[BERTH_DIGEST_BUFSZ], probe_digest[BERTH_DIGEST_BUFSZ], id[BERTH_QUALIFICATION_ID_LEN + 1];
     _cleanup_close_ int pfd = open(probe, O_RDONLY | O_CLOEXEC);
 
-    ck_assert_msg(berth_qualify_backend(&p, &out, &err) == 0, "%s", err.message);
+    ck_assert_msg(berth_qualify_backend(&qp, &out, &err) == 0, "%s", err.message);
     ck_assert(!out.reused);
     ck_assert(!out.passed);
-    ck_assert_int_eq(c.begin, 1);
-    ck_assert_int_eq(c.progress, 10);
-    ck_assert_str_eq(c.last_probe, "inputs-read-only");
+    ck_assert_int_eq(calls.begin, 1);
+    ck_assert_int_eq(calls.progress, 10);
+    ck_assert_str_eq(calls.last_probe, "inputs-read-only");
     ck_assert_uint_eq(json_array_size(out.probes), 10);
     ck_assert_int_eq(out.expires_ns, NOW_NS + 7 * DAY_NS);
 
@@ -210,8 +197,6 @@ END_TEST
 START_TEST(reuses_a_current_qualification)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    struct calls c = {0};
-    struct berth_qualify_backend_params p = params(&c, true);
     struct berth_qualify_outcome out;
     _cleanup_json_ json_t *caps = NULL, *probes = json_array(), *body = NULL, *env = NULL;
     _cleanup_free_ char *text = NULL, *calls_log = test_path(state_dir, "calls.log");
@@ -229,22 +214,22 @@ START_TEST(reuses_a_current_qualification)
     ck_assert_int_eq(berth_qualification_store(journal, env, &err), 0);
     ck_assert_int_eq(current(id), 0);
 
-    ck_assert_msg(berth_qualify_backend(&p, &out, &err) == 0, "%s", err.message);
+    ck_assert_msg(berth_qualify_backend(&qp, &out, &err) == 0, "%s", err.message);
     ck_assert(out.reused);
     ck_assert(out.passed);
     ck_assert_str_eq(out.id, id);
     ck_assert_int_eq(out.expires_ns, NOW_NS - 3600LL * 1000000000LL + DAY_NS);
     ck_assert_ptr_null(out.probes);
     ck_assert_ptr_null(out.envelope);
-    ck_assert_int_eq(c.begin, 0);
-    ck_assert_int_eq(c.progress, 0);
+    ck_assert_int_eq(calls.begin, 0);
+    ck_assert_int_eq(calls.progress, 0);
     ck_assert_int_ne(access(calls_log, F_OK), 0); /* no job was started */
 
-    p.reuse_current = false;
-    ck_assert_msg(berth_qualify_backend(&p, &out, &err) == 0, "%s", err.message);
+    qp.reuse_current = false;
+    ck_assert_msg(berth_qualify_backend(&qp, &out, &err) == 0, "%s", err.message);
     ck_assert(!out.reused);
     ck_assert(!out.passed);
-    ck_assert_int_eq(c.begin, 1);
+    ck_assert_int_eq(calls.begin, 1);
     ck_assert_int_eq(access(calls_log, F_OK), 0);
     ck_assert_int_eq(current(id), -ENOENT);
     berth_qualify_outcome_clear(&out);
@@ -255,43 +240,41 @@ END_TEST
 START_TEST(refusals)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    struct calls c = {0};
-    struct berth_qualify_backend_params p = params(&c, true);
     struct berth_qualify_outcome out;
     _cleanup_free_ char *calls_log = test_path(state_dir, "calls.log"), *gw = test_path(dir, "gw"),
                         *gw_probe = test_path(gw, "berth-probe");
 
     ck_assert_int_eq(berth_qualify_backend(NULL, &out, &err), -EINVAL);
-    p.validity_ns = 0;
-    ck_assert_int_eq(berth_qualify_backend(&p, &out, &err), -EINVAL);
-    p.validity_ns = DAY_NS;
-    p.now_ns = NULL;
-    ck_assert_int_eq(berth_qualify_backend(&p, &out, &err), -EINVAL);
-    p.now_ns = fixed_now;
+    qp.validity_ns = 0;
+    ck_assert_int_eq(berth_qualify_backend(&qp, &out, &err), -EINVAL);
+    qp.validity_ns = DAY_NS;
+    qp.now_ns = NULL;
+    ck_assert_int_eq(berth_qualify_backend(&qp, &out, &err), -EINVAL);
+    qp.now_ns = fixed_now;
 
     /* The probe program decides the verdict: an untrusted one runs nothing. */
     ck_assert_int_eq(mkdir(gw, 0775), 0);
     ck_assert_int_eq(chmod(gw, 0775), 0);
     test_write_file(gw_probe, "#!/bin/false\n", 13, 0755);
-    p.probe = gw_probe;
-    ck_assert_int_eq(berth_qualify_backend(&p, &out, &err), -EPERM);
+    qp.probe = gw_probe;
+    ck_assert_int_eq(berth_qualify_backend(&qp, &out, &err), -EPERM);
     ck_assert_msg(strstr(err.message, "cannot run the probes: probe: ") && strstr(err.message, "has mode 0775"), "%s",
                   err.message);
-    ck_assert_int_eq(c.begin, 1); /* the probes were about to run */
-    ck_assert_int_eq(c.progress, 0);
+    ck_assert_int_eq(calls.begin, 1); /* the probes were about to run */
+    ck_assert_int_eq(calls.progress, 0);
     ck_assert_int_ne(access(calls_log, F_OK), 0);
-    p.probe = probe;
-    c.begin = 0;
+    qp.probe = probe;
+    calls.begin = 0;
 
     /* A backend that does not name its runtime binary cannot be qualified. */
     berth_plugin_unload(plugin);
     json_decref(config);
     load_plugin(NULL);
-    p.plugin = plugin;
-    p.config = config;
-    ck_assert_int_eq(berth_qualify_backend(&p, &out, &err), -EBADMSG);
+    qp.plugin = plugin;
+    qp.config = config;
+    ck_assert_int_eq(berth_qualify_backend(&qp, &out, &err), -EBADMSG);
     ck_assert_msg(strstr(err.message, "no runtime.sha256 and isolation"), "%s", err.message);
-    ck_assert_int_eq(c.begin, 0);
+    ck_assert_int_eq(calls.begin, 0);
     ck_assert_int_ne(access(calls_log, F_OK), 0);
     ck_assert_ptr_null(out.envelope);
 }
@@ -340,7 +323,6 @@ static Suite *make_suite(void)
     TCase *tc = test_case(s, "qualify");
 
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 120);
     tcase_add_test(tc, records_a_failed_run);
     tcase_add_test(tc, reuses_a_current_qualification);
     tcase_add_test(tc, refusals);
