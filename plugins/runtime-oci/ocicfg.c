@@ -75,7 +75,7 @@ static int parse_runtime(const json_t *rt, struct oci_config *c, struct berth_er
     m = strtol(mode, &end, 8);
     if (errno || *end || strlen(mode) != 4 || mode[0] != '0' || m < 0 || m > 0777)
         return berth_error_set(reterr, -EBADMSG, WHAT ": runtime.mode must be four octal digits such as \"0755\"");
-    if (m & 022)
+    if ((mode_t)m & BERTH_UNTRUSTED_MODE) /* berth_trusted_file_check() would refuse the file */
         return berth_error_set(reterr, -EBADMSG,
                                WHAT ": runtime.mode %s lets group or others write the runtime; refused", mode);
     c->pin.mode = (uint32_t)m;
@@ -168,12 +168,18 @@ int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struc
     int64_t mtime, ctime;
     int r;
 
-    if (fstat(fd, &st) < 0)
-        return berth_error_set(reterr, -errno, "runtime %s: %m", path);
-    if (!S_ISREG(st.st_mode))
-        return berth_error_set(reterr, -EPERM, "runtime %s is not a regular file", path);
-    if (st.st_uid != 0 && st.st_uid != geteuid())
-        return berth_error_set(reterr, -EPERM, "runtime %s is owned by uid %u, not root", path, (unsigned)st.st_uid);
+    if ((r = berth_trusted_file_check(fd, path, 0, &st, reterr)) < 0) {
+        /* An untrusted runtime is refused like one that differs from its pin
+         * (a job's start fails with backend_refused); only a file replaced
+         * while it was checked is worth another try. */
+        if (r == -EBADFD || r == -EMLINK || r == -ELOOP) {
+            r = -EPERM;
+            if (reterr)
+                reterr->code = r;
+        }
+        berth_error_prefix(reterr, "runtime");
+        return r;
+    }
     if ((uint32_t)(st.st_mode & 07777) != pin->mode)
         return berth_error_set(reterr, -EPERM, "runtime %s has mode %04o; its pin says %04o", path,
                                (unsigned)(st.st_mode & 07777), (unsigned)pin->mode);
@@ -209,7 +215,7 @@ int oci_pin_check(struct oci_config *c, struct berth_error *reterr)
 {
     _cleanup_close_ int fd = -1;
 
-    fd = berth_open_trusted(c->pin.path, O_RDONLY | O_NOCTTY, 0, reterr);
+    fd = berth_open_trusted(c->pin.path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, reterr);
     if (fd < 0)
         return fd;
     return oci_pin_verify_fd(fd, c->pin.path, &c->pin, &c->pin_cache, reterr);

@@ -88,19 +88,22 @@ int oci_config_parse(const char *json, size_t len, const char *default_shim, str
 void oci_config_clear(struct oci_config *c);
 
 /**
- * oci_pin_verify_fd() - check the open runtime binary @fd (named @path in
- * messages) against @pin.  With @cache, a file whose device, inode, size,
- * mtime and ctime are those of the last call is not hashed again.
- * Return: 0; -EPERM (it differs: reterr says in what); -errno.
+ * oci_pin_verify_fd() - check the open runtime binary @fd, opened at the
+ * absolute @path, against the trusted-file rule (berth_trusted_file_check():
+ * a regular file with one link, root's or the caller's, not writable by group
+ * or others, below directories that are the same) and against @pin.  With
+ * @cache, a file whose device, inode, size, mtime and ctime are those of the
+ * last call is not hashed again.
+ * Return: 0; -EPERM (it is not trusted or differs from its pin: reterr says
+ * in what); -EAGAIN (@path was replaced while it was checked); -errno.
  */
 int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struct oci_pin_cache *cache,
                       struct berth_error *reterr);
 
 /**
  * oci_pin_check() - open the runtime binary (no symlink on its path) and
- * check it against its pin, with the config's cache.
- * Return: 0; -EPERM (it differs: reterr says in what); -errno when it cannot
- * be opened or read.
+ * check it with oci_pin_verify_fd(), with the config's cache.
+ * Return: as oci_pin_verify_fd(); -errno when it cannot be opened or read.
  */
 int oci_pin_check(struct oci_config *c, struct berth_error *reterr);
 

@@ -202,24 +202,22 @@ static int check_runtime(struct oci *o, struct berth_error *reterr)
 /* The shim must be trusted like the runtime (it runs as root) and answer as berth-oci-shim. */
 static int check_shim(struct oci *o, struct berth_error *reterr)
 {
-    const struct berth_file_expect expect = {.type = S_IFREG, .uid = BERTH_UID_ANY, .mode_mask = 022, .mode = 0};
-    _cleanup_close_ int fd = berth_open_trusted(o->cfg.shim, O_RDONLY | O_NOCTTY, 0, reterr);
+    /* O_NONBLOCK: a FIFO at the path must not block the open. */
+    _cleanup_close_ int fd = berth_open_trusted(o->cfg.shim, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, reterr);
     char *argv[] = {(char *)o->cfg.shim, "--version", NULL};
     char line[VERSION_MAX];
-    struct stat st;
     int r;
 
     if (fd < 0) {
         berth_error_prefix(reterr, "shim");
         return fd;
     }
-    if ((r = berth_file_check(fd, o->cfg.shim, &expect, &st, reterr)) < 0)
+    if ((r = berth_trusted_file_check(fd, o->cfg.shim, 0, NULL, reterr)) < 0) {
+        berth_error_prefix(reterr, "shim");
         return r;
+    }
     if ((r = berth_digest_fd(fd, o->shim_sha256)) < 0)
         return berth_error_set(reterr, r, "shim %s: cannot read it: %s", o->cfg.shim, strerror(-r));
-    if (st.st_uid != 0 && st.st_uid != geteuid())
-        return berth_error_set(reterr, -EPERM, "shim %s is owned by uid %u, not root", o->cfg.shim,
-                               (unsigned)st.st_uid);
     first_line(fd, argv, line);
     if (strncmp(line, "berth-oci-shim ", 15) != 0)
         return berth_error_set(reterr, -EINVAL, "shim %s is not berth-oci-shim (its --version said \"%.64s\")",

@@ -572,7 +572,7 @@ static int load_config(struct shim *s)
         }
         snprintf(want.sha256, sizeof(want.sha256), "%s", sha);
         want.mode = (uint32_t)mode;
-        s->runtime_fd = berth_open_trusted(want.path, O_RDONLY | O_NOCTTY, 0, &err);
+        s->runtime_fd = berth_open_trusted(want.path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, &err);
         if (s->runtime_fd < 0 || oci_pin_verify_fd(s->runtime_fd, want.path, &want, NULL, &err) < 0) {
             logf_shim(s, "refusing to run the runtime: %s", err.message);
             return -EPERM;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cmd-qualify.c -- berthctl qualify BACKEND: run the live probes (qualify/probes.h)
- * in real sandboxes of one backend configured in berthd.json, and when all
- * pass, sign the qualification with the broker's receipt key and record it
- * in berthd's journal (qualification.h).
+ * in real sandboxes of one backend configured in berthd.json, sign the
+ * outcome with the broker's receipt key and record it in berthd's journal
+ * (qualification.h); berth_qualify_backend() (qualify/qualify.h) is the
+ * sequence, the one berthd runs at startup too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,8 +25,7 @@
 #include "jsonobj.h"
 #include "macro.h"
 #include "loader.h"
-#include "qualification.h"
-#include "probes.h"
+#include "qualify.h"
 #include "sign.h"
 
 #define VERB "qualify"
@@ -93,9 +93,15 @@ static void log_sink(void *userdata, int level, const char *line)
         fprintf(stderr, "berthctl qualify: %s\n", line);
 }
 
+/* What begin() and progress() need. */
+struct qrun {
+    const struct bctl_globals *g;
+    const char *backend;
+};
+
 static void progress(void *userdata, const char *name, const char *outcome, const char *detail)
 {
-    const struct bctl_globals *g = userdata;
+    const struct bctl_globals *g = ((const struct qrun *)userdata)->g;
 
     if (g->json)
         return;
@@ -167,18 +173,18 @@ static int parse(struct bctl_globals *g, int argc, char **argv, struct qopts *o)
     return 0;
 }
 
-/* A private directory below the state directory for the probe rootfs. */
-static int work_dir(const struct berthd_config *cfg, char **ret)
+/* Before the probes run: what is being qualified. */
+static void begin(void *userdata, const json_t *caps)
 {
-    struct stat st;
+    const struct qrun *q = userdata;
+    const json_t *rt = json_object_get(caps, "runtime");
 
-    if (asprintf(ret, "%s/qualify", cfg->state_directory) < 0)
-        return bctl_error(VERB, "out of memory");
-    if (mkdir(*ret, 0700) < 0 && errno != EEXIST)
-        return bctl_error(VERB, "cannot create %s: %m", *ret);
-    if (lstat(*ret, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
-        return bctl_error(VERB, "%s must be a directory owned by uid %u with mode 0700", *ret, (unsigned)geteuid());
-    return 0;
+    if (q->g->json)
+        return;
+    printf("berthctl qualify: backend %s (%s, runtime %s %s)\n", q->backend,
+           json_string_value(json_object_get(caps, "isolation")), json_string_value(json_object_get(rt, "path")),
+           json_string_value(json_object_get(rt, "version")));
+    fflush(stdout);
 }
 
 static int qualify(struct bctl_globals *g, struct qopts *o)
@@ -191,12 +197,9 @@ static int qualify(struct bctl_globals *g, struct qopts *o)
     struct berth_journal *journal = NULL;
     struct berth_signing_key *key = NULL;
     const struct berthd_backend_config *bc = NULL;
-    const struct berth_runtime_ops_v1 *ops;
-    _cleanup_free_ char *config = NULL, *file = NULL, *caps_text = NULL, *wd = NULL, *journal_path = NULL, *text = NULL;
-    _cleanup_json_ json_t *caps = NULL, *probes = NULL, *env = NULL, *body = NULL;
+    struct berth_qualify_outcome out = {0};
+    _cleanup_free_ char *config = NULL, *file = NULL, *wd = NULL, *journal_path = NULL, *text = NULL;
     size_t len = 0, i;
-    bool passed = false;
-    char probe_sha256[BERTH_DIGEST_BUFSZ] = "";
     int r, rc = BCTL_EXIT_FAIL;
 
     if ((r = berthd_config_load(o->berthd_config, BERTH_PLUGINDIR, &cfg, &err)) < 0) {
@@ -247,79 +250,53 @@ static int qualify(struct bctl_globals *g, struct qopts *o)
             goto out;
         }
     }
-    ops = berth_plugin_runtime_ops(plugin);
-    if ((r = ops->capabilities(berth_plugin_state(plugin), &caps_text, &len, &err)) < 0 ||
-        (r = berth_json_parse(caps_text, len, 64 * 1024, &caps, &err)) < 0) {
-        bctl_error(VERB, "backend %s cannot be qualified: %s", bc->name, err.message);
-        goto out;
-    }
-    if (!json_is_string(json_object_get(json_object_get(caps, "runtime"), "sha256")) ||
-        !json_is_string(json_object_get(caps, "isolation"))) {
-        bctl_error(VERB,
-                   "backend %s reports no runtime.sha256 and isolation: only runtimes that name their "
-                   "binary can be qualified",
-                   bc->name);
-        goto out;
-    }
     if ((r = berth_signing_key_load(cfg.receipt_key, &key, &err)) < 0) {
         bctl_error(VERB, "receipt_key %s: %s", cfg.receipt_key, err.message);
         goto out;
     }
-    if (work_dir(&cfg, &wd) != 0)
+    if ((r = berth_qualify_work_dir(cfg.state_directory, &wd, &err)) < 0) {
+        bctl_error(VERB, "%s", err.message);
         goto out;
-
-    if (!g->json)
-        printf("berthctl qualify: backend %s (%s, runtime %s %s)\n", bc->name,
-               json_string_value(json_object_get(caps, "isolation")),
-               json_string_value(json_object_get(json_object_get(caps, "runtime"), "path")),
-               json_string_value(json_object_get(json_object_get(caps, "runtime"), "version")));
+    }
     {
-        const struct berth_qualify_params qp = {
+        struct qrun q = {.g = g, .backend = bc->name};
+        const struct berth_qualify_backend_params qp = {
+            .broker = cfg.broker_name,
             .backend = bc->name,
-            .ops = ops,
-            .state = berth_plugin_state(plugin),
+            .plugin = plugin,
+            .config = bc->config,
             .probe = o->probe,
             .work_dir = wd,
+            .key = key,
+            .journal = journal,
+            .validity_ns = o->validity_days * NS_PER_DAY,
+            .now_ns = bctl_now_ns,
+            .reuse_current = false, /* a deliberate re-run: its record is the newest */
+            .begin = begin,
             .progress = progress,
-            .userdata = g,
+            .userdata = &q,
         };
-        if ((r = berth_qualify_probes(&qp, &probes, &passed, probe_sha256, &err)) < 0) {
-            bctl_error(VERB, "cannot run the probes: %s", err.message);
+        if ((r = berth_qualify_backend(&qp, &out, &err)) < 0) {
+            bctl_error(VERB, "backend %s cannot be qualified: %s", bc->name, err.message);
             goto out;
         }
     }
-    /* Failed runs are recorded too: the newest record decides, so a failure
-     * ends an earlier qualification of the same configuration. */
-    {
-        const struct berth_plugin_info *info = berth_plugin_get_info(plugin);
-        char config_digest[BERTH_DIGEST_BUFSZ];
-
-        if (berth_qualification_config_digest(bc->config, info->sha256, caps, config_digest, &err) < 0 ||
-            !(body = berth_qualification_body(cfg.broker_name, bc->name, info->name, info->version, config_digest,
-                                              probe_sha256, passed, caps, probes, bctl_now_ns(),
-                                              o->validity_days * NS_PER_DAY)) ||
-            berth_qualification_seal(key, body, &env, &err) < 0 || berth_qualification_store(journal, env, &err) < 0) {
-            bctl_error(VERB, "cannot record the qualification: %s", body ? err.message : "out of memory");
-            goto out;
-        }
-        if (passed && o->out &&
-            (berth_json_serialize(env, 0, &text, &len, &err) < 0 ||
-             berth_publish_path(o->out, text, len, 0644, 0, &err) < 0)) {
-            bctl_error(VERB, "recorded, but cannot write %s: %s", o->out, err.message);
-            goto out;
-        }
+    if (out.passed && o->out &&
+        (berth_json_serialize(out.envelope, 0, &text, &len, &err) < 0 ||
+         berth_publish_path(o->out, text, len, 0644, 0, &err) < 0)) {
+        bctl_error(VERB, "recorded, but cannot write %s: %s", o->out, err.message);
+        goto out;
     }
     if (g->json) {
-        _cleanup_json_ json_t *report = json_pack("{s:s, s:b, s:O, s:O*}", "backend", bc->name, "qualified", passed,
-                                                  "probes", probes, "qualification", env);
+        _cleanup_json_ json_t *report = json_pack("{s:s, s:b, s:O, s:O*}", "backend", bc->name, "qualified", out.passed,
+                                                  "probes", out.probes, "qualification", out.envelope);
         rc = report ? bctl_print_json(VERB, report, true) : BCTL_EXIT_FAIL;
-        if (rc == BCTL_EXIT_OK && !passed)
+        if (rc == BCTL_EXIT_OK && !out.passed)
             rc = BCTL_EXIT_FAIL;
-    } else if (passed) {
-        const json_t *q = json_object_get(env, "qualification");
+    } else if (out.passed) {
+        const json_t *q = json_object_get(out.envelope, "qualification");
         printf("berthctl qualify: backend %s qualified: %s, recorded in %s, expires_at %s (%ld days)\n", bc->name,
-               json_string_value(json_object_get(q, "id")), journal_path,
-               json_string_value(json_object_get(q, "expires_at")), o->validity_days);
+               out.id, journal_path, json_string_value(json_object_get(q, "expires_at")), o->validity_days);
         rc = BCTL_EXIT_OK;
     } else {
         bctl_error(VERB,
@@ -328,6 +305,7 @@ static int qualify(struct bctl_globals *g, struct qopts *o)
                    bc->name);
     }
 out:
+    berth_qualify_outcome_clear(&out);
     berth_journal_close(journal);
     berth_signing_key_free(key);
     berth_plugin_unload(plugin);

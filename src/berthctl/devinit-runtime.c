@@ -2,7 +2,6 @@
 /* devinit-runtime.c -- runtime-oci backend settings for dev-init --runtime (devinit-runtime.h). */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,42 +29,9 @@ static bool hybrid_cgroup_mount(void)
            st.st_dev != parent.st_dev;
 }
 
-/* Every directory above @path: root's (or the caller's), and writable by
- * group or others only when sticky, so nobody else can replace the binary
- * that berthd will run as root. */
-static int parents_trusted(const char *path, struct berth_error *reterr)
-{
-    char dir[PATH_MAX];
-    char *slash;
-    struct stat st;
-
-    if (strlen(path) >= sizeof(dir))
-        return berth_error_set(reterr, -ENAMETOOLONG, "%s: path too long", path);
-    strcpy(dir, path);
-    while ((slash = strrchr(dir, '/')) != NULL) {
-        if (slash == dir)
-            slash[1] = '\0';
-        else
-            *slash = '\0';
-        if (lstat(dir, &st) < 0)
-            return berth_error_set(reterr, -errno, "%s: %m", dir);
-        if (st.st_uid != 0 && st.st_uid != geteuid())
-            return berth_error_set(reterr, -EPERM, "%s (above the runtime) is owned by uid %u, not root", dir,
-                                   (unsigned)st.st_uid);
-        if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))
-            return berth_error_set(reterr, -EPERM,
-                                   "%s (above the runtime) is writable by group or others: anyone could replace "
-                                   "the runtime",
-                                   dir);
-        if (slash == dir)
-            break;
-    }
-    return 0;
-}
-
 /* The pin of the binary at @path: {path, sha256, size, mode}.  Refuses what
- * runtime-oci would refuse to run (ocicfg.c): not a regular file, not root's,
- * writable by group or others. */
+ * runtime-oci would refuse to run (ocicfg.c): what is not a trusted file
+ * (berth_trusted_file_check()). */
 static int runtime_pin(const char *path, json_t **ret, struct berth_error *reterr)
 {
     _cleanup_close_ int fd = -1;
@@ -77,16 +43,7 @@ static int runtime_pin(const char *path, json_t **ret, struct berth_error *reter
     fd = berth_open_trusted(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, reterr);
     if (fd < 0)
         return fd;
-    if (fstat(fd, &st) < 0)
-        return berth_error_set(reterr, -errno, "%s: %m", path);
-    if (!S_ISREG(st.st_mode))
-        return berth_error_set(reterr, -EPERM, "%s is not a regular file", path);
-    if (st.st_uid != 0 && st.st_uid != geteuid())
-        return berth_error_set(reterr, -EPERM, "%s is owned by uid %u, not root", path, (unsigned)st.st_uid);
-    if (st.st_mode & 022)
-        return berth_error_set(reterr, -EPERM, "%s has mode %04o: group or others could write the runtime", path,
-                               (unsigned)(st.st_mode & 07777));
-    if ((r = parents_trusted(path, reterr)) < 0)
+    if ((r = berth_trusted_file_check(fd, path, 0, &st, reterr)) < 0)
         return r;
     if ((r = berth_digest_fd(fd, digest)) < 0)
         return berth_error_set(reterr, r, "cannot read %s: %s", path, strerror(-r));

@@ -31,11 +31,13 @@
  * @reterr: detail on failure.
  *
  * Return: 0; -EINVAL for a runtime that is not runsc or crun; -ENOENT,
- * -ELOOP, -EACCES and the other errors of opening and reading @path;
- * -EPERM when it is not a regular file, not owned by root (or the caller),
- * writable by group or others, or below a directory that is not root's or
- * is writable by group or others without the sticky bit (runtime-oci
- * refuses to run such a runtime); -ENAMETOOLONG; -ENOMEM.
+ * -ELOOP, -EACCES and the other errors of opening and reading @path; the
+ * refusals of berth_trusted_file_check() (fsutil.h), which runtime-oci
+ * applies before it runs a runtime: -EBADFD (not a regular file), -EMLINK
+ * (a second hard link), -EPERM (not owned by root or the caller, writable by
+ * group or others, or below a directory that is not root's or the caller's
+ * or is writable by group or others without the sticky bit), -EAGAIN
+ * (replaced while it was checked); -ENOMEM.
  * Thread safety: none needed (no shared state).
  */
 int bctl_runtime_config(const char *path, json_t **ret, struct berth_error *reterr);

@@ -401,7 +401,7 @@ static int start(struct daemon *d, bool check_only)
         return 1;
     if ((r = berth_journal_open(journal_path, BERTH_JOURNAL_CREATE, &d->journal, &err)) < 0)
         return fail(d, "journal", &err);
-    if (berthd_qualify_at_startup(&d->cfg, d->backends, d->journal, d->key, &d->logger) < 0)
+    if (berthd_qualify_at_startup(&d->cfg, d->plugins, d->journal, d->key, &d->logger) < 0)
         return 1;
     bp = (struct berth_broker_params){
         .name = d->cfg.broker_name,

@@ -4,25 +4,30 @@
  * says "qualify_at_startup": true, before it opens its listener: a backend
  * without a current qualification (qualification.h) runs the live probes
  * (qualify/probes.h) with the probe program of berthd.json's "probe" (default: the
- * installed berth-probe); when all pass, the signed record goes into the
- * journal, valid for 30 days.  A failure is logged and leaves that backend
- * unqualified; berthd still starts.  Takes about 20 s per backend probed.
+ * installed berth-probe); the signed record of the run goes into the
+ * journal, valid for 30 days when every probe passed.  The sequence is
+ * berth_qualify_backend() (qualify/qualify.h), the one "berthctl qualify"
+ * runs too.  A failure is logged and leaves that backend unqualified;
+ * berthd still starts.  Takes about 20 s per backend probed.
  */
 #ifndef BERTHD_STARTUP_QUALIFY_H
 #define BERTHD_STARTUP_QUALIFY_H
 
-#include "broker.h"
 #include "config.h"
 #include "journal.h"
+#include "loader.h"
 #include "log.h"
 #include "sign.h"
 
 /**
  * berthd_qualify_at_startup() - see above.  Call before the broker and the
  * worker thread exist (the backends' instances are used from this thread).
- * Return: 0; -EPERM (state_directory/qualify is unsafe); -ENOMEM.
+ * @plugins: the loaded runtime plugin of each of @cfg's backends, in the
+ *           order of @cfg->backends (borrowed).
+ * Return: 0; -EPERM or -ELOOP (state_directory/qualify is unsafe); -ENOMEM;
+ * the errno of creating it.
  */
-int berthd_qualify_at_startup(const struct berthd_config *cfg, const struct berth_broker_backend *backends,
+int berthd_qualify_at_startup(const struct berthd_config *cfg, struct berth_plugin_handle *const *plugins,
                               struct berth_journal *journal, const struct berth_signing_key *key,
                               const struct berth_logger *log);
 

@@ -62,7 +62,8 @@ BERTH_PLUGIN_SOURCES = \
 	src/lib/plugin/host-table.c src/lib/plugin/host-table.h \
 	src/lib/plugin/loader.c src/lib/plugin/loader.h
 BERTH_QUALIFY_SOURCES = \
-	src/lib/qualify/probes.c src/lib/qualify/probes.h
+	src/lib/qualify/probes.c src/lib/qualify/probes.h \
+	src/lib/qualify/qualify.c src/lib/qualify/qualify.h
 BERTH_BROKER_SOURCES = \
 	src/lib/broker/broker.c src/lib/broker/broker.h src/lib/broker/broker-internal.h \
 	src/lib/broker/broker-stage.c \
@@ -163,6 +164,7 @@ BERTH_LIB_UNIT_TESTS = \
 	tests/unit/test-plugin \
 	tests/unit/test-policy \
 	tests/unit/test-pool \
+	tests/unit/test-qualify \
 	tests/unit/test-receipt \
 	tests/unit/test-registry \
 	tests/unit/test-sign \
@@ -170,4 +172,5 @@ BERTH_LIB_UNIT_TESTS = \
 check_PROGRAMS += $(BERTH_LIB_UNIT_TESTS)
 TESTS += $(BERTH_LIB_UNIT_TESTS)
 endif
-EXTRA_DIST += tests/unit/testutil.h tests/unit/pooltest.h tests/unit/jobtest.h tests/golden/bundle-config.json
+EXTRA_DIST += tests/unit/testutil.h tests/unit/pooltest.h tests/unit/jobtest.h tests/unit/scripttest.h \
+	tests/golden/bundle-config.json

@@ -34,7 +34,13 @@ stderr_has "backend crun is NOT qualified: a probe failed; the failure is record
 cp "$BERTH_PROBE" "$TMP/open-probe"
 chmod 0777 "$TMP/open-probe"
 run 1 "$BERTHCTL" qualify crun --berthd-config "$INST/berthd.json" --probe "$TMP/open-probe"
-stderr_has "must be owned by root and not writable by group or others"
+stderr_has "probe: $TMP/open-probe has mode 0777, which is writable by group or others"
+# ... and so must the directories above it.
+mkdir -m 0775 "$TMP/group-writable"
+chmod 0775 "$TMP/group-writable"
+cp "$BERTH_PROBE" "$TMP/group-writable/berth-probe"
+run 1 "$BERTHCTL" qualify crun --berthd-config "$INST/berthd.json" --probe "$TMP/group-writable/berth-probe"
+stderr_has "$TMP/group-writable (above $TMP/group-writable/berth-probe) has mode 0775"
 
 # crun qualifies: every probe passes, the record verifies with the broker key.
 qualify 0 crun --out "$TMP/q-crun.json"

@@ -41,6 +41,16 @@ cp "$BERTH_OCI_SHIM" "$TMP/open-shim"
 chmod 0777 "$TMP/open-shim"
 bad_config ".backends.runsc.config.shim = \"$TMP/open-shim\"" "$TMP/open-shim"
 bad_config '.backends.runsc.config.shim = "/usr/bin/true"' 'is not berth-oci-shim'
+# The runtime and the shim are checked with the directories above them: below
+# a directory its group can write, either could be swapped.
+mkdir -m 0775 "$TMP/group-writable"
+chmod 0775 "$TMP/group-writable"
+install -m 0755 /usr/bin/crun "$TMP/group-writable/crun"
+cp "$BERTH_OCI_SHIM" "$TMP/group-writable/berth-oci-shim"
+bad_config ".backends.crun.config.runtime = $(pin_json "$TMP/group-writable/crun")" \
+    "backend crun would get no work: runtime: $TMP/group-writable (above $TMP/group-writable/crun) has mode 0775"
+bad_config ".backends.runsc.config.shim = \"$TMP/group-writable/berth-oci-shim\"" \
+    "$TMP/group-writable (above $TMP/group-writable/berth-oci-shim) has mode 0775"
 # A runtime that fails its pin: berthd --check says which backend would get no work.
 bad_config '.backends.runsc.config.runtime.size = 1' "backend runsc would get no work: runtime /usr/bin/runsc is $(stat -c %s /usr/bin/runsc) bytes; its pin says 1"
 bad_config '.backends.runsc.config.runtime.path = "/usr/bin/nonexistent-runtime"' 'backend runsc would get no work'

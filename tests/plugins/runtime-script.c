@@ -22,8 +22,10 @@
  *   start RUN_ID new | start RUN_ID again | cancel RUN_ID | reap RUN_ID
  *
  * so tests can prove that no job was started twice.  Configuration:
- *   {"state_directory": "/abs/dir", "egress_classes": ["none", ...]}
- * (egress_classes optional, default ["none", "loopback"]).
+ *   {"state_directory": "/abs/dir", "egress_classes": ["none", ...],
+ *    "runtime": {"path", "version", "sha256"}}
+ * (egress_classes optional, default ["none", "loopback"]; runtime optional:
+ * reported as capabilities().runtime, so that the backend can be qualified).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +47,7 @@ struct script {
     const struct berth_host *host;
     int dirfd;
     json_t *egress;
+    json_t *runtime; /* NULL: capabilities() name no runtime */
 };
 
 static int64_t now_ns(void)
@@ -139,6 +142,7 @@ static int script_init(const struct berth_host *host, const char *config, size_t
     s->egress = json_incref(json_object_get(cfg, "egress_classes"));
     if (!s->egress)
         s->egress = json_pack("[s, s]", "none", "loopback");
+    s->runtime = json_incref(json_object_get(cfg, "runtime"));
     json_decref(cfg);
     *ret_state = s;
     return 0;
@@ -152,6 +156,7 @@ static void script_fini(void *state)
         return;
     close(s->dirfd);
     json_decref(s->egress);
+    json_decref(s->runtime);
     free(s);
 }
 
@@ -170,11 +175,15 @@ static int give_json(json_t *doc, char **ret_json, size_t *ret_len, struct berth
 static int script_capabilities(void *state, char **ret_json, size_t *ret_len, struct berth_error *reterr)
 {
     struct script *s = state;
+    json_t *caps =
+        json_pack("{s:s, s:s, s:[s, s], s:O, s:{}, s:s}", "backend", "script", "isolation", "none", "capabilities",
+                  "exec", "file_rw", "egress_classes", s->egress, "limits", "qualification", "unqualified");
 
-    return give_json(json_pack("{s:s, s:s, s:[s, s], s:O, s:{}, s:s}", "backend", "script", "isolation", "none",
-                               "capabilities", "exec", "file_rw", "egress_classes", s->egress, "limits",
-                               "qualification", "unqualified"),
-                     ret_json, ret_len, reterr);
+    if (caps && s->runtime && json_object_set(caps, "runtime", s->runtime) < 0) {
+        json_decref(caps);
+        caps = NULL;
+    }
+    return give_json(caps, ret_json, ret_len, reterr);
 }
 
 static int script_start(void *state, const char *dispatch, size_t dispatch_len, struct berth_error *reterr)

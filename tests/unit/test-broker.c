@@ -16,6 +16,7 @@
 #include "loader.h"
 #include "pooltest.h"
 #include "receipt.h"
+#include "scripttest.h"
 
 #define FP_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define FP_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -108,20 +109,10 @@ static void open_broker(void)
 
 static void load_plugin(void)
 {
-    struct berth_error err = BERTH_ERROR_INIT;
     char config[512];
-    struct berth_plugin_load_options o = {
-        .dir = getenv("BERTH_TEST_PLUGIN_DIR"),
-        .file = "runtime-script.so",
-        .kind = BERTH_PLUGIN_RUNTIME,
-        .host = berth_host_instance_init(&host, "script", NULL),
-    };
 
-    ck_assert_ptr_nonnull(o.dir);
     snprintf(config, sizeof(config), "{\"state_directory\":\"%s\"}", state_dir);
-    o.config = config;
-    o.config_len = strlen(config);
-    ck_assert_msg(berth_plugin_load(&o, &plugin, NULL, &err) == 0, "%s", err.message);
+    plugin = test_load_script(&host, config);
 }
 
 static void setup(void)

@@ -148,6 +148,169 @@ START_TEST(file_check)
 }
 END_TEST
 
+/* berth_trusted_file_check() (or, with @dir, berth_trusted_dir_check()) of
+ * @path opened the way callers open it; a failed open is returned as is. */
+static int trusted(const char *path, bool dir, struct berth_error *err)
+{
+    _cleanup_close_ int fd = berth_open_trusted(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, err);
+
+    if (fd < 0)
+        return fd;
+    return dir ? berth_trusted_dir_check(fd, path, err) : berth_trusted_file_check(fd, path, 0, NULL, err);
+}
+
+/* trusted() and the message it left, which must contain @needle. */
+#define ASSERT_TRUSTED(path, dir, code, needle)                                                                        \
+    do {                                                                                                               \
+        struct berth_error e_ = BERTH_ERROR_INIT;                                                                      \
+        int r_ = trusted((path), (dir), &e_);                                                                          \
+        ck_assert_msg(r_ == (code), "%s: expected %d, got %d (%s)", (path), (code), r_, e_.message);                   \
+        ck_assert_msg(strstr(e_.message, (needle)), "%s: \"%s\" lacks \"%s\"", (path), e_.message, (needle));          \
+    } while (0)
+
+START_TEST(trusted_file_accepted)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *file = test_path(tmp, "a/b/file"), *odd = test_path(tmp, "a/./b/../b//file");
+    _cleanup_close_ int fd = berth_open_trusted(file, O_PATH, 0, &err);
+    struct stat st;
+
+    /* Root's, 0600, one link, below root's 0755 directories and sticky /tmp. */
+    ck_assert_int_ge(fd, 0);
+    ck_assert_msg(berth_trusted_file_check(fd, file, 0, &st, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(st.st_size, 7);
+    ck_assert_int_eq(berth_trusted_file_check(fd, file, 7, NULL, &err), 0);
+    ck_assert_int_eq(berth_trusted_file_check(fd, file, 6, NULL, &err), -EFBIG);
+    /* "." and empty components are skipped, ".." goes up: the same file. */
+    ck_assert_msg(berth_trusted_file_check(fd, odd, 0, NULL, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(berth_trusted_file_check(fd, "a/b/file", 0, NULL, &err), -EINVAL);
+    ck_assert_int_eq(berth_trusted_file_check(-1, file, 0, NULL, &err), -EINVAL);
+    ASSERT_TRUSTED(tmp, true, 0, "");
+}
+END_TEST
+
+START_TEST(trusted_file_mode)
+{
+    _cleanup_free_ char *file = test_path(tmp, "a/b/file"), *a = test_path(tmp, "a"), *needle = NULL;
+
+    /* The file itself: group-writable, world-writable. */
+    ck_assert_int_eq(chmod(file, 0620), 0);
+    ASSERT_TRUSTED(file, false, -EPERM, "file has mode 0620, which is writable by group or others");
+    ck_assert_int_eq(chmod(file, 0602), 0);
+    ASSERT_TRUSTED(file, false, -EPERM, "has mode 0602");
+    ck_assert_int_eq(chmod(file, 0755), 0);
+    ASSERT_TRUSTED(file, false, 0, "");
+
+    /* A directory above it that anyone can write: the file could be swapped. */
+    ck_assert_int_eq(chmod(a, 0777), 0);
+    ck_assert_int_gt(
+        asprintf(&needle, "%s (above %s) has mode 0777, which is writable by group or others and not sticky", a, file),
+        0);
+    ASSERT_TRUSTED(file, false, -EPERM, needle);
+    ck_assert_int_eq(chmod(a, 0775), 0);
+    ASSERT_TRUSTED(file, false, -EPERM, "(above");
+    /* Sticky, like /tmp: only the entry's owner (checked next) can move it. */
+    ck_assert_int_eq(chmod(a, 01777), 0);
+    ASSERT_TRUSTED(file, false, 0, "");
+    /* ... but a directory whose entries are trusted may not be sticky-writable. */
+    ASSERT_TRUSTED(a, true, -EPERM, "has mode 1777, which is writable by group or others");
+    ck_assert_int_eq(chmod(a, 0755), 0);
+    ASSERT_TRUSTED(a, true, 0, "");
+}
+END_TEST
+
+START_TEST(trusted_file_symlinks)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *file = test_path(tmp, "a/b/file"), *flink = test_path(tmp, "a/b/flink"),
+                        *via_dir = test_path(tmp, "link/b/file"), *needle = NULL, *link = test_path(tmp, "link");
+    _cleanup_close_ int fd = berth_open_trusted(file, O_RDONLY, 0, &err);
+
+    /* Opened the way callers do, a symlink anywhere on the path is refused. */
+    ASSERT_TRUSTED(flink, false, -ELOOP, "symbolic link");
+    ASSERT_TRUSTED(via_dir, false, -ELOOP, "symbolic link");
+    /* The check itself refuses a symlink on @path too, whatever @fd is. */
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(berth_trusted_file_check(fd, flink, 0, NULL, &err), -ELOOP);
+    ck_assert_str_eq(err.message + strlen(tmp), "/a/b/flink is a symbolic link, which is not allowed");
+    ck_assert_int_eq(berth_trusted_file_check(fd, via_dir, 0, NULL, &err), -ELOOP);
+    ck_assert_int_gt(asprintf(&needle, "%s (above %s) is a symbolic link, which is not allowed", link, via_dir), 0);
+    ck_assert_str_eq(err.message, needle);
+}
+END_TEST
+
+START_TEST(trusted_file_links_and_types)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *file = test_path(tmp, "a/b/file"), *hard = test_path(tmp, "hard"),
+                        *fifo = test_path(tmp, "a/fifo"), *b = test_path(tmp, "a/b"), *other = test_path(tmp, "other"),
+                        *moved = test_path(tmp, "moved");
+    _cleanup_close_ int fd = -1;
+
+    /* A second hard link, even in a trusted directory. */
+    ck_assert_int_eq(link(file, hard), 0);
+    ASSERT_TRUSTED(file, false, -EMLINK, "file has 2 hard links, expected exactly 1");
+    ck_assert_int_eq(unlink(hard), 0);
+
+    /* Not a regular file: a directory, a FIFO (opened without blocking). */
+    ASSERT_TRUSTED(b, false, -EBADFD, "b is a directory, expected a regular file");
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ASSERT_TRUSTED(fifo, false, -EBADFD, "fifo is a FIFO, expected a regular file");
+    ASSERT_TRUSTED(file, true, -EBADFD, "file is a regular file, expected a directory");
+
+    /* Moved away after it was opened, and another file put in its place or
+     * none: the path no longer names it. */
+    fd = berth_open_trusted(file, O_RDONLY, 0, &err);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(rename(file, moved), 0);
+    test_write_file(other, "other", 5, 0600);
+    ck_assert_int_eq(rename(other, file), 0);
+    ck_assert_int_eq(berth_trusted_file_check(fd, file, 0, NULL, &err), -EAGAIN);
+    ck_assert_ptr_nonnull(strstr(err.message, "was replaced while it was being checked"));
+    ck_assert_int_eq(unlink(file), 0);
+    ck_assert_int_eq(berth_trusted_file_check(fd, file, 0, NULL, &err), -EAGAIN);
+    ck_assert_ptr_nonnull(strstr(err.message, "was removed while it was being checked"));
+    /* Replaced by a rename over it: the descriptor's file has no name left. */
+    ck_assert_int_eq(rename(moved, file), 0);
+    test_write_file(other, "other", 5, 0600);
+    ck_assert_int_eq(rename(other, file), 0);
+    ck_assert_int_eq(berth_trusted_file_check(fd, file, 0, NULL, &err), -EMLINK);
+    ck_assert_ptr_nonnull(strstr(err.message, "has 0 hard links"));
+}
+END_TEST
+
+START_TEST(trusted_file_owner)
+{
+    _cleanup_free_ char *file = test_path(tmp, "a/b/file"), *mine = test_path(tmp, "a/b/mine"),
+                        *b = test_path(tmp, "a/b"), *needle = NULL;
+
+    if (geteuid() != 0)
+        return; /* chown(2) to another user needs root */
+    /* As root: only root's files. */
+    ck_assert_int_eq(chown(file, 65534, 65534), 0);
+    ASSERT_TRUSTED(file, false, -EPERM, "file is owned by uid 65534, expected root");
+    ck_assert_int_eq(chown(file, 0, 0), 0);
+    ck_assert_int_eq(chown(b, 65534, 65534), 0);
+    ck_assert_int_gt(asprintf(&needle, "%s (above %s) is owned by uid 65534, expected root", b, file), 0);
+    ASSERT_TRUSTED(file, false, -EPERM, needle);
+    ck_assert_int_eq(chown(b, 0, 0), 0);
+
+    /* As another user (the effective uid; the real one stays root so that it
+     * can come back): root's files and its own, nobody else's. */
+    test_write_file(mine, "mine", 4, 0644);
+    ck_assert_int_eq(chown(mine, 65534, 65534), 0);
+    ck_assert_int_eq(chmod(file, 0644), 0);
+    ck_assert_int_eq(seteuid(65534), 0);
+    ASSERT_TRUSTED(mine, false, 0, "");
+    ASSERT_TRUSTED(file, false, 0, "");
+    ck_assert_int_eq(seteuid(0), 0);
+    ck_assert_int_eq(chown(mine, 65533, 65533), 0);
+    ck_assert_int_eq(seteuid(65534), 0);
+    ASSERT_TRUSTED(mine, false, -EPERM, "mine is owned by uid 65533, expected root or uid 65534");
+    ck_assert_int_eq(seteuid(0), 0);
+}
+END_TEST
+
 START_TEST(read_fd_bounded)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -323,6 +486,11 @@ static Suite *make_suite(void)
     tcase_add_test(tc, open_beneath);
     tcase_add_test(tc, open_trusted);
     tcase_add_test(tc, file_check);
+    tcase_add_test(tc, trusted_file_accepted);
+    tcase_add_test(tc, trusted_file_mode);
+    tcase_add_test(tc, trusted_file_symlinks);
+    tcase_add_test(tc, trusted_file_links_and_types);
+    tcase_add_test(tc, trusted_file_owner);
     tcase_add_test(tc, read_fd_bounded);
     tcase_add_test(tc, read_file_at);
     tcase_add_test(tc, publish_create_and_refuse);

@@ -314,11 +314,13 @@ START_TEST(directory_and_owner_rules)
     ck_assert_int_eq(load(d, "fixture-good.so", BERTH_PLUGIN_LOAD_PEEK, NULL, 0, &h, &info, &err), 0);
     berth_plugin_unload(h);
     ck_assert_int_eq(chmod(d, 0775), 0);
-    assert_refused(d, "fixture-good.so", -EPERM, "plugin directory has mode 0775");
+    assert_refused(d, "fixture-good.so", -EPERM, "plugin directory: ");
+    assert_refused(d, "fixture-good.so", -EPERM, "has mode 0775, which is writable by group or others");
     ck_assert_int_eq(chmod(d, 0755), 0);
 
     ck_assert_int_eq(chmod(so, 0775), 0);
-    assert_refused(d, "fixture-good.so", -EPERM, "plugin file has mode 0775");
+    assert_refused(d, "fixture-good.so", -EPERM, "plugin file: ");
+    assert_refused(d, "fixture-good.so", -EPERM, "fixture-good.so has mode 0775, which is writable by group or others");
     ck_assert_int_eq(chmod(so, 0755), 0);
 
     if (geteuid() == 0) {
@@ -328,7 +330,7 @@ START_TEST(directory_and_owner_rules)
     }
 
     ck_assert_int_eq(mkdir(sub, 0755), 0);
-    assert_refused(d, "dir.so", -EBADFD, "not a regular file");
+    assert_refused(d, "dir.so", -EBADFD, "dir.so is a directory, expected a regular file");
     test_write_file(junk, "not an ELF object", 17, 0755);
     assert_refused(d, "junk.so", -ELIBBAD, "dlopen failed: file too short");
 
@@ -341,6 +343,41 @@ START_TEST(directory_and_owner_rules)
     ck_assert_int_eq(symlink(d, link), 0);
     assert_refused(link, "fixture-good.so", -ELOOP, "symbolic link");
     test_rm_rf(d);
+}
+END_TEST
+
+/* The directories above the plugin directory are held to the rule too, and
+ * the file may have no second name (berth_trusted_file_check()); the loader
+ * accepted both before. */
+START_TEST(parent_and_link_rules)
+{
+    _cleanup_free_ char *base = test_tmpdir(), *open = test_path(base, "open"), *d = test_path(open, "plugins"),
+                        *src = test_path(dir, "fixture-good.so"), *so = test_path(d, "fixture-good.so"),
+                        *other = test_path(base, "second-name.so"), *needle = NULL;
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_plugin_handle *h = NULL;
+    struct berth_plugin_info info;
+
+    ck_assert_int_eq(mkdir(open, 0755), 0);
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    test_copy_file(src, so, 0755);
+    ck_assert_int_eq(load(d, "fixture-good.so", BERTH_PLUGIN_LOAD_PEEK, NULL, 0, &h, &info, &err), 0);
+    berth_plugin_unload(h);
+
+    /* A parent anyone can write (not sticky): the plugin directory could be swapped. */
+    ck_assert_int_eq(chmod(open, 0777), 0);
+    ck_assert_int_gt(asprintf(&needle, "%s (above %s) has mode 0777", open, d), 0);
+    assert_refused(d, "fixture-good.so", -EPERM, needle);
+    ck_assert_int_eq(chmod(open, 01777), 0); /* sticky, like /tmp: accepted */
+    ck_assert_int_eq(load(d, "fixture-good.so", BERTH_PLUGIN_LOAD_PEEK, NULL, 0, &h, &info, &err), 0);
+    berth_plugin_unload(h);
+    ck_assert_int_eq(chmod(open, 0755), 0);
+
+    /* A second hard link: whoever owns the other name's directory can change the file. */
+    ck_assert_int_eq(link(so, other), 0);
+    assert_refused(d, "fixture-good.so", -EMLINK, "has 2 hard links");
+    ck_assert_int_eq(unlink(other), 0);
+    test_rm_rf(base);
 }
 END_TEST
 
@@ -423,6 +460,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, fd_name_reuse);
     tcase_add_test(tc, file_rules);
     tcase_add_test(tc, directory_and_owner_rules);
+    tcase_add_test(tc, parent_and_link_rules);
     tcase_add_test(tc, sha256_pin);
     tcase_add_test(tc, argument_rules);
     tcase_add_test(tc, list_dir);

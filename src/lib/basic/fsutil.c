@@ -123,6 +123,165 @@ int berth_file_check(int fd, const char *what, const struct berth_file_expect *e
     return 0;
 }
 
+/* Rule 2 of berth_trusted_file_check(): root's or the caller's.  @above names
+ * the file a directory was checked for, or is NULL for the file itself. */
+static int trusted_owner(const struct stat *st, const char *shown, const char *above, struct berth_error *reterr)
+{
+    uid_t euid = geteuid();
+
+    if (st->st_uid == 0 || st->st_uid == euid)
+        return 0;
+    if (euid == 0)
+        return berth_error_set(reterr, -EPERM, "%s%s%s%s is owned by uid %u, expected root", shown,
+                               above ? " (above " : "", above ? above : "", above ? ")" : "", (unsigned)st->st_uid);
+    return berth_error_set(reterr, -EPERM, "%s%s%s%s is owned by uid %u, expected root or uid %u", shown,
+                           above ? " (above " : "", above ? above : "", above ? ")" : "", (unsigned)st->st_uid,
+                           (unsigned)euid);
+}
+
+/* Rule 6 for the directory open on @dfd, shown as @shown. */
+static int trusted_parent(int dfd, const char *shown, const char *above, struct berth_error *reterr)
+{
+    struct stat st;
+    int r;
+
+    if (fstat(dfd, &st) < 0)
+        return berth_error_set(reterr, -errno, "%s: fstat: %s", shown, strerror(errno));
+    if ((r = trusted_owner(&st, shown, above, reterr)) < 0)
+        return r;
+    if ((st.st_mode & BERTH_UNTRUSTED_MODE) && !(st.st_mode & S_ISVTX))
+        return berth_error_set(reterr, -EPERM,
+                               "%s (above %s) has mode %04o, which is writable by group or others and not sticky",
+                               shown, above, (unsigned)(st.st_mode & 07777));
+    return 0;
+}
+
+/* @path without empty, "." and ".." components, always starting with "/"
+ * ("/" alone for the root); ".." removes the component before it. */
+static char *path_normalise(const char *path)
+{
+    size_t len = 0;
+    char *out = malloc(strlen(path) + 2);
+    const char *c = path;
+
+    if (!out)
+        return NULL;
+    while (*c) {
+        const char *end;
+        size_t n;
+
+        while (*c == '/')
+            c++;
+        end = strchrnul(c, '/');
+        n = (size_t)(end - c);
+        if (n == 2 && c[0] == '.' && c[1] == '.') {
+            while (len > 0 && out[len - 1] != '/')
+                len--;
+            if (len > 0)
+                len--; /* the "/" before it */
+        } else if (n > 0 && !(n == 1 && c[0] == '.')) {
+            out[len++] = '/';
+            memcpy(out + len, c, n);
+            len += n;
+        }
+        c = end;
+    }
+    if (len == 0)
+        out[len++] = '/';
+    out[len] = '\0';
+    return out;
+}
+
+/* Rules 6 and 7: every directory above @path, then whether @path's last
+ * component is still the inode @leaf describes. */
+static int trusted_parents(const char *path, const struct stat *leaf, struct berth_error *reterr)
+{
+    _cleanup_free_ char *norm = NULL;
+    _cleanup_close_ int cur = -1;
+    struct stat st;
+    char *comp, *slash;
+    int r;
+
+    norm = path_normalise(path);
+    if (!norm)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    cur = berth_open_trusted("/", O_PATH | O_DIRECTORY, 0, reterr);
+    if (cur < 0)
+        return cur;
+    if (streq(norm, "/")) {
+        /* The root has no directory above it: only rule 7 is left. */
+        if (fstat(cur, &st) < 0)
+            return berth_error_set(reterr, -errno, "/: fstat: %s", strerror(errno));
+        goto same;
+    }
+    if ((r = trusted_parent(cur, "/", path, reterr)) < 0)
+        return r;
+    for (comp = norm + 1; (slash = strchr(comp, '/')) != NULL; comp = slash + 1) {
+        int next;
+
+        *slash = '\0'; /* norm is now the directory's path */
+        next = berth_open_beneath(cur, comp, O_PATH | O_DIRECTORY, 0, NULL);
+        if (next == -ELOOP)
+            return berth_error_set(reterr, -ELOOP, "%s (above %s) is a symbolic link, which is not allowed", norm,
+                                   path);
+        if (next < 0)
+            return berth_error_set(reterr, next, "%s (above %s): %s", norm, path, strerror(-next));
+        close(cur);
+        cur = next;
+        if ((r = trusted_parent(cur, norm, path, reterr)) < 0)
+            return r;
+        *slash = '/';
+    }
+    if (fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (errno == ENOENT)
+            return berth_error_set(reterr, -EAGAIN, "%s was removed while it was being checked", path);
+        return berth_error_set(reterr, -errno, "%s: %s", path, strerror(errno));
+    }
+    if (S_ISLNK(st.st_mode))
+        return berth_error_set(reterr, -ELOOP, "%s is a symbolic link, which is not allowed", path);
+same:
+    if (st.st_dev != leaf->st_dev || st.st_ino != leaf->st_ino)
+        return berth_error_set(reterr, -EAGAIN, "%s was replaced while it was being checked", path);
+    return 0;
+}
+
+static int trusted_check(int fd, const char *path, uint32_t type, uint64_t max_size, struct stat *ret_st,
+                         struct berth_error *reterr)
+{
+    /* Rules 1 and 3 to 5; for a directory, rule 3 admits no sticky bit. */
+    const struct berth_file_expect expect = {
+        .type = type,
+        .uid = BERTH_UID_ANY,
+        .mode_mask = BERTH_UNTRUSTED_MODE,
+        .mode = 0,
+        .max_size = max_size,
+        .one_link = type == S_IFREG,
+    };
+    struct stat st;
+    int r;
+
+    if (fd < 0 || !path || path[0] != '/')
+        return berth_error_set(reterr, -EINVAL, "%s: an absolute path and its descriptor are required",
+                               path ? path : "(null)");
+    if ((r = berth_file_check(fd, path, &expect, &st, reterr)) < 0 ||
+        (r = trusted_owner(&st, path, NULL, reterr)) < 0 || (r = trusted_parents(path, &st, reterr)) < 0)
+        return r;
+    if (ret_st)
+        *ret_st = st;
+    return 0;
+}
+
+int berth_trusted_file_check(int fd, const char *path, uint64_t max_size, struct stat *ret_st,
+                             struct berth_error *reterr)
+{
+    return trusted_check(fd, path, S_IFREG, max_size, ret_st, reterr);
+}
+
+int berth_trusted_dir_check(int fd, const char *path, struct berth_error *reterr)
+{
+    return trusted_check(fd, path, S_IFDIR, 0, NULL, reterr);
+}
+
 int berth_read_fd(int fd, size_t max_bytes, char **ret, size_t *ret_len, struct berth_error *reterr)
 {
     _cleanup_free_ char *buf = NULL;

@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -58,6 +59,67 @@ int berth_open_trusted(const char *path, int flags, mode_t mode, struct berth_er
  */
 int berth_file_check(int fd, const char *what, const struct berth_file_expect *expect, struct stat *ret_st,
                      struct berth_error *reterr);
+
+/**
+ * BERTH_UNTRUSTED_MODE - the permission bits a trusted file or directory
+ * must not have: write permission for its group or for others.
+ */
+#define BERTH_UNTRUSTED_MODE ((mode_t)(S_IWGRP | S_IWOTH))
+
+/**
+ * berth_trusted_file_check() - the trusted-file rule, for a file berth
+ * executes, loads or lets decide a verdict (a runtime binary, the OCI shim,
+ * a plugin, the probe program): nobody but root and the invoking user can
+ * have changed it, or can change it while it is used.  Checked, in order:
+ *
+ *   1. @fd is a regular file                                      -EBADFD
+ *   2. not writable by group or others (BERTH_UNTRUSTED_MODE)     -EPERM
+ *   3. exactly one hard link (no name elsewhere to change it by)  -EMLINK
+ *   4. at most @max_size bytes, when @max_size is not 0           -EFBIG
+ *   5. owned by root or by the effective uid                      -EPERM
+ *   6. every directory above @path, from "/" down, reached with
+ *      no symlink (berth_open_beneath())                          -ELOOP
+ *      is owned by root or by the effective uid                   -EPERM
+ *      and not writable by group or others, unless it is sticky   -EPERM
+ *      (like /tmp: in a sticky directory only an entry's owner, the
+ *      directory's owner or root can rename or remove the entry, and
+ *      the entry is checked to be root's or the caller's itself)
+ *   7. @path is not a symlink                                     -ELOOP
+ *      and still names the inode of @fd (it was not replaced or
+ *      removed since it was opened)                               -EAGAIN
+ *
+ * @fd:       a descriptor of the file, opened from @path with
+ *            berth_open_trusted() (or berth_open_beneath() from a directory
+ *            at @path's parent); O_PATH is enough.  Open it with O_NONBLOCK
+ *            so that a FIFO at the path cannot block the open: rule 1
+ *            refuses it.  Borrowed.
+ * @path:     the absolute path @fd was opened at ("." and empty components
+ *            are skipped, ".." goes up one level; nothing is resolved).
+ *            Messages name it.
+ * @max_size: the largest accepted st_size in bytes, or 0 for no bound.
+ * @ret_st:   optional; receives the fstat(2) of @fd when every rule holds.
+ *
+ * Return: 0; the codes above (reterr says which file or directory broke
+ * which rule); -EINVAL (bad arguments or a relative @path); -ENOMEM; or the
+ * errno of fstat(2) or of opening a directory on the way.  Thread-safe: it
+ * reads only the file system and geteuid(2).
+ */
+int berth_trusted_file_check(int fd, const char *path, uint64_t max_size, struct stat *ret_st,
+                             struct berth_error *reterr);
+
+/**
+ * berth_trusted_dir_check() - the same rule for a directory whose entries
+ * berth trusts (the plugin directory): @fd is a directory (-EBADFD), owned
+ * by root or the effective uid (-EPERM), not writable by group or others
+ * even when sticky (-EPERM), with every directory above @path as in rule 6
+ * of berth_trusted_file_check() and @path still naming @fd (-EAGAIN).
+ * @fd:   a descriptor of the directory (O_PATH is enough), opened from
+ *        @path with berth_open_trusted(); borrowed.
+ * @path: its absolute path, as for berth_trusted_file_check().
+ * Return: as berth_trusted_file_check(), without -EMLINK and -EFBIG.
+ * Thread-safe.
+ */
+int berth_trusted_dir_check(int fd, const char *path, struct berth_error *reterr);
 
 /**
  * berth_read_fd() - read @fd from its current offset to EOF, at most

@@ -129,31 +129,6 @@ static bool version_ok(const char *s)
     return true;
 }
 
-/* Owned by root or by us, not writable by group or others. */
-static int check_owner_mode(int fd, const char *what, uint32_t type, uint64_t max_size, struct berth_error *reterr)
-{
-    const struct berth_file_expect expect = {
-        .type = type,
-        .uid = BERTH_UID_ANY,
-        .mode_mask = 0022,
-        .mode = 0,
-        .max_size = max_size,
-    };
-    struct stat st;
-    int r;
-
-    r = berth_file_check(fd, what, &expect, &st, reterr);
-    if (r < 0)
-        return r;
-    if (st.st_uid != 0 && st.st_uid != geteuid()) {
-        if (geteuid() == 0)
-            return berth_error_set(reterr, -EPERM, "%s is owned by uid %u, expected root", what, (unsigned)st.st_uid);
-        return berth_error_set(reterr, -EPERM, "%s is owned by uid %u, expected root or uid %u", what,
-                               (unsigned)st.st_uid, (unsigned)geteuid());
-    }
-    return 0;
-}
-
 /* Whether the mapping that holds @addr is backed by the file (@dev, @ino):
  * 1 yes, 0 no, or a negative errno when /proc/self/maps cannot be read. */
 static int address_in_file(const void *addr, dev_t dev, ino_t ino)
@@ -275,37 +250,32 @@ static int load_object(const struct berth_plugin_load_options *o, struct berth_p
 {
     _cleanup_close_ int dfd = -1, fd = -1;
     const struct berth_plugin *(*entry)(void);
-    struct stat lst, st;
+    struct stat st;
     void *sym;
     int r;
 
-    /* Rule 2: the directory. */
+    /* Rule 2: the directory, and every directory above it. */
     dfd = berth_open_trusted(o->dir, O_RDONLY | O_DIRECTORY, 0, reterr);
     if (dfd < 0)
         return dfd;
-    r = check_owner_mode(dfd, "plugin directory", S_IFDIR, 0, reterr);
-    if (r < 0)
+    r = berth_trusted_dir_check(dfd, o->dir, reterr);
+    if (r < 0) {
+        berth_error_prefix(reterr, "plugin directory");
         return r;
+    }
 
-    /* Rule 3: the file itself, first by name, then through the descriptor. */
-    if (fstatat(dfd, o->file, &lst, AT_SYMLINK_NOFOLLOW) < 0)
-        return berth_error_set(reterr, -errno, "%s", strerror(errno));
-    if (S_ISLNK(lst.st_mode))
-        return berth_error_set(reterr, -ELOOP, "the file is a symbolic link; plugins must be regular files");
-    if (!S_ISREG(lst.st_mode))
-        return berth_error_set(reterr, -EBADFD, "the file is not a regular file");
-    /* O_NONBLOCK: a FIFO swapped in after the lstat must not block the open. */
-    fd = openat(dfd, o->file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    /* Rule 3: the file, opened beneath the checked directory (never through
+     * a symlink; O_NONBLOCK: a FIFO must not block the open), then checked
+     * through its descriptor. */
+    fd = berth_open_beneath(dfd, o->file, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, reterr);
     if (fd < 0)
-        return berth_error_set(reterr, -errno, "%s", strerror(errno));
-    r = check_owner_mode(fd, "plugin file", S_IFREG, o->max_file_size ? o->max_file_size : BERTH_PLUGIN_MAX_FILE_SIZE,
-                         reterr);
-    if (r < 0)
+        return fd;
+    r = berth_trusted_file_check(fd, h->info.path, o->max_file_size ? o->max_file_size : BERTH_PLUGIN_MAX_FILE_SIZE,
+                                 &st, reterr);
+    if (r < 0) {
+        berth_error_prefix(reterr, "plugin file");
         return r;
-    if (fstat(fd, &st) < 0)
-        return berth_error_set(reterr, -errno, "fstat: %s", strerror(errno));
-    if (st.st_dev != lst.st_dev || st.st_ino != lst.st_ino)
-        return berth_error_set(reterr, -EAGAIN, "the file was replaced while it was being loaded");
+    }
 
     /* Rule 4: digest and optional pin. */
     r = berth_digest_fd(fd, h->info.sha256);

@@ -8,12 +8,17 @@
  *
  *   1. The directory is absolute, the file one path component       -EINVAL
  *   2. The directory opens with no symlink in its path               -ELOOP
- *      and is a directory owned by root or the effective uid,        -EPERM
- *      not writable by group or others                               -EPERM
- *   3. lstat(2) of the file: it exists,                              -ENOENT
- *      is not a symlink,                                             -ELOOP
- *      is a regular file                                             -EBADFD
- *      owned by root or the effective uid, not group/world-writable  -EPERM
+ *      and is trusted (berth_trusted_dir_check(), fsutil.h): a
+ *      directory, owned by root or the effective uid,                -EBADFD, -EPERM
+ *      not writable by group or others,                              -EPERM
+ *      and so is every directory above it (shared ones sticky)       -EPERM
+ *   3. The file opens beneath it, not through a symlink:             -ENOENT, -ELOOP
+ *      it is trusted (berth_trusted_file_check()): a regular file    -EBADFD
+ *      not writable by group or others,                              -EPERM
+ *      with exactly one hard link,                                   -EMLINK
+ *      at most max_file_size bytes,                                  -EFBIG
+ *      owned by root or the effective uid,                           -EPERM
+ *      and still at its path once the checks are done                -EAGAIN
  *   4. Its SHA-256 matches the optional pin                          -EBADMSG
  *   5. dlopen(RTLD_NOW | RTLD_LOCAL) of that very descriptor          -ELIBBAD
  *      (through /proc/self/fd, so the checked inode is the one loaded)

@@ -191,17 +191,17 @@ static int setup_rootfs(struct run *r, struct berth_error *reterr)
         for (const char *const *d = (const char *const[]){"proc", "dev", "sys", "tmp", NULL}; *d; d++)
             if (mkdirat(rootfd, *d, 0755) < 0)
                 return berth_error_set(reterr, -errno, "cannot create %s/%s: %m", r->rootfs, *d);
-        src = berth_open_trusted(r->p->probe, O_RDONLY, 0, reterr);
+        /* The program that decides the verdict must be as trusted as the
+         * runtime.  O_NONBLOCK: a FIFO at the path must not block the open. */
+        src = berth_open_trusted(r->p->probe, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, reterr);
         if (src < 0)
             return src;
         {
-            /* The program that decides the verdict must be as trusted as the runtime. */
-            struct stat st;
-            if (fstat(src, &st) < 0 || !S_ISREG(st.st_mode))
-                return berth_error_set(reterr, -EPERM, "probe %s is not a regular file", r->p->probe);
-            if ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & 022))
-                return berth_error_set(
-                    reterr, -EPERM, "probe %s must be owned by root and not writable by group or others", r->p->probe);
+            int rc = berth_trusted_file_check(src, r->p->probe, 0, NULL, reterr);
+            if (rc < 0) {
+                berth_error_prefix(reterr, "probe");
+                return rc;
+            }
         }
         dst = openat(rootfd, "probe", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0755);
         if (dst < 0)

@@ -25,8 +25,8 @@
  *   inputs-read-only         not_applicable while the backend refuses inputs
  * "Nothing of it left" scans /proc for the job's unique token and run id.
  */
-#ifndef BERTH_QUALIFY_H
-#define BERTH_QUALIFY_H
+#ifndef BERTH_PROBES_H
+#define BERTH_PROBES_H
 
 #include <stdbool.h>
 
@@ -40,8 +40,8 @@
  * @backend:  the backend's name (for messages).
  * @ops, @state: the backend's runtime ops and instance; only this thread may
  *            call the instance meanwhile.
- * @probe:    absolute path of berth-probe: a regular file owned by root (or
- *            the caller), not writable by group or others.
+ * @probe:    absolute path of berth-probe: a trusted file
+ *            (berth_trusted_file_check(), fsutil.h).
  * @work_dir: an existing private directory (0700) for the probe rootfs;
  *            what the run creates there is removed.
  * @progress: optional; called after each probe with its name, outcome
@@ -62,12 +62,13 @@ struct berth_qualify_params {
  * @ret_probes: receives [{name, outcome, detail}] in the order above.
  * @ret_passed: true when no probe failed.
  * @ret_probe_sha256: the digest of the probe program that ran.
- * Return: 0 (whatever the probes found); -EINVAL; -EPERM (the probe program
- * is not trusted); -errno when the probe rootfs or the host listeners cannot
- * be set up (nothing was run).  Takes
+ * Return: 0 (whatever the probes found); -EINVAL; the refusals of
+ * berth_trusted_file_check() (-EPERM, -EBADFD, -EMLINK, -ELOOP, -EAGAIN:
+ * the probe program is not trusted); -errno when the probe rootfs or the
+ * host listeners cannot be set up (nothing was run).  Takes
  * minutes at most: each probe job is bounded by its own deadline.
  */
 int berth_qualify_probes(const struct berth_qualify_params *p, json_t **ret_probes, bool *ret_passed,
                          char ret_probe_sha256[BERTH_DIGEST_BUFSZ], struct berth_error *reterr);
 
-#endif /* BERTH_QUALIFY_H */
+#endif /* BERTH_PROBES_H */
