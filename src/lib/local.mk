@@ -158,6 +158,7 @@ BERTH_LIB_UNIT_TESTS = \
 	tests/unit/test-journal \
 	tests/unit/test-jsonobj \
 	tests/unit/test-log \
+	tests/unit/test-names \
 	tests/unit/test-override \
 	tests/unit/test-placement \
 	tests/unit/test-plugin \
