@@ -14,7 +14,7 @@ src_berthctl_berthctl_SOURCES = \
 	src/berthctl/cmd-plugins.c \
 	src/berthctl/cmd-policy.c \
 	src/berthctl/cmd-pool.c \
-	src/berthctl/cmd-qualify.c src/berthd/config.c src/berthd/config.h \
+	src/berthctl/cmd-qualify.c \
 	src/berthctl/cmd-verify.c \
 	src/berthctl/devcerts.c src/berthctl/devcerts.h \
 	src/berthctl/devinit-runtime.c src/berthctl/devinit-runtime.h

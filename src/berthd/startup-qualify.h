@@ -11,8 +11,8 @@
 #ifndef BERTHD_STARTUP_QUALIFY_H
 #define BERTHD_STARTUP_QUALIFY_H
 
+#include "berthd-config.h"
 #include "broker.h"
-#include "config.h"
 #include "journal.h"
 #include "log.h"
 #include "sign.h"
