@@ -10,11 +10,11 @@
 #include "berthctl.h"
 #include "canon.h"
 #include "client.h"
-#include "fsutil.h"
 #include "journal.h"
 #include "jsonobj.h"
-#include "pool.h"
 #include "macro.h"
+#include "names.h"
+#include "pool.h"
 #include "registry.h"
 #include "sign.h"
 
@@ -88,8 +88,8 @@ static int do_remote(struct bctl_globals *g, const char *sub, const char *arg)
 
     if (streq(sub, "register") && bctl_read_input(arg, BERTH_POOL_MANIFEST_MAX, &text, &len, &err) < 0)
         return bctl_error(VERB, "%s: %s", bctl_input_name(arg), err.message);
-    if (streq(sub, "show") && !berth_name_valid(arg))
-        return bctl_usage_error(VERB, "\"%s\" is not a pool name", arg);
+    if (streq(sub, "show") && !berth_pool_name_valid(arg))
+        return bctl_usage_error(VERB, "\"%s\" is not a pool name (" BERTH_POOL_NAME_RULE ")", arg);
     if ((r = bctl_client_open(g, VERB, &c)) != BCTL_EXIT_OK)
         return r;
     if (streq(sub, "register"))

@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../berthd/config.h"
 #include "berthctl.h"
+#include "berthd-config.h"
 #include "canon.h"
 #include "fsutil.h"
 #include "host-table.h"

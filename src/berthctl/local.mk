@@ -7,17 +7,27 @@ src_berthctl_berthctl_SOURCES = \
 	src/berthctl/client.c src/berthctl/client.h \
 	src/berthctl/cmd-audit.c \
 	src/berthctl/cmd-canon.c \
-	src/berthctl/cmd-devinit.c \
 	src/berthctl/cmd-digest.c \
 	src/berthctl/cmd-job.c \
 	src/berthctl/cmd-keygen.c \
 	src/berthctl/cmd-plugins.c \
 	src/berthctl/cmd-policy.c \
 	src/berthctl/cmd-pool.c \
-	src/berthctl/cmd-qualify.c src/berthd/config.c src/berthd/config.h \
+	src/berthctl/cmd-qualify.c \
 	src/berthctl/cmd-verify.c \
-	src/berthctl/devcerts.c src/berthctl/devcerts.h \
-	src/berthctl/devinit-runtime.c src/berthctl/devinit-runtime.h
+	$(BERTHCTL_DEVINIT_SOURCES)
+# dev-init, one file per step (src/berthctl/devinit/devinit.h).
+BERTHCTL_DEVINIT_SOURCES = \
+	src/berthctl/devinit/certs.c src/berthctl/devinit/certs.h \
+	src/berthctl/devinit/devinit.c src/berthctl/devinit/devinit.h \
+	src/berthctl/devinit/generate.c \
+	src/berthctl/devinit/options.c \
+	src/berthctl/devinit/plan.c \
+	src/berthctl/devinit/runtime.c src/berthctl/devinit/runtime.h \
+	src/berthctl/devinit/target.c \
+	src/berthctl/devinit/write.c
+# The verbs' folders (devinit/) include berthctl's headers by bare name.
+src_berthctl_berthctl_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/berthctl
 src_berthctl_berthctl_CFLAGS = $(BERTH_CORE_CFLAGS) $(LIBCURL_CFLAGS) \
 	-DBERTH_PROBE_PATH=\"$(pkglibexecdir)/berth-probe\"
 src_berthctl_berthctl_LDADD = $(BERTH_CORE_LIBS) $(OPENSSL_LIBS) $(LIBCURL_LIBS)

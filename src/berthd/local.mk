@@ -2,7 +2,6 @@
 
 sbin_PROGRAMS += src/berthd/berthd
 src_berthd_berthd_SOURCES = \
-	src/berthd/config.c src/berthd/config.h \
 	src/berthd/main.c \
 	src/berthd/metrics.c src/berthd/metrics.h \
 	src/berthd/server.c src/berthd/server.h \

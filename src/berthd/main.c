@@ -29,9 +29,9 @@
 #include <berth/version.h>
 
 #include "audit.h"
+#include "berthd-config.h"
 #include "broker.h"
 #include "canon.h"
-#include "config.h"
 #include "fsutil.h"
 #include "host-table.h"
 #include "journal.h"
@@ -57,9 +57,9 @@ struct daemon {
     struct berth_audit_key audit_key;
     struct berth_policy_source *policy;
     struct berth_journal *journal;
-    struct berth_host_instance hosts[BERTHD_MAX_BACKENDS];
-    struct berth_plugin_handle *plugins[BERTHD_MAX_BACKENDS];
-    struct berth_broker_backend backends[BERTHD_MAX_BACKENDS];
+    struct berth_host_instance hosts[BERTH_BERTHD_BACKENDS_MAX];
+    struct berth_plugin_handle *plugins[BERTH_BERTHD_BACKENDS_MAX];
+    struct berth_broker_backend backends[BERTH_BERTHD_BACKENDS_MAX];
     struct berth_host_instance images_host;
     struct berth_host_instance stager_host;
     struct berth_plugin_handle *stager; /* a second image source instance, for dispatch */
@@ -489,7 +489,7 @@ static void stop(struct daemon *d)
     if (d->base)
         event_base_free(d->base);
     berth_broker_free(d->broker);
-    for (i = 0; i < BERTHD_MAX_BACKENDS; i++)
+    for (i = 0; i < BERTH_BERTHD_BACKENDS_MAX; i++)
         berth_plugin_unload(d->plugins[i]);
     berth_plugin_unload(d->images);
     berth_plugin_unload(d->stager);

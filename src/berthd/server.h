@@ -28,8 +28,8 @@
 #include <event2/event.h>
 #include <openssl/ssl.h>
 
+#include "berthd-config.h"
 #include "broker.h"
-#include "config.h"
 #include "log.h"
 #include "policy.h"
 

@@ -13,7 +13,7 @@
 #ifndef BERTHD_STARTUP_QUALIFY_H
 #define BERTHD_STARTUP_QUALIFY_H
 
-#include "config.h"
+#include "berthd-config.h"
 #include "journal.h"
 #include "loader.h"
 #include "log.h"

@@ -7,7 +7,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include "config.h"
+#include "berthd-config.h"
 #include "digest.h"
 #include "encoding.h"
 #include "macro.h"

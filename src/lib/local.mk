@@ -6,6 +6,7 @@
 # (tests/build/test-layers.sh checks the same rule on the text):
 #
 #   basic < json < crypto < journal < pool < job < plugin < qualify < broker
+#     < config
 #
 # The layers link into one convenience library, libberth.la, which the
 # programs and the in-tree plugins link statically: nothing of libberth is
@@ -21,8 +22,9 @@ BERTH_LAYER_CPPFLAGS_job     = $(BERTH_LAYER_CPPFLAGS_pool) -I$(top_srcdir)/src/
 BERTH_LAYER_CPPFLAGS_plugin  = $(BERTH_LAYER_CPPFLAGS_job) -I$(top_srcdir)/src/lib/plugin
 BERTH_LAYER_CPPFLAGS_qualify = $(BERTH_LAYER_CPPFLAGS_plugin) -I$(top_srcdir)/src/lib/qualify
 BERTH_LAYER_CPPFLAGS_broker  = $(BERTH_LAYER_CPPFLAGS_qualify) -I$(top_srcdir)/src/lib/broker
+BERTH_LAYER_CPPFLAGS_config  = $(BERTH_LAYER_CPPFLAGS_broker) -I$(top_srcdir)/src/lib/config
 # Everything above libberth (programs, plugins, tests) sees every layer.
-BERTH_LIB_CPPFLAGS = $(BERTH_LAYER_CPPFLAGS_broker)
+BERTH_LIB_CPPFLAGS = $(BERTH_LAYER_CPPFLAGS_config)
 
 BERTH_BASIC_SOURCES = \
 	src/lib/basic/buf.c src/lib/basic/buf.h \
@@ -68,10 +70,13 @@ BERTH_BROKER_SOURCES = \
 	src/lib/broker/broker.c src/lib/broker/broker.h src/lib/broker/broker-internal.h \
 	src/lib/broker/broker-stage.c \
 	src/lib/broker/broker-worker.c
+# berthd.json: read by berthd and "berthctl qualify", written by "berthctl dev-init".
+BERTH_CONFIG_SOURCES = \
+	src/lib/config/berthd-config.c src/lib/config/berthd-config.h
 # All of libberth, for builds that compile it once more (the fuzz targets).
 BERTH_LIB_SOURCES = $(BERTH_BASIC_SOURCES) $(BERTH_JSON_SOURCES) $(BERTH_CRYPTO_SOURCES) \
 	$(BERTH_JOURNAL_SOURCES) $(BERTH_POOL_SOURCES) $(BERTH_JOB_SOURCES) $(BERTH_PLUGIN_SOURCES) \
-	$(BERTH_QUALIFY_SOURCES) $(BERTH_BROKER_SOURCES)
+	$(BERTH_QUALIFY_SOURCES) $(BERTH_BROKER_SOURCES) $(BERTH_CONFIG_SOURCES)
 
 BERTH_LAYER_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(OPENSSL_CFLAGS) $(SQLITE_CFLAGS)
 
@@ -85,6 +90,7 @@ noinst_LTLIBRARIES += \
 	src/lib/plugin/libberth-plugin.la \
 	src/lib/qualify/libberth-qualify.la \
 	src/lib/broker/libberth-broker.la \
+	src/lib/config/libberth-config.la \
 	src/lib/libberth.la
 
 # basic/ sees no third-party library but libsodium (its base64 codec): only
@@ -116,10 +122,14 @@ src_lib_qualify_libberth_qualify_la_CFLAGS = $(BERTH_LAYER_CFLAGS)
 src_lib_broker_libberth_broker_la_SOURCES = $(BERTH_BROKER_SOURCES)
 src_lib_broker_libberth_broker_la_CPPFLAGS = $(BERTH_BASE_CPPFLAGS) $(BERTH_LAYER_CPPFLAGS_broker)
 src_lib_broker_libberth_broker_la_CFLAGS = $(BERTH_LAYER_CFLAGS)
+src_lib_config_libberth_config_la_SOURCES = $(BERTH_CONFIG_SOURCES)
+src_lib_config_libberth_config_la_CPPFLAGS = $(BERTH_BASE_CPPFLAGS) $(BERTH_LAYER_CPPFLAGS_config)
+src_lib_config_libberth_config_la_CFLAGS = $(BERTH_LAYER_CFLAGS)
 
 # The whole library: the layers, highest first, and their dependencies.
 src_lib_libberth_la_SOURCES =
 src_lib_libberth_la_LIBADD = \
+	src/lib/config/libberth-config.la \
 	src/lib/broker/libberth-broker.la \
 	src/lib/qualify/libberth-qualify.la \
 	src/lib/plugin/libberth-plugin.la \
@@ -143,6 +153,7 @@ if ENABLE_TESTS
 # the LDADD in Makefile.am), so a new suite is one line here.
 BERTH_LIB_UNIT_TESTS = \
 	tests/unit/test-audit \
+	tests/unit/test-berthd-config \
 	tests/unit/test-broker \
 	tests/unit/test-buf \
 	tests/unit/test-bundle \
@@ -159,6 +170,7 @@ BERTH_LIB_UNIT_TESTS = \
 	tests/unit/test-journal \
 	tests/unit/test-jsonobj \
 	tests/unit/test-log \
+	tests/unit/test-names \
 	tests/unit/test-override \
 	tests/unit/test-placement \
 	tests/unit/test-plugin \

@@ -4,6 +4,7 @@
 # src/lib/ has one folder per layer, lowest first:
 #
 #   basic < json < crypto < journal < pool < job < plugin < qualify < broker
+#     < config
 #
 # The build enforces the rule by giving each layer -I paths only to itself
 # and the layers below (src/lib/local.mk); this test checks the same rule on
@@ -25,7 +26,7 @@
 set -euo pipefail
 
 src=${BERTH_TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-layers=(basic json crypto journal pool job plugin qualify broker)
+layers=(basic json crypto journal pool job plugin qualify broker config)
 
 check_tree() {
     local lib=$1/src/lib status=0 rank=0 layer f line name target r

@@ -224,7 +224,7 @@ fi
 
 page="$MAN/berthd.json.5"
 if [ -f "$page" ]; then
-    cfg="$SRC/src/berthd/config.c"
+    cfg="$SRC/src/lib/config/berthd-config.c"
     check() { # WHAT KIND TITLE: compare tags with $TMP/expected
         tags "$page" "$2" "$3" >"$TMP/found"
         same_set "berthd.json.5 $1" "$TMP/expected" "$TMP/found"

@@ -90,6 +90,17 @@ cp "$TMP/conf.saved" "$CONF"
 sed -i 's|"plugin": *"runtime-script"|"plugin": "runtime.script"|' "$CONF"
 check_refused 'plugin must be a plugin name'
 cp "$TMP/conf.saved" "$CONF"
+# A backend name is one a pool's backend_allowlist can list: berthd used to
+# accept upper case and a leading "." or "-", names no pool (and no
+# "berthctl dev-init --backend") accepts.
+for name in Script .script -script; do
+    sed -i 's|"script": *{|"'"$name"'": {|' "$CONF"
+    check_refused 'config.backends: a backend name must be 1 to 63 of [a-z0-9._-], starting with a letter or digit'
+    cp "$TMP/conf.saved" "$CONF"
+done
+sed -i 's|"script": *{|"script.2_b-c": {|' "$CONF"
+run 0 "$BERTHD" --config "$CONF" --check
+cp "$TMP/conf.saved" "$CONF"
 # A missing plugin, or one whose pin does not match.
 sed -i 's|"plugin": *"runtime-script"|"plugin": "runtime-nothing"|' "$CONF"
 check_refused "backend script: plugin runtime-nothing"

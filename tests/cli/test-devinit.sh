@@ -455,11 +455,21 @@ run 2 "$BERTHCTL" dev-init "$U" --port 8443x
 stderr_has "--port takes a TCP port number"
 run 2 "$BERTHCTL" dev-init "$U" --port=-1
 run 2 "$BERTHCTL" dev-init "$U" --principal 'a/b'
-stderr_has '--principal: "a/b" is not a principal name (1 to 64 of [A-Za-z0-9._-])'
+stderr_has '--principal: "a/b" is not a principal name (1 to 128 of [A-Za-z0-9._@-])'
 run 2 "$BERTHCTL" dev-init "$U" --principal ''
-run 2 "$BERTHCTL" dev-init "$U" --principal "$(printf 'p%.0s' $(seq 65))"
+run 2 "$BERTHCTL" dev-init "$U" --principal "$(printf 'p%.0s' $(seq 129))"
 stderr_has "is not a principal name"
-run 0 "$BERTHCTL" dev-init "$TMP/long" --principal "$(printf 'p%.0s' $(seq 64))"
+# Every principal the host policy accepts is accepted (dev-init used to stop
+# at 64 bytes and refuse "@"): the longest, and an e-mail style name.  The
+# client certificate's CN is the principal's first 64 characters.
+long=$(printf 'p%.0s' $(seq 128))
+run 0 "$BERTHCTL" dev-init "$TMP/long" --principal "$long" --principal ci@build-host.example
+canonical "$TMP/long/policy.json" | grep -qF '"principal":"'"$long"'"' || fail "the long principal's grant"
+canonical "$TMP/long/policy.json" | grep -qF '"principal":"ci@build-host.example"' || fail "ci@build-host.example's grant"
+openssl x509 -in "$TMP/long/tls/client-$long.pem" -noout -subject -nameopt RFC2253 |
+    grep -qx "subject=CN=$(printf 'p%.0s' $(seq 64))" || fail "the long principal's certificate subject"
+openssl x509 -in "$TMP/long/tls/client-ci@build-host.example.pem" -noout -subject -nameopt RFC2253 |
+    grep -qx 'subject=CN=ci@build-host.example' || fail "ci@build-host.example's certificate subject"
 run 2 "$BERTHCTL" dev-init "$U" --principal dev --principal ci --principal dev
 stderr_has "--principal dev is given twice"
 run 2 "$BERTHCTL" dev-init "$U" --image sha256:abc
@@ -495,6 +505,18 @@ stderr_has "the configuration must be a JSON object"
 printf '{"a": 1, "a": 2}' >"$TMP/dup.json"
 run 1 "$BERTHCTL" dev-init "$U" --backend "runsc=runtime-oci,$TMP/dup.json"
 [ -e "$U" ] && fail "a failed dev-init created $U"
+
+# berthd.json is checked with berthd's own parser before anything is written
+# (it used to be checked as JSON only): under a DIR of 4080 bytes
+# keys/receipt.key is 4097 bytes long, which berthd could never open, so
+# berthd.json would not load.
+deep=$TMP/deep
+while [ ${#deep} -lt 3870 ]; do deep=$deep/$(printf 'd%.0s' $(seq 200)); done
+deep=$deep/$(printf 'e%.0s' $(seq $((4080 - ${#deep} - 1))))
+mkdir -p "$deep"
+run 1 "$BERTHCTL" dev-init "$deep"
+stderr_has "berthd.json would not be valid: config.receipt_key must be an absolute path (shorter than 4096 bytes)"
+[ -z "$(ls -A "$deep")" ] || fail "a refused dev-init wrote into $deep"
 
 # DIR must be private to the caller, reached without symlinks, and its
 # parent must exist.

@@ -119,6 +119,10 @@ run 2 "$BERTHCTL" $J pool register "$POOLS/default.json"
 stderr_has "--audit-key=FILE is required"
 run 2 "$BERTHCTL" $J pool frobnicate
 run 2 "$BERTHCTL" $J pool show
+# Against berthd, a NAME that no pool can have is refused before any request
+# (it used to be sent whenever it was one path component).
+run 2 "$BERTHCTL" --config "$TMP/no-client.json" pool show Default
+stderr_has '"Default" is not a pool name (1 to 63 of [a-z0-9._-], starting with a letter or digit)'
 mkdir -m 0755 "$TMP/open"
 run 1 "$BERTHCTL" --journal="$TMP/open/journal.db" $K pool register "$POOLS/default.json"
 stderr_has "must be private (chmod 0700"

@@ -57,6 +57,11 @@ START_TEST(refusals)
     refused("\"schema_version\":1,", "\"schema_version\":1,\"privileged\":true,", "job: unknown member \"privileged\"");
     refused("\"id\":\"job-1\"", "\"id\":\"job/1\"", "job.id must be 1 to 128");
     refused("\"id\":\"job-1\",", "", "job.id is missing");
+    /* job.pool follows the pool name rule; it used to follow the job id
+     * rule, which lets upper case and 64 to 128 bytes through. */
+    refused("\"pool\":\"sample\"", "\"pool\":\"Sample\"",
+            "job.pool must name a pool (1 to 63 of [a-z0-9._-], starting with a letter or digit)");
+    refused("\"pool\":\"sample\"", "\"pool\":\"_sample\"", "job.pool must name a pool");
     refused("\"image\":\"" SAMPLE_IMAGE "\"", "\"image\":\"busybox:latest\"",
             "job.image must be an OCI manifest digest");
     refused("[\"/bin/echo\",\"hello\"]", "[]", "job.argv must list 1 to 256 strings");

@@ -16,6 +16,11 @@
     "\"pools\":[\"sample\"],\"images\":[\"" SAMPLE_IMAGE "\"],\"limits\":" SAMPLE_LIMITS ","                           \
     "\"not_before\":\"1000\",\"not_after\":\"5000\"" extra "}"
 
+/* Alice's subject with the pools @pools (a JSON array). */
+#define SUBJECT_POOLS(pools)                                                                                           \
+    "{\"principal\":\"alice\",\"scope\":[\"team\"],\"fingerprints\":[\"" FP_A "\"],\"pools\":" pools                   \
+    ",\"images\":[],\"limits\":" SAMPLE_LIMITS ",\"not_before\":\"1000\",\"not_after\":\"5000\"}"
+
 #define POLICY(subjects)                                                                                               \
     "{\"schema_version\":1,\"not_before\":\"1000\",\"not_after\":\"5000\",\"subjects\":[" subjects "]}"
 
@@ -70,6 +75,25 @@ START_TEST(lookup)
 }
 END_TEST
 
+START_TEST(names)
+{
+    /* The principal rule (berth_principal_valid()), at its bounds, and pool names. */
+    static const char p128[] = "pppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp"
+                               "pppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp";
+    berth_policy_free(parse_ok(POLICY(SUBJECT("ci@build-host.example", FP_A, ""))));
+    berth_policy_free(parse_ok(POLICY(SUBJECT("-._@", FP_A, ""))));
+    berth_policy_free(parse_ok(POLICY(SUBJECT_POOLS("[\"sample\",\"ci.2_x-y\",\"0\"]"))));
+    {
+        char doc[4096], principal[sizeof(p128) + 1];
+        snprintf(doc, sizeof(doc), POLICY(SUBJECT("%s", FP_A, "")), p128);
+        berth_policy_free(parse_ok(doc));
+        snprintf(principal, sizeof(principal), "%sp", p128);
+        snprintf(doc, sizeof(doc), POLICY(SUBJECT("%s", FP_A, "")), principal);
+        refused(doc, "policy.subjects[0].principal must be 1 to 128 of [A-Za-z0-9._@-]");
+    }
+}
+END_TEST
+
 START_TEST(refusals)
 {
     refused("{\"schema_version\":1,\"not_before\":\"1000\",\"not_after\":\"5000\",\"subjects\":[],\"x\":1}",
@@ -81,7 +105,13 @@ START_TEST(refusals)
     refused(POLICY(SUBJECT("alice", FP_A, "") "," SUBJECT("alice", FP_B, "")),
             "principal alice with that scope appears twice");
     refused(POLICY(SUBJECT("alice", "AAAA", "")), "policy.subjects[0].fingerprints[0] is not valid");
-    refused(POLICY(SUBJECT("al ice", FP_A, "")), "policy.subjects[0].principal must be");
+    refused(POLICY(SUBJECT("al ice", FP_A, "")), "policy.subjects[0].principal must be 1 to 128 of [A-Za-z0-9._@-]");
+    /* Pools are granted by pool name (berth_pool_name_valid()): the
+     * principal rule, which used to be applied, let "Sample", "a@b" and
+     * ".." through, names no pool can have. */
+    refused(POLICY(SUBJECT_POOLS("[\"Sample\"]")), "policy.subjects[0].pools[0] is not valid");
+    refused(POLICY(SUBJECT_POOLS("[\"sample\",\"a@b\"]")), "policy.subjects[0].pools[1] is not valid");
+    refused(POLICY(SUBJECT_POOLS("[\"..\"]")), "policy.subjects[0].pools[0] is not valid");
     refused(POLICY(SUBJECT("alice", FP_A, ",\"admin\":\"yes\"")), "admin must be true or false");
     refused(POLICY(SUBJECT("alice", FP_A, ",\"role\":\"root\"")), "unknown member \"role\"");
     refused("{\"schema_version\":1,\"not_before\":\"1000\",\"not_after\":\"4000\",\"subjects\":[" SUBJECT("alice", FP_A,
@@ -184,6 +214,7 @@ static Suite *make_suite(void)
     TCase *tc = test_case(s, "policy");
 
     tcase_add_test(tc, lookup);
+    tcase_add_test(tc, names);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, watched_file);
     tcase_add_test(tc, source_arguments);

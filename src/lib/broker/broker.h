@@ -78,7 +78,7 @@ json_t *berth_reply_json(const struct berth_reply *r);
 
 /**
  * struct berth_broker_backend - a configured runtime backend.
- * @name:     the backend name pools refer to (a berth_name_valid() name).
+ * @name:     the backend name pools refer to (a berth_backend_name_valid() name).
  * @plugin, @plugin_version: the runtime binding recorded in receipts.
  * @ops, @state: the loaded runtime plugin instance.
  * @require_qualification: placement refuses it without a current qualification.

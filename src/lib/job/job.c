@@ -11,6 +11,7 @@
 #include "job.h"
 #include "jsonobj.h"
 #include "macro.h"
+#include "names.h"
 #include "pool.h"
 
 #define MAX_ARGV 256
@@ -215,8 +216,8 @@ int berth_job_from_json(const json_t *doc, struct berth_job **ret, struct berth_
         berth_error_set(reterr, r, "job.id must be 1 to 128 of [A-Za-z0-9._-], not all dots");
         goto fail;
     }
-    if (!berth_job_id_valid(job->pool)) {
-        berth_error_set(reterr, r, "job.pool must name a pool");
+    if (!berth_pool_name_valid(job->pool)) {
+        berth_error_set(reterr, r, "job.pool must name a pool (" BERTH_POOL_NAME_RULE ")");
         goto fail;
     }
     if (berth_digest_parse(job->image, raw) < 0) {

@@ -5,7 +5,7 @@
  *   {
  *     "schema_version": 1,
  *     "id":        "job-1",                  1..128 of [A-Za-z0-9._-]
- *     "pool":      "default",                a pool name
+ *     "pool":      "default",                a pool name (berth_pool_name_valid())
  *     "overrides": {...},                    optional, governed by the pool
  *     "image":     "sha256:<64 hex>",        OCI manifest digest
  *     "argv":      ["/bin/sh", "-c", "..."], 1..256 strings, 64 KiB in all

@@ -13,30 +13,13 @@
 #include "fsutil.h"
 #include "jsonobj.h"
 #include "macro.h"
+#include "names.h"
 #include "policy.h"
-
-#define MAX_SUBJECTS 512
-#define MAX_SCOPE 16
-#define MAX_FINGERPRINTS 16
-#define MAX_LIST 256
 
 static const char *const policy_members[] = {"not_after", "not_before", "schema_version", "subjects", NULL};
 static const char *const subject_members[] = {
     "admin", "fingerprints", "images", "limits", "not_after", "not_before", "pools", "principal", "scope", NULL,
 };
-
-static bool principal_valid(const char *s)
-{
-    size_t i;
-
-    if (!s || !s[0] || strlen(s) > 128)
-        return false;
-    for (i = 0; s[i]; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
-              strchr("._@-", s[i])))
-            return false;
-    return true;
-}
 
 /* An array of 0..@max (at least @min) strings each accepted by @ok. */
 static int check_strings(const json_t *arr, const char *what, size_t min, size_t max, bool (*ok)(const char *),
@@ -62,11 +45,6 @@ static bool fingerprint_ok(const char *s)
     return berth_is_hex(s, 64);
 }
 
-static bool pool_ok(const char *s)
-{
-    return principal_valid(s);
-}
-
 static bool image_ok(const char *s)
 {
     uint8_t raw[BERTH_SHA256_LEN];
@@ -86,23 +64,23 @@ static int parse_subject(const json_t *o, size_t i, struct berth_subject *s, int
         (r = berth_json_ns_member(o, what, "not_before", &s->not_before, reterr)) < 0 ||
         (r = berth_json_ns_member(o, what, "not_after", &s->not_after, reterr)) < 0)
         return r;
-    if (!principal_valid(s->principal))
-        return berth_error_set(reterr, -EBADMSG, "%s.principal must be 1 to 128 of [A-Za-z0-9._@-]", what);
+    if (!berth_principal_valid(s->principal))
+        return berth_error_set(reterr, -EBADMSG, "%s.principal must be " BERTH_PRINCIPAL_RULE, what);
     s->scope = json_object_get(o, "scope");
     s->fingerprints = json_object_get(o, "fingerprints");
     s->pools = json_object_get(o, "pools");
     s->images = json_object_get(o, "images");
     snprintf(what, sizeof(what), "policy.subjects[%zu].scope", i);
-    if ((r = check_strings(s->scope, what, 1, MAX_SCOPE, scope_ok, reterr)) < 0)
+    if ((r = check_strings(s->scope, what, 1, BERTH_POLICY_SCOPE_MAX, scope_ok, reterr)) < 0)
         return r;
     snprintf(what, sizeof(what), "policy.subjects[%zu].fingerprints", i);
-    if ((r = check_strings(s->fingerprints, what, 1, MAX_FINGERPRINTS, fingerprint_ok, reterr)) < 0)
+    if ((r = check_strings(s->fingerprints, what, 1, BERTH_POLICY_FINGERPRINTS_MAX, fingerprint_ok, reterr)) < 0)
         return r;
     snprintf(what, sizeof(what), "policy.subjects[%zu].pools", i);
-    if ((r = check_strings(s->pools, what, 0, MAX_LIST, pool_ok, reterr)) < 0)
+    if ((r = check_strings(s->pools, what, 0, BERTH_POLICY_LIST_MAX, berth_pool_name_valid, reterr)) < 0)
         return r;
     snprintf(what, sizeof(what), "policy.subjects[%zu].images", i);
-    if ((r = check_strings(s->images, what, 0, MAX_LIST, image_ok, reterr)) < 0)
+    if ((r = check_strings(s->images, what, 0, BERTH_POLICY_LIST_MAX, image_ok, reterr)) < 0)
         return r;
     snprintf(what, sizeof(what), "policy.subjects[%zu].limits", i);
     if ((r = berth_limits_parse(json_object_get(o, "limits"), what, &s->limits, reterr)) < 0)
@@ -148,8 +126,9 @@ int berth_policy_parse(const char *json, size_t len, struct berth_policy **ret, 
         goto fail;
     }
     subjects = json_object_get(p->doc, "subjects");
-    if (!json_is_array(subjects) || json_array_size(subjects) > MAX_SUBJECTS) {
-        berth_error_set(reterr, r, "policy.subjects must be an array of at most %d subjects", MAX_SUBJECTS);
+    if (!json_is_array(subjects) || json_array_size(subjects) > BERTH_POLICY_SUBJECTS_MAX) {
+        berth_error_set(reterr, r, "policy.subjects must be an array of at most %d subjects",
+                        BERTH_POLICY_SUBJECTS_MAX);
         goto fail;
     }
     p->subjects = calloc(json_array_size(subjects) ? json_array_size(subjects) : 1, sizeof(*p->subjects));

@@ -8,10 +8,11 @@
  *
  *   {"schema_version": 1, "not_before": "<ns>", "not_after": "<ns>",
  *    "subjects": [                                      at most 512
- *      {"principal": "dev",                             1..128 of [A-Za-z0-9._@-]
+ *      {"principal": "dev",                             berth_principal_valid()
  *       "scope": ["team", "dev"],                       1..16 strings, ordered
  *       "fingerprints": ["<64 hex>", ...],              1..16, unique in the file
  *       "pools": ["default"],                           0..256 pool names
+ *                                                       (berth_pool_name_valid())
  *       "images": ["sha256:..."],                       0..256 manifest digests
  *       "limits": {the seven job limits},               the ceiling
  *       "not_before": "<ns>", "not_after": "<ns>",      inside the file's interval
@@ -41,7 +42,11 @@
 
 #include "job.h"
 
-#define BERTH_POLICY_MAX (1024 * 1024) /**< largest policy file, bytes */
+#define BERTH_POLICY_MAX (1024 * 1024)   /**< largest policy file, bytes */
+#define BERTH_POLICY_SUBJECTS_MAX 512    /**< most subjects in a policy */
+#define BERTH_POLICY_SCOPE_MAX 16        /**< most strings in a subject's scope */
+#define BERTH_POLICY_FINGERPRINTS_MAX 16 /**< most fingerprints of a subject */
+#define BERTH_POLICY_LIST_MAX 256        /**< most pools, and most images, of a subject */
 
 /** struct berth_subject - one grant (strings point into the policy). */
 struct berth_subject {

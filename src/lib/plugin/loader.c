@@ -18,6 +18,7 @@
 #include "digest.h"
 #include "fsutil.h"
 #include "macro.h"
+#include "names.h"
 #include "loader.h"
 
 struct berth_plugin_handle {
@@ -98,22 +99,6 @@ const char *berth_plugin_kind_name(uint32_t kind)
 {
     const struct kind_desc *k = kind_lookup(kind);
     return k ? k->name : NULL;
-}
-
-/* Plugin names: [a-z0-9][a-z0-9-]*, at most 63 bytes. */
-static bool name_ok(const char *s)
-{
-    size_t i;
-
-    if (!s || !s[0] || !(islower((unsigned char)s[0]) || isdigit((unsigned char)s[0])))
-        return false;
-    for (i = 0; s[i]; i++) {
-        if (i >= 63)
-            return false;
-        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-'))
-            return false;
-    }
-    return true;
 }
 
 /* Versions: 1..63 printable ASCII bytes without spaces. */
@@ -315,7 +300,7 @@ static int check_descriptor(const struct berth_plugin_load_options *o, struct be
      * A newer minor only appends, so its identity can still be shown. */
     h->info.abi_version = d->abi_version;
     if (BERTH_PLUGIN_ABI_MAJOR_OF(d->abi_version) == BERTH_PLUGIN_ABI_MAJOR_OF(core) &&
-        d->struct_size >= BERTH_PLUGIN_V1_STRUCT_SIZE && name_ok(d->name) && version_ok(d->version) &&
+        d->struct_size >= BERTH_PLUGIN_V1_STRUCT_SIZE && berth_plugin_name_valid(d->name) && version_ok(d->version) &&
         kind_lookup(d->kind)) {
         copy_str(h->info.name, sizeof(h->info.name), d->name);
         copy_str(h->info.version, sizeof(h->info.version), d->version);
@@ -331,7 +316,7 @@ static int check_descriptor(const struct berth_plugin_load_options *o, struct be
     if (d->struct_size < BERTH_PLUGIN_V1_STRUCT_SIZE)
         return berth_error_set(reterr, -EPROTO, "descriptor is %u bytes, less than the %zu of ABI 1.0", d->struct_size,
                                (size_t)BERTH_PLUGIN_V1_STRUCT_SIZE);
-    if (!name_ok(d->name))
+    if (!berth_plugin_name_valid(d->name))
         return berth_error_set(reterr, -EPROTO,
                                "plugin name is missing or invalid (1 to 63 of [a-z0-9-], starting with a letter or "
                                "digit)");

@@ -25,7 +25,6 @@ const char *const berth_egress_names[BERTH_EGRESS_COUNT] = {"none", "loopback", 
 #define DEFAULT_TIMEOUT 1800
 #define MAX_TIMEOUT 604800
 #define MAX_CONCURRENCY 1000000
-#define MAX_BACKENDS 64
 #define MAX_ENV 256
 #define MAX_ENV_VALUE (32 * 1024)
 #define MAX_CREDENTIALS 256
@@ -91,19 +90,6 @@ bool berth_guest_path_valid(const char *path)
         if (!next)
             return true;
     }
-}
-
-bool berth_pool_name_valid(const char *s)
-{
-    size_t i;
-
-    if (!s || !s[0] || strlen(s) > 63 || !(islower((unsigned char)s[0]) || isdigit((unsigned char)s[0])))
-        return false;
-    for (i = 0; s[i]; i++)
-        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '.' || s[i] == '_' ||
-              s[i] == '-'))
-            return false;
-    return true;
 }
 
 int berth_name_set_parse(const json_t *arr, const char *what, const char *const *table, size_t n, unsigned *ret,
@@ -254,7 +240,7 @@ static int normalise(const json_t *doc, json_t **ret, const char **ret_claimed_h
     if (version != BERTH_POOL_SCHEMA_VERSION)
         return berth_error_set(reterr, -EBADMSG, "pool.schema_version must be %d", BERTH_POOL_SCHEMA_VERSION);
     if (!berth_pool_name_valid(name))
-        return berth_error_set(reterr, -EBADMSG, "pool.name must match [a-z0-9][a-z0-9._-]{0,62}");
+        return berth_error_set(reterr, -EBADMSG, "pool.name must be " BERTH_POOL_NAME_RULE);
     if (!egress)
         egress = "none";
     if (berth_name_index(berth_egress_names, BERTH_EGRESS_COUNT, egress) < 0)
@@ -263,12 +249,14 @@ static int normalise(const json_t *doc, json_t **ret, const char **ret_claimed_h
 
     /* backend_allowlist: order kept, no duplicates, at least one. */
     v = json_object_get(doc, "backend_allowlist");
-    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > MAX_BACKENDS)
-        return berth_error_set(reterr, -EBADMSG, "pool.backend_allowlist must list 1 to %d backends", MAX_BACKENDS);
+    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > BERTH_POOL_BACKENDS_MAX)
+        return berth_error_set(reterr, -EBADMSG, "pool.backend_allowlist must list 1 to %d backends",
+                               BERTH_POOL_BACKENDS_MAX);
     for (i = 0; i < json_array_size(v); i++) {
         const json_t *b = json_array_get(v, i);
-        if (!json_is_string(b) || !berth_pool_name_valid(json_string_value(b)))
-            return berth_error_set(reterr, -EBADMSG, "pool.backend_allowlist[%zu] is not a backend name", i);
+        if (!json_is_string(b) || !berth_backend_name_valid(json_string_value(b)))
+            return berth_error_set(
+                reterr, -EBADMSG, "pool.backend_allowlist[%zu] is not a backend name (" BERTH_BACKEND_NAME_RULE ")", i);
         for (j = 0; j < i; j++)
             if (json_equal(b, json_array_get(v, j)))
                 return berth_error_set(reterr, -EBADMSG,

@@ -14,8 +14,9 @@
  *
  * The manifest (every member, defaults in brackets):
  *   schema_version           1 (required)
- *   name                     [a-z0-9][a-z0-9._-]{0,62} (required)
- *   backend_allowlist        1..64 distinct backend names (required)
+ *   name                     a pool name, berth_pool_name_valid() (required)
+ *   backend_allowlist        1..BERTH_POOL_BACKENDS_MAX distinct backend
+ *                            names, berth_backend_name_valid() (required)
  *   template.root            absolute guest path ["/workspace"]
  *   template.env             object of string values [{}]
  *   template.timeout_seconds 1..604800 [1800]
@@ -43,8 +44,12 @@
 
 #include <berth/error.h>
 
+/* The name rules (berth_pool_name_valid(), berth_backend_name_valid()). */
+#include "names.h"
+
 #define BERTH_POOL_SCHEMA_VERSION 1
 #define BERTH_POOL_MANIFEST_MAX (256 * 1024) /**< largest manifest document, bytes */
+#define BERTH_POOL_BACKENDS_MAX 64           /**< most entries in backend_allowlist */
 #define BERTH_HASH_HEX_LEN 64                /**< a bare hex SHA-256 */
 
 /** Capabilities, one bit each, in the sorted order of their names. */
@@ -148,12 +153,6 @@ json_t *berth_pool_to_json(const struct berth_pool *pool);
  * Return: 0 or the errors of berth_json_serialize().
  */
 int berth_hash_hex_json(const json_t *value, char out[BERTH_HASH_HEX_LEN + 1], struct berth_error *reterr);
-
-/**
- * berth_pool_name_valid() - whether @name is a usable pool or backend name:
- * [a-z0-9][a-z0-9._-]{0,62}.
- */
-bool berth_pool_name_valid(const char *name);
 
 /**
  * berth_env_name_valid() - whether @name is a usable environment variable

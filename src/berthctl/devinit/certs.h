@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * devcerts.h -- the small X.509 certificate authority of "berthctl dev-init".
+ * certs.h -- the small X.509 certificate authority of "berthctl dev-init".
  *
  * dev-init needs a CA, a server certificate for berthd and one client
  * certificate per principal, all created in memory (OpenSSL 3) and then
@@ -38,6 +38,8 @@
 
 /** Characters of a certificate fingerprint (hex SHA-256 of the DER), without NUL. */
 #define BCTL_FINGERPRINT_HEX_LEN 64
+/** Longest subject common name, in characters (RFC 5280 ub-common-name). */
+#define BCTL_DEVCERT_CN_MAX 64
 
 /** X509_free() / EVP_PKEY_free() on scope exit: _cleanup_(X509_freep) X509 *x = NULL; */
 BERTH_DEFINE_CLEANUP(X509 *, X509_free)
@@ -69,7 +71,7 @@ int bctl_devcert_key_new(EVP_PKEY **ret, struct berth_error *reterr);
 
 /**
  * bctl_devcert_ca_new() - make the self-signed CA certificate for @key.
- * @cn:       subject common name, 1 to 64 characters of UTF-8.
+ * @cn:       subject common name, 1 to BCTL_DEVCERT_CN_MAX characters of UTF-8.
  * @key:      the CA's key pair (it signs the certificate).
  * @validity: the validity period.
  * @ret:      receives the certificate; release it with X509_free().
@@ -83,8 +85,9 @@ int bctl_devcert_ca_new(const char *cn, EVP_PKEY *key, const struct bctl_cert_va
  * public half of @key, issued and signed by the CA.
  * @kind:     BCTL_LEAF_SERVER (the subject is always CN "localhost") or
  *            BCTL_LEAF_CLIENT.
- * @cn:       the client's common name (its principal), 1 to 64 characters
- *            of UTF-8; ignored for a server certificate (may be NULL).
+ * @cn:       the client's common name (its principal, cut to fit), 1 to
+ *            BCTL_DEVCERT_CN_MAX characters of UTF-8; ignored for a server
+ *            certificate (may be NULL).
  * @key:      the subject's key pair (only its public half is used).
  * @ca:       the CA certificate made by bctl_devcert_ca_new().
  * @ca_key:   the CA's key pair.

@@ -1,19 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/* config.c -- berthd.json; see config.h. */
+/* berthd-config.c -- berthd.json, parsed and written; see berthd-config.h. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "berthd-config.h"
 #include "canon.h"
-#include "config.h"
 #include "digest.h"
 #include "fsutil.h"
 #include "jsonobj.h"
 #include "macro.h"
+#include "names.h"
 
 #define NS_PER_MS 1000000LL
 #define NS_PER_S 1000000000LL
@@ -34,30 +37,78 @@ static const char *const http_members[] = {
 static const char *const backend_members[] = {"config", "plugin", "qualify_at_startup", "require_qualification",
                                               "sha256", NULL};
 
-static bool name_ok(const char *s, size_t max)
-{
-    size_t i;
+/**
+ * struct int_setting - an optional integer member, its range and its
+ * default: the one definition that parsing, the defaults and writing use.
+ * @section: the object it is a member of ("journal", "http"), or NULL for
+ *           the top level.
+ * @key:     its name, which is also the field's name.
+ * @offset:  of its int64_t in struct berthd_config.
+ */
+struct int_setting {
+    const char *section;
+    const char *key;
+    size_t offset;
+    int64_t min, max, def;
+};
+#define INT_SETTING(section, field, min, max, def)                                                                     \
+    {                                                                                                                  \
+        section, #field, offsetof(struct berthd_config, field), min, max, def                                          \
+    }
 
-    if (!s || !s[0] || strlen(s) > max)
-        return false;
-    for (i = 0; s[i]; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
-              strchr("._-", s[i])))
-            return false;
-    return true;
+static const struct int_setting int_settings[] = {
+    INT_SETTING(NULL, reconcile_interval_ns, 10 * NS_PER_MS, 60 * NS_PER_S, 250 * NS_PER_MS),
+    INT_SETTING("journal", max_active_jobs, 1, 1000000, 16),
+    INT_SETTING("journal", max_retained_jobs, 1, 100000000, 10000),
+    INT_SETTING("http", max_connections, 1, 4096, 64),
+    INT_SETTING("http", max_header_bytes, 1024, 65536, 16384),
+    INT_SETTING("http", max_body_bytes, 1024, 16 * 1024 * 1024, 1024 * 1024 + 64 * 1024),
+    INT_SETTING("http", header_timeout_ns, 10 * NS_PER_MS, 60 * NS_PER_S, 5 * NS_PER_S),
+    INT_SETTING("http", request_timeout_ns, 10 * NS_PER_MS, 300 * NS_PER_S, 30 * NS_PER_S),
+    INT_SETTING("http", idle_timeout_ns, 10 * NS_PER_MS, 300 * NS_PER_S, 30 * NS_PER_S),
+    INT_SETTING("http", shutdown_timeout_ns, 0, 300 * NS_PER_S, 10 * NS_PER_S),
+};
+
+static int64_t *setting_of(struct berthd_config *c, const struct int_setting *s)
+{
+    return (int64_t *)(void *)((char *)c + s->offset);
 }
 
-/* A plugin name as the loader accepts it: 1 to 63 of [a-z0-9-], starting with a letter or digit. */
-static bool plugin_name_ok(const char *s)
+static int64_t setting_value(const struct berthd_config *c, const struct int_setting *s)
+{
+    return *(const int64_t *)(const void *)((const char *)c + s->offset);
+}
+
+static bool same_section(const char *a, const char *b)
+{
+    return a == b || (a && b && streq(a, b));
+}
+
+/* The members of @o (NULL: absent) that the settings of @section are; "config[.@section]" in messages. */
+static int parse_settings(const json_t *o, const char *section, struct berthd_config *c, struct berth_error *reterr)
+{
+    char what[64];
+    size_t i;
+    int r;
+
+    snprintf(what, sizeof(what), "config%s%s", section ? "." : "", section ? section : "");
+    for (i = 0; i < ELEMENTSOF(int_settings); i++) {
+        const struct int_setting *s = &int_settings[i];
+        if (!same_section(s->section, section))
+            continue;
+        if ((r = berth_json_int_member(o, what, s->key, false, s->min, s->max, setting_of(c, s), reterr)) < 0)
+            return r;
+    }
+    return 0;
+}
+
+void berthd_config_defaults(struct berthd_config *c)
 {
     size_t i;
 
-    if (!s || !s[0] || s[0] == '-' || strlen(s) > 63)
-        return false;
-    for (i = 0; s[i]; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-            return false;
-    return true;
+    memset(c, 0, sizeof(*c));
+    for (i = 0; i < ELEMENTSOF(int_settings); i++)
+        *setting_of(c, &int_settings[i]) = int_settings[i].def;
 }
 
 /* A required (or optional) absolute path member. */
@@ -68,8 +119,9 @@ static int path_member(const json_t *o, const char *what, const char *key, bool 
 
     if (r < 0)
         return r;
-    if (*ret && ((*ret)[0] != '/' || strlen(*ret) >= 4096))
-        return berth_error_set(reterr, -EBADMSG, "%s.%s must be an absolute path", what, key);
+    if (*ret && ((*ret)[0] != '/' || strlen(*ret) >= PATH_MAX))
+        return berth_error_set(reterr, -EBADMSG, "%s.%s must be an absolute path (shorter than %d bytes)", what, key,
+                               PATH_MAX);
     return 0;
 }
 
@@ -99,11 +151,10 @@ static int parse_backend(const json_t *v, const char *what, bool runtime, struct
         (r = berth_json_string_member(v, what, "plugin", true, &b->plugin, reterr)) < 0 ||
         (r = berth_json_string_member(v, what, "sha256", false, &b->sha256, reterr)) < 0)
         return r;
-    if (!plugin_name_ok(b->plugin))
+    if (!berth_plugin_name_valid(b->plugin))
         return berth_error_set(reterr, -EBADMSG,
-                               "%s.plugin must be a plugin name such as %s (1 to 63 of [a-z0-9-], starting with a "
-                               "letter or digit)",
-                               what, runtime ? "runtime-oci" : "image-oci-local");
+                               "%s.plugin must be a plugin name such as %s (" BERTH_PLUGIN_NAME_RULE ")", what,
+                               runtime ? "runtime-oci" : "image-oci-local");
     if (b->sha256) {
         uint8_t raw[BERTH_SHA256_LEN];
         if (berth_digest_parse(b->sha256, raw) < 0)
@@ -133,17 +184,17 @@ static int parse_backends(const json_t *o, struct berthd_config *c, struct berth
         return 0;
     if (!json_is_object(o))
         return berth_error_set(reterr, -EBADMSG, "config.backends must be an object");
-    if (json_object_size(o) > BERTHD_MAX_BACKENDS)
-        return berth_error_set(reterr, -EBADMSG, "config.backends: at most %d backends", BERTHD_MAX_BACKENDS);
+    if (json_object_size(o) > BERTH_BERTHD_BACKENDS_MAX)
+        return berth_error_set(reterr, -EBADMSG, "config.backends: at most %d backends", BERTH_BERTHD_BACKENDS_MAX);
     json_object_foreach((json_t *)o, name, v)
     {
         struct berthd_backend_config *b = &c->backends[c->n_backends];
         char what[128];
         int r;
 
-        if (!name_ok(name, 63))
+        if (!berth_backend_name_valid(name))
             return berth_error_set(reterr, -EBADMSG,
-                                   "config.backends: a backend name must be 1 to 63 of [A-Za-z0-9._-]");
+                                   "config.backends: a backend name must be " BERTH_BACKEND_NAME_RULE);
         snprintf(what, sizeof(what), "config.backends.%s", name);
         b->name = name;
         if ((r = parse_backend(v, what, true, b, reterr)) < 0)
@@ -161,20 +212,10 @@ int berthd_config_parse(const char *text, size_t len, const char *default_plugin
     unsigned char addr[sizeof(struct in6_addr)];
     int r;
 
-    memset(c, 0, sizeof(*c));
-    c->max_active_jobs = 16;
-    c->max_retained_jobs = 10000;
-    c->max_connections = 64;
-    c->max_header_bytes = 16384;
-    c->max_body_bytes = 1024 * 1024 + 64 * 1024;
-    c->header_timeout_ns = 5 * NS_PER_S;
-    c->request_timeout_ns = 30 * NS_PER_S;
-    c->idle_timeout_ns = 30 * NS_PER_S;
-    c->shutdown_timeout_ns = 10 * NS_PER_S;
-    c->reconcile_interval_ns = 250 * NS_PER_MS;
+    berthd_config_defaults(c);
     c->plugin_directory = default_plugindir;
 
-    r = berth_json_parse(text, len, BERTHD_CONFIG_MAX, &c->doc, reterr);
+    r = berth_json_parse(text, len, BERTH_BERTHD_CONFIG_MAX, &c->doc, reterr);
     if (r < 0)
         return r;
     if ((r = berth_json_only_members(c->doc, "config", top_members, reterr)) < 0 ||
@@ -187,13 +228,12 @@ int berthd_config_parse(const char *text, size_t len, const char *default_plugin
         (r = path_member(c->doc, "config", "pools_directory", false, &c->pools_directory, reterr)) < 0 ||
         (r = path_member(c->doc, "config", "plugin_directory", false, &c->plugin_directory, reterr)) < 0 ||
         (r = path_member(c->doc, "config", "probe", false, &c->probe, reterr)) < 0 ||
-        (r = berth_json_int_member(c->doc, "config", "reconcile_interval_ns", false, 10 * NS_PER_MS, 60 * NS_PER_S,
-                                   &c->reconcile_interval_ns, reterr)) < 0)
+        (r = parse_settings(c->doc, NULL, c, reterr)) < 0)
         goto fail;
     if (!c->plugin_directory)
         c->plugin_directory = default_plugindir;
-    if (!name_ok(c->broker_name, 64)) {
-        r = berth_error_set(reterr, -EBADMSG, "config.broker_name must be 1 to 64 of [A-Za-z0-9._-]");
+    if (!berth_broker_name_valid(c->broker_name)) {
+        r = berth_error_set(reterr, -EBADMSG, "config.broker_name must be " BERTH_BROKER_NAME_RULE);
         goto fail;
     }
 
@@ -224,26 +264,9 @@ int berthd_config_parse(const char *text, size_t len, const char *default_plugin
         goto fail;
 
     if ((r = object_member(c->doc, "config", "journal", journal_members, &journal, reterr)) < 0 ||
-        (r = berth_json_int_member(journal, "config.journal", "max_active_jobs", false, 1, 1000000, &c->max_active_jobs,
-                                   reterr)) < 0 ||
-        (r = berth_json_int_member(journal, "config.journal", "max_retained_jobs", false, 1, 100000000,
-                                   &c->max_retained_jobs, reterr)) < 0)
-        goto fail;
-    if ((r = object_member(c->doc, "config", "http", http_members, &http, reterr)) < 0 ||
-        (r = berth_json_int_member(http, "config.http", "max_connections", false, 1, 4096, &c->max_connections,
-                                   reterr)) < 0 ||
-        (r = berth_json_int_member(http, "config.http", "max_header_bytes", false, 1024, 65536, &c->max_header_bytes,
-                                   reterr)) < 0 ||
-        (r = berth_json_int_member(http, "config.http", "max_body_bytes", false, 1024, 16 * 1024 * 1024,
-                                   &c->max_body_bytes, reterr)) < 0 ||
-        (r = berth_json_int_member(http, "config.http", "header_timeout_ns", false, 10 * NS_PER_MS, 60 * NS_PER_S,
-                                   &c->header_timeout_ns, reterr)) < 0 ||
-        (r = berth_json_int_member(http, "config.http", "request_timeout_ns", false, 10 * NS_PER_MS, 300 * NS_PER_S,
-                                   &c->request_timeout_ns, reterr)) < 0 ||
-        (r = berth_json_int_member(http, "config.http", "idle_timeout_ns", false, 10 * NS_PER_MS, 300 * NS_PER_S,
-                                   &c->idle_timeout_ns, reterr)) < 0 ||
-        (r = berth_json_int_member(http, "config.http", "shutdown_timeout_ns", false, 0, 300 * NS_PER_S,
-                                   &c->shutdown_timeout_ns, reterr)) < 0)
+        (r = parse_settings(journal, "journal", c, reterr)) < 0 ||
+        (r = object_member(c->doc, "config", "http", http_members, &http, reterr)) < 0 ||
+        (r = parse_settings(http, "http", c, reterr)) < 0)
         goto fail;
     if (c->request_timeout_ns < c->header_timeout_ns) {
         r = berth_error_set(reterr, -EBADMSG, "config.http.request_timeout_ns must not be below header_timeout_ns");
@@ -278,6 +301,98 @@ void berthd_config_clear(struct berthd_config *c)
         return;
     json_decref(c->doc);
     memset(c, 0, sizeof(*c));
+}
+
+/* Set @key of @o to the new reference @v (NULL, as jansson returns when out of memory, fails).  Return: 0 or -ENOMEM. */
+static int put(json_t *o, const char *key, json_t *v)
+{
+    return json_object_set_new(o, key, v) < 0 ? -ENOMEM : 0;
+}
+
+/* put() of the string @s, when it is not NULL. */
+static int put_string(json_t *o, const char *key, const char *s)
+{
+    return s ? put(o, key, json_string(s)) : 0;
+}
+
+/* The settings of @section (NULL: the top level) that differ from their defaults, into @doc. */
+static int put_settings(json_t *doc, const char *section, const struct berthd_config *c)
+{
+    _cleanup_json_ json_t *o = section ? json_object() : json_incref(doc);
+    size_t i;
+
+    if (!o)
+        return -ENOMEM;
+    for (i = 0; i < ELEMENTSOF(int_settings); i++) {
+        const struct int_setting *s = &int_settings[i];
+        if (same_section(s->section, section) && setting_value(c, s) != s->def &&
+            put(o, s->key, json_integer(setting_value(c, s))) < 0)
+            return -ENOMEM;
+    }
+    if (section && json_object_size(o) > 0 && put(doc, section, TAKE_PTR(o)) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+/* One plugin instance; @runtime: a backend, with its qualification members, else the image source.  NULL: -ENOMEM. */
+static json_t *backend_json(const struct berthd_backend_config *b, bool runtime)
+{
+    _cleanup_json_ json_t *o = json_object();
+
+    if (!o || put(o, "plugin", json_string(b->plugin)) < 0 || put_string(o, "sha256", b->sha256) < 0)
+        return NULL;
+    if (runtime && (put(o, "require_qualification", json_boolean(b->require_qualification)) < 0 ||
+                    (b->qualify_at_startup && put(o, "qualify_at_startup", json_true()) < 0)))
+        return NULL;
+    if (b->config && put(o, "config", json_deep_copy(b->config)) < 0)
+        return NULL;
+    return TAKE_PTR(o);
+}
+
+/* Whether @c has every string berthd_config_to_json() requires, and backends it can key by name. */
+static bool writable(const struct berthd_config *c)
+{
+    size_t i, j;
+
+    if (!c->broker_name || !c->address || !c->certificate || !c->private_key || !c->client_ca || !c->receipt_key ||
+        !c->audit_key || !c->policy || !c->state_directory || c->n_backends > BERTH_BERTHD_BACKENDS_MAX ||
+        (c->has_images && !c->images.plugin))
+        return false;
+    for (i = 0; i < c->n_backends; i++) {
+        if (!c->backends[i].name || !c->backends[i].plugin)
+            return false;
+        for (j = 0; j < i; j++)
+            if (streq(c->backends[i].name, c->backends[j].name))
+                return false;
+    }
+    return true;
+}
+
+int berthd_config_to_json(const struct berthd_config *c, json_t **ret, struct berth_error *reterr)
+{
+    _cleanup_json_ json_t *doc = NULL, *backends = NULL;
+    size_t i;
+
+    if (!c || !ret || !writable(c))
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    doc = json_pack("{s:i, s:s, s:{s:s, s:i}, s:{s:s, s:s, s:s}, s:s, s:s, s:s, s:s}", "schema_version", 1,
+                    "broker_name", c->broker_name, "listen", "address", c->address, "port", c->port, "tls",
+                    "certificate", c->certificate, "private_key", c->private_key, "client_ca", c->client_ca,
+                    "receipt_key", c->receipt_key, "audit_key", c->audit_key, "policy", c->policy, "state_directory",
+                    c->state_directory);
+    backends = json_object();
+    if (!doc || !backends || put_string(doc, "pools_directory", c->pools_directory) < 0 ||
+        put_string(doc, "plugin_directory", c->plugin_directory) < 0 || put_string(doc, "probe", c->probe) < 0 ||
+        put_settings(doc, NULL, c) < 0 || put_settings(doc, "journal", c) < 0 || put_settings(doc, "http", c) < 0)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    for (i = 0; i < c->n_backends; i++)
+        if (put(backends, c->backends[i].name, backend_json(&c->backends[i], true)) < 0)
+            return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if (put(doc, "backends", TAKE_PTR(backends)) < 0 ||
+        (c->has_images && put(doc, "images", backend_json(&c->images, false)) < 0))
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    *ret = TAKE_PTR(doc);
+    return 0;
 }
 
 /* Open and check a trusted file; @secret: owner euid, no group/other access. */
@@ -330,7 +445,7 @@ int berthd_config_load(const char *path, const char *default_plugindir, struct b
     size_t len = 0;
     int r;
 
-    r = berthd_read_public_file(path, BERTHD_CONFIG_MAX, &text, &len, reterr);
+    r = berthd_read_public_file(path, BERTH_BERTHD_CONFIG_MAX, &text, &len, reterr);
     if (r < 0)
         return r;
     r = berthd_config_parse(text, len, default_plugindir, ret, reterr);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* devinit-runtime.c -- runtime-oci backend settings for dev-init --runtime (devinit-runtime.h). */
+/* runtime.c -- runtime-oci backend settings for dev-init --runtime (runtime.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -9,11 +9,11 @@
 #include <unistd.h>
 
 #include "berth/cleanup.h"
-#include "devinit-runtime.h"
 #include "digest.h"
 #include "fsutil.h"
 #include "jsonobj.h"
 #include "macro.h"
+#include "runtime.h"
 
 /* The cgroup v1 hybrid-layout mount crun 1.8 refuses (platform facts). */
 #define CGROUP_UNIFIED "/sys/fs/cgroup/unified"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * devinit-runtime.h -- the runtime-oci backend configuration that
+ * runtime.h -- the runtime-oci backend configuration that
  * "berthctl dev-init --runtime" writes for an installed OCI runtime.
  *
  * Only the runtimes berth is tested with are known: gVisor's runsc

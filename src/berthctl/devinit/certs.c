@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* devcerts.c -- dev-init's certificate authority; see devcerts.h. */
+/* certs.c -- dev-init's certificate authority; see certs.h. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,15 +14,13 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#include "devcerts.h"
+#include "certs.h"
 #include "encoding.h"
 #include "macro.h"
 #include "utf8.h"
 
 /* Bytes of a serial number: 128 random bits (RFC 5280 allows up to 20 octets). */
 #define SERIAL_BYTES 16
-/* Longest common name (RFC 5280 ub-common-name), in characters. */
-#define CN_MAX 64
 
 BERTH_DEFINE_CLEANUP(BIO *, BIO_free)
 BERTH_DEFINE_CLEANUP(BIGNUM *, BN_free)
@@ -45,7 +43,7 @@ static int ossl_error(struct berth_error *reterr, const char *what)
     return berth_error_set(reterr, -EIO, "%s failed", what);
 }
 
-/* A common name OpenSSL will accept: 1..CN_MAX characters of UTF-8. */
+/* A common name OpenSSL will accept: 1..BCTL_DEVCERT_CN_MAX characters of UTF-8. */
 static bool cn_valid(const char *cn)
 {
     size_t len, pos = 0, chars = 0;
@@ -59,7 +57,7 @@ static bool cn_valid(const char *cn)
             return false;
         chars++;
     }
-    return chars <= CN_MAX;
+    return chars <= BCTL_DEVCERT_CN_MAX;
 }
 
 /* Give @x a random positive serial number of SERIAL_BYTES bytes. */

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * berthd-config.h -- berthd.json, parsed strictly and written
+ * (berthd.json(5), docs/berthd.md).
+ *
+ * The top layer of libberth: the daemon's configuration, which berthd
+ * reads at startup, "berthctl qualify" reads to find a backend, and
+ * "berthctl dev-init" writes (and reads back with the same parser).  Nothing
+ * below this layer needs it.
+ *
+ * The document is strict JSON (canon.h: no duplicate member, integers
+ * only), at most BERTH_BERTHD_CONFIG_MAX bytes, with no unknown member at
+ * any level; names follow names.h (berth_broker_name_valid(),
+ * berth_backend_name_valid(), berth_plugin_name_valid()).
+ *
+ * No global state: every function is thread-safe on distinct arguments; a
+ * struct berthd_config may be read from several threads once parsed.
+ */
+#ifndef BERTH_BERTHD_CONFIG_H
+#define BERTH_BERTHD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include <berth/error.h>
+
+#define BERTH_BERTHD_CONFIG_MAX (1024 * 1024) /**< largest berthd.json, bytes */
+#define BERTH_BERTHD_BACKENDS_MAX 64          /**< most members of "backends" */
+
+/**
+ * struct berthd_backend_config - one configured plugin instance: a runtime
+ * backend, or the image source.
+ * @name:    the backend name (berth_backend_name_valid()); "images" for the
+ *           image source.
+ * @plugin:  the plugin's name (berth_plugin_name_valid()); the file is
+ *           "<plugin>.so" in the plugin directory.
+ * @sha256:  the pin on the plugin file, "sha256:<64 hex>"; NULL: no pin.
+ * @config:  the object handed to the plugin; NULL: none ("{}").
+ * @require_qualification: placement refuses the backend without a current
+ *           qualification (default true; not used for the image source).
+ * @qualify_at_startup: berthd runs the live probes at startup when no
+ *           current qualification exists (default false).
+ *
+ * Parsed, every pointer is borrowed from the document (struct
+ * berthd_config.doc); for berthd_config_to_json() the caller owns them.
+ */
+struct berthd_backend_config {
+    const char *name;
+    const char *plugin;
+    const char *sha256;
+    const json_t *config;
+    bool require_qualification;
+    bool qualify_at_startup;
+};
+
+/**
+ * struct berthd_config - every setting of berthd.json, defaults filled in.
+ * @doc:    the parsed document, which every string points into (owned;
+ *          released by berthd_config_clear()); NULL for a configuration
+ *          the caller builds to write.
+ * @pools_directory, @probe: NULL when absent.
+ * @plugin_directory: parsed, the default the caller named when absent; to
+ *          write, NULL leaves the member out.
+ * The int64_t members are in the units their names say (_ns nanoseconds,
+ * _bytes bytes); their ranges and defaults are in berthd.json(5).
+ * @backends: the first @n_backends entries, in document order.
+ * @images: the image source, when @has_images.
+ */
+struct berthd_config {
+    json_t *doc;
+    const char *broker_name;
+    const char *address;
+    int port;
+    const char *certificate, *private_key, *client_ca;
+    const char *receipt_key, *audit_key, *policy;
+    const char *state_directory, *pools_directory, *plugin_directory;
+    const char *probe; /* berth-probe for startup qualification; NULL: the installed one */
+    int64_t max_active_jobs, max_retained_jobs;
+    int64_t max_connections, max_header_bytes, max_body_bytes;
+    int64_t header_timeout_ns, request_timeout_ns, idle_timeout_ns, shutdown_timeout_ns;
+    int64_t reconcile_interval_ns;
+    struct berthd_backend_config backends[BERTH_BERTHD_BACKENDS_MAX];
+    size_t n_backends;
+    struct berthd_backend_config images;
+    bool has_images;
+};
+
+/**
+ * berthd_config_defaults() - zero @c and give every optional integer
+ * setting (journal, http, reconcile_interval_ns) its default; every string
+ * is NULL and there is no backend.  What berthd_config_parse() starts from,
+ * and where a configuration to write starts.
+ * @c: caller-owned; nothing it held is released.
+ */
+void berthd_config_defaults(struct berthd_config *c);
+
+/**
+ * berthd_config_parse() - parse and check @len bytes of berthd.json.
+ * @text:              the document (need not be NUL-terminated).
+ * @default_plugindir: plugin_directory when the document names none
+ *                     (borrowed: must outlive @ret).
+ * @ret:               receives the configuration; release it with
+ *                     berthd_config_clear().  Cleared on failure.
+ * @reterr:            optional; on failure names the member and the rule
+ *                     ("config.backends.NAME.plugin must be ...").
+ *
+ * Checks every rule of berthd.json(5) that needs no file: members and
+ * types, absolute paths, ranges, names, the listen address, the plugin
+ * pins' syntax, request_timeout_ns >= header_timeout_ns and
+ * max_retained_jobs >= max_active_jobs.
+ * Return: 0; -EBADMSG; -EFBIG over BERTH_BERTHD_CONFIG_MAX; -ENOMEM.
+ */
+int berthd_config_parse(const char *text, size_t len, const char *default_plugindir, struct berthd_config *ret,
+                        struct berth_error *reterr);
+
+/**
+ * berthd_config_load() - read @path with berthd_read_public_file() (at most
+ * BERTH_BERTHD_CONFIG_MAX bytes) and berthd_config_parse() it.
+ * Return: 0; the errors of both, messages prefixed with @path.
+ */
+int berthd_config_load(const char *path, const char *default_plugindir, struct berthd_config *ret,
+                       struct berth_error *reterr);
+
+/** berthd_config_clear() - release what @c holds (its document) and zero it; accepts NULL. */
+void berthd_config_clear(struct berthd_config *c);
+
+/**
+ * berthd_config_to_json() - the berthd.json document of @c, as
+ * "berthctl dev-init" writes it: schema_version, broker_name, listen, tls,
+ * the key, policy and directory paths, plugin_directory and probe when set,
+ * each journal, http and reconcile setting that differs from its default
+ * (berthd_config_defaults()), "backends" (always, {} without any) and
+ * "images" when @c->has_images.  A backend has its plugin, sha256 and
+ * config when set, require_qualification always and qualify_at_startup
+ * when true; the image source its plugin, sha256 and config.
+ * @c:   the configuration; only read.  The values are not checked:
+ *       berthd_config_parse() of the serialised result does that.
+ * @ret: receives a new object (deep copies of the backends' configs); the
+ *       caller owns it.
+ *
+ * When the values of @c are valid, berthd_config_parse() of the result
+ * gives back the same settings (and the default plugin directory when @c
+ * names none).
+ * Return: 0; -EINVAL when @c or @ret is NULL, a required string
+ * (broker_name, address, the tls, key and policy paths, state_directory,
+ * a backend's name or plugin, the image source's plugin) is NULL, two
+ * backends have the same name, or n_backends exceeds
+ * BERTH_BERTHD_BACKENDS_MAX; -ENOMEM.
+ */
+int berthd_config_to_json(const struct berthd_config *c, json_t **ret, struct berth_error *reterr);
+
+/**
+ * berthd_read_public_file() - read a file that need not be secret but must
+ * be trusted (the configuration, certificates, CA bundles, pool manifests):
+ * absolute, opened with no symbolic link on its path, a regular file with
+ * one link, owned by the effective uid or root, not writable by group or
+ * others, at most @max bytes.
+ * @ret, @ret_len: receive a malloc'd, NUL-terminated copy (free(3) it) and
+ *       its length without the NUL.
+ * Return: 0; -EINVAL (not absolute), -ELOOP (a symlink on the path),
+ * -EBADFD (not a regular file), -EPERM (owner or mode bits), -EMLINK (more
+ * than one link), -EFBIG (over @max), -ENOMEM, and the errors of openat2(2),
+ * fstat(2) and read(2); messages name @path.
+ */
+int berthd_read_public_file(const char *path, size_t max, char **ret, size_t *ret_len, struct berth_error *reterr);
+
+/**
+ * berthd_read_secret_file() - read a private file (keys): as
+ * berthd_read_public_file(), but owned by the effective uid and with no
+ * access at all for group or others.
+ */
+int berthd_read_secret_file(const char *path, size_t max, char **ret, size_t *ret_len, struct berth_error *reterr);
+
+#endif /* BERTH_BERTHD_CONFIG_H */

@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/* test-berthd-config.c -- berthd.json, parsed and written (berthd-config.h). */
+#include "testutil.h"
+
+#include "berthd-config.h"
+#include "canon.h"
+#include "jsonobj.h"
+#include "macro.h"
+
+#define PLUGINDIR "/usr/lib/berth/plugins"
+#define SHA_A "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+/* The required members, then @extra (", ..." or ""). */
+#define DOC(extra)                                                                                                     \
+    "{\"schema_version\":1,\"broker_name\":\"dev\",\"listen\":{\"address\":\"127.0.0.1\",\"port\":8443},"              \
+    "\"tls\":{\"certificate\":\"/i/tls/server.pem\",\"private_key\":\"/i/tls/server.key\","                            \
+    "\"client_ca\":\"/i/tls/ca.pem\"},\"receipt_key\":\"/i/keys/receipt.key\",\"audit_key\":\"/i/keys/audit.key\","    \
+    "\"policy\":\"/i/policy.json\",\"state_directory\":\"/i/state\"" extra "}"
+
+static void parse_ok(const char *doc, struct berthd_config *c)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+
+    ck_assert_msg(berthd_config_parse(doc, strlen(doc), PLUGINDIR, c, &err) == 0, "%s: %s", doc, err.message);
+}
+
+static void refused(const char *doc, const char *needle)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berthd_config c;
+
+    ck_assert_msg(berthd_config_parse(doc, strlen(doc), PLUGINDIR, &c, &err) == -EBADMSG, "accepted: %s", doc);
+    ck_assert_msg(strstr(err.message, needle), "\"%s\" lacks \"%s\"", err.message, needle);
+    ck_assert_ptr_null(c.doc);
+}
+
+/*
+ * @c written, and parsed back in the order written (as dev-init's file has
+ * it); the canonical text of the written document in *@ret_text.
+ */
+static void round_trip(const struct berthd_config *c, struct berthd_config *back, char **ret_text)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_json_ json_t *doc = NULL;
+    _cleanup_free_ char *written = NULL;
+    size_t len = 0;
+
+    ck_assert_msg(berthd_config_to_json(c, &doc, &err) == 0, "%s", err.message);
+    ck_assert_ptr_nonnull(written = json_dumps(doc, JSON_INDENT(2)));
+    parse_ok(written, back);
+    ck_assert_int_eq(berth_json_serialize(doc, 0, ret_text, &len, &err), 0);
+}
+
+/* The integer settings of @a and @b are the same. */
+static void same_settings(const struct berthd_config *a, const struct berthd_config *b)
+{
+    ck_assert_int_eq(a->max_active_jobs, b->max_active_jobs);
+    ck_assert_int_eq(a->max_retained_jobs, b->max_retained_jobs);
+    ck_assert_int_eq(a->max_connections, b->max_connections);
+    ck_assert_int_eq(a->max_header_bytes, b->max_header_bytes);
+    ck_assert_int_eq(a->max_body_bytes, b->max_body_bytes);
+    ck_assert_int_eq(a->header_timeout_ns, b->header_timeout_ns);
+    ck_assert_int_eq(a->request_timeout_ns, b->request_timeout_ns);
+    ck_assert_int_eq(a->idle_timeout_ns, b->idle_timeout_ns);
+    ck_assert_int_eq(a->shutdown_timeout_ns, b->shutdown_timeout_ns);
+    ck_assert_int_eq(a->reconcile_interval_ns, b->reconcile_interval_ns);
+}
+
+START_TEST(defaults)
+{
+    struct berthd_config c, d;
+
+    parse_ok(DOC(""), &c);
+    berthd_config_defaults(&d);
+    same_settings(&c, &d);
+    ck_assert_int_eq(d.max_active_jobs, 16);
+    ck_assert_int_eq(d.max_retained_jobs, 10000);
+    ck_assert_int_eq(d.max_connections, 64);
+    ck_assert_int_eq(d.max_body_bytes, 1024 * 1024 + 64 * 1024);
+    ck_assert_int_eq(d.reconcile_interval_ns, 250000000);
+    ck_assert_str_eq(c.plugin_directory, PLUGINDIR);
+    ck_assert_ptr_null(c.pools_directory);
+    ck_assert_ptr_null(d.plugin_directory);
+    ck_assert_ptr_null(d.broker_name);
+    ck_assert_uint_eq(c.n_backends, 0);
+    ck_assert(!c.has_images);
+    berthd_config_clear(&c);
+    ck_assert_ptr_null(c.doc);
+    berthd_config_clear(NULL);
+}
+END_TEST
+
+START_TEST(refusals)
+{
+    refused(DOC(",\"debug\":true"), "config: unknown member \"debug\"");
+    refused(DOC(",\"backends\":{\"Runsc\":{\"plugin\":\"runtime-oci\"}}"),
+            "config.backends: a backend name must be 1 to 63 of [a-z0-9._-], starting with a letter or digit");
+    refused(DOC(",\"backends\":{\".x\":{\"plugin\":\"runtime-oci\"}}"), "a backend name must be");
+    refused(DOC(",\"backends\":{\"runsc\":{\"plugin\":\"runtime_oci\"}}"),
+            "config.backends.runsc.plugin must be a plugin name such as runtime-oci (1 to 63 of [a-z0-9-], starting "
+            "with a letter or digit)");
+    refused(DOC(",\"images\":{\"plugin\":\"-x\"}"),
+            "config.images.plugin must be a plugin name such as image-oci-local");
+    refused(DOC(",\"images\":{\"plugin\":\"image-oci-local\",\"require_qualification\":true}"),
+            "config.images: unknown member \"require_qualification\"");
+    refused(DOC(",\"journal\":{\"max_active_jobs\":0}"), "config.journal.max_active_jobs is 0, outside 1..1000000");
+    refused(DOC(",\"http\":{\"max_connections\":5000}"), "config.http.max_connections is 5000, outside 1..4096");
+    refused(DOC(",\"reconcile_interval_ns\":1"), "config.reconcile_interval_ns is 1, outside");
+    refused(DOC(",\"http\":{\"header_timeout_ns\":60000000000,\"request_timeout_ns\":10000000000}"),
+            "config.http.request_timeout_ns must not be below header_timeout_ns");
+    refused(DOC(",\"journal\":{\"max_active_jobs\":20000}"),
+            "config.journal.max_retained_jobs (10000, the default) must not be below max_active_jobs (20000)");
+    refused(DOC(",\"pools_directory\":\"pools\""), "config.pools_directory must be an absolute path");
+    {
+        /* The broker name rule, at its bound. */
+        char doc[4096];
+        snprintf(doc, sizeof(doc), "%s", DOC(""));
+        memcpy(strstr(doc, "\"dev\""), "\"d@v\"", 5);
+        refused(doc, "config.broker_name must be 1 to 64 of [A-Za-z0-9._-]");
+    }
+}
+END_TEST
+
+/* The configuration dev-init writes: defaults everywhere, a --backend and a --runtime, an image source. */
+static void devinit_like(struct berthd_config *c, json_t *empty, json_t *runtime_config, json_t *store)
+{
+    berthd_config_defaults(c);
+    c->broker_name = "dev";
+    c->address = "127.0.0.1";
+    c->port = 9443;
+    c->certificate = "/i/tls/server.pem";
+    c->private_key = "/i/tls/server.key";
+    c->client_ca = "/i/tls/ca.pem";
+    c->receipt_key = "/i/keys/receipt.key";
+    c->audit_key = "/i/keys/audit.key";
+    c->policy = "/i/policy.json";
+    c->state_directory = "/i/state";
+    c->pools_directory = "/i/pools";
+    c->backends[0] = (struct berthd_backend_config){.name = "script", .plugin = "runtime-script", .config = empty};
+    c->backends[1] = (struct berthd_backend_config){
+        .name = "runsc",
+        .plugin = "runtime-oci",
+        .config = runtime_config,
+        .require_qualification = true,
+        .qualify_at_startup = true,
+    };
+    c->n_backends = 2;
+    c->images = (struct berthd_backend_config){.plugin = "image-oci-local", .sha256 = SHA_A, .config = store};
+    c->has_images = true;
+}
+
+START_TEST(write_defaults)
+{
+    _cleanup_json_ json_t *empty = json_object(), *rc = json_pack("{s:s}", "isolation", "gvisor"),
+                          *store = json_pack("{s:s}", "store", "/i/images");
+    _cleanup_free_ char *text = NULL;
+    struct berthd_config c, back;
+
+    devinit_like(&c, empty, rc, store);
+    round_trip(&c, &back, &text);
+    /* Exactly what dev-init writes: no journal, http or reconcile member, and berthd's defaults. */
+    ck_assert_str_eq(
+        text, "{\"audit_key\":\"/i/keys/audit.key\",\"backends\":{\"runsc\":{\"config\":{\"isolation\":"
+              "\"gvisor\"},\"plugin\":\"runtime-oci\",\"qualify_at_startup\":true,\"require_qualification\":"
+              "true},\"script\":{\"config\":{},\"plugin\":\"runtime-script\",\"require_qualification\":false}},"
+              "\"broker_name\":\"dev\",\"images\":{\"config\":{\"store\":\"/i/images\"},\"plugin\":"
+              "\"image-oci-local\",\"sha256\":\"" SHA_A "\"},\"listen\":{\"address\":\"127.0.0.1\",\"port\":9443},"
+              "\"policy\":\"/i/policy.json\",\"pools_directory\":\"/i/pools\",\"receipt_key\":\"/i/keys/"
+              "receipt.key\",\"schema_version\":1,\"state_directory\":\"/i/state\",\"tls\":{\"certificate\":"
+              "\"/i/tls/server.pem\",\"client_ca\":\"/i/tls/ca.pem\",\"private_key\":\"/i/tls/server.key\"}}");
+    same_settings(&c, &back);
+    ck_assert_str_eq(back.plugin_directory, PLUGINDIR);
+    ck_assert_uint_eq(back.n_backends, 2);
+    ck_assert_str_eq(back.backends[0].name, "script");
+    ck_assert(!back.backends[0].require_qualification);
+    ck_assert(!back.backends[0].qualify_at_startup);
+    ck_assert_str_eq(back.backends[1].name, "runsc");
+    ck_assert(back.backends[1].require_qualification);
+    ck_assert(back.backends[1].qualify_at_startup);
+    ck_assert(json_equal((json_t *)back.backends[1].config, rc));
+    ck_assert(back.has_images);
+    ck_assert_str_eq(back.images.sha256, SHA_A);
+    berthd_config_clear(&back);
+}
+END_TEST
+
+START_TEST(write_settings)
+{
+    _cleanup_json_ json_t *empty = json_object(), *rc = json_object(), *store = json_object(), *doc = NULL;
+    _cleanup_free_ char *text = NULL;
+    struct berthd_config c, back;
+
+    devinit_like(&c, empty, rc, store);
+    c.n_backends = 0;
+    c.has_images = false;
+    c.pools_directory = NULL;
+    c.plugin_directory = "/opt/plugins";
+    c.probe = "/opt/berth-probe";
+    c.max_active_jobs = 20;
+    c.max_connections = 10;
+    c.shutdown_timeout_ns = 0;
+    c.reconcile_interval_ns = 1000000000;
+    round_trip(&c, &back, &text);
+    /* Only what differs from the defaults; "backends" even when empty. */
+    ck_assert_msg(strstr(text, "\"backends\":{},"), "%s", text);
+    ck_assert_msg(strstr(text, "\"http\":{\"max_connections\":10,\"shutdown_timeout_ns\":0},"), "%s", text);
+    ck_assert_msg(strstr(text, "\"journal\":{\"max_active_jobs\":20},"), "%s", text);
+    ck_assert_msg(strstr(text, "\"plugin_directory\":\"/opt/plugins\",\"policy\":\"/i/policy.json\","
+                               "\"probe\":\"/opt/berth-probe\",\"receipt_key\":\"/i/keys/receipt.key\","
+                               "\"reconcile_interval_ns\":1000000000,"),
+                  "%s", text);
+    ck_assert_msg(!strstr(text, "pools_directory") && !strstr(text, "images"), "%s", text);
+    same_settings(&c, &back);
+    ck_assert_str_eq(back.plugin_directory, "/opt/plugins");
+    ck_assert_str_eq(back.probe, "/opt/berth-probe");
+    berthd_config_clear(&back);
+
+    /* What cannot be written. */
+    c.broker_name = NULL;
+    ck_assert_int_eq(berthd_config_to_json(&c, &doc, NULL), -EINVAL);
+    c.broker_name = "dev";
+    c.n_backends = BERTH_BERTHD_BACKENDS_MAX + 1;
+    ck_assert_int_eq(berthd_config_to_json(&c, &doc, NULL), -EINVAL);
+    c.backends[0] = (struct berthd_backend_config){.name = "a", .plugin = "p"};
+    c.backends[1] = (struct berthd_backend_config){.name = "a", .plugin = "q"};
+    c.n_backends = 2;
+    ck_assert_int_eq(berthd_config_to_json(&c, &doc, NULL), -EINVAL); /* the same name twice */
+    c.n_backends = 1;
+    c.has_images = true;
+    c.images.plugin = NULL;
+    ck_assert_int_eq(berthd_config_to_json(&c, &doc, NULL), -EINVAL);
+    ck_assert_int_eq(berthd_config_to_json(NULL, &doc, NULL), -EINVAL);
+    ck_assert_int_eq(berthd_config_to_json(&c, NULL, NULL), -EINVAL);
+    ck_assert_ptr_null(doc);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("berthd-config");
+    TCase *tc = test_case(s, "berthd-config");
+
+    tcase_add_test(tc, defaults);
+    tcase_add_test(tc, refusals);
+    tcase_add_test(tc, write_defaults);
+    tcase_add_test(tc, write_settings);
+    return s;
+}
+
+TEST_MAIN()
