@@ -186,3 +186,4 @@ TESTS += $(BERTH_LIB_UNIT_TESTS)
 endif
 EXTRA_DIST += tests/unit/testutil.h tests/unit/pooltest.h tests/unit/jobtest.h tests/unit/scripttest.h \
 	tests/golden/bundle-config.json
+EXTRA_DIST += src/lib/README.md
