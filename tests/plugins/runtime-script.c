@@ -47,11 +47,10 @@ struct script {
     json_t *egress;
 };
 
-static int64_t now_ns(void)
+/* The time from the host table, as any plugin reads it: a negative errno if it cannot be read. */
+static int64_t now_ns(const struct script *s)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    return s->host->now_ns(s->host, BERTH_CLOCK_REALTIME);
 }
 
 BERTH_PRINTF(2, 3)
@@ -211,7 +210,11 @@ static int script_start(void *state, const char *dispatch, size_t dispatch_len, 
         json_decref(doc);
         return berth_error_set(reterr, -EIO, "a transient failure, on purpose");
     }
-    rec = json_pack("{s:O, s:I}", "argv", json_object_get(job, "argv"), "started_at", (json_int_t)now_ns());
+    if (now_ns(s) < 0) {
+        json_decref(doc);
+        return berth_error_set(reterr, -EIO, "the host clock cannot be read");
+    }
+    rec = json_pack("{s:O, s:I}", "argv", json_object_get(job, "argv"), "started_at", (json_int_t)now_ns(s));
     text = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
     json_decref(rec);
     json_decref(doc);
@@ -300,7 +303,7 @@ static int script_inspect(void *state, const char *job_id, char **ret_json, size
         done = false;
     } else if (strcmp(argv0, "sleep-ms") == 0) {
         finished = started + (arg1 ? atoll(arg1) : 0) * 1000000LL;
-        done = now_ns() >= finished;
+        done = now_ns(s) >= finished;
     } else if (strcmp(argv0, "spew") == 0) {
         out_len = arg1 ? (size_t)atoll(arg1) : 0;
         out = malloc(out_len + 1);
@@ -312,7 +315,7 @@ static int script_inspect(void *state, const char *job_id, char **ret_json, size
         free(out);
         return give_json(json_pack("{s:i, s:s, s:n, s:s, s:o, s:o}", "schema_version", 1, "state", "cancelled",
                                    "exit_code", "reason", "cancelled", "started_at", ns(started), "finished_at",
-                                   ns(now_ns())),
+                                   ns(now_ns(s))),
                          ret_json, ret_len, reterr);
     }
     json_decref(rec);

@@ -17,6 +17,7 @@
 
 #include "broker-internal.h"
 #include "canon.h"
+#include "clock.h"
 #include "encoding.h"
 #include "jsonobj.h"
 #include "macro.h"
@@ -39,14 +40,14 @@ static void overlay_qualification(struct berth_broker *b, const struct berth_bro
     const char *sha = json_string_value(json_object_get(json_object_get(doc, "runtime"), "sha256"));
     char id[BERTH_QUALIFICATION_ID_LEN + 1], kernel[256], config_digest[BERTH_DIGEST_BUFSZ];
     struct berth_error err = BERTH_ERROR_INIT;
-    int64_t expires = 0;
+    int64_t expires = 0, now;
     int r = -ENOENT;
 
     berth_kernel_release(kernel, sizeof(kernel));
-    if (sha && (r = berth_qualification_config_digest(be->config, be->plugin_sha256, doc, config_digest, &err)) == 0) {
+    if (sha && (r = berth_qualification_config_digest(be->config, be->plugin_sha256, doc, config_digest, &err)) == 0 &&
+        (r = berth_now_ns(CLOCK_REALTIME, &now, &err)) == 0) {
         pthread_mutex_lock(&b->lock);
-        r = berth_qualification_current(b->p.journal, be->name, sha, config_digest, kernel, broker_now(), id, &expires,
-                                        &err);
+        r = berth_qualification_current(b->p.journal, be->name, sha, config_digest, kernel, now, id, &expires, &err);
         pthread_mutex_unlock(&b->lock);
     }
     if (r < 0 && r != -ENOENT)
@@ -313,11 +314,13 @@ static int inspect(struct berth_broker *b, const struct berth_broker_backend *be
 static int move(struct berth_broker *b, struct berth_job_record *rec, enum berth_job_state to, const char *result,
                 const char *audit_type, json_t *audit_extra, struct berth_error *reterr)
 {
-    int64_t now = broker_now();
+    int64_t now = 0;
     int r;
 
     pthread_mutex_lock(&b->lock);
-    r = berth_journal_begin(b->p.journal, reterr);
+    r = berth_now_ns(CLOCK_REALTIME, &now, reterr);
+    if (r == 0)
+        r = berth_journal_begin(b->p.journal, reterr);
     if (r == 0)
         r = berth_jobstore_transition(b->p.journal, rec->run_id, rec->revision, to, result, now, reterr);
     if (r == 0 && audit_type)
@@ -360,8 +363,12 @@ static int finish(struct berth_broker *b, struct berth_job_record *rec, enum ber
     _cleanup_free_ char *text = NULL;
     struct berth_result_params rp;
     bool reached = rec->state != BERTH_JOB_ACCEPTED; /* the backend may hold something of it */
+    int64_t finished_at = o && o->finished_at > 0 ? o->finished_at : 0;
     int r;
 
+    /* A backend that did not say when the job finished: it is now. */
+    if (finished_at == 0 && (r = berth_now_ns(CLOCK_REALTIME, &finished_at, reterr)) < 0)
+        return r;
     r = berth_job_parse(rec->job, strlen(rec->job), &job, reterr);
     if (r < 0)
         return r;
@@ -380,7 +387,7 @@ static int finish(struct berth_broker *b, struct berth_job_record *rec, enum ber
         .err_len = o ? o->err_len : 0,
         .outputs = o ? o->outputs : NULL,
         .started_at = o ? o->started_at : -1,
-        .finished_at = o && o->finished_at > 0 ? o->finished_at : broker_now(),
+        .finished_at = finished_at,
     };
     r = receipt ? berth_result_create(b->p.key, &rp, &result, reterr) : -EBADMSG;
     if (r == -EFBIG) {
@@ -547,7 +554,8 @@ int berth_broker_reconcile(struct berth_broker *b, struct berth_pass_stats *stat
     if (!b)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
     r = take_snapshot(b, &s, reterr);
-    now = broker_now();
+    if (r == 0)
+        r = berth_now_ns(CLOCK_REALTIME, &now, reterr);
     for (i = 0; r == 0 && i < s.n && !atomic_load(&b->stopping); i++) {
         struct berth_error err = BERTH_ERROR_INIT;
         int rr = reconcile_one(b, &s.v[i], now, stats, &err);
@@ -680,7 +688,8 @@ int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats
     for (i = 0; i < s.n; i++)
         if (s.v[i].state != BERTH_JOB_ACCEPTED)
             pool_take(in_use, s.v[i].pool);
-    now = broker_now();
+    if (r == 0)
+        r = berth_now_ns(CLOCK_REALTIME, &now, reterr);
     for (i = 0; r == 0 && i < s.n && !atomic_load(&b->stopping); i++) {
         struct berth_error err = BERTH_ERROR_INIT;
         int rr;
