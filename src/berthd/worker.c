@@ -32,7 +32,9 @@ static void *worker_main(void *userdata)
         }
         pthread_mutex_unlock(&w->lock);
 
-        berth_broker_refresh_backends(w->broker);
+        if ((r = berth_broker_refresh_backends(w->broker)) < 0)
+            berth_logf(w->logger, BERTH_LOG_WARNING, "backend capabilities were not refreshed, the last ones stand: %s",
+                       strerror(-r));
         r = berth_broker_reconcile(w->broker, &st, &err);
         if (r == 0)
             r = berth_broker_dispatch(w->broker, &st, &err);

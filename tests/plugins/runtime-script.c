@@ -22,8 +22,11 @@
  *   start RUN_ID new | start RUN_ID again | cancel RUN_ID | reap RUN_ID
  *
  * so tests can prove that no job was started twice.  Configuration:
- *   {"state_directory": "/abs/dir", "egress_classes": ["none", ...]}
- * (egress_classes optional, default ["none", "loopback"]).
+ *   {"state_directory": "/abs/dir", "egress_classes": ["none", ...],
+ *    "qualification": ANY}
+ * (egress_classes optional, default ["none", "loopback"]; qualification is
+ * what capabilities() claims about the backend's qualification, default
+ * "unqualified": berthd must never believe it, see tests/unit/test-broker.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +48,7 @@ struct script {
     const struct berth_host *host;
     int dirfd;
     json_t *egress;
+    json_t *qualification; /* what capabilities() claims */
 };
 
 /* The time from the host table, as any plugin reads it: a negative errno if it cannot be read. */
@@ -138,6 +142,9 @@ static int script_init(const struct berth_host *host, const char *config, size_t
     s->egress = json_incref(json_object_get(cfg, "egress_classes"));
     if (!s->egress)
         s->egress = json_pack("[s, s]", "none", "loopback");
+    s->qualification = json_incref(json_object_get(cfg, "qualification"));
+    if (!s->qualification)
+        s->qualification = json_string("unqualified");
     json_decref(cfg);
     *ret_state = s;
     return 0;
@@ -151,6 +158,7 @@ static void script_fini(void *state)
         return;
     close(s->dirfd);
     json_decref(s->egress);
+    json_decref(s->qualification);
     free(s);
 }
 
@@ -170,9 +178,9 @@ static int script_capabilities(void *state, char **ret_json, size_t *ret_len, st
 {
     struct script *s = state;
 
-    return give_json(json_pack("{s:s, s:s, s:[s, s], s:O, s:{}, s:s}", "backend", "script", "isolation", "none",
+    return give_json(json_pack("{s:s, s:s, s:[s, s], s:O, s:{}, s:O}", "backend", "script", "isolation", "none",
                                "capabilities", "exec", "file_rw", "egress_classes", s->egress, "limits",
-                               "qualification", "unqualified"),
+                               "qualification", s->qualification),
                      ret_json, ret_len, reterr);
 }
 

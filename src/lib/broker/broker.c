@@ -714,13 +714,17 @@ int berth_broker_pool_register_trusted(struct berth_broker *b, const char *body,
     return r;
 }
 
+/* {name, pool_hash, backend_allowlist} of @p, or NULL when out of memory. */
 static json_t *pool_summary(const struct berth_pool *p)
 {
     json_t *allow = json_array();
     size_t i;
 
     for (i = 0; allow && i < p->n_backends; i++)
-        json_array_append_new(allow, json_string(p->backends[i]));
+        if (json_array_append_new(allow, json_string(p->backends[i])) < 0) {
+            json_decref(allow);
+            return NULL; /* never a shorter allowlist than the pool's */
+        }
     return json_pack("{s:s, s:s, s:o}", "name", p->name, "pool_hash", p->pool_hash, "backend_allowlist", allow);
 }
 
@@ -737,8 +741,11 @@ void berth_broker_pool_list(struct berth_broker *b, const char *fingerprint, str
         list = json_array();
         for (i = 0; list && i < berth_pool_chain_count(chain); i++) {
             const struct berth_pool *p = berth_pool_chain_at(chain, i);
-            if (caller.subject->admin || berth_subject_allows_pool(caller.subject, p->name))
-                json_array_append_new(list, pool_summary(p));
+            if ((caller.subject->admin || berth_subject_allows_pool(caller.subject, p->name)) &&
+                json_array_append_new(list, pool_summary(p)) < 0) {
+                json_decref(list);
+                list = NULL; /* an incomplete list would be an answer: succeed() replies 500 */
+            }
         }
         succeed(reply, 200, list ? json_pack("{s:o}", "pools", list) : NULL);
     }
@@ -765,8 +772,10 @@ void berth_broker_pool_show(struct berth_broker *b, const char *fingerprint, con
             broker_fail(reply, 503, "journal", "the pool could not be read");
         } else {
             doc = json_deep_copy(pool->manifest);
-            if (doc)
-                json_object_set_new(doc, "pool_hash", json_string(pool->pool_hash));
+            if (doc && json_object_set_new(doc, "pool_hash", json_string(pool->pool_hash)) < 0) {
+                json_decref(doc);
+                doc = NULL; /* succeed() replies 500 */
+            }
             succeed(reply, 200, doc);
         }
     }

@@ -70,7 +70,9 @@ static int compute_id(const json_t *body, char out[BERTH_QUALIFICATION_ID_LEN + 
 
     if (!copy)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
-    json_object_del(copy, "id");
+    /* json_object_del() fails when there is no id too: only a kept one is an error. */
+    if (json_object_del(copy, "id") < 0 && json_object_get(copy, "id"))
+        return berth_error_set(reterr, -EINVAL, "the qualification's id cannot be removed");
     if ((r = berth_digest_json(copy, digest, reterr)) < 0)
         return r;
     snprintf(out, BERTH_QUALIFICATION_ID_LEN + 1, "q%.32s", digest + strlen("sha256:"));
@@ -117,7 +119,8 @@ int berth_qualification_seal(const struct berth_signing_key *key, json_t *body, 
         json_object_set_new(b, "schema_version", json_integer(1)) < 0 ||
         json_object_set_new(b, "key_id", json_string(berth_signing_key_id(key))) < 0)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
-    json_object_del(b, "id");
+    if (json_object_del(b, "id") < 0 && json_object_get(b, "id"))
+        return berth_error_set(reterr, -EINVAL, "the qualification's id cannot be removed");
     if ((r = check_body(b, reterr)) < 0 || (r = compute_id(b, id, reterr)) < 0)
         return r;
     if (json_object_set_new(b, "id", json_string(id)) < 0)

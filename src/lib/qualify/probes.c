@@ -41,6 +41,7 @@ struct run {
     char token[40];
     int tcp_fd, udp_fd, tcp_port, udp_port;
     json_t *probes;
+    unsigned lost; /* outcomes that could not be added to @probes (out of memory) */
     bool passed;
     char probe_sha256[BERTH_DIGEST_BUFSZ];
 };
@@ -86,7 +87,12 @@ static void record(struct run *r, const char *name, const char *outcome, const c
     va_end(ap);
     if (streq(outcome, "fail"))
         r->passed = false;
-    json_array_append_new(r->probes, json_pack("{s:s, s:s, s:s}", "name", name, "outcome", outcome, "detail", detail));
+    /* A record without every outcome must not pass: berth_qualify_probes() fails. */
+    if (json_array_append_new(r->probes,
+                              json_pack("{s:s, s:s, s:s}", "name", name, "outcome", outcome, "detail", detail)) < 0) {
+        r->passed = false;
+        r->lost++;
+    }
     if (r->p->progress)
         r->p->progress(r->p->userdata, name, outcome, detail);
 }
@@ -531,6 +537,10 @@ int berth_qualify_probes(const struct berth_qualify_params *p, json_t **ret_prob
             "expired at its deadline although it ignored SIGTERM; nothing of it left");
     record(&r, "inputs-read-only", "not_applicable",
            "the backend refuses jobs with inputs until berth has an evidence store");
+    if (r.lost) {
+        rc = berth_error_set(reterr, -ENOMEM, "out of memory: %u probe outcomes could not be recorded", r.lost);
+        goto out;
+    }
 
     *ret_probes = r.probes;
     r.probes = NULL;
