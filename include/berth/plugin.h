@@ -150,7 +150,9 @@ enum berth_plugin_kind {
  * @log:     log one line at a BERTH_LOG_* level; the core adds the instance
  *           name.  Never pass secrets.  The line is cut at 1 KiB.
  * @now_ns:  read BERTH_CLOCK_REALTIME or BERTH_CLOCK_MONOTONIC in nanoseconds;
- *           returns -EINVAL for an unknown clock.
+ *           returns -EINVAL for an unknown clock, and another negative errno
+ *           if the clock cannot be read (a plugin fails what needed the
+ *           time, or treats a deadline as passed).
  * @digest:  write "sha256:<64 lowercase hex>" of @len bytes at @data into
  *           @ret_digest (BERTH_DIGEST_BUFSZ bytes).  Returns 0, -EINVAL
  *           (NULL arguments) or -EIO (the crypto library failed).

@@ -33,6 +33,7 @@
 
 #include "bundle.h"
 #include "canon.h"
+#include "clock.h"
 #include "digest.h"
 #include "encoding.h"
 #include "fsutil.h"
@@ -64,20 +65,6 @@ struct oci {
     char version[VERSION_MAX];
     char shim_sha256[BERTH_DIGEST_BUFSZ]; /* bound into qualifications (capabilities().shim_sha256) */
 };
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int64_t real_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static bool run_id_ok(const char *id)
 {
@@ -487,15 +474,18 @@ static int run_shim(struct oci *o, const char *mode, const char *jobdir, int syn
 /* Read the shim's one line on @fd within the start timeout. */
 static int await_shim(struct oci *o, int fd, const char *jobdir, struct berth_error *reterr)
 {
-    int64_t until = mono_ns() + o->cfg.start_timeout_ns;
+    int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, o->cfg.start_timeout_ns);
     char buf[64];
     size_t n = 0;
 
     for (;;) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        int64_t left = until - mono_ns();
+        int64_t now, left = 0;
         ssize_t k;
 
+        /* No time is left when the clock cannot be read. */
+        if (berth_now_ns(CLOCK_MONOTONIC, &now, NULL) == 0)
+            left = until - now;
         if (left <= 0)
             return berth_error_set(reterr, -ETIMEDOUT, "the runtime did not start the job within %lld ms (%s)",
                                    (long long)(o->cfg.start_timeout_ns / 1000000), jobdir);
@@ -524,6 +514,7 @@ static int oci_start(void *state, const char *dispatch, size_t dispatch_len, str
     _cleanup_free_ char *jobdir = NULL;
     _cleanup_close_ int jobfd = -1;
     int p[2] = {-1, -1};
+    int64_t now;
     int r;
 
     r = dispatch_parse(dispatch, dispatch_len, &d, reterr);
@@ -535,7 +526,9 @@ static int oci_start(void *state, const char *dispatch, size_t dispatch_len, str
         r = 1; /* started before (a retry after a lost reply) or finished: never again */
         goto out;
     }
-    if (d.deadline <= real_ns()) {
+    if ((r = berth_now_ns(CLOCK_REALTIME, &now, reterr)) < 0)
+        goto out;
+    if (d.deadline <= now) {
         r = berth_error_set(reterr, -ETIME, "the job's deadline has passed");
         goto out;
     }
@@ -704,7 +697,7 @@ static int oci_cancel(void *state, const char *job_id, struct berth_error *reter
 {
     struct oci *o = state;
     _cleanup_close_ int jobfd = -1;
-    int64_t until = mono_ns() + CANCEL_WAIT_NS;
+    int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, CANCEL_WAIT_NS);
     int r;
 
     jobfd = open_job(o, job_id, reterr);
@@ -722,9 +715,9 @@ static int oci_cancel(void *state, const char *job_id, struct berth_error *reter
             if (fd >= 0)
                 (void)berth_write_all(fd, "cancel\n", 7);
         }
-        if (mono_ns() > until)
+        if (berth_deadline_passed(CLOCK_MONOTONIC, until))
             return berth_error_set(reterr, -ETIMEDOUT, "job %s: still running %lld s after cancel", job_id,
-                                   (long long)(CANCEL_WAIT_NS / 1000000000LL));
+                                   (long long)(CANCEL_WAIT_NS / BERTH_NS_PER_SEC));
         usleep(20000);
     }
     return 0;
@@ -742,8 +735,8 @@ static int oci_reap(void *state, const char *job_id, struct berth_error *reterr)
     if (!has_result(jobfd))
         return berth_error_set(reterr, -EBUSY, "job %s has not finished", job_id);
     /* The shim writes result.json last and exits right after: wait for it. */
-    for (int64_t until = mono_ns() + REAP_WAIT_NS; shim_alive(jobfd) == 1;) {
-        if (mono_ns() > until)
+    for (int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, REAP_WAIT_NS); shim_alive(jobfd) == 1;) {
+        if (berth_deadline_passed(CLOCK_MONOTONIC, until))
             return berth_error_set(reterr, -EBUSY, "job %s: its shim is still running", job_id);
         usleep(10000);
     }

@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "canon.h"
+#include "clock.h"
 #include "fsutil.h"
 #include "jobdir.h"
 #include "jsonobj.h"
@@ -78,17 +79,11 @@ struct shim {
     bool init_exited;
     int init_status;
     const char *state, *reason; /* a verdict the shim reached itself */
-    int64_t started_at;
-    int64_t killed_at; /* monotonic, 0 = never */
-    int64_t exited_at; /* monotonic, when the init's exit was seen */
+    int64_t started_at;         /* CLOCK_REALTIME; -1 = not started, or the clock could not be read */
+    bool killed;                /* kill --all was run */
+    int64_t kill_again_at;      /* CLOCK_MONOTONIC deadline (clock.h): kill again while the init lives */
+    int64_t drain_until;        /* CLOCK_MONOTONIC deadline: output is read until then after the init exited */
 };
-
-static int64_t now_ns(clockid_t clock)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void logf_shim(struct shim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void logf_shim(struct shim *s, const char *fmt, ...)
@@ -113,7 +108,8 @@ static void logf_shim(struct shim *s, const char *fmt, ...)
 static int run_runtime(struct shim *s, const char *const *args, int out, int err)
 {
     size_t n = s->n_prefix, i;
-    int64_t until = now_ns(CLOCK_MONOTONIC) + COMMAND_TIMEOUT_NS;
+    int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, COMMAND_TIMEOUT_NS);
+    bool killed = false;
     pid_t pid;
     int st;
 
@@ -151,11 +147,11 @@ static int run_runtime(struct shim *s, const char *const *args, int out, int err
             break;
         if (w < 0 && errno != EINTR)
             return -errno;
-        if (now_ns(CLOCK_MONOTONIC) > until) {
+        if (!killed && berth_deadline_passed(CLOCK_MONOTONIC, until)) {
             logf_shim(s, "%s %s did not finish in %lld s; killing it", s->argv[0], args[0],
-                      (long long)(COMMAND_TIMEOUT_NS / 1000000000LL));
+                      (long long)(COMMAND_TIMEOUT_NS / BERTH_NS_PER_SEC));
             kill(pid, SIGKILL);
-            until = INT64_MAX;
+            killed = true;
         }
         usleep(5000);
     }
@@ -176,7 +172,18 @@ static void kill_all(struct shim *s)
     const char *args[] = {"kill", "--all", s->id, "KILL", NULL};
 
     (void)run_runtime(s, args, -1, -1);
-    s->killed_at = now_ns(CLOCK_MONOTONIC);
+    s->killed = true;
+    s->kill_again_at = berth_deadline_ns(CLOCK_MONOTONIC, KILL_RETRY_NS);
+}
+
+/* Note that child @w ended with wait status @st: the init's is the job's. */
+static void child_ended(struct shim *s, pid_t w, int st)
+{
+    if (w == s->init_pid && !s->init_exited) {
+        s->init_exited = true;
+        s->init_status = st;
+        s->drain_until = berth_deadline_ns(CLOCK_MONOTONIC, DRAIN_NS);
+    }
 }
 
 /* Reap every child that has exited; notes the init's status. */
@@ -185,35 +192,26 @@ static void reap_children(struct shim *s)
     int st;
     pid_t w;
 
-    while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
-        if (w == s->init_pid && !s->init_exited) {
-            s->init_exited = true;
-            s->init_status = st;
-            s->exited_at = now_ns(CLOCK_MONOTONIC);
-        }
-    }
+    while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+        child_ended(s, w, st);
 }
 
 /* Wait (bounded) until no child is left: the runtime's helpers exit after the sandbox. */
 static void reap_all(struct shim *s)
 {
-    int64_t until = now_ns(CLOCK_MONOTONIC) + REAP_NS;
+    int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, REAP_NS);
 
     for (;;) {
         int st;
         pid_t w = waitpid(-1, &st, WNOHANG);
         if (w > 0) {
-            if (w == s->init_pid && !s->init_exited) {
-                s->init_exited = true;
-                s->init_status = st;
-                s->exited_at = now_ns(CLOCK_MONOTONIC);
-            }
+            child_ended(s, w, st);
             continue;
         }
         if (w < 0 && errno == ECHILD)
             return;
-        if (now_ns(CLOCK_MONOTONIC) > until) {
-            logf_shim(s, "helper processes still running after %lld s", (long long)(REAP_NS / 1000000000LL));
+        if (berth_deadline_passed(CLOCK_MONOTONIC, until)) {
+            logf_shim(s, "helper processes still running after %lld s", (long long)(REAP_NS / BERTH_NS_PER_SEC));
             return;
         }
         usleep(10000);
@@ -250,11 +248,15 @@ static json_t *ns_json(int64_t ns)
 
 static int write_result(struct shim *s, const char *state, const char *reason, int exit_code)
 {
+    int64_t finished_at;
+
+    if (berth_now_ns(CLOCK_REALTIME, &finished_at, NULL) < 0)
+        finished_at = -1; /* null: berthd records the time it learns of the result */
     return write_json(s, OCI_JOB_RESULT,
                       json_pack("{s:s, s:o, s:o, s:o, s:o}", "state", state, "exit_code",
                                 exit_code >= 0 ? json_integer(exit_code) : json_null(), "reason",
                                 reason ? json_string(reason) : json_null(), "started_at", ns_json(s->started_at),
-                                "finished_at", ns_json(now_ns(CLOCK_REALTIME))));
+                                "finished_at", ns_json(finished_at)));
 }
 
 /* Copy what a pipe has into its capture file, within the combined bound.
@@ -422,7 +424,8 @@ static int supervise(struct shim *s, int syncfd)
     }
     {
         const char *start[] = {"start", s->id, NULL};
-        s->started_at = now_ns(CLOCK_REALTIME);
+        if (berth_now_ns(CLOCK_REALTIME, &s->started_at, NULL) < 0)
+            s->started_at = -1;
         if (!runtime_ok(s, start, -1, -1)) {
             kill_all(s);
             reap_all(s);
@@ -447,12 +450,11 @@ static int supervise(struct shim *s, int syncfd)
             {.fd = s->init_exited ? -1 : timerfd, .events = POLLIN},
             {.fd = ctlfd, .events = POLLIN},
         };
-        int64_t now = now_ns(CLOCK_MONOTONIC);
         int timeout = 500;
 
-        if (s->init_exited && now - s->exited_at > DRAIN_NS) {
+        if (s->init_exited && berth_deadline_passed(CLOCK_MONOTONIC, s->drain_until)) {
             logf_shim(s, "output still open %lld s after the job exited; closing it",
-                      (long long)(DRAIN_NS / 1000000000LL));
+                      (long long)(DRAIN_NS / BERTH_NS_PER_SEC));
             break;
         }
         if (poll(p, ELEMENTSOF(p), timeout) < 0 && errno != EINTR) {
@@ -490,7 +492,7 @@ static int supervise(struct shim *s, int syncfd)
         }
         if (!s->init_exited) {
             reap_children(s);
-            if (!s->init_exited && s->killed_at && now_ns(CLOCK_MONOTONIC) - s->killed_at > KILL_RETRY_NS)
+            if (!s->init_exited && s->killed && berth_deadline_passed(CLOCK_MONOTONIC, s->kill_again_at))
                 kill_all(s);
         }
     }

@@ -18,6 +18,7 @@
 #include "audit.h"
 #include "berthctl.h"
 #include "canon.h"
+#include "clock.h"
 #include "fsutil.h"
 #include "journal.h"
 #include "macro.h"
@@ -234,12 +235,21 @@ const char *bctl_actor(char *buf, size_t bufsz)
     return buf;
 }
 
+int bctl_now(const char *verb, int64_t *ret_ns)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+
+    if (berth_now_ns(CLOCK_REALTIME, ret_ns, &err) < 0)
+        return bctl_error(verb, "%s", err.message);
+    return BCTL_EXIT_OK;
+}
+
 int64_t bctl_now_ns(void)
 {
-    struct timespec ts;
+    int64_t now;
+    int r = berth_now_ns(CLOCK_REALTIME, &now, NULL);
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    return r < 0 ? r : now;
 }
 
 int bctl_print_json(const char *verb, const json_t *value, bool canonical)

@@ -96,7 +96,17 @@ int bctl_load_audit_key(const struct bctl_globals *g, const char *verb, struct b
 /** bctl_actor() - who acts offline: "local:<user name>" or "local:uid:<N>". */
 const char *bctl_actor(char *buf, size_t bufsz);
 
-/** bctl_now_ns() - CLOCK_REALTIME in nanoseconds. */
+/**
+ * bctl_now() - CLOCK_REALTIME in nanoseconds (berth_now_ns()) into *ret_ns.
+ * Prints the error when the clock cannot be read; returns an exit code.
+ */
+int bctl_now(const char *verb, int64_t *ret_ns);
+
+/**
+ * bctl_now_ns() - CLOCK_REALTIME in nanoseconds, or the negative errno of
+ * berth_now_ns() when the clock cannot be read.  Kept for the verbs that still call
+ * it (qualify, dev-init); new code calls bctl_now(), which reports the error.
+ */
 int64_t bctl_now_ns(void);
 
 /**

@@ -16,6 +16,7 @@
 #include "berthctl.h"
 #include "canon.h"
 #include "client.h"
+#include "clock.h"
 #include "encoding.h"
 #include "enrol.h"
 #include "fsutil.h"
@@ -198,7 +199,7 @@ static int fetch_result(struct bctl_client *c, const char *verb, const char *id,
 static int wait_result(const struct bctl_globals *g, struct bctl_client *c, const char *verb, const char *id,
                        const struct berth_job *job, long timeout_s)
 {
-    struct timespec start, now;
+    int64_t deadline = berth_deadline_ns(CLOCK_MONOTONIC, (int64_t)timeout_s * BERTH_NS_PER_SEC);
     json_t *result = NULL, *receipt = NULL;
     const json_t *body, *code;
     const char *status;
@@ -206,13 +207,11 @@ static int wait_result(const struct bctl_globals *g, struct bctl_client *c, cons
     long delay = 50;
     int r;
 
-    clock_gettime(CLOCK_MONOTONIC, &start);
     for (;;) {
         r = fetch_result(c, verb, id, job, &result, &receipt, state);
         if (r != -1)
             break;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if (now.tv_sec - start.tv_sec >= timeout_s)
+        if (berth_deadline_passed(CLOCK_MONOTONIC, deadline))
             return bctl_error(verb, "job %s is still %s after %ld seconds", id, state, timeout_s);
         sleep_ms(delay);
         delay = delay < 500 ? delay * 2 : 500;

@@ -137,6 +137,19 @@ static int open_registry(struct bctl_globals *g, bool create, struct berth_journ
     return BCTL_EXIT_OK;
 }
 
+/* Who records an offline event, and when. */
+struct offline_actor {
+    char name[BERTH_AUDIT_ACTOR_MAX + 1];
+    int64_t now_ns; /* CLOCK_REALTIME */
+};
+
+/* The actor and the time of the next event; prints errors, returns an exit code. */
+static int offline_actor(struct offline_actor *ret)
+{
+    bctl_actor(ret->name, sizeof(ret->name));
+    return bctl_now(VERB, &ret->now_ns);
+}
+
 static inline void pool_freep(struct berth_pool **p)
 {
     berth_pool_free(*p);
@@ -168,7 +181,8 @@ static int do_register(struct bctl_globals *g, const char *file)
     _cleanup_free_ char *buf = NULL;
     struct berth_audit_key key;
     enum berth_register_outcome outcome;
-    char actor[300], prev[BERTH_HASH_HEX_LEN + 1] = "";
+    struct offline_actor who;
+    char prev[BERTH_HASH_HEX_LEN + 1] = "";
     size_t len = 0;
     int r;
 
@@ -177,12 +191,12 @@ static int do_register(struct bctl_globals *g, const char *file)
         return bctl_error(VERB, "%s: %s", bctl_input_name(file), err.message);
     if ((r = bctl_load_audit_key(g, VERB, &key)) != 0)
         return r;
-    if ((r = open_registry(g, true, &j, &reg)) != 0)
+    if ((r = open_registry(g, true, &j, &reg)) != 0 || (r = offline_actor(&who)) != 0)
         goto out;
     /* The hash this name had, to report an update. */
     if (berth_pool_chain_find(berth_registry_chain(reg), pool->name))
         snprintf(prev, sizeof(prev), "%s", berth_pool_chain_find(berth_registry_chain(reg), pool->name)->pool_hash);
-    if (berth_registry_register(reg, &key, pool, bctl_actor(actor, sizeof(actor)), bctl_now_ns(), &outcome, &err) < 0) {
+    if (berth_registry_register(reg, &key, pool, who.name, who.now_ns, &outcome, &err) < 0) {
         r = bctl_error(VERB, "%s", err.message);
         goto out;
     }
@@ -281,7 +295,7 @@ static int do_place(struct bctl_globals *g, const char *name, const char *overri
     struct berth_backend_set *backends = NULL;
     struct berth_placement_result res;
     struct berth_audit_key key;
-    char actor[300];
+    struct offline_actor who;
     int r;
 
     if (overrides_file && (r = read_json_file(overrides_file, BERTH_POOL_MANIFEST_MAX, &overrides)) != 0)
@@ -296,11 +310,10 @@ static int do_place(struct bctl_globals *g, const char *name, const char *overri
     }
     if ((r = bctl_load_audit_key(g, VERB, &key)) != 0)
         goto out;
-    if ((r = open_registry(g, false, &j, &reg)) != 0)
+    if ((r = open_registry(g, false, &j, &reg)) != 0 || (r = offline_actor(&who)) != 0)
         goto out;
 
-    r = berth_registry_place(reg, &key, name, overrides, backends, bctl_actor(actor, sizeof(actor)), bctl_now_ns(),
-                             &res, &err);
+    r = berth_registry_place(reg, &key, name, overrides, backends, who.name, who.now_ns, &res, &err);
     if (r < 0 && r != -EPERM) {
         r = bctl_error(VERB, "%s", err.message);
         goto out;
@@ -343,13 +356,13 @@ static int do_retire(struct bctl_globals *g, const char *name)
     _cleanup_journal_ struct berth_journal *j = NULL;
     _cleanup_registry_ struct berth_registry *reg = NULL;
     struct berth_audit_key key;
-    char actor[300];
+    struct offline_actor who;
     int r;
 
     if ((r = bctl_load_audit_key(g, VERB, &key)) != 0)
         return r;
-    if ((r = open_registry(g, false, &j, &reg)) == 0) {
-        if (berth_registry_retire(reg, &key, name, bctl_actor(actor, sizeof(actor)), bctl_now_ns(), &err) < 0) {
+    if ((r = open_registry(g, false, &j, &reg)) == 0 && (r = offline_actor(&who)) == 0) {
+        if (berth_registry_retire(reg, &key, name, who.name, who.now_ns, &err) < 0) {
             r = bctl_error(VERB, "%s", err.message);
         } else if (g->json) {
             _cleanup_json_ json_t *o = json_pack("{s:s, s:s}", "outcome", "retired", "name", name);
@@ -371,7 +384,7 @@ static int do_worker(struct bctl_globals *g, const char *name, const char *key_f
     BERTH_CLEANUP(key_freep) struct berth_signing_key *worker = NULL;
     _cleanup_json_ json_t *details = NULL;
     struct berth_audit_key key;
-    char actor[300];
+    struct offline_actor who;
     int r;
 
     if (!key_file || !worker_name)
@@ -382,13 +395,12 @@ static int do_worker(struct bctl_globals *g, const char *name, const char *key_f
         return bctl_error(VERB, "%s", err.message);
     if ((r = bctl_load_audit_key(g, VERB, &key)) != 0)
         return r;
-    if ((r = open_registry(g, false, &j, &reg)) == 0) {
+    if ((r = open_registry(g, false, &j, &reg)) == 0 && (r = offline_actor(&who)) == 0) {
         if (claim)
-            r = berth_registry_claim(reg, &key, name, worker, worker_name, job_id, placement_hash,
-                                     bctl_actor(actor, sizeof(actor)), bctl_now_ns(), &details, &err);
+            r = berth_registry_claim(reg, &key, name, worker, worker_name, job_id, placement_hash, who.name, who.now_ns,
+                                     &details, &err);
         else
-            r = berth_registry_enrol(reg, &key, name, worker, worker_name, bctl_actor(actor, sizeof(actor)),
-                                     bctl_now_ns(), &details, &err);
+            r = berth_registry_enrol(reg, &key, name, worker, worker_name, who.name, who.now_ns, &details, &err);
         r = r < 0 ? bctl_error(VERB, "%s", err.message) : bctl_print_json(VERB, details, g->json);
     }
     berth_audit_key_wipe(&key);

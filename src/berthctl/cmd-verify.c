@@ -51,8 +51,9 @@ static int qualification_summary(const char *verb, const json_t *body)
 {
     const json_t *pr;
     size_t i, passed = 0, na = 0, n = json_array_size(json_object_get(body, "probes"));
-    int64_t expires = 0;
+    int64_t expires = 0, now;
     char line[1024];
+    int r;
 
     json_array_foreach(json_object_get(body, "probes"), i, pr)
     {
@@ -73,7 +74,9 @@ static int qualification_summary(const char *verb, const json_t *body)
     bctl_fputs_clean(line, stdout);
     if (!json_is_true(json_object_get(body, "passed")) || passed + na != n)
         return bctl_error(verb, "the signature is good, but this records a FAILED qualification");
-    if (expires <= bctl_now_ns())
+    if ((r = bctl_now(verb, &now)) != BCTL_EXIT_OK)
+        return r;
+    if (expires <= now)
         return bctl_error(verb, "the signature is good, but this qualification has expired");
     return BCTL_EXIT_OK;
 }

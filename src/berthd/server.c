@@ -23,6 +23,7 @@
 
 #include "buf.h"
 #include "canon.h"
+#include "clock.h"
 #include "enrol.h"
 #include "job.h"
 #include "macro.h"
@@ -44,7 +45,7 @@ struct pending {
     char fingerprint[BERTHD_FINGERPRINT_LEN + 1];
     char *body;
     size_t len;
-    struct timespec start;
+    int64_t start; /* CLOCK_MONOTONIC ns, -1 if unreadable (elapsed()) */
     char path[64];
 };
 
@@ -77,22 +78,19 @@ struct conn {
     bool over;    /* accepted beyond the connection limit: closed at once */
     bool replied; /* at least one reply was sent */
     bool secured; /* the TLS handshake is complete */
-    struct timespec accepted;
+    int64_t accepted; /* CLOCK_MONOTONIC ns, -1 if unreadable */
     struct conn *prev, *next;
 };
 
-static double elapsed(const struct timespec *start)
+/* Seconds since @start (CLOCK_MONOTONIC ns), for logs and metrics only: 0
+ * when either reading failed. */
+static double elapsed(int64_t start)
 {
-    struct timespec now;
+    int64_t now;
 
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
-}
-
-static struct timeval tv_of(int64_t ns)
-{
-    struct timeval tv = {.tv_sec = (time_t)(ns / 1000000000LL), .tv_usec = (suseconds_t)((ns % 1000000000LL) / 1000)};
-    return tv;
+    if (start < 0 || berth_now_ns(CLOCK_MONOTONIC, &now, NULL) < 0 || now < start)
+        return 0;
+    return (double)(now - start) / 1e9;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -125,7 +123,7 @@ static void watchdog_cb(evutil_socket_t fd, short what, void *arg)
 
 static void arm(struct conn *c, int64_t ns)
 {
-    struct timeval tv = tv_of(ns);
+    struct timeval tv = berth_timeval_of_ns(ns);
     evtimer_add(c->watchdog, &tv);
 }
 
@@ -134,7 +132,7 @@ static void arm(struct conn *c, int64_t ns)
 static void tls_info_cb(const SSL *ssl, int where, int ret)
 {
     struct conn *c = SSL_get_app_data(ssl);
-    int64_t left;
+    int64_t now, left = 0;
 
     (void)ret;
     if (!c || !(where & SSL_CB_HANDSHAKE_DONE) || c->secured)
@@ -142,7 +140,9 @@ static void tls_info_cb(const SSL *ssl, int where, int ret)
     c->secured = true;
     if (c->over || c->busy || c->replied)
         return;
-    left = c->srv->cfg->request_timeout_ns - (int64_t)(elapsed(&c->accepted) * 1e9);
+    /* A clock that cannot be read leaves no time: the connection is closed. */
+    if (c->accepted >= 0 && berth_now_ns(CLOCK_MONOTONIC, &now, NULL) == 0 && now >= c->accepted)
+        left = c->srv->cfg->request_timeout_ns - (now - c->accepted);
     arm(c, left > 0 ? left : 0);
 }
 
@@ -210,7 +210,8 @@ static struct bufferevent *accept_cb(struct event_base *base, void *arg)
     if (!ssl || !c)
         goto fail;
     c->srv = srv;
-    clock_gettime(CLOCK_MONOTONIC, &c->accepted);
+    if (berth_now_ns(CLOCK_MONOTONIC, &c->accepted, NULL) < 0)
+        c->accepted = -1; /* the request timeout counts as spent */
     c->watchdog = evtimer_new(base, watchdog_cb, c);
     if (!c->watchdog || SSL_set_app_data(ssl, c) != 1 || SSL_set_ex_data(ssl, srv->ex_index, c) != 1)
         goto fail;
@@ -280,7 +281,7 @@ static const char *method_name(enum evhttp_cmd_type m)
 
 /* Send @reply: its JSON, or for a successful reply with text, the text as @text_type. */
 static void send_reply_as(struct berthd_server *srv, struct evhttp_request *req, struct conn *c,
-                          struct berth_reply *reply, const struct timespec *start, bool submission, const char *path,
+                          struct berth_reply *reply, int64_t start, bool submission, const char *path,
                           const char *text_type)
 {
     struct evkeyvalq *out = evhttp_request_get_output_headers(req);
@@ -330,14 +331,13 @@ static void send_reply_as(struct berthd_server *srv, struct evhttp_request *req,
 }
 
 static void send_reply(struct berthd_server *srv, struct evhttp_request *req, struct conn *c, struct berth_reply *reply,
-                       const struct timespec *start, bool submission, const char *path)
+                       int64_t start, bool submission, const char *path)
 {
     send_reply_as(srv, req, c, reply, start, submission, path, "application/x-ndjson");
 }
 
-static void reply_error(struct berthd_server *srv, struct evhttp_request *req, struct conn *c,
-                        const struct timespec *start, int status, const char *code, const char *message,
-                        const char *path)
+static void reply_error(struct berthd_server *srv, struct evhttp_request *req, struct conn *c, int64_t start,
+                        int status, const char *code, const char *message, const char *path)
 {
     struct berth_reply r = {0};
 
@@ -356,7 +356,7 @@ static void batch_cb(evutil_socket_t fd, short what, void *arg)
     struct berth_submission *v;
     struct pending *p;
     size_t n = srv->n_pending < BATCH_MAX ? srv->n_pending : BATCH_MAX, i, k = 0;
-    struct timespec t0;
+    int64_t t0;
 
     (void)fd, (void)what;
     if (n == 0)
@@ -375,16 +375,17 @@ static void batch_cb(evutil_socket_t fd, short what, void *arg)
         v[k].len = p->len;
         k++;
     }
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (berth_now_ns(CLOCK_MONOTONIC, &t0, NULL) < 0)
+        t0 = -1; /* observed as 0 s */
     if (k > 0) {
         berth_broker_submit_batch(srv->broker, v, k);
-        berthd_histogram_observe(&srv->metrics.commit_seconds, elapsed(&t0));
+        berthd_histogram_observe(&srv->metrics.commit_seconds, elapsed(t0));
         berthd_histogram_observe(&srv->metrics.batch_size, (double)k);
     }
     for (i = 0, k = 0; i < n; i++) {
         p = &srv->pending[i];
         if (p->req) {
-            send_reply(srv, p->req, p->conn, &v[k].reply, &p->start, true, p->path);
+            send_reply(srv, p->req, p->conn, &v[k].reply, p->start, true, p->path);
             berth_reply_clear(&v[k].reply);
             k++;
         }
@@ -398,7 +399,7 @@ static void batch_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 static void queue_submission(struct berthd_server *srv, struct evhttp_request *req, struct conn *c,
-                             const char *fingerprint, const struct timespec *start, const char *path)
+                             const char *fingerprint, int64_t start, const char *path)
 {
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
@@ -426,7 +427,7 @@ static void queue_submission(struct berthd_server *srv, struct evhttp_request *r
     p->len = len;
     p->req = req;
     p->conn = c;
-    p->start = *start;
+    p->start = start;
     snprintf(p->fingerprint, sizeof(p->fingerprint), "%s", fingerprint);
     snprintf(p->path, sizeof(p->path), "%s", path);
     srv->n_pending++;
@@ -565,12 +566,13 @@ static void request_cb(struct evhttp_request *req, void *arg)
     struct berth_reply r = {0};
     char fp[BERTHD_FINGERPRINT_LEN + 1], id[129], shown[64];
     const char *tail = NULL;
-    struct timespec start;
+    int64_t start;
     bool valid = false, get = method == EVHTTP_REQ_GET, post = method == EVHTTP_REQ_POST;
     struct conn *c;
     SSL *ssl;
 
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    if (berth_now_ns(CLOCK_MONOTONIC, &start, NULL) < 0)
+        start = -1; /* logs and metrics show 0 ms */
     c = conn_of(srv, req, &ssl);
     if (c) {
         c->busy = true;
@@ -579,30 +581,30 @@ static void request_cb(struct evhttp_request *req, void *arg)
     /* Logs name the route, never a query string. */
     shown_path(path, shown, sizeof(shown));
     if (!path) {
-        reply_error(srv, req, c, &start, 400, "malformed", "the request URI cannot be parsed", "-");
+        reply_error(srv, req, c, start, 400, "malformed", "the request URI cannot be parsed", "-");
         return;
     }
     /* Two lengths are how request smuggling starts (RFC 9112 section 6.3):
      * refuse and close rather than pick one. */
     if (header_count(evhttp_request_get_input_headers(req), "Content-Length") > 1) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-        reply_error(srv, req, c, &start, 400, "malformed", "the request has more than one Content-Length", shown);
+        reply_error(srv, req, c, start, 400, "malformed", "the request has more than one Content-Length", shown);
         return;
     }
     if (srv->shutting_down) {
-        reply_error(srv, req, c, &start, 503, "shutting_down", "berthd is shutting down; retry", shown);
+        reply_error(srv, req, c, start, 503, "shutting_down", "berthd is shutting down; retry", shown);
         return;
     }
     if (berthd_tls_peer(ssl, fp, &valid) < 0) {
-        reply_error(srv, req, c, &start, 403, "denied", "no verified client certificate", shown);
+        reply_error(srv, req, c, start, 403, "denied", "no verified client certificate", shown);
         return;
     }
     if (!valid) {
-        reply_error(srv, req, c, &start, 403, "denied", "the client certificate is outside its validity period", shown);
+        reply_error(srv, req, c, start, 403, "denied", "the client certificate is outside its validity period", shown);
         return;
     }
     if (post && streq(path, "/v1/jobs")) {
-        queue_submission(srv, req, c, fp, &start, shown);
+        queue_submission(srv, req, c, fp, start, shown);
         return;
     }
     if (job_path(path, id, &tail)) {
@@ -640,7 +642,7 @@ static void request_cb(struct evhttp_request *req, void *arg)
         if (!get)
             goto not_allowed;
         if (!parse_after(evhttp_uri_get_query(uri), &after)) {
-            reply_error(srv, req, c, &start, 400, "malformed", "after must be a decimal event sequence number", shown);
+            reply_error(srv, req, c, start, 400, "malformed", "after must be a decimal event sequence number", shown);
             return;
         }
         berth_broker_audit(srv->broker, fp, after, AUDIT_PAGE, &r);
@@ -653,20 +655,20 @@ static void request_cb(struct evhttp_request *req, void *arg)
         if (!get)
             goto not_allowed;
         metrics_reply(srv, fp, &r);
-        send_reply_as(srv, req, c, &r, &start, false, shown, "text/plain; version=0.0.4");
+        send_reply_as(srv, req, c, &r, start, false, shown, "text/plain; version=0.0.4");
         berth_reply_clear(&r);
         return;
     } else {
         goto not_found;
     }
-    send_reply(srv, req, c, &r, &start, false, shown);
+    send_reply(srv, req, c, &r, start, false, shown);
     berth_reply_clear(&r);
     return;
 not_allowed:
-    reply_error(srv, req, c, &start, 405, "method_not_allowed", "that method is not allowed here", shown);
+    reply_error(srv, req, c, start, 405, "method_not_allowed", "that method is not allowed here", shown);
     return;
 not_found:
-    reply_error(srv, req, c, &start, 404, "not_found", "no such resource", shown);
+    reply_error(srv, req, c, start, 404, "not_found", "no such resource", shown);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -676,7 +678,7 @@ int berthd_server_new(struct event_base *base, SSL_CTX *ctx, const struct berthd
                       const struct berth_logger *logger, struct berthd_server **ret, struct berth_error *reterr)
 {
     struct berthd_server *srv;
-    struct timeval tv = tv_of(cfg->header_timeout_ns);
+    struct timeval tv = berth_timeval_of_ns(cfg->header_timeout_ns);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     evutil_socket_t fd;
@@ -769,7 +771,7 @@ void berthd_server_shutdown(struct berthd_server *srv)
         event_base_loopexit(srv->base, NULL);
         return;
     }
-    tv = tv_of(srv->cfg->shutdown_timeout_ns);
+    tv = berth_timeval_of_ns(srv->cfg->shutdown_timeout_ns);
     srv->shutdown_ev = evtimer_new(srv->base, shutdown_timeout_cb, srv);
     if (!srv->shutdown_ev || evtimer_add(srv->shutdown_ev, &tv) < 0)
         event_base_loopexit(srv->base, NULL);

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "worker.h"
 
 static void *worker_main(void *userdata)
@@ -14,18 +15,12 @@ static void *worker_main(void *userdata)
     for (;;) {
         struct berth_error err = BERTH_ERROR_INIT;
         struct berth_pass_stats st = {0};
-        struct timespec until;
         int r;
 
         pthread_mutex_lock(&w->lock);
         if (!w->woken && !w->stop && !progress) {
-            clock_gettime(CLOCK_MONOTONIC, &until);
-            until.tv_sec += (time_t)(w->interval_ns / 1000000000LL);
-            until.tv_nsec += (long)(w->interval_ns % 1000000000LL);
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
+            /* The condition variable waits on CLOCK_MONOTONIC (berthd_worker_start). */
+            struct timespec until = berth_timespec_of_ns(berth_deadline_ns(CLOCK_MONOTONIC, w->interval_ns));
             while (!w->woken && !w->stop)
                 if (pthread_cond_timedwait(&w->cond, &w->lock, &until) == ETIMEDOUT)
                     break;
@@ -37,7 +32,9 @@ static void *worker_main(void *userdata)
         }
         pthread_mutex_unlock(&w->lock);
 
-        berth_broker_refresh_backends(w->broker);
+        if ((r = berth_broker_refresh_backends(w->broker)) < 0)
+            berth_logf(w->logger, BERTH_LOG_WARNING, "backend capabilities were not refreshed, the last ones stand: %s",
+                       strerror(-r));
         r = berth_broker_reconcile(w->broker, &st, &err);
         if (r == 0)
             r = berth_broker_dispatch(w->broker, &st, &err);

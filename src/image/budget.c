@@ -1,20 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* budget.c -- stage budgets; see budget.h. */
-#include <time.h>
-
 #include "jsonobj.h"
 #include "budget.h"
 
 static const char *const members[] = {"compressed_bytes", "entries", "expanded_bytes", "layers", "wall_time_ns", NULL};
-
-int64_t berth_stage_clock_ns(void)
-{
-    struct timespec ts;
-
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
-        return INT64_MAX;
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 void berth_stage_limits_default(struct berth_stage_limits *ret)
 {

@@ -41,12 +41,6 @@ struct berth_stage_limits {
     int64_t wall_time_ns;
 };
 
-/**
- * berth_stage_clock_ns() - CLOCK_MONOTONIC in nanoseconds, the clock every
- * stage deadline is on; INT64_MAX (every deadline passed) if it cannot be read.
- */
-int64_t berth_stage_clock_ns(void);
-
 /** berth_stage_limits_default() - every budget at its maximum. */
 void berth_stage_limits_default(struct berth_stage_limits *ret);
 

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "extract.h"
 #include "fsutil.h"
 #include "macro.h"
@@ -133,7 +134,7 @@ static ssize_t source_pull(struct layer *l)
 
     if (l->refusal)
         return -1;
-    if (berth_stage_clock_ns() > x->deadline_ns)
+    if (berth_deadline_passed(CLOCK_MONOTONIC, x->deadline_ns))
         return source_fail(l, berth_image_refuse(&l->err, BERTH_IMAGE_TIME_BUDGET, "layer %u", x->layer));
     if (l->outer) {
         n = archive_read_data(l->outer, l->buf, CHUNK);
@@ -599,7 +600,7 @@ static int entry(struct layer *l, struct archive *in, struct archive_entry *e, s
     r = same_structure(l, in, e, reterr);
     if (r < 0)
         return r;
-    if (berth_stage_clock_ns() > x->deadline_ns)
+    if (berth_deadline_passed(CLOCK_MONOTONIC, x->deadline_ns))
         return berth_image_refuse(reterr, BERTH_IMAGE_TIME_BUDGET, "layer %u", x->layer);
     units = 1 + components(raw) + components(hl ? hl : sl);
     if (units > x->limits.entries - x->s.entries)
@@ -690,7 +691,7 @@ static la_ssize_t blob_read(struct archive *a, void *userdata, const void **buf)
     (void)a;
     if (l->refusal)
         return -1;
-    if (berth_stage_clock_ns() > l->x->deadline_ns)
+    if (berth_deadline_passed(CLOCK_MONOTONIC, l->x->deadline_ns))
         return source_fail(l, berth_image_refuse(&l->err, BERTH_IMAGE_TIME_BUDGET, "layer %u", l->x->layer));
     do
         n = read(l->blobfd, l->zbuf, CHUNK);

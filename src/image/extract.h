@@ -57,7 +57,8 @@ struct berth_extract;
  * @limits:      budgets (expanded bytes, entries and wall time are enforced
  *               here; compressed bytes and layers by the caller); copied.
  * @deadline_ns: CLOCK_MONOTONIC time after which extraction stops with
- *               "time-budget".
+ *               "time-budget" (berth_deadline_passed(): also when the clock
+ *               cannot be read).
  * Return: 0; -EINVAL; -ENOMEM.  Not thread-safe; one extraction per object.
  */
 int berth_extract_new(int rootfd, const struct berth_stage_limits *limits, int64_t deadline_ns,

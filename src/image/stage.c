@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "extract.h"
 #include "macro.h"
 #include "refusal.h"
@@ -108,7 +109,7 @@ static int stage_layers(const struct berth_blob_store *store, const struct berth
         const struct berth_oci_layer *l = &img->layers[i];
         _cleanup_close_ int fd = -1;
 
-        if (berth_stage_clock_ns() > deadline) {
+        if (berth_deadline_passed(CLOCK_MONOTONIC, deadline)) {
             r = berth_image_refuse(reterr, BERTH_IMAGE_TIME_BUDGET, "the stage ran out of time before layer %zu", i);
             break;
         }
@@ -147,8 +148,8 @@ int berth_image_stage(const struct berth_blob_store *store, const char *digest, 
     }
     if (!limits_valid(limits))
         return berth_error_set(reterr, -EINVAL, "a stage budget is outside its range (budget.h)");
-    deadline = berth_stage_clock_ns();
-    deadline = deadline > INT64_MAX - limits->wall_time_ns ? INT64_MAX : deadline + limits->wall_time_ns;
+    /* On a clock that cannot be read the deadline has passed: the stage is refused, never unbounded. */
+    deadline = berth_deadline_ns(CLOCK_MONOTONIC, limits->wall_time_ns);
     if ((r = berth_image_resolve(store, digest, &img, reterr)) < 0)
         return r;
     if (img->n_layers > limits->layers)

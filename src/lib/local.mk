@@ -28,6 +28,7 @@ BERTH_LIB_CPPFLAGS = $(BERTH_LAYER_CPPFLAGS_config)
 
 BERTH_BASIC_SOURCES = \
 	src/lib/basic/buf.c src/lib/basic/buf.h \
+	src/lib/basic/clock.c src/lib/basic/clock.h \
 	src/lib/basic/encoding.c src/lib/basic/encoding.h \
 	src/lib/basic/fsutil.c src/lib/basic/fsutil.h \
 	src/lib/basic/log.c src/lib/basic/log.h \
@@ -158,6 +159,7 @@ BERTH_LIB_UNIT_TESTS = \
 	tests/unit/test-buf \
 	tests/unit/test-bundle \
 	tests/unit/test-canon \
+	tests/unit/test-clock \
 	tests/unit/test-digest \
 	tests/unit/test-encoding \
 	tests/unit/test-enrol \

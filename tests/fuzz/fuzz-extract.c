@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "digest.h"
 #include "extract.h"
 
@@ -78,7 +79,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct berth_error err = BERTH_ERROR_INIT;
     uint8_t diff[BERTH_SHA256_LEN] = {0};
     char top[] = "/tmp/berth-fuzz-extract-XXXXXX";
-    struct timespec now;
     int topfd, rootfd, fd, kfd, r;
 
     if (size < 1)
@@ -103,8 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     berth_stage_limits_default(&limits);
     limits.expanded_bytes = 4u << 20;
     limits.entries = 2000;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if (berth_extract_new(rootfd, &limits, (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec + 5000000000LL, &x) < 0)
+    if (berth_extract_new(rootfd, &limits, berth_deadline_ns(CLOCK_MONOTONIC, 5 * BERTH_NS_PER_SEC), &x) < 0)
         abort();
     r = berth_extract_layer(x, fd, (data[0] & 1) ? BERTH_LAYER_GZIP : BERTH_LAYER_TAR, diff, &err);
     if (r < 0 && (err.code != r || err.message[0] == '\0'))

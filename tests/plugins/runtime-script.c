@@ -23,9 +23,13 @@
  *
  * so tests can prove that no job was started twice.  Configuration:
  *   {"state_directory": "/abs/dir", "egress_classes": ["none", ...],
- *    "runtime": {"path", "version", "sha256"}}
+ *   {"state_directory": "/abs/dir", "egress_classes": ["none", ...],
+ *    "runtime": {"path", "version", "sha256"}, "qualification": ANY}
  * (egress_classes optional, default ["none", "loopback"]; runtime optional:
- * reported as capabilities().runtime, so that the backend can be qualified).
+ * reported as capabilities().runtime, so that the backend can be qualified;
+ * qualification is what capabilities() claims about the backend's
+ * qualification, default "unqualified": berthd must never believe it, see
+ * tests/unit/test-broker.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,14 +51,14 @@ struct script {
     const struct berth_host *host;
     int dirfd;
     json_t *egress;
-    json_t *runtime; /* NULL: capabilities() name no runtime */
+    json_t *runtime;       /* NULL: capabilities() name no runtime */
+    json_t *qualification; /* what capabilities() claims */
 };
 
-static int64_t now_ns(void)
+/* The time from the host table, as any plugin reads it: a negative errno if it cannot be read. */
+static int64_t now_ns(const struct script *s)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    return s->host->now_ns(s->host, BERTH_CLOCK_REALTIME);
 }
 
 BERTH_PRINTF(2, 3)
@@ -143,6 +147,9 @@ static int script_init(const struct berth_host *host, const char *config, size_t
     if (!s->egress)
         s->egress = json_pack("[s, s]", "none", "loopback");
     s->runtime = json_incref(json_object_get(cfg, "runtime"));
+    s->qualification = json_incref(json_object_get(cfg, "qualification"));
+    if (!s->qualification)
+        s->qualification = json_string("unqualified");
     json_decref(cfg);
     *ret_state = s;
     return 0;
@@ -157,6 +164,7 @@ static void script_fini(void *state)
     close(s->dirfd);
     json_decref(s->egress);
     json_decref(s->runtime);
+    json_decref(s->qualification);
     free(s);
 }
 
@@ -176,8 +184,8 @@ static int script_capabilities(void *state, char **ret_json, size_t *ret_len, st
 {
     struct script *s = state;
     json_t *caps =
-        json_pack("{s:s, s:s, s:[s, s], s:O, s:{}, s:s}", "backend", "script", "isolation", "none", "capabilities",
-                  "exec", "file_rw", "egress_classes", s->egress, "limits", "qualification", "unqualified");
+        json_pack("{s:s, s:s, s:[s, s], s:O, s:{}, s:O}", "backend", "script", "isolation", "none", "capabilities",
+                  "exec", "file_rw", "egress_classes", s->egress, "limits", "qualification", s->qualification);
 
     if (caps && s->runtime && json_object_set(caps, "runtime", s->runtime) < 0) {
         json_decref(caps);
@@ -220,7 +228,11 @@ static int script_start(void *state, const char *dispatch, size_t dispatch_len, 
         json_decref(doc);
         return berth_error_set(reterr, -EIO, "a transient failure, on purpose");
     }
-    rec = json_pack("{s:O, s:I}", "argv", json_object_get(job, "argv"), "started_at", (json_int_t)now_ns());
+    if (now_ns(s) < 0) {
+        json_decref(doc);
+        return berth_error_set(reterr, -EIO, "the host clock cannot be read");
+    }
+    rec = json_pack("{s:O, s:I}", "argv", json_object_get(job, "argv"), "started_at", (json_int_t)now_ns(s));
     text = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
     json_decref(rec);
     json_decref(doc);
@@ -309,7 +321,7 @@ static int script_inspect(void *state, const char *job_id, char **ret_json, size
         done = false;
     } else if (strcmp(argv0, "sleep-ms") == 0) {
         finished = started + (arg1 ? atoll(arg1) : 0) * 1000000LL;
-        done = now_ns() >= finished;
+        done = now_ns(s) >= finished;
     } else if (strcmp(argv0, "spew") == 0) {
         out_len = arg1 ? (size_t)atoll(arg1) : 0;
         out = malloc(out_len + 1);
@@ -321,7 +333,7 @@ static int script_inspect(void *state, const char *job_id, char **ret_json, size
         free(out);
         return give_json(json_pack("{s:i, s:s, s:n, s:s, s:o, s:o}", "schema_version", 1, "state", "cancelled",
                                    "exit_code", "reason", "cancelled", "started_at", ns(started), "finished_at",
-                                   ns(now_ns())),
+                                   ns(now_ns(s))),
                          ret_json, ret_len, reterr);
     }
     json_decref(rec);

@@ -6,6 +6,7 @@
  */
 #include "testutil.h"
 
+#include <dlfcn.h>
 #include <time.h>
 
 #include "broker.h"
@@ -52,6 +53,8 @@ static struct berth_host_instance host;
 static struct berth_plugin_handle *plugin;
 static struct berth_broker *broker;
 static int64_t max_active = 16, max_retained = 100;
+static bool require_qualification;
+static const char *script_config = ""; /* more members of the scripted runtime's configuration */
 static int wakes;
 
 /* Broker log lines go to the test's stderr (the .log file under make check). */
@@ -87,7 +90,7 @@ static void open_broker(void)
         .plugin_version = info->version,
         .ops = berth_plugin_runtime_ops(plugin),
         .state = berth_plugin_state(plugin),
-        .require_qualification = false,
+        .require_qualification = require_qualification,
     };
     const struct berth_broker_params p = {
         .name = "test-broker",
@@ -111,7 +114,7 @@ static void load_plugin(void)
 {
     char config[512];
 
-    snprintf(config, sizeof(config), "{\"state_directory\":\"%s\"}", state_dir);
+    snprintf(config, sizeof(config), "{\"state_directory\":\"%s\"%s}", state_dir, script_config);
     plugin = test_load_script(&host, config);
 }
 
@@ -150,6 +153,8 @@ static void teardown(void)
     free(dir);
     max_active = 16;
     max_retained = 100;
+    require_qualification = false;
+    script_config = "";
 }
 
 /* A job @id in pool "sample" running @argv (a JSON array). */
@@ -673,6 +678,91 @@ START_TEST(pool_concurrency)
 }
 END_TEST
 
+/* jansson's @fail_at-th allocation fails (counting from 0), the others do
+ * not.  Allocations of json_loadb() are left alone: jansson's parser itself
+ * does not survive a failed allocation (2.14 writes out of bounds), and what
+ * is tested is berth's handling of a failure around it. */
+static long allocs, fail_at = -1;
+static bool in_loadb;
+
+static void *failing_malloc(size_t n)
+{
+    if (in_loadb)
+        return malloc(n);
+    return allocs++ == fail_at ? NULL : malloc(n);
+}
+
+/* Preempts jansson's json_loadb() for libberth, which is linked into this
+ * program: marks the allocations of a parse. */
+json_t *json_loadb(const char *buffer, size_t buflen, size_t flags, json_error_t *error)
+{
+    json_t *(*real)(const char *, size_t, size_t, json_error_t *);
+    json_t *v;
+
+    *(void **)&real = dlsym(RTLD_NEXT, "json_loadb");
+    ck_assert_ptr_nonnull(real);
+    in_loadb = true;
+    v = real(buffer, buflen, flags, error);
+    in_loadb = false;
+    return v;
+}
+
+/* The backend "script" is offered unqualified, and a job that needs a
+ * qualified backend is not placed.  @n numbers the probe job. */
+static void expect_unqualified(long n)
+{
+    struct berth_reply x = {0}, r;
+    const json_t *q;
+    char id[32];
+    _cleanup_free_ char *doc = NULL;
+
+    berth_broker_capabilities(broker, FP_A, &x);
+    expect_status(&x, 200, NULL);
+    q = json_object_get(json_object_get(json_object_get(x.body, "backends"), "script"), "qualification");
+    ck_assert_msg(json_is_string(q) && streq(json_string_value(q), "unqualified"),
+                  "the plugin's own qualification is offered (allocation %ld failed)", fail_at);
+    berth_reply_clear(&x);
+    snprintf(id, sizeof(id), "self-q-%ld", n);
+    doc = job_doc(id, "[\"echo\"]", 60000000000LL);
+    r = submit(FP_A, doc);
+    ck_assert_msg(r.status == 503 && streq_ptr(r.error, "no_backend"),
+                  "a job was placed on a self-qualified backend: %d %s (allocation %ld failed)", r.status,
+                  r.error ? r.error : "-", fail_at);
+    berth_reply_clear(&r);
+}
+
+/* A plugin never qualifies itself: whatever its capabilities() say about
+ * qualification is replaced by berthd's own record (here: none), and when
+ * memory runs out at any one of a refresh's allocations the claim is still
+ * never offered to placement. */
+START_TEST(self_qualification_ignored)
+{
+    long rounds = 0;
+
+    berth_broker_free(broker);
+    berth_plugin_unload(plugin);
+    require_qualification = true;
+    script_config = ",\"qualification\":{\"id\":\"qfake\",\"expires_ns\":\"" FAR_FUTURE "\"}";
+    load_plugin();
+    open_broker();
+    expect_unqualified(rounds++);
+    for (fail_at = 0;; fail_at++) {
+        int r;
+
+        allocs = 0;
+        json_set_alloc_funcs(failing_malloc, free);
+        r = berth_broker_refresh_backends(broker);
+        json_set_alloc_funcs(malloc, free);
+        ck_assert_msg(r == 0 || r == -ENOMEM, "refresh: %d", r);
+        expect_unqualified(rounds++);
+        if (allocs <= fail_at)
+            break; /* nothing failed: every allocation of a refresh has been failed once */
+    }
+    fail_at = -1;
+    ck_assert_int_gt(rounds, 10);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("broker");
@@ -692,6 +782,11 @@ static Suite *make_suite(void)
     tcase_add_test(tc, restart);
     tcase_add_test(tc, pools_and_audit);
     tcase_add_test(tc, pool_concurrency);
+    /* Alone in its case: it runs about a hundred refreshes. */
+    tc = test_case(s, "self-qualification");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, self_qualification_ignored);
     return s;
 }
 

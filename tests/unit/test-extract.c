@@ -23,13 +23,6 @@ static struct berth_extract *x;
 static struct berth_stage_limits limits;
 static int64_t deadline;
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    ck_assert_int_eq(clock_gettime(CLOCK_MONOTONIC, &ts), 0);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static void setup(void)
 {
     char *p;
@@ -47,7 +40,7 @@ static void setup(void)
     test_write_file(p, "sentinel", 8, 0644);
     free(p);
     berth_stage_limits_default(&limits);
-    deadline = mono_ns() + 60LL * 1000000000LL;
+    deadline = test_now_ns(CLOCK_MONOTONIC) + 60 * BERTH_NS_PER_SEC;
     x = NULL;
 }
 
@@ -617,7 +610,7 @@ START_TEST(time_budget)
 
     tf_file(&t, "f", 0644, "x");
     tf_end(&t);
-    deadline = mono_ns() - 1;
+    deadline = test_now_ns(CLOCK_MONOTONIC) - 1;
     expect_refusal(&t, "time-budget");
 }
 END_TEST

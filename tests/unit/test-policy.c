@@ -129,13 +129,6 @@ START_TEST(refusals)
 }
 END_TEST
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* A policy valid from 1000 ns after the epoch until 2100, with one subject. */
 #define LIVE_POLICY(fp)                                                                                                \
     "{\"schema_version\":1,\"not_before\":\"1000\",\"not_after\":\"4102444800000000000\",\"subjects\":["               \
@@ -160,38 +153,38 @@ START_TEST(watched_file)
 
     ck_assert_int_eq(berth_policy_source_new(path, &src), 0);
     /* Missing: deny. */
-    ck_assert_int_eq(berth_policy_current(src, now_ns(), &p, &err), -EACCES);
+    ck_assert_int_eq(berth_policy_current(src, test_now_ns(CLOCK_REALTIME), &p, &err), -EACCES);
     ck_assert_ptr_nonnull(strstr(err.message, "no host policy"));
     /* Present: allow; the same file is read once. */
     replace(dir, path, LIVE_POLICY(FP_A), 0600);
-    ck_assert_msg(berth_policy_current(src, now_ns(), &p, &err) == 0, "%s", err.message);
-    ck_assert_ptr_nonnull(berth_policy_subject(p, FP_A, now_ns(), NULL));
-    ck_assert_int_eq(berth_policy_current(src, now_ns(), &p, &err), 0);
+    ck_assert_msg(berth_policy_current(src, test_now_ns(CLOCK_REALTIME), &p, &err) == 0, "%s", err.message);
+    ck_assert_ptr_nonnull(berth_policy_subject(p, FP_A, test_now_ns(CLOCK_REALTIME), NULL));
+    ck_assert_int_eq(berth_policy_current(src, test_now_ns(CLOCK_REALTIME), &p, &err), 0);
     ck_assert_int_eq(berth_policy_reloads(src), 1);
     /* The fingerprint is revoked: the next check sees it. */
     replace(dir, path, LIVE_POLICY(FP_B), 0600);
-    ck_assert_int_eq(berth_policy_current(src, now_ns(), &p, &err), 0);
-    ck_assert_ptr_null(berth_policy_subject(p, FP_A, now_ns(), NULL));
-    ck_assert_ptr_nonnull(berth_policy_subject(p, FP_B, now_ns(), NULL));
+    ck_assert_int_eq(berth_policy_current(src, test_now_ns(CLOCK_REALTIME), &p, &err), 0);
+    ck_assert_ptr_null(berth_policy_subject(p, FP_A, test_now_ns(CLOCK_REALTIME), NULL));
+    ck_assert_ptr_nonnull(berth_policy_subject(p, FP_B, test_now_ns(CLOCK_REALTIME), NULL));
     ck_assert_int_eq(berth_policy_reloads(src), 2);
     /* Malformed: deny everything, and keep denying until it changes. */
     replace(dir, path, "{\"schema_version\":1", 0600);
-    ck_assert_int_eq(berth_policy_current(src, now_ns(), &p, &err), -EACCES);
+    ck_assert_int_eq(berth_policy_current(src, test_now_ns(CLOCK_REALTIME), &p, &err), -EACCES);
     ck_assert_ptr_nonnull(strstr(err.message, "everything is denied"));
-    ck_assert_int_eq(berth_policy_current(src, now_ns(), &p, &err), -EACCES);
+    ck_assert_int_eq(berth_policy_current(src, test_now_ns(CLOCK_REALTIME), &p, &err), -EACCES);
     /* Writable by others: refused like a malformed file. */
     replace(dir, path, LIVE_POLICY(FP_A), 0666);
-    ck_assert_int_eq(berth_policy_current(src, now_ns(), &p, &err), -EACCES);
+    ck_assert_int_eq(berth_policy_current(src, test_now_ns(CLOCK_REALTIME), &p, &err), -EACCES);
     /* Expired policy: deny. */
     replace(dir, path, "{\"schema_version\":1,\"not_before\":\"1000\",\"not_after\":\"2000\",\"subjects\":[]}", 0600);
-    ck_assert_int_eq(berth_policy_current(src, now_ns(), &p, &err), -EACCES);
+    ck_assert_int_eq(berth_policy_current(src, test_now_ns(CLOCK_REALTIME), &p, &err), -EACCES);
     ck_assert_ptr_nonnull(strstr(err.message, "not valid now"));
     /* Good again. */
     replace(dir, path, LIVE_POLICY(FP_A), 0600);
-    ck_assert_int_eq(berth_policy_current(src, now_ns(), &p, &err), 0);
+    ck_assert_int_eq(berth_policy_current(src, test_now_ns(CLOCK_REALTIME), &p, &err), 0);
     /* Deleted: deny. */
     ck_assert_int_eq(unlink(path), 0);
-    ck_assert_int_eq(berth_policy_current(src, now_ns(), &p, &err), -EACCES);
+    ck_assert_int_eq(berth_policy_current(src, test_now_ns(CLOCK_REALTIME), &p, &err), -EACCES);
     berth_policy_source_free(src);
     test_rm_rf(dir);
     free(path);

@@ -46,9 +46,7 @@ static char *pin_json(const char *path)
 static char *dispatch(const char *rootfs, const char *script_arg)
 {
     char *doc = NULL;
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = test_now_ns(CLOCK_REALTIME);
     ck_assert_int_gt(
         asprintf(&doc,
                  "{\"schema_version\":1,\"receipt\":{\"receipt\":{\"run_id\":\"" RUN_ID "\",\"deadline\":\"%lld\"}},"
@@ -59,7 +57,7 @@ static char *dispatch(const char *rootfs, const char *script_arg)
                  "\"effective\":{\"pool_hash\":\"00\",\"template\":{\"env\":{},\"root\":\"/\",\"timeout_seconds\":600},"
                  "\"backend_override\":null,\"network_egress_class\":\"none\",\"credential_env\":[]},"
                  "\"rootfs\":\"%s\"}",
-                 (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec + 60000000000LL, script_arg, rootfs),
+                 (long long)(now + 60 * BERTH_NS_PER_SEC), script_arg, rootfs),
         0);
     return doc;
 }

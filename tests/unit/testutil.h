@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 /** Run the suite; exit status 0 only when every test passed. */
 #define TEST_MAIN()                                                                                                    \
     int main(void)                                                                                                     \
@@ -127,6 +129,16 @@ static inline char *test_path(const char *dir, const char *name)
     char *p = NULL;
     ck_assert_int_gt(asprintf(&p, "%s/%s", dir, name), 0);
     return p;
+}
+
+/** @clock now, in nanoseconds (berth_now_ns()); the test fails when it cannot be read. */
+static inline int64_t test_now_ns(clockid_t clock)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    int64_t ns = 0;
+
+    ck_assert_msg(berth_now_ns(clock, &ns, &err) == 0, "%s", err.message);
+    return ns;
 }
 
 #endif

@@ -38,9 +38,6 @@ int broker_authenticate(struct berth_broker *b, const char *fingerprint, struct 
 void broker_fail(struct berth_reply *reply, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* The realtime clock, nanoseconds since the epoch. */
-int64_t broker_now(void);
-
 /* The backend named @name, or NULL. */
 const struct berth_broker_backend *broker_backend(const struct berth_broker *b, const char *name);
 

@@ -17,6 +17,7 @@
 
 #include "broker-internal.h"
 #include "canon.h"
+#include "clock.h"
 #include "encoding.h"
 #include "jsonobj.h"
 #include "macro.h"
@@ -33,30 +34,34 @@ static const char *const inspect_states[] = {"starting", "running", "exited", "f
 /* A backend is qualified while the newest journal record for its runtime
  * binary, configuration and this kernel passed and has not expired
  * (qualification.h); whatever the plugin claims about qualification itself
- * is replaced. */
-static void overlay_qualification(struct berth_broker *b, const struct berth_broker_backend *be, json_t *doc)
+ * is replaced.  When the replacement cannot be made, @doc is not usable:
+ * -ENOMEM with @reterr, and the caller offers the backend as if its
+ * capabilities had failed (nothing, unqualified), so a plugin's own claim
+ * never reaches placement. */
+static int overlay_qualification(struct berth_broker *b, const struct berth_broker_backend *be, json_t *doc,
+                                 struct berth_error *reterr)
 {
     const char *sha = json_string_value(json_object_get(json_object_get(doc, "runtime"), "sha256"));
     char id[BERTH_QUALIFICATION_ID_LEN + 1], kernel[256], config_digest[BERTH_DIGEST_BUFSZ];
     struct berth_error err = BERTH_ERROR_INIT;
-    int64_t expires = 0;
+    int64_t expires = 0, now;
+    json_t *q;
     int r = -ENOENT;
 
     berth_kernel_release(kernel, sizeof(kernel));
-    if (sha && (r = berth_qualification_config_digest(be->config, be->plugin_sha256, doc, config_digest, &err)) == 0) {
+    if (sha && (r = berth_qualification_config_digest(be->config, be->plugin_sha256, doc, config_digest, &err)) == 0 &&
+        (r = berth_now_ns(CLOCK_REALTIME, &now, &err)) == 0) {
         pthread_mutex_lock(&b->lock);
-        r = berth_qualification_current(b->p.journal, be->name, sha, config_digest, kernel, broker_now(), id, &expires,
-                                        &err);
+        r = berth_qualification_current(b->p.journal, be->name, sha, config_digest, kernel, now, id, &expires, &err);
         pthread_mutex_unlock(&b->lock);
     }
     if (r < 0 && r != -ENOENT)
         berth_logf(b->p.logger, BERTH_LOG_WARNING, "backend %s: cannot read its qualifications: %s", be->name,
                    err.message);
-    if (r == 0)
-        json_object_set_new(doc, "qualification",
-                            json_pack("{s:s, s:o}", "id", id, "expires_ns", berth_json_ns(expires)));
-    else
-        json_object_set_new(doc, "qualification", json_string("unqualified"));
+    q = r == 0 ? json_pack("{s:s, s:o}", "id", id, "expires_ns", berth_json_ns(expires)) : json_string("unqualified");
+    if (json_object_set_new(doc, "qualification", q) < 0)
+        return berth_error_set(reterr, -ENOMEM, "out of memory recording berthd's qualification of the backend");
+    return 0;
 }
 
 int berth_broker_refresh_backends(struct berth_broker *b)
@@ -80,6 +85,8 @@ int berth_broker_refresh_backends(struct berth_broker *b)
             r = berth_json_parse(text, len, CAPABILITIES_MAX, &doc, &err);
         if (r >= 0 && !json_is_object(doc))
             r = berth_error_set(&err, -EBADMSG, "not a JSON object");
+        if (r >= 0)
+            r = overlay_qualification(b, be, doc, &err);
         if (r < 0) {
             /* Logged when it starts failing or fails differently, not on every pass. */
             if (!err.message[0])
@@ -91,19 +98,26 @@ int berth_broker_refresh_backends(struct berth_broker *b)
             }
             json_decref(doc);
             doc = json_pack("{s:[], s:[], s:s}", "capabilities", "egress_classes", "qualification", "unqualified");
-        }
-        if (r >= 0) {
+        } else {
             if (b->caps_errors[i][0])
                 berth_logf(b->p.logger, BERTH_LOG_NOTICE, "backend %s: capabilities answer again", be->name);
             b->caps_errors[i][0] = '\0';
-            overlay_qualification(b, be, doc);
         }
         offer = json_pack("{s:O*, s:O*, s:O*, s:b}", "capabilities", json_object_get(doc, "capabilities"),
                           "egress_classes", json_object_get(doc, "egress_classes"), "qualification",
                           json_object_get(doc, "qualification"), "require_qualification", be->require_qualification);
         /* What clients see says when a backend runs without qualification (development). */
-        if (!offer || json_object_set_new(doc, "require_qualification", json_boolean(be->require_qualification)) < 0 ||
-            json_object_set_new(set_doc, be->name, offer) < 0 || json_object_set_new(caps, be->name, doc) < 0)
+        if (!doc || !offer ||
+            json_object_set_new(doc, "require_qualification", json_boolean(be->require_qualification)) < 0) {
+            json_decref(offer);
+            json_decref(doc);
+            return -ENOMEM;
+        }
+        if (json_object_set_new(set_doc, be->name, offer) < 0) {
+            json_decref(doc);
+            return -ENOMEM;
+        }
+        if (json_object_set_new(caps, be->name, doc) < 0)
             return -ENOMEM;
     }
     {
@@ -313,11 +327,13 @@ static int inspect(struct berth_broker *b, const struct berth_broker_backend *be
 static int move(struct berth_broker *b, struct berth_job_record *rec, enum berth_job_state to, const char *result,
                 const char *audit_type, json_t *audit_extra, struct berth_error *reterr)
 {
-    int64_t now = broker_now();
+    int64_t now = 0;
     int r;
 
     pthread_mutex_lock(&b->lock);
-    r = berth_journal_begin(b->p.journal, reterr);
+    r = berth_now_ns(CLOCK_REALTIME, &now, reterr);
+    if (r == 0)
+        r = berth_journal_begin(b->p.journal, reterr);
     if (r == 0)
         r = berth_jobstore_transition(b->p.journal, rec->run_id, rec->revision, to, result, now, reterr);
     if (r == 0 && audit_type)
@@ -360,8 +376,12 @@ static int finish(struct berth_broker *b, struct berth_job_record *rec, enum ber
     _cleanup_free_ char *text = NULL;
     struct berth_result_params rp;
     bool reached = rec->state != BERTH_JOB_ACCEPTED; /* the backend may hold something of it */
+    int64_t finished_at = o && o->finished_at > 0 ? o->finished_at : 0;
     int r;
 
+    /* A backend that did not say when the job finished: it is now. */
+    if (finished_at == 0 && (r = berth_now_ns(CLOCK_REALTIME, &finished_at, reterr)) < 0)
+        return r;
     r = berth_job_parse(rec->job, strlen(rec->job), &job, reterr);
     if (r < 0)
         return r;
@@ -380,7 +400,7 @@ static int finish(struct berth_broker *b, struct berth_job_record *rec, enum ber
         .err_len = o ? o->err_len : 0,
         .outputs = o ? o->outputs : NULL,
         .started_at = o ? o->started_at : -1,
-        .finished_at = o && o->finished_at > 0 ? o->finished_at : broker_now(),
+        .finished_at = finished_at,
     };
     r = receipt ? berth_result_create(b->p.key, &rp, &result, reterr) : -EBADMSG;
     if (r == -EFBIG) {
@@ -547,7 +567,8 @@ int berth_broker_reconcile(struct berth_broker *b, struct berth_pass_stats *stat
     if (!b)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
     r = take_snapshot(b, &s, reterr);
-    now = broker_now();
+    if (r == 0)
+        r = berth_now_ns(CLOCK_REALTIME, &now, reterr);
     for (i = 0; r == 0 && i < s.n && !atomic_load(&b->stopping); i++) {
         struct berth_error err = BERTH_ERROR_INIT;
         int rr = reconcile_one(b, &s.v[i], now, stats, &err);
@@ -650,9 +671,13 @@ static bool pool_has_room(const json_t *limits, json_t *in_use, const char *pool
     return limit <= 0 || used < limit;
 }
 
-static void pool_take(json_t *in_use, const char *pool)
+/* Count one more sandbox of @pool in @in_use.  -ENOMEM: the count did not
+ * grow, so the caller must not start anything on it. */
+static int pool_take(json_t *in_use, const char *pool)
 {
-    json_object_set_new(in_use, pool, json_integer(json_integer_value(json_object_get(in_use, pool)) + 1));
+    return json_object_set_new(in_use, pool, json_integer(json_integer_value(json_object_get(in_use, pool)) + 1)) < 0
+               ? -ENOMEM
+               : 0;
 }
 
 int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats, struct berth_error *reterr)
@@ -660,6 +685,7 @@ int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats
     _cleanup_json_ json_t *limits = json_object(), *in_use = json_object();
     const struct berth_pool_chain *chain;
     struct snapshot s = {0};
+    bool counted = true;
     int64_t now;
     size_t i;
     int r;
@@ -669,31 +695,42 @@ int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats
     if (!limits || !in_use)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     r = take_snapshot(b, &s, reterr);
+    /* Without the whole of limits and in_use a pool's max_concurrency could
+     * be passed: the pass then starts nothing (the next pass tries again). */
     pthread_mutex_lock(&b->lock);
     chain = berth_registry_chain(b->reg);
-    for (i = 0; i < berth_pool_chain_count(chain); i++) {
+    for (i = 0; counted && i < berth_pool_chain_count(chain); i++) {
         const struct berth_pool *p = berth_pool_chain_at(chain, i);
-        if (p->max_concurrency > 0)
-            json_object_set_new(limits, p->name, json_integer(p->max_concurrency));
+        if (p->max_concurrency > 0 && json_object_set_new(limits, p->name, json_integer(p->max_concurrency)) < 0)
+            counted = false;
     }
     pthread_mutex_unlock(&b->lock);
-    for (i = 0; i < s.n; i++)
-        if (s.v[i].state != BERTH_JOB_ACCEPTED)
-            pool_take(in_use, s.v[i].pool);
-    now = broker_now();
-    for (i = 0; r == 0 && i < s.n && !atomic_load(&b->stopping); i++) {
+    for (i = 0; counted && i < s.n; i++)
+        if (s.v[i].state != BERTH_JOB_ACCEPTED && pool_take(in_use, s.v[i].pool) < 0)
+            counted = false;
+    if (r == 0)
+        r = berth_now_ns(CLOCK_REALTIME, &now, reterr);
+    for (i = 0; r == 0 && counted && i < s.n && !atomic_load(&b->stopping); i++) {
         struct berth_error err = BERTH_ERROR_INIT;
         int rr;
 
         if (s.v[i].state == BERTH_JOB_ACCEPTED) {
             if (!pool_has_room(limits, in_use, s.v[i].pool))
                 continue; /* waits for a slot in its pool; its deadline still runs */
-            pool_take(in_use, s.v[i].pool);
+            if (pool_take(in_use, s.v[i].pool) < 0) {
+                counted = false;
+                break;
+            }
         }
         rr = dispatch_one(b, &s.v[i], now, stats, &err);
         if (rr == -EIO || rr == -ENOSPC || rr == -EBADMSG)
             r = berth_error_set(reterr, rr, "%s", err.message);
         else if (rr < 0 && stats)
+            stats->errors++;
+    }
+    if (!counted) {
+        berth_logf(b->p.logger, BERTH_LOG_WARNING, "out of memory counting pool sandboxes: this pass starts nothing");
+        if (stats)
             stats->errors++;
     }
     snapshot_clear(&s);

@@ -10,6 +10,7 @@
 #include "broker-internal.h"
 #include "buf.h"
 #include "canon.h"
+#include "clock.h"
 #include "jsonobj.h"
 #include "macro.h"
 #include "poolchain.h"
@@ -52,14 +53,6 @@ static void succeed(struct berth_reply *reply, int status, json_t *body)
     reply->error = body ? NULL : "internal";
     if (!body)
         snprintf(reply->message, sizeof(reply->message), "out of memory");
-}
-
-int64_t broker_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 void berth_broker_stop(struct berth_broker *b)
@@ -145,13 +138,19 @@ int broker_authenticate(struct berth_broker *b, const char *fingerprint, struct 
     struct berth_error err = BERTH_ERROR_INIT;
     const struct berth_policy *policy = NULL;
     const char *why = "the client certificate is not in the host policy";
-    int64_t now = broker_now();
+    int64_t now;
     int r;
 
     memset(c, 0, sizeof(*c));
     if (!fingerprint || !berth_is_hex(fingerprint, 64)) {
         broker_fail(reply, 403, "denied", "no verified client certificate");
         return -EACCES;
+    }
+    /* The policy is judged at the current time: without one, nothing is allowed. */
+    if ((r = berth_now_ns(CLOCK_REALTIME, &now, &err)) < 0) {
+        berth_logf(b->p.logger, BERTH_LOG_ERR, "request refused: %s", err.message);
+        broker_fail(reply, 500, "internal", "the broker cannot read the system clock");
+        return r;
     }
     r = berth_policy_current(b->p.policy, now, &policy, &err);
     if (r < 0) {
@@ -226,8 +225,13 @@ int broker_audit(struct berth_broker *b, const char *type, const struct berth_jo
                  json_t *extra, struct berth_error *reterr)
 {
     _cleanup_json_ json_t *details = NULL, *scope = NULL;
+    int64_t now;
     int r;
 
+    if ((r = berth_now_ns(CLOCK_REALTIME, &now, reterr)) < 0) {
+        json_decref(extra);
+        return r;
+    }
     scope = json_loads(rec->scope, 0, NULL);
     details = json_pack("{s:s, s:s, s:s, s:O?, s:s, s:s}", "job_id", rec->job_id, "run_id", rec->run_id, "principal",
                         rec->principal, "scope", scope, "job_digest", rec->job_digest, "backend", rec->backend);
@@ -236,8 +240,7 @@ int broker_audit(struct berth_broker *b, const char *type, const struct berth_jo
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     }
     json_decref(extra);
-    r = berth_audit_append(b->p.journal, b->p.audit_key, broker_now(), type, actor, details, NULL, reterr);
-    return r;
+    return berth_audit_append(b->p.journal, b->p.audit_key, now, type, actor, details, NULL, reterr);
 }
 
 /* Deadline: accepted_at + min(job wall time, pool timeout, grant ceiling). */
@@ -429,20 +432,27 @@ int berth_broker_submit_batch(struct berth_broker *b, struct berth_submission *v
 {
     struct berth_error err = BERTH_ERROR_INIT;
     bool wrote = false, new_work = false;
-    int64_t now;
+    int64_t now = 0;
     size_t i;
-    int r;
+    int r, clock_r;
 
     if (!b || (n && !v))
         return -EINVAL;
     for (i = 0; i < n; i++)
         memset(&v[i].reply, 0, sizeof(v[i].reply));
     pthread_mutex_lock(&b->lock);
-    now = broker_now();
-    r = berth_journal_begin(b->p.journal, &err);
+    /* Every job of the batch is accepted at the same time. */
+    clock_r = berth_now_ns(CLOCK_REALTIME, &now, &err);
+    if (clock_r < 0)
+        berth_logf(b->p.logger, BERTH_LOG_ERR, "submissions refused: %s", err.message);
+    r = clock_r < 0 ? clock_r : berth_journal_begin(b->p.journal, &err);
     for (i = 0; i < n; i++) {
         size_t mark = berth_registry_pending_mark(b->reg);
 
+        if (clock_r < 0) {
+            broker_fail(&v[i].reply, 500, "internal", "the broker cannot read the system clock");
+            continue;
+        }
         if (r < 0) {
             broker_fail(&v[i].reply, 503, "journal", "the journal is unavailable");
             continue;
@@ -549,6 +559,7 @@ void berth_broker_cancel(struct berth_broker *b, const char *fingerprint, const 
     struct broker_caller caller;
     struct berth_job_record rec = {0};
     bool wake = false;
+    int64_t now;
 
     pthread_mutex_lock(&b->lock);
     if (find_job(b, fingerprint, job_id, &caller, &rec, reply) == 0) {
@@ -556,8 +567,8 @@ void berth_broker_cancel(struct berth_broker *b, const char *fingerprint, const 
             succeed(reply, 202,
                     json_pack("{s:s, s:s, s:b}", "id", rec.job_id, "state", berth_job_state_names[rec.state],
                               "cancel_requested", rec.cancel_requested));
-        } else if (berth_journal_begin(b->p.journal, &err) < 0 ||
-                   berth_jobstore_request_cancel(b->p.journal, rec.run_id, broker_now(), &err) < 0 ||
+        } else if (berth_now_ns(CLOCK_REALTIME, &now, &err) < 0 || berth_journal_begin(b->p.journal, &err) < 0 ||
+                   berth_jobstore_request_cancel(b->p.journal, rec.run_id, now, &err) < 0 ||
                    broker_audit(b, "job.cancel_requested", &rec, caller.subject->principal, NULL, &err) < 0 ||
                    berth_journal_commit(b->p.journal, &err) < 0) {
             berth_journal_rollback(b->p.journal);
@@ -639,6 +650,7 @@ void berth_broker_pool_register(struct berth_broker *b, const char *fingerprint,
     struct broker_caller caller;
     struct berth_pool *pool = NULL;
     enum berth_register_outcome outcome = BERTH_REGISTER_UNCHANGED;
+    int64_t now;
     int r;
 
     pthread_mutex_lock(&b->lock);
@@ -653,7 +665,9 @@ void berth_broker_pool_register(struct berth_broker *b, const char *fingerprint,
         broker_fail(reply, 400, "malformed", "%s", err.message);
         goto out;
     }
-    r = berth_registry_register(b->reg, b->p.audit_key, pool, caller.subject->principal, broker_now(), &outcome, &err);
+    r = berth_now_ns(CLOCK_REALTIME, &now, &err);
+    if (r == 0)
+        r = berth_registry_register(b->reg, b->p.audit_key, pool, caller.subject->principal, now, &outcome, &err);
     if (r < 0) {
         berth_logf(b->p.logger, BERTH_LOG_ERR, "registering pool %s failed: %s", pool->name, err.message);
         broker_fail(reply, 503, "journal", "the pool could not be recorded");
@@ -676,15 +690,20 @@ int berth_broker_pool_register_trusted(struct berth_broker *b, const char *body,
 {
     enum berth_register_outcome outcome = BERTH_REGISTER_UNCHANGED;
     struct berth_pool *pool = NULL;
+    int64_t now;
     int r;
 
     if (!b || !body || !actor)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
     r = berth_pool_parse(body, len, &pool, reterr);
-    if (r < 0)
+    if (r == 0)
+        r = berth_now_ns(CLOCK_REALTIME, &now, reterr);
+    if (r < 0) {
+        berth_pool_free(pool);
         return r;
+    }
     pthread_mutex_lock(&b->lock);
-    r = berth_registry_register(b->reg, b->p.audit_key, pool, actor, broker_now(), &outcome, reterr);
+    r = berth_registry_register(b->reg, b->p.audit_key, pool, actor, now, &outcome, reterr);
     pthread_mutex_unlock(&b->lock);
     if (r == 0 && outcome != BERTH_REGISTER_UNCHANGED)
         berth_logf(b->p.logger, BERTH_LOG_NOTICE, "pool %s %s by %s: %s", pool->name, register_outcomes[outcome], actor,
@@ -695,13 +714,17 @@ int berth_broker_pool_register_trusted(struct berth_broker *b, const char *body,
     return r;
 }
 
+/* {name, pool_hash, backend_allowlist} of @p, or NULL when out of memory. */
 static json_t *pool_summary(const struct berth_pool *p)
 {
     json_t *allow = json_array();
     size_t i;
 
     for (i = 0; allow && i < p->n_backends; i++)
-        json_array_append_new(allow, json_string(p->backends[i]));
+        if (json_array_append_new(allow, json_string(p->backends[i])) < 0) {
+            json_decref(allow);
+            return NULL; /* never a shorter allowlist than the pool's */
+        }
     return json_pack("{s:s, s:s, s:o}", "name", p->name, "pool_hash", p->pool_hash, "backend_allowlist", allow);
 }
 
@@ -718,8 +741,11 @@ void berth_broker_pool_list(struct berth_broker *b, const char *fingerprint, str
         list = json_array();
         for (i = 0; list && i < berth_pool_chain_count(chain); i++) {
             const struct berth_pool *p = berth_pool_chain_at(chain, i);
-            if (caller.subject->admin || berth_subject_allows_pool(caller.subject, p->name))
-                json_array_append_new(list, pool_summary(p));
+            if ((caller.subject->admin || berth_subject_allows_pool(caller.subject, p->name)) &&
+                json_array_append_new(list, pool_summary(p)) < 0) {
+                json_decref(list);
+                list = NULL; /* an incomplete list would be an answer: succeed() replies 500 */
+            }
         }
         succeed(reply, 200, list ? json_pack("{s:o}", "pools", list) : NULL);
     }
@@ -746,8 +772,10 @@ void berth_broker_pool_show(struct berth_broker *b, const char *fingerprint, con
             broker_fail(reply, 503, "journal", "the pool could not be read");
         } else {
             doc = json_deep_copy(pool->manifest);
-            if (doc)
-                json_object_set_new(doc, "pool_hash", json_string(pool->pool_hash));
+            if (doc && json_object_set_new(doc, "pool_hash", json_string(pool->pool_hash)) < 0) {
+                json_decref(doc);
+                doc = NULL; /* succeed() replies 500 */
+            }
             succeed(reply, 200, doc);
         }
     }

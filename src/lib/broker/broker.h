@@ -268,7 +268,11 @@ struct berth_pass_stats {
  * berth_broker_refresh_backends() - ask every backend for its capabilities
  * (plugin calls: worker thread only) and use them for placement.  A
  * backend that fails is offered with no capabilities, so placement skips it.
- * Return: 0.
+ * A backend's qualification is always berthd's own, from the journal
+ * (qualification.h); what the plugin reports about it is replaced, and a
+ * backend for which the replacement cannot be made is offered as one that
+ * failed.
+ * Return: 0; -ENOMEM (nothing changed: the last offers stand).
  */
 int berth_broker_refresh_backends(struct berth_broker *b);
 

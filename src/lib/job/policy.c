@@ -151,7 +151,11 @@ int berth_policy_parse(const char *json, size_t len, struct berth_policy **ret, 
                                     json_string_value(fp));
                 goto fail;
             }
-            json_object_set_new(seen_fp, json_string_value(fp), json_true());
+            /* A fingerprint not remembered would let a later subject reuse it unnoticed. */
+            if (json_object_set_new(seen_fp, json_string_value(fp), json_true()) < 0) {
+                r = berth_error_set(reterr, -ENOMEM, "out of memory");
+                goto fail;
+            }
         }
         if (berth_json_serialize(s->scope, 0, &scope, NULL, NULL) < 0 ||
             asprintf(&id, "%s %s", s->principal, scope) < 0) {
@@ -163,7 +167,10 @@ int berth_policy_parse(const char *json, size_t len, struct berth_policy **ret, 
                                 s->principal);
             goto fail;
         }
-        json_object_set_new(seen_id, id, json_true());
+        if (json_object_set_new(seen_id, id, json_true()) < 0) {
+            r = berth_error_set(reterr, -ENOMEM, "out of memory");
+            goto fail;
+        }
     }
     *ret = p;
     return 0;

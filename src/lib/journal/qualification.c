@@ -70,7 +70,9 @@ static int compute_id(const json_t *body, char out[BERTH_QUALIFICATION_ID_LEN + 
 
     if (!copy)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
-    json_object_del(copy, "id");
+    /* json_object_del() fails when there is no id too: only a kept one is an error. */
+    if (json_object_del(copy, "id") < 0 && json_object_get(copy, "id"))
+        return berth_error_set(reterr, -EINVAL, "the qualification's id cannot be removed");
     if ((r = berth_digest_json(copy, digest, reterr)) < 0)
         return r;
     snprintf(out, BERTH_QUALIFICATION_ID_LEN + 1, "q%.32s", digest + strlen("sha256:"));
@@ -117,7 +119,8 @@ int berth_qualification_seal(const struct berth_signing_key *key, json_t *body, 
         json_object_set_new(b, "schema_version", json_integer(1)) < 0 ||
         json_object_set_new(b, "key_id", json_string(berth_signing_key_id(key))) < 0)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
-    json_object_del(b, "id");
+    if (json_object_del(b, "id") < 0 && json_object_get(b, "id"))
+        return berth_error_set(reterr, -EINVAL, "the qualification's id cannot be removed");
     if ((r = check_body(b, reterr)) < 0 || (r = compute_id(b, id, reterr)) < 0)
         return r;
     if (json_object_set_new(b, "id", json_string(id)) < 0)
@@ -178,16 +181,19 @@ int berth_qualification_store(struct berth_journal *j, const json_t *env, struct
         berth_journal_rollback(j);
         return r;
     }
-    sqlite3_bind_text(st, 1, json_string_value(json_object_get(body, "id")), -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, json_string_value(json_object_get(body, "backend")), -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, json_string_value(json_object_get(json_object_get(body, "runtime"), "sha256")), -1,
-                      SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, json_string_value(json_object_get(body, "kernel")), -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 5, qualified_at);
-    sqlite3_bind_int64(st, 6, expires_at);
-    sqlite3_bind_text(st, 7, text, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 8, json_string_value(json_object_get(body, "config_digest")), -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 9, json_is_true(json_object_get(body, "passed")));
+    r = BERTH_JOURNAL_BIND(
+        j, st, "recording a qualification", reterr, BERTH_SQL_TEXT(json_string_value(json_object_get(body, "id"))),
+        BERTH_SQL_TEXT(json_string_value(json_object_get(body, "backend"))),
+        BERTH_SQL_TEXT(json_string_value(json_object_get(json_object_get(body, "runtime"), "sha256"))),
+        BERTH_SQL_TEXT(json_string_value(json_object_get(body, "kernel"))), BERTH_SQL_INT(qualified_at),
+        BERTH_SQL_INT(expires_at), BERTH_SQL_TEXT(text),
+        BERTH_SQL_TEXT(json_string_value(json_object_get(body, "config_digest"))),
+        BERTH_SQL_INT(json_is_true(json_object_get(body, "passed"))));
+    if (r < 0) {
+        sqlite3_finalize(st);
+        berth_journal_rollback(j);
+        return r;
+    }
     rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
@@ -206,7 +212,7 @@ int berth_qualification_current(struct berth_journal *j, const char *backend, co
 {
     sqlite3_stmt *st = NULL;
     bool passed = false;
-    int rc;
+    int rc, r;
 
     if (!j || !backend || !runtime_sha256 || !config_digest || !kernel || !ret_id || !ret_expires_ns)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
@@ -217,11 +223,13 @@ int berth_qualification_current(struct berth_journal *j, const char *backend, co
                            "ORDER BY qualified_at DESC LIMIT 1",
                            -1, &st, NULL) != SQLITE_OK)
         return berth_journal_error(j, "reading qualifications", reterr);
-    sqlite3_bind_text(st, 1, backend, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, runtime_sha256, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, config_digest, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, kernel, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 5, now_ns);
+    r = BERTH_JOURNAL_BIND(j, st, "reading qualifications", reterr, BERTH_SQL_TEXT(backend),
+                           BERTH_SQL_TEXT(runtime_sha256), BERTH_SQL_TEXT(config_digest), BERTH_SQL_TEXT(kernel),
+                           BERTH_SQL_INT(now_ns));
+    if (r < 0) {
+        sqlite3_finalize(st);
+        return r;
+    }
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         const unsigned char *id = sqlite3_column_text(st, 0);

@@ -4,9 +4,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "canon.h"
+#include "clock.h"
 #include "digest.h"
 #include "fsutil.h"
 #include "host-table.h"
@@ -37,8 +37,9 @@ static void host_log(const struct berth_host *h, int level, const char *fmt, ...
 
 static int64_t host_now_ns(const struct berth_host *h, int clock)
 {
-    struct timespec ts;
     clockid_t id;
+    int64_t now;
+    int r;
 
     (void)h;
     switch (clock) {
@@ -46,9 +47,8 @@ static int64_t host_now_ns(const struct berth_host *h, int clock)
     case BERTH_CLOCK_MONOTONIC: id = CLOCK_MONOTONIC; break;
     default: return -EINVAL;
     }
-    if (clock_gettime(id, &ts) < 0)
-        return -errno;
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    r = berth_now_ns(id, &now, NULL);
+    return r < 0 ? r : now;
 }
 
 static int host_digest(const struct berth_host *h, const void *data, size_t len, char ret_digest[BERTH_DIGEST_BUFSZ])

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "canon.h"
+#include "clock.h"
 #include "digest.h"
 #include "encoding.h"
 #include "fsutil.h"
@@ -40,6 +41,7 @@ struct run {
     char token[40];
     int tcp_fd, udp_fd, tcp_port, udp_port;
     json_t *probes;
+    unsigned lost; /* outcomes that could not be added to @probes (out of memory) */
     bool passed;
     char probe_sha256[BERTH_DIGEST_BUFSZ];
 };
@@ -53,13 +55,6 @@ struct outcome {
     size_t out_len, err_len;
 };
 
-static int64_t now_ns(clockid_t c)
-{
-    struct timespec ts;
-    clock_gettime(c, &ts);
-    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
-
 static void sleep_ms(long ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * NS_PER_MS};
@@ -70,12 +65,14 @@ static void sleep_ms(long ms)
 static void random_hex(char *out, size_t nbytes)
 {
     uint8_t raw[32];
+    int64_t t = 0; /* stays 0 if the clock cannot be read: then only getrandom() makes ids unique */
     size_t i;
 
     if (getrandom(raw, nbytes, 0) != (ssize_t)nbytes)
         memset(raw, 0, sizeof(raw)); /* ids stay well-formed; uniqueness then comes from time below */
+    (void)berth_now_ns(CLOCK_MONOTONIC, &t, NULL);
     for (i = 0; i < nbytes; i++)
-        sprintf(out + 2 * i, "%02x", raw[i] ^ (uint8_t)(now_ns(CLOCK_MONOTONIC) >> (i % 8)));
+        sprintf(out + 2 * i, "%02x", raw[i] ^ (uint8_t)(t >> (i % 8)));
 }
 
 static void record(struct run *r, const char *name, const char *outcome, const char *fmt, ...)
@@ -90,7 +87,12 @@ static void record(struct run *r, const char *name, const char *outcome, const c
     va_end(ap);
     if (streq(outcome, "fail"))
         r->passed = false;
-    json_array_append_new(r->probes, json_pack("{s:s, s:s, s:s}", "name", name, "outcome", outcome, "detail", detail));
+    /* A record without every outcome must not pass: berth_qualify_probes() fails. */
+    if (json_array_append_new(r->probes,
+                              json_pack("{s:s, s:s, s:s}", "name", name, "outcome", outcome, "detail", detail)) < 0) {
+        r->passed = false;
+        r->lost++;
+    }
     if (r->p->progress)
         r->p->progress(r->p->userdata, name, outcome, detail);
 }
@@ -300,10 +302,13 @@ static int start_probe(struct run *r, const char *name, json_t *argv, int64_t wa
     struct berth_job *parsed = NULL;
     char deadline[32], id[64];
     size_t len = 0;
+    int64_t now;
     int rc;
 
+    if ((rc = berth_now_ns(CLOCK_REALTIME, &now, reterr)) < 0)
+        return rc;
     snprintf(id, sizeof(id), "qualify-%s", name);
-    snprintf(deadline, sizeof(deadline), "%lld", (long long)(now_ns(CLOCK_REALTIME) + wall_ns));
+    snprintf(deadline, sizeof(deadline), "%lld", (long long)(now + wall_ns));
     job =
         json_pack("{s:i, s:s, s:s, s:s, s:o, s:{s:i, s:I, s:i, s:I, s:I, s:I, s:i}}", "schema_version", 1, "id", id,
                   "pool", "qualify", "image", "sha256:0000000000000000000000000000000000000000000000000000000000000000",
@@ -330,11 +335,11 @@ static int start_probe(struct run *r, const char *name, json_t *argv, int64_t wa
 /* Wait for the job's terminal outcome (bounded by @wall_ns plus a minute). */
 static int wait_probe(struct run *r, int64_t wall_ns, struct outcome *o, struct berth_error *reterr)
 {
-    int64_t until = now_ns(CLOCK_MONOTONIC) + wall_ns + 60 * NS_PER_S;
+    int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, wall_ns + 60 * NS_PER_S);
     bool terminal = false;
     int rc;
 
-    while (now_ns(CLOCK_MONOTONIC) < until) {
+    while (!berth_deadline_passed(CLOCK_MONOTONIC, until)) {
         rc = read_outcome(r, o, &terminal, reterr);
         if (rc < 0 && rc != -EAGAIN)
             return rc;
@@ -532,6 +537,10 @@ int berth_qualify_probes(const struct berth_qualify_params *p, json_t **ret_prob
             "expired at its deadline although it ignored SIGTERM; nothing of it left");
     record(&r, "inputs-read-only", "not_applicable",
            "the backend refuses jobs with inputs until berth has an evidence store");
+    if (r.lost) {
+        rc = berth_error_set(reterr, -ENOMEM, "out of memory: %u probe outcomes could not be recorded", r.lost);
+        goto out;
+    }
 
     *ret_probes = r.probes;
     r.probes = NULL;

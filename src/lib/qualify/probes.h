@@ -65,7 +65,9 @@ struct berth_qualify_params {
  * Return: 0 (whatever the probes found); -EINVAL; the refusals of
  * berth_trusted_file_check() (-EPERM, -EBADFD, -EMLINK, -ELOOP, -EAGAIN:
  * the probe program is not trusted); -errno when the probe rootfs or the
- * host listeners cannot be set up (nothing was run).  Takes
+ * host listeners cannot be set up (nothing was run); -ENOMEM (an outcome
+ * could not be recorded: no record is made of a run whose list of outcomes
+ * is incomplete).  Takes
  * minutes at most: each probe job is bounded by its own deadline.
  */
 int berth_qualify_probes(const struct berth_qualify_params *p, json_t **ret_probes, bool *ret_passed,
