@@ -246,10 +246,7 @@ int bctl_now(const char *verb, int64_t *ret_ns)
 
 int64_t bctl_now_ns(void)
 {
-    int64_t now;
-    int r = berth_now_ns(CLOCK_REALTIME, &now, NULL);
-
-    return r < 0 ? r : now;
+    return berth_realtime_ns();
 }
 
 int bctl_print_json(const char *verb, const json_t *value, bool canonical)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "clock.h"
 #include "macro.h"
 #include "qualify.h"
 #include "startup-qualify.h"
@@ -38,13 +39,6 @@ static void begin(void *userdata, const json_t *caps)
                p->backend);
 }
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* One backend; nothing to do when it holds a current qualification. */
 static void qualify_one(const struct berthd_config *cfg, const struct berthd_backend_config *bc,
                         const struct berth_plugin_handle *plugin, struct berth_journal *journal,
@@ -63,7 +57,7 @@ static void qualify_one(const struct berthd_config *cfg, const struct berthd_bac
         .key = key,
         .journal = journal,
         .validity_ns = VALIDITY_NS,
-        .now_ns = now_ns,
+        .now_ns = berth_realtime_ns,
         .reuse_current = true,
         .begin = begin,
         .progress = progress,

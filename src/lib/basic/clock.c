@@ -32,6 +32,14 @@ int berth_now_ns(clockid_t clock, int64_t *ret_ns, struct berth_error *reterr)
     return 0;
 }
 
+int64_t berth_realtime_ns(void)
+{
+    int64_t now;
+    int r = berth_now_ns(CLOCK_REALTIME, &now, NULL);
+
+    return r < 0 ? r : now;
+}
+
 int64_t berth_deadline_ns(clockid_t clock, int64_t after_ns)
 {
     int64_t now;

@@ -42,6 +42,14 @@
 int berth_now_ns(clockid_t clock, int64_t *ret_ns, struct berth_error *reterr);
 
 /**
+ * berth_realtime_ns() - CLOCK_REALTIME in nanoseconds since the Unix epoch,
+ * for callbacks that take a plain clock function (int64_t (*)(void)).
+ *
+ * Return: the time (> 0), or the negative errno of berth_now_ns().
+ */
+int64_t berth_realtime_ns(void);
+
+/**
  * berth_deadline_ns() - the time @after_ns nanoseconds from now on @clock,
  * saturating at INT64_MAX; a negative @after_ns counts as 0.
  *

@@ -115,6 +115,8 @@ int berth_qualify_backend(const struct berth_qualify_backend_params *p, struct b
 
     /* Steps 5 and 6: the record, failed runs too. */
     now = p->now_ns();
+    if (now < 0)
+        return berth_error_set(reterr, (int)now, "cannot read the clock for qualified_at");
     body = berth_qualification_body(p->broker, p->backend, info->name, info->version, config_digest, probe_sha256,
                                     out.passed, caps, out.probes, now, p->validity_ns);
     if (!body)

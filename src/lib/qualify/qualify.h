@@ -50,9 +50,11 @@
  * @key:        the broker's receipt key, which signs the record.
  * @journal:    where the record is stored (and a current one looked up).
  * @validity_ns: how long a passed qualification holds, in nanoseconds (> 0).
- * @now_ns:     the wall clock (CLOCK_REALTIME, nanoseconds since the epoch):
- *              read for the current-qualification check and, after the
- *              probes, for qualified_at.
+ * @now_ns:     the wall clock (CLOCK_REALTIME, nanoseconds since the epoch,
+ *              or a negative errno when it cannot be read, as
+ *              berth_realtime_ns()): read for the current-qualification
+ *              check and, after the probes, for qualified_at (an unreadable
+ *              clock then fails the call with that errno).
  * @reuse_current: when true and the backend already holds a current
  *              qualification, return it and run nothing (berthd at
  *              startup); when false, always run the probes (berthctl
