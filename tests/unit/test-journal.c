@@ -120,6 +120,35 @@ START_TEST(rollback)
 }
 END_TEST
 
+/* berth_journal_bind(): every kind of value, and a failing bind is an error with its parameter. */
+START_TEST(bind)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_journal *j = test_journal_open(dir);
+    sqlite3_stmt *q;
+
+    ck_assert_int_eq(sqlite3_prepare_v2(berth_journal_db(j), "SELECT ?, ?, ?, ?, typeof(?)", -1, &q, NULL), SQLITE_OK);
+    ck_assert_msg(BERTH_JOURNAL_BIND(j, q, "test", &err, BERTH_SQL_INT(-5), BERTH_SQL_TEXT("abc"),
+                                     BERTH_SQL_TEXTN("abcdef", 2), BERTH_SQL_TEXT(NULL), BERTH_SQL_NULL) == 0,
+                  "%s", err.message);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int64(q, 0), -5);
+    ck_assert_str_eq((const char *)sqlite3_column_text(q, 1), "abc");
+    ck_assert_str_eq((const char *)sqlite3_column_text(q, 2), "ab");
+    ck_assert_int_eq(sqlite3_column_type(q, 3), SQLITE_NULL);
+    ck_assert_str_eq((const char *)sqlite3_column_text(q, 4), "null");
+    sqlite3_finalize(q);
+
+    /* One value more than the statement has parameters. */
+    ck_assert_int_eq(sqlite3_prepare_v2(berth_journal_db(j), "SELECT ?", -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(BERTH_JOURNAL_BIND(j, q, "reading x", &err, BERTH_SQL_INT(1), BERTH_SQL_INT(2)), -EIO);
+    ck_assert_ptr_nonnull(strstr(err.message, "reading x: parameter 2: "));
+    ck_assert_int_eq(berth_journal_bind(j, q, NULL, 1, "x", NULL), -EINVAL);
+    sqlite3_finalize(q);
+    berth_journal_close(j);
+}
+END_TEST
+
 START_TEST(unsafe_places)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -238,6 +267,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, create_and_reopen);
     tcase_add_test(tc, exclusive);
     tcase_add_test(tc, rollback);
+    tcase_add_test(tc, bind);
     tcase_add_test(tc, unsafe_places);
     tcase_add_test(tc, foreign_and_newer);
     tcase_add_test(tc, migrate_from_format_1);

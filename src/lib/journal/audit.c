@@ -189,10 +189,11 @@ static int append_locked(struct berth_journal *j, const struct berth_audit_key *
     if (sqlite3_prepare_v2(berth_journal_db(j), "INSERT INTO audit_events (seq, type, mac, line) VALUES (?, ?, ?, ?)",
                            -1, &st, NULL) != SQLITE_OK)
         return berth_journal_error(j, "recording an audit event", reterr);
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)seq);
-    sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, mac, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, line, (int)len, SQLITE_STATIC);
+    if ((r = BERTH_JOURNAL_BIND(j, st, "recording an audit event", reterr, BERTH_SQL_INT(seq), BERTH_SQL_TEXT(type),
+                                BERTH_SQL_TEXT(mac), BERTH_SQL_TEXTN(line, (int)len))) < 0) {
+        sqlite3_finalize(st);
+        return r;
+    }
     rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
@@ -242,7 +243,10 @@ int berth_audit_foreach(struct berth_journal *j, uint64_t after_seq,
     if (sqlite3_prepare_v2(berth_journal_db(j), "SELECT seq, line FROM audit_events WHERE seq > ? ORDER BY seq", -1,
                            &st, NULL) != SQLITE_OK)
         return berth_journal_error(j, "reading the audit chain", reterr);
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)after_seq);
+    if ((r = BERTH_JOURNAL_BIND(j, st, "reading the audit chain", reterr, BERTH_SQL_INT(after_seq))) < 0) {
+        sqlite3_finalize(st);
+        return r;
+    }
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *line = (const char *)sqlite3_column_text(st, 1);
         int n = sqlite3_column_bytes(st, 1);

@@ -122,17 +122,18 @@ static int read_row(sqlite3_stmt *st, struct berth_job_record *rec)
     return 0;
 }
 
-static int find_one(struct berth_journal *j, const char *sql, const char *const *args, size_t nargs,
+static int find_one(struct berth_journal *j, const char *sql, const struct berth_sql_value *args, size_t nargs,
                     struct berth_job_record *ret, struct berth_error *reterr)
 {
     sqlite3_stmt *st = NULL;
-    size_t i;
     int rc, r;
 
     if (sqlite3_prepare_v2(berth_journal_db(j), sql, -1, &st, NULL) != SQLITE_OK)
         return berth_journal_error(j, "reading jobs", reterr);
-    for (i = 0; i < nargs; i++)
-        sqlite3_bind_text(st, (int)i + 1, args[i], -1, SQLITE_STATIC);
+    if ((r = berth_journal_bind(j, st, args, nargs, "reading jobs", reterr)) < 0) {
+        sqlite3_finalize(st);
+        return r;
+    }
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         r = read_row(st, ret);
@@ -150,22 +151,22 @@ static int find_one(struct berth_journal *j, const char *sql, const char *const 
 int berth_jobstore_find(struct berth_journal *j, const char *principal, const char *scope, const char *job_id,
                         struct berth_job_record *ret, struct berth_error *reterr)
 {
-    const char *const args[] = {principal, scope, job_id};
+    const struct berth_sql_value args[] = {BERTH_SQL_TEXT(principal), BERTH_SQL_TEXT(scope), BERTH_SQL_TEXT(job_id)};
 
     if (!j || !principal || !scope || !job_id || !ret)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
-    return find_one(j, "SELECT " COLUMNS " FROM jobs WHERE principal = ? AND scope = ? AND job_id = ?", args, 3, ret,
-                    reterr);
+    return find_one(j, "SELECT " COLUMNS " FROM jobs WHERE principal = ? AND scope = ? AND job_id = ?", args,
+                    ELEMENTSOF(args), ret, reterr);
 }
 
 int berth_jobstore_find_run(struct berth_journal *j, const char *run_id, struct berth_job_record *ret,
                             struct berth_error *reterr)
 {
-    const char *const args[] = {run_id};
+    const struct berth_sql_value args[] = {BERTH_SQL_TEXT(run_id)};
 
     if (!j || !run_id || !ret)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
-    return find_one(j, "SELECT " COLUMNS " FROM jobs WHERE run_id = ?", args, 1, ret, reterr);
+    return find_one(j, "SELECT " COLUMNS " FROM jobs WHERE run_id = ?", args, ELEMENTSOF(args), ret, reterr);
 }
 
 static int count(struct berth_journal *j, const char *sql, int64_t *ret, struct berth_error *reterr)
@@ -208,19 +209,15 @@ int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record
                            "NULL, ?, ?, ?)",
                            -1, &st, NULL) != SQLITE_OK)
         return berth_journal_error(j, "recording a job", reterr);
-    sqlite3_bind_text(st, 1, rec->principal, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, rec->scope, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, rec->job_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, rec->run_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, rec->job_digest, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, rec->job, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 7, rec->receipt, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 8, rec->backend, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 9, rec->accepted_at);
-    sqlite3_bind_int64(st, 10, rec->deadline);
-    sqlite3_bind_int64(st, 11, rec->accepted_at);
-    sqlite3_bind_text(st, 12, rec->effective, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 13, rec->pool, -1, SQLITE_STATIC);
+    r = BERTH_JOURNAL_BIND(j, st, "recording a job", reterr, BERTH_SQL_TEXT(rec->principal), BERTH_SQL_TEXT(rec->scope),
+                           BERTH_SQL_TEXT(rec->job_id), BERTH_SQL_TEXT(rec->run_id), BERTH_SQL_TEXT(rec->job_digest),
+                           BERTH_SQL_TEXT(rec->job), BERTH_SQL_TEXT(rec->receipt), BERTH_SQL_TEXT(rec->backend),
+                           BERTH_SQL_INT(rec->accepted_at), BERTH_SQL_INT(rec->deadline),
+                           BERTH_SQL_INT(rec->accepted_at), BERTH_SQL_TEXT(rec->effective), BERTH_SQL_TEXT(rec->pool));
+    if (r < 0) {
+        sqlite3_finalize(st);
+        return r;
+    }
     rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc == SQLITE_CONSTRAINT || (rc & 0xff) == SQLITE_CONSTRAINT)
@@ -232,7 +229,7 @@ static int update(struct berth_journal *j, const char *run_id, int64_t expected_
                   const char *result, bool cancel, int64_t now_ns, struct berth_error *reterr)
 {
     sqlite3_stmt *st = NULL;
-    int rc;
+    int rc, r;
 
     if (sqlite3_prepare_v2(berth_journal_db(j),
                            "UPDATE jobs SET state = ?, result = coalesce(?, result), revision = revision + 1, "
@@ -240,15 +237,14 @@ static int update(struct berth_journal *j, const char *run_id, int64_t expected_
                            "WHERE run_id = ? AND revision = ?",
                            -1, &st, NULL) != SQLITE_OK)
         return berth_journal_error(j, "updating a job", reterr);
-    sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
-    if (result)
-        sqlite3_bind_text(st, 2, result, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, 2);
-    sqlite3_bind_int(st, 3, cancel);
-    sqlite3_bind_int64(st, 4, now_ns);
-    sqlite3_bind_text(st, 5, run_id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 6, expected_revision);
+    /* A NULL result binds NULL: coalesce() keeps the stored one. */
+    r = BERTH_JOURNAL_BIND(j, st, "updating a job", reterr, BERTH_SQL_TEXT(state), BERTH_SQL_TEXT(result),
+                           BERTH_SQL_INT(cancel), BERTH_SQL_INT(now_ns), BERTH_SQL_TEXT(run_id),
+                           BERTH_SQL_INT(expected_revision));
+    if (r < 0) {
+        sqlite3_finalize(st);
+        return r;
+    }
     rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)

@@ -74,24 +74,51 @@ static const char *const migrations[] = {
 
 _Static_assert(ELEMENTSOF(migrations) == BERTH_JOURNAL_FORMAT, "one migration per format version");
 
+/* The negative errno for the SQLite result code @rc (extended or primary). */
+static int errno_of(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_FULL: return -ENOSPC;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return -EBUSY;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return -EBADMSG;
+    case SQLITE_NOMEM: return -ENOMEM;
+    case SQLITE_READONLY:
+    case SQLITE_PERM: return -EPERM;
+    default: return -EIO;
+    }
+}
+
 int berth_journal_error(struct berth_journal *j, const char *what, struct berth_error *reterr)
 {
     int rc = j && j->db ? sqlite3_extended_errcode(j->db) : SQLITE_ERROR;
     const char *msg = j && j->db ? sqlite3_errmsg(j->db) : "no database";
-    int code;
 
-    switch (rc & 0xff) {
-    case SQLITE_FULL: code = -ENOSPC; break;
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED: code = -EBUSY; break;
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB: code = -EBADMSG; break;
-    case SQLITE_NOMEM: code = -ENOMEM; break;
-    case SQLITE_READONLY:
-    case SQLITE_PERM: code = -EPERM; break;
-    default: code = -EIO; break;
+    return berth_error_set(reterr, errno_of(rc), "%s: %s", what, msg);
+}
+
+int berth_journal_bind(struct berth_journal *j, sqlite3_stmt *st, const struct berth_sql_value *v, size_t n,
+                       const char *what, struct berth_error *reterr)
+{
+    size_t i;
+    int rc;
+
+    if (!j || !st || (n && !v) || n > INT_MAX || !what)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    for (i = 0; i < n; i++) {
+        int idx = (int)i + 1;
+
+        switch (v[i].type) {
+        case BERTH_SQL_INT_TYPE: rc = sqlite3_bind_int64(st, idx, (sqlite3_int64)v[i].i); break;
+        case BERTH_SQL_TEXT_TYPE: rc = sqlite3_bind_text(st, idx, v[i].text, v[i].len, SQLITE_STATIC); break;
+        case BERTH_SQL_NULL_TYPE: rc = sqlite3_bind_null(st, idx); break;
+        default: return berth_error_set(reterr, -EINVAL, "%s: parameter %d has no type", what, idx);
+        }
+        if (rc != SQLITE_OK)
+            return berth_error_set(reterr, errno_of(rc), "%s: parameter %d: %s", what, idx, sqlite3_errstr(rc));
     }
-    return berth_error_set(reterr, code, "%s: %s", what, msg);
+    return 0;
 }
 
 static int exec(struct berth_journal *j, const char *sql, const char *what, struct berth_error *reterr)

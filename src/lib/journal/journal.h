@@ -26,6 +26,8 @@
 #define BERTH_JOURNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sqlite3.h>
 
 #include <berth/error.h>
@@ -100,5 +102,63 @@ bool berth_journal_in_transaction(struct berth_journal *j);
  * -ENOMEM, otherwise -EIO) and fill @reterr with "@what: <sqlite message>".
  */
 int berth_journal_error(struct berth_journal *j, const char *what, struct berth_error *reterr);
+
+/**
+ * struct berth_sql_value - one value for a statement parameter, written with
+ * BERTH_SQL_INT(), BERTH_SQL_TEXT(), BERTH_SQL_TEXTN() or BERTH_SQL_NULL in
+ * the list of BERTH_JOURNAL_BIND().
+ * @type: which of @i and @text is the value.
+ * @i:    the integer.
+ * @text: the text, borrowed until the statement is finalized (SQLITE_STATIC);
+ *        NULL binds SQL NULL, as sqlite3_bind_text() does.
+ * @len:  bytes of @text, or -1 for all of it up to its NUL.
+ */
+struct berth_sql_value {
+    enum { BERTH_SQL_NULL_TYPE, BERTH_SQL_INT_TYPE, BERTH_SQL_TEXT_TYPE } type;
+    int64_t i;
+    const char *text;
+    int len;
+};
+
+#define BERTH_SQL_INT(v)                                                                                               \
+    {                                                                                                                  \
+        .type = BERTH_SQL_INT_TYPE, .i = (int64_t)(v)                                                                  \
+    }
+#define BERTH_SQL_TEXT(s)                                                                                              \
+    {                                                                                                                  \
+        .type = BERTH_SQL_TEXT_TYPE, .text = (s), .len = -1                                                            \
+    }
+#define BERTH_SQL_TEXTN(s, n)                                                                                          \
+    {                                                                                                                  \
+        .type = BERTH_SQL_TEXT_TYPE, .text = (s), .len = (n)                                                           \
+    }
+#define BERTH_SQL_NULL                                                                                                 \
+    {                                                                                                                  \
+        .type = BERTH_SQL_NULL_TYPE                                                                                    \
+    }
+
+/**
+ * berth_journal_bind() - bind @n values to the parameters 1..@n of @st, a
+ * statement prepared on @j's connection, stopping at the first that fails.
+ * @what: what the statement is for, the start of the error message.
+ *
+ * Return: 0; or a negative errno as berth_journal_error() maps the bind's
+ * SQLite code (-ENOMEM, otherwise -EIO: a parameter the statement does not
+ * have, a text over SQLite's length limit, a statement already running),
+ * with @reterr "@what: parameter N: <sqlite message>".  On failure some
+ * parameters may be bound: the caller finalizes @st.
+ */
+int berth_journal_bind(struct berth_journal *j, sqlite3_stmt *st, const struct berth_sql_value *v, size_t n,
+                       const char *what, struct berth_error *reterr);
+
+/**
+ * BERTH_JOURNAL_BIND() - berth_journal_bind() with the values listed in
+ * place, for example
+ *   BERTH_JOURNAL_BIND(j, st, "reading jobs", reterr, BERTH_SQL_TEXT(id), BERTH_SQL_INT(rev))
+ */
+#define BERTH_JOURNAL_BIND(j, st, what, reterr, ...)                                                                   \
+    berth_journal_bind((j), (st), (const struct berth_sql_value[]){__VA_ARGS__},                                       \
+                       sizeof((const struct berth_sql_value[]){__VA_ARGS__}) / sizeof(struct berth_sql_value), (what), \
+                       (reterr))
 
 #endif /* BERTH_JOURNAL_H */

@@ -181,16 +181,19 @@ int berth_qualification_store(struct berth_journal *j, const json_t *env, struct
         berth_journal_rollback(j);
         return r;
     }
-    sqlite3_bind_text(st, 1, json_string_value(json_object_get(body, "id")), -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, json_string_value(json_object_get(body, "backend")), -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, json_string_value(json_object_get(json_object_get(body, "runtime"), "sha256")), -1,
-                      SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, json_string_value(json_object_get(body, "kernel")), -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 5, qualified_at);
-    sqlite3_bind_int64(st, 6, expires_at);
-    sqlite3_bind_text(st, 7, text, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 8, json_string_value(json_object_get(body, "config_digest")), -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 9, json_is_true(json_object_get(body, "passed")));
+    r = BERTH_JOURNAL_BIND(
+        j, st, "recording a qualification", reterr, BERTH_SQL_TEXT(json_string_value(json_object_get(body, "id"))),
+        BERTH_SQL_TEXT(json_string_value(json_object_get(body, "backend"))),
+        BERTH_SQL_TEXT(json_string_value(json_object_get(json_object_get(body, "runtime"), "sha256"))),
+        BERTH_SQL_TEXT(json_string_value(json_object_get(body, "kernel"))), BERTH_SQL_INT(qualified_at),
+        BERTH_SQL_INT(expires_at), BERTH_SQL_TEXT(text),
+        BERTH_SQL_TEXT(json_string_value(json_object_get(body, "config_digest"))),
+        BERTH_SQL_INT(json_is_true(json_object_get(body, "passed"))));
+    if (r < 0) {
+        sqlite3_finalize(st);
+        berth_journal_rollback(j);
+        return r;
+    }
     rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
@@ -209,7 +212,7 @@ int berth_qualification_current(struct berth_journal *j, const char *backend, co
 {
     sqlite3_stmt *st = NULL;
     bool passed = false;
-    int rc;
+    int rc, r;
 
     if (!j || !backend || !runtime_sha256 || !config_digest || !kernel || !ret_id || !ret_expires_ns)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
@@ -220,11 +223,13 @@ int berth_qualification_current(struct berth_journal *j, const char *backend, co
                            "ORDER BY qualified_at DESC LIMIT 1",
                            -1, &st, NULL) != SQLITE_OK)
         return berth_journal_error(j, "reading qualifications", reterr);
-    sqlite3_bind_text(st, 1, backend, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, runtime_sha256, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, config_digest, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, kernel, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 5, now_ns);
+    r = BERTH_JOURNAL_BIND(j, st, "reading qualifications", reterr, BERTH_SQL_TEXT(backend),
+                           BERTH_SQL_TEXT(runtime_sha256), BERTH_SQL_TEXT(config_digest), BERTH_SQL_TEXT(kernel),
+                           BERTH_SQL_INT(now_ns));
+    if (r < 0) {
+        sqlite3_finalize(st);
+        return r;
+    }
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         const unsigned char *id = sqlite3_column_text(st, 0);

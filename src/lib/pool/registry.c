@@ -206,7 +206,10 @@ static int read_body(struct berth_journal *j, const char *hash, char **ret_body,
     if (sqlite3_prepare_v2(berth_journal_db(j), "SELECT body FROM pool_bodies WHERE pool_hash = ?", -1, &st, NULL) !=
         SQLITE_OK)
         return berth_journal_error(j, "reading pool manifests", reterr);
-    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+    if ((r = BERTH_JOURNAL_BIND(j, st, "reading pool manifests", reterr, BERTH_SQL_TEXT(hash))) < 0) {
+        sqlite3_finalize(st);
+        return r;
+    }
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         int n = sqlite3_column_bytes(st, 0);
@@ -284,8 +287,11 @@ static int store_body(struct berth_journal *j, const struct berth_pool *pool, st
     if (sqlite3_prepare_v2(berth_journal_db(j), "INSERT INTO pool_bodies (pool_hash, body) VALUES (?, ?)", -1, &st,
                            NULL) != SQLITE_OK)
         return berth_journal_error(j, "storing a pool manifest", reterr);
-    sqlite3_bind_text(st, 1, pool->pool_hash, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, bytes, (int)len, SQLITE_STATIC);
+    if ((r = BERTH_JOURNAL_BIND(j, st, "storing a pool manifest", reterr, BERTH_SQL_TEXT(pool->pool_hash),
+                                BERTH_SQL_TEXTN(bytes, (int)len))) < 0) {
+        sqlite3_finalize(st);
+        return r;
+    }
     rc = sqlite3_step(st);
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : berth_journal_error(j, "storing a pool manifest", reterr);
