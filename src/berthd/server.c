@@ -42,7 +42,7 @@ struct conn;
 struct pending {
     struct evhttp_request *req;
     struct conn *conn;
-    char fingerprint[BERTHD_FINGERPRINT_LEN + 1];
+    char fingerprint[BERTH_FINGERPRINT_LEN + 1];
     char *body;
     size_t len;
     int64_t start; /* CLOCK_MONOTONIC ns, -1 if unreadable (elapsed()) */
@@ -731,7 +731,7 @@ static void request_cb(struct evhttp_request *req, void *arg)
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     struct berth_reply r = {0};
-    char fp[BERTHD_FINGERPRINT_LEN + 1], param[BERTH_JOB_ID_MAX + 1], shown[64];
+    char fp[BERTH_FINGERPRINT_LEN + 1], param[BERTH_JOB_ID_MAX + 1], shown[64];
     const struct route *rt;
     struct request rq = {.srv = srv, .req = req, .fp = fp, .param = param, .shown = shown};
     bool valid = false;

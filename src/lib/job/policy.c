@@ -29,7 +29,7 @@ static bool principal_valid(const char *s)
 {
     size_t i;
 
-    if (!s || !s[0] || strlen(s) > 128)
+    if (!s || !s[0] || strlen(s) > BERTH_PRINCIPAL_MAX)
         return false;
     for (i = 0; s[i]; i++)
         if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
@@ -59,7 +59,7 @@ static bool scope_ok(const char *s)
 
 static bool fingerprint_ok(const char *s)
 {
-    return berth_is_hex(s, 64);
+    return berth_is_hex(s, BERTH_FINGERPRINT_LEN);
 }
 
 static bool pool_ok(const char *s)

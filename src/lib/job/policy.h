@@ -39,9 +39,12 @@
 
 #include <berth/error.h>
 
+#include "digest.h"
 #include "job.h"
 
-#define BERTH_POLICY_MAX (1024 * 1024) /**< largest policy file, bytes */
+#define BERTH_POLICY_MAX (1024 * 1024)             /**< largest policy file, bytes */
+#define BERTH_PRINCIPAL_MAX 128                    /**< longest principal name, characters */
+#define BERTH_FINGERPRINT_LEN BERTH_SHA256_HEX_LEN /**< hex characters of a fingerprint, without NUL */
 
 /** struct berth_subject - one grant (strings point into the policy). */
 struct berth_subject {

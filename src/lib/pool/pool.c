@@ -97,7 +97,8 @@ bool berth_pool_name_valid(const char *s)
 {
     size_t i;
 
-    if (!s || !s[0] || strlen(s) > 63 || !(islower((unsigned char)s[0]) || isdigit((unsigned char)s[0])))
+    if (!s || !s[0] || strlen(s) > BERTH_POOL_NAME_MAX ||
+        !(islower((unsigned char)s[0]) || isdigit((unsigned char)s[0])))
         return false;
     for (i = 0; s[i]; i++)
         if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '.' || s[i] == '_' ||

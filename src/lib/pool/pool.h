@@ -43,9 +43,12 @@
 
 #include <berth/error.h>
 
+#include "digest.h"
+
 #define BERTH_POOL_SCHEMA_VERSION 1
-#define BERTH_POOL_MANIFEST_MAX (256 * 1024) /**< largest manifest document, bytes */
-#define BERTH_HASH_HEX_LEN 64                /**< a bare hex SHA-256 */
+#define BERTH_POOL_MANIFEST_MAX (256 * 1024)    /**< largest manifest document, bytes */
+#define BERTH_HASH_HEX_LEN BERTH_SHA256_HEX_LEN /**< a bare hex SHA-256 (pool, placement hashes) */
+#define BERTH_POOL_NAME_MAX 63                  /**< longest pool or backend name, characters */
 
 /** Capabilities, one bit each, in the sorted order of their names. */
 enum berth_capability {
@@ -151,7 +154,7 @@ int berth_hash_hex_json(const json_t *value, char out[BERTH_HASH_HEX_LEN + 1], s
 
 /**
  * berth_pool_name_valid() - whether @name is a usable pool or backend name:
- * [a-z0-9][a-z0-9._-]{0,62}.
+ * [a-z0-9][a-z0-9._-]{0,62} (BERTH_POOL_NAME_MAX characters at most).
  */
 bool berth_pool_name_valid(const char *name);
 
