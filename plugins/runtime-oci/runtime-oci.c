@@ -38,6 +38,7 @@
 #include "encoding.h"
 #include "fsutil.h"
 #include "job.h"
+#include "jobstore.h"
 #include "jobdir.h"
 #include "jsonobj.h"
 #include "macro.h"
@@ -52,7 +53,6 @@
 #define CANCEL_WAIT_NS (3LL * 1000000000LL) /* then -ETIMEDOUT: berthd asks again on its next pass */
 #define REAP_WAIT_NS (10LL * 1000000000LL)  /* for a shim that wrote its result to exit */
 #define VERSION_MAX 256
-#define RUN_ID_LEN 33
 
 extern char **environ;
 
@@ -70,9 +70,9 @@ static bool run_id_ok(const char *id)
 {
     size_t i;
 
-    if (!id || strlen(id) != RUN_ID_LEN || id[0] != 'r')
+    if (!id || strlen(id) != BERTH_RUN_ID_LEN || id[0] != 'r')
         return false;
-    for (i = 1; i < RUN_ID_LEN; i++)
+    for (i = 1; i < BERTH_RUN_ID_LEN; i++)
         if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
             return false;
     return true;
@@ -397,7 +397,6 @@ static int prepare(struct oci *o, const struct dispatch *d, int jobfd, const cha
     _cleanup_free_ char *text = NULL;
     _cleanup_close_ int bundlefd = -1, outfd = -1;
     struct berth_bundle_params bp;
-    char deadline[32];
     size_t len = 0;
     int r;
 
@@ -425,11 +424,10 @@ static int prepare(struct oci *o, const struct dispatch *d, int jobfd, const cha
         r = -EBADMSG; /* this job cannot run here, now or later */
     if (r < 0 || (r = berth_bundle_write(bundlefd, config, reterr)) < 0)
         return r;
-    snprintf(deadline, sizeof(deadline), "%lld", (long long)d->deadline);
-    shim = json_pack("{s:s, s:s, s:o, s:{s:s, s:I, s:i}, s:O*, s:s, s:I}", "id", d->run_id, "bundle", bundle, "runtime",
+    shim = json_pack("{s:s, s:s, s:o, s:{s:s, s:I, s:i}, s:O*, s:o, s:I}", "id", d->run_id, "bundle", bundle, "runtime",
                      runtime_prefix(o), "pin", "sha256", o->cfg.pin.sha256, "size", (json_int_t)o->cfg.pin.size, "mode",
-                     (int)o->cfg.pin.mode, "unmount", o->cfg.unmount, "deadline_ns", deadline, "output_bytes",
-                     (json_int_t)d->job->limits.output_bytes);
+                     (int)o->cfg.pin.mode, "unmount", o->cfg.unmount, "deadline_ns", berth_json_ns(d->deadline),
+                     "output_bytes", (json_int_t)d->job->limits.output_bytes);
     if (!shim)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     if ((r = berth_json_serialize(shim, 0, &text, &len, reterr)) < 0 ||

@@ -236,14 +236,10 @@ static int write_json(struct shim *s, const char *name, json_t *doc)
     return r;
 }
 
+/* @ns as a decimal string (berth_json_ns()); null when negative (unknown). */
 static json_t *ns_json(int64_t ns)
 {
-    char buf[32];
-
-    if (ns < 0)
-        return json_null();
-    snprintf(buf, sizeof(buf), "%lld", (long long)ns);
-    return json_string(buf);
+    return ns < 0 ? json_null() : berth_json_ns(ns);
 }
 
 static int write_result(struct shim *s, const char *state, const char *reason, int exit_code)

@@ -42,7 +42,7 @@ struct conn;
 struct pending {
     struct evhttp_request *req;
     struct conn *conn;
-    char fingerprint[BERTHD_FINGERPRINT_LEN + 1];
+    char fingerprint[BERTH_FINGERPRINT_LEN + 1];
     char *body;
     size_t len;
     int64_t start; /* CLOCK_MONOTONIC ns, -1 if unreadable (elapsed()) */
@@ -438,27 +438,6 @@ static void queue_submission(struct berthd_server *srv, struct evhttp_request *r
 /* ------------------------------------------------------------------------ */
 /* Routing                                                                   */
 
-/* "/v1/jobs/ID" or "/v1/jobs/ID/TAIL": copy ID and set *tail; false when @path is not that. */
-static bool job_path(const char *path, char id[129], const char **tail)
-{
-    const char *p, *slash;
-    size_t len;
-
-    if (strncmp(path, "/v1/jobs/", 9) != 0)
-        return false;
-    p = path + 9;
-    slash = strchr(p, '/');
-    len = slash ? (size_t)(slash - p) : strlen(p);
-    if (len > BERTH_JOB_ID_MAX)
-        return false;
-    memcpy(id, p, len);
-    id[len] = '\0';
-    if (!berth_job_id_valid(id))
-        return false;
-    *tail = slash ? slash : "";
-    return true;
-}
-
 static bool parse_after(const char *query, uint64_t *ret)
 {
     struct evkeyvalq q = {0};
@@ -484,36 +463,6 @@ static bool parse_after(const char *query, uint64_t *ret)
     }
     evhttp_clear_headers(&q);
     return ok;
-}
-
-static void metrics_reply(struct berthd_server *srv, const char *fingerprint, struct berth_reply *r)
-{
-    struct berth_buf out = BERTH_BUF_INIT(0);
-    int64_t jobs[BERTH_JOB_STATE_COUNT];
-
-    berth_broker_capabilities(srv->broker, fingerprint, r);
-    if (r->status != 200)
-        return;
-    if (!json_is_true(json_object_get(r->body, "admin"))) {
-        json_decref(r->body);
-        r->body = NULL;
-        r->status = 403;
-        r->error = "denied";
-        snprintf(r->message, sizeof(r->message), "metrics need an admin grant");
-        return;
-    }
-    json_decref(r->body);
-    r->body = NULL;
-    if (berth_broker_job_counts(srv->broker, jobs, NULL) < 0 ||
-        berthd_metrics_render(&srv->metrics, jobs, berth_policy_reloads(srv->policy), srv->connections, &out) < 0) {
-        berth_buf_free(&out);
-        r->status = 503;
-        r->error = "journal";
-        snprintf(r->message, sizeof(r->message), "the metrics could not be read");
-        return;
-    }
-    r->text = berth_buf_steal(&out, &r->text_len);
-    r->status = r->text ? 200 : 500;
 }
 
 /* @path as a log shows it: bytes outside printable ASCII, and '%', as %XX
@@ -557,118 +506,283 @@ static unsigned header_count(struct evkeyvalq *h, const char *name)
     return n;
 }
 
+/* One request on its way through the route table. */
+struct request {
+    struct berthd_server *srv;
+    struct evhttp_request *req;
+    struct conn *c;
+    const char *fp;    /* the client certificate's fingerprint */
+    const char *param; /* the {job} or {pool} segment of the path */
+    const char *shown; /* the path as logs show it */
+    int64_t start;     /* CLOCK_MONOTONIC ns, -1 if unreadable */
+};
+
+/* A route's handler fills @r, which is then sent; it returns false instead
+ * when it has taken the reply over (a submission waits for its batch). */
+typedef bool route_handler(struct request *rq, struct berth_reply *r);
+
+/*
+ * struct route - one entry of the route table.
+ * @method:    the one method served.
+ * @pattern:   the path, where "{job}" stands for one segment that is a job
+ *             id (job.h) and "{pool}" for one that is a pool name (pool.h).
+ * @handler:   what answers.
+ * @admin:     NULL, or: only a certificate with an admin grant is served,
+ *             and this is the message of the refusal.
+ * @text_type: the Content-Type of a reply with text (default NDJSON).
+ * @hidden:    another method on this path answers 404, not 405.
+ */
+struct route {
+    enum evhttp_cmd_type method;
+    const char *pattern;
+    route_handler *handler;
+    const char *admin;
+    const char *text_type;
+    bool hidden;
+};
+
+static bool submit_handler(struct request *rq, struct berth_reply *r)
+{
+    (void)r;
+    queue_submission(rq->srv, rq->req, rq->c, rq->fp, rq->start, rq->shown);
+    return false;
+}
+
+static bool inspect_handler(struct request *rq, struct berth_reply *r)
+{
+    berth_broker_inspect(rq->srv->broker, rq->fp, rq->param, r);
+    return true;
+}
+
+static bool result_handler(struct request *rq, struct berth_reply *r)
+{
+    berth_broker_result(rq->srv->broker, rq->fp, rq->param, r);
+    return true;
+}
+
+static bool cancel_handler(struct request *rq, struct berth_reply *r)
+{
+    berth_broker_cancel(rq->srv->broker, rq->fp, rq->param, r);
+    return true;
+}
+
+static bool capabilities_handler(struct request *rq, struct berth_reply *r)
+{
+    berth_broker_capabilities(rq->srv->broker, rq->fp, r);
+    return true;
+}
+
+static bool pool_list_handler(struct request *rq, struct berth_reply *r)
+{
+    berth_broker_pool_list(rq->srv->broker, rq->fp, r);
+    return true;
+}
+
+static bool pool_register_handler(struct request *rq, struct berth_reply *r)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(rq->req);
+    size_t len = evbuffer_get_length(in);
+    const char *body = (const char *)evbuffer_pullup(in, -1);
+
+    berth_broker_pool_register(rq->srv->broker, rq->fp, body ? body : "", body ? len : 0, r);
+    return true;
+}
+
+static bool pool_show_handler(struct request *rq, struct berth_reply *r)
+{
+    berth_broker_pool_show(rq->srv->broker, rq->fp, rq->param, r);
+    return true;
+}
+
+static bool audit_handler(struct request *rq, struct berth_reply *r)
+{
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(rq->req);
+    uint64_t after;
+
+    if (!parse_after(evhttp_uri_get_query(uri), &after)) {
+        r->status = 400;
+        r->error = "malformed";
+        snprintf(r->message, sizeof(r->message), "after must be a decimal event sequence number");
+        return true;
+    }
+    berth_broker_audit(rq->srv->broker, rq->fp, after, AUDIT_PAGE, r);
+    return true;
+}
+
+static bool health_handler(struct request *rq, struct berth_reply *r)
+{
+    (void)rq;
+    r->status = 200;
+    r->body = json_pack("{s:s}", "status", "ok");
+    return true;
+}
+
+static bool metrics_handler(struct request *rq, struct berth_reply *r)
+{
+    struct berthd_server *srv = rq->srv;
+    struct berth_buf out = BERTH_BUF_INIT(0);
+    int64_t jobs[BERTH_JOB_STATE_COUNT];
+
+    if (berth_broker_job_counts(srv->broker, jobs, NULL) < 0 ||
+        berthd_metrics_render(&srv->metrics, jobs, berth_policy_reloads(srv->policy), srv->connections, &out) < 0) {
+        berth_buf_free(&out);
+        r->status = 503;
+        r->error = "journal";
+        snprintf(r->message, sizeof(r->message), "the metrics could not be read");
+        return true;
+    }
+    r->text = berth_buf_steal(&out, &r->text_len);
+    r->status = r->text ? 200 : 500;
+    return true;
+}
+
+/* The API.  A path that matches an entry but not its method answers 405
+ * (unless the entry is hidden), a path that matches none 404. */
+static const struct route routes[] = {
+    {EVHTTP_REQ_POST, "/v1/jobs", submit_handler, .hidden = true},
+    {EVHTTP_REQ_GET, "/v1/jobs/{job}", inspect_handler},
+    {EVHTTP_REQ_GET, "/v1/jobs/{job}/result", result_handler},
+    {EVHTTP_REQ_POST, "/v1/jobs/{job}/cancel", cancel_handler},
+    {EVHTTP_REQ_GET, "/v1/capabilities", capabilities_handler},
+    {EVHTTP_REQ_GET, "/v1/pools", pool_list_handler},
+    {EVHTTP_REQ_POST, "/v1/pools", pool_register_handler},
+    {EVHTTP_REQ_GET, "/v1/pools/{pool}", pool_show_handler},
+    {EVHTTP_REQ_GET, "/v1/audit", audit_handler},
+    {EVHTTP_REQ_GET, "/v1/health", health_handler},
+    {EVHTTP_REQ_GET, "/metrics", metrics_handler, .admin = "metrics need an admin grant",
+     .text_type = "text/plain; version=0.0.4"},
+};
+
+/* Whether @value is a valid {@kind} (@len bytes: "job" or "pool"). */
+static bool param_valid(const char *kind, size_t len, const char *value)
+{
+    if (len == strlen("job") && strncmp(kind, "job", len) == 0)
+        return berth_job_id_valid(value);
+    if (len == strlen("pool") && strncmp(kind, "pool", len) == 0)
+        return berth_pool_name_valid(value);
+    return false;
+}
+
+/* Whether @path is @pattern; a "{job}" or "{pool}" segment is copied into
+ * @param (@size bytes), and must fit and be valid. */
+static bool route_match(const char *pattern, const char *path, char *param, size_t size)
+{
+    while (*pattern) {
+        if (*pattern == '{') {
+            const char *kind = pattern + 1, *close = strchr(kind, '}');
+            size_t len = strcspn(path, "/");
+
+            if (!close || len >= size)
+                return false;
+            memcpy(param, path, len);
+            param[len] = '\0';
+            if (!param_valid(kind, (size_t)(close - kind), param))
+                return false;
+            pattern = close + 1;
+            path += len;
+        } else if (*pattern++ != *path++) {
+            return false;
+        }
+    }
+    return *path == '\0';
+}
+
+/* The route for @method and @path, or NULL with *@ret_status 404 or 405. */
+static const struct route *route_find(enum evhttp_cmd_type method, const char *path, char *param, size_t size,
+                                      int *ret_status)
+{
+    size_t i;
+
+    *ret_status = 404;
+    for (i = 0; i < ELEMENTSOF(routes); i++) {
+        if (!route_match(routes[i].pattern, path, param, size))
+            continue;
+        if (routes[i].method == method)
+            return &routes[i];
+        if (!routes[i].hidden)
+            *ret_status = 405;
+    }
+    return NULL;
+}
+
+/* For a route with an admin message: whether the caller has an admin grant;
+ * when not, @r holds the refusal. */
+static bool admin_granted(struct request *rq, const struct route *rt, struct berth_reply *r)
+{
+    bool admin;
+
+    berth_broker_capabilities(rq->srv->broker, rq->fp, r);
+    if (r->status != 200)
+        return false;
+    admin = json_is_true(json_object_get(r->body, "admin"));
+    json_decref(r->body);
+    r->body = NULL;
+    if (!admin) {
+        r->status = 403;
+        r->error = "denied";
+        snprintf(r->message, sizeof(r->message), "%s", rt->admin);
+    }
+    return admin;
+}
+
 static void request_cb(struct evhttp_request *req, void *arg)
 {
     struct berthd_server *srv = arg;
-    enum evhttp_cmd_type method = evhttp_request_get_command(req);
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     struct berth_reply r = {0};
-    char fp[BERTHD_FINGERPRINT_LEN + 1], id[129], shown[64];
-    const char *tail = NULL;
-    int64_t start;
-    bool valid = false, get = method == EVHTTP_REQ_GET, post = method == EVHTTP_REQ_POST;
-    struct conn *c;
+    char fp[BERTH_FINGERPRINT_LEN + 1], param[BERTH_JOB_ID_MAX + 1], shown[64];
+    const struct route *rt;
+    struct request rq = {.srv = srv, .req = req, .fp = fp, .param = param, .shown = shown};
+    bool valid = false;
+    int status;
     SSL *ssl;
 
-    if (berth_now_ns(CLOCK_MONOTONIC, &start, NULL) < 0)
-        start = -1; /* logs and metrics show 0 ms */
-    c = conn_of(srv, req, &ssl);
-    if (c) {
-        c->busy = true;
-        evtimer_del(c->watchdog);
+    if (berth_now_ns(CLOCK_MONOTONIC, &rq.start, NULL) < 0)
+        rq.start = -1; /* logs and metrics show 0 ms */
+    rq.c = conn_of(srv, req, &ssl);
+    if (rq.c) {
+        rq.c->busy = true;
+        evtimer_del(rq.c->watchdog);
     }
     /* Logs name the route, never a query string. */
     shown_path(path, shown, sizeof(shown));
     if (!path) {
-        reply_error(srv, req, c, start, 400, "malformed", "the request URI cannot be parsed", "-");
+        reply_error(srv, req, rq.c, rq.start, 400, "malformed", "the request URI cannot be parsed", "-");
         return;
     }
     /* Two lengths are how request smuggling starts (RFC 9112 section 6.3):
      * refuse and close rather than pick one. */
     if (header_count(evhttp_request_get_input_headers(req), "Content-Length") > 1) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-        reply_error(srv, req, c, start, 400, "malformed", "the request has more than one Content-Length", shown);
+        reply_error(srv, req, rq.c, rq.start, 400, "malformed", "the request has more than one Content-Length", shown);
         return;
     }
     if (srv->shutting_down) {
-        reply_error(srv, req, c, start, 503, "shutting_down", "berthd is shutting down; retry", shown);
+        reply_error(srv, req, rq.c, rq.start, 503, "shutting_down", "berthd is shutting down; retry", shown);
         return;
     }
     if (berthd_tls_peer(ssl, fp, &valid) < 0) {
-        reply_error(srv, req, c, start, 403, "denied", "no verified client certificate", shown);
+        reply_error(srv, req, rq.c, rq.start, 403, "denied", "no verified client certificate", shown);
         return;
     }
     if (!valid) {
-        reply_error(srv, req, c, start, 403, "denied", "the client certificate is outside its validity period", shown);
+        reply_error(srv, req, rq.c, rq.start, 403, "denied", "the client certificate is outside its validity period",
+                    shown);
         return;
     }
-    if (post && streq(path, "/v1/jobs")) {
-        queue_submission(srv, req, c, fp, start, shown);
-        return;
-    }
-    if (job_path(path, id, &tail)) {
-        if (get && streq(tail, ""))
-            berth_broker_inspect(srv->broker, fp, id, &r);
-        else if (get && streq(tail, "/result"))
-            berth_broker_result(srv->broker, fp, id, &r);
-        else if (post && streq(tail, "/cancel"))
-            berth_broker_cancel(srv->broker, fp, id, &r);
-        else if (streq(tail, "") || streq(tail, "/result") || streq(tail, "/cancel"))
-            goto not_allowed;
+    rt = route_find(evhttp_request_get_command(req), path, param, sizeof(param), &status);
+    if (!rt) {
+        if (status == 405)
+            reply_error(srv, req, rq.c, rq.start, 405, "method_not_allowed", "that method is not allowed here", shown);
         else
-            goto not_found;
-    } else if (streq(path, "/v1/capabilities")) {
-        if (!get)
-            goto not_allowed;
-        berth_broker_capabilities(srv->broker, fp, &r);
-    } else if (streq(path, "/v1/pools")) {
-        if (get) {
-            berth_broker_pool_list(srv->broker, fp, &r);
-        } else if (post) {
-            struct evbuffer *in = evhttp_request_get_input_buffer(req);
-            size_t len = evbuffer_get_length(in);
-            const char *body = (const char *)evbuffer_pullup(in, -1);
-            berth_broker_pool_register(srv->broker, fp, body ? body : "", body ? len : 0, &r);
-        } else {
-            goto not_allowed;
-        }
-    } else if (strncmp(path, "/v1/pools/", 10) == 0 && berth_pool_name_valid(path + 10)) {
-        if (!get)
-            goto not_allowed;
-        berth_broker_pool_show(srv->broker, fp, path + 10, &r);
-    } else if (streq(path, "/v1/audit")) {
-        uint64_t after;
-        if (!get)
-            goto not_allowed;
-        if (!parse_after(evhttp_uri_get_query(uri), &after)) {
-            reply_error(srv, req, c, start, 400, "malformed", "after must be a decimal event sequence number", shown);
-            return;
-        }
-        berth_broker_audit(srv->broker, fp, after, AUDIT_PAGE, &r);
-    } else if (streq(path, "/v1/health")) {
-        if (!get)
-            goto not_allowed;
-        r.status = 200;
-        r.body = json_pack("{s:s}", "status", "ok");
-    } else if (streq(path, "/metrics")) {
-        if (!get)
-            goto not_allowed;
-        metrics_reply(srv, fp, &r);
-        send_reply_as(srv, req, c, &r, start, false, shown, "text/plain; version=0.0.4");
-        berth_reply_clear(&r);
+            reply_error(srv, req, rq.c, rq.start, 404, "not_found", "no such resource", shown);
         return;
-    } else {
-        goto not_found;
     }
-    send_reply(srv, req, c, &r, start, false, shown);
+    if ((!rt->admin || admin_granted(&rq, rt, &r)) && !rt->handler(&rq, &r))
+        return; /* the handler replies */
+    send_reply_as(srv, req, rq.c, &r, rq.start, false, shown, rt->text_type ? rt->text_type : "application/x-ndjson");
     berth_reply_clear(&r);
-    return;
-not_allowed:
-    reply_error(srv, req, c, start, 405, "method_not_allowed", "that method is not allowed here", shown);
-    return;
-not_found:
-    reply_error(srv, req, c, start, 404, "not_found", "no such resource", shown);
 }
 
 /* ------------------------------------------------------------------------ */

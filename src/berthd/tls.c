@@ -157,7 +157,7 @@ int berthd_tls_context(const char *certificate, const char *private_key, const c
     return 0;
 }
 
-int berthd_tls_peer(SSL *ssl, char fingerprint[BERTHD_FINGERPRINT_LEN + 1], bool *ret_valid_now)
+int berthd_tls_peer(SSL *ssl, char fingerprint[BERTH_FINGERPRINT_LEN + 1], bool *ret_valid_now)
 {
     X509 *leaf = ssl ? SSL_get0_peer_certificate(ssl) : NULL;
     unsigned char *der = NULL;
@@ -172,7 +172,7 @@ int berthd_tls_peer(SSL *ssl, char fingerprint[BERTHD_FINGERPRINT_LEN + 1], bool
     berth_sha256(der, (size_t)len, raw);
     OPENSSL_free(der);
     berth_hex_encode(raw, sizeof(raw), fingerprint);
-    fingerprint[BERTHD_FINGERPRINT_LEN] = '\0';
+    fingerprint[BERTH_FINGERPRINT_LEN] = '\0';
     if (ret_valid_now)
         *ret_valid_now =
             X509_cmp_current_time(X509_get0_notBefore(leaf)) < 0 && X509_cmp_current_time(X509_get0_notAfter(leaf)) > 0;

@@ -16,7 +16,7 @@
 
 #include <berth/error.h>
 
-#define BERTHD_FINGERPRINT_LEN 64 /**< hex characters of a certificate fingerprint */
+#include "policy.h" /* BERTH_FINGERPRINT_LEN: the fingerprints the host policy names */
 
 /**
  * berthd_tls_context() - build the server context from PEM files.
@@ -35,6 +35,6 @@ int berthd_tls_context(const char *certificate, const char *private_key, const c
  * currently inside its validity period.
  * Return: 0; -ENOKEY when there is no verified client certificate.
  */
-int berthd_tls_peer(SSL *ssl, char fingerprint[BERTHD_FINGERPRINT_LEN + 1], bool *ret_valid_now);
+int berthd_tls_peer(SSL *ssl, char fingerprint[BERTH_FINGERPRINT_LEN + 1], bool *ret_valid_now);
 
 #endif

@@ -134,6 +134,7 @@ expect_status 200
 body_has '"admin":false'
 api other GET /metrics
 expect_status 403
+body_has 'metrics need an admin grant'
 api dev GET /metrics
 expect_status 200
 body_has 'berth_jobs{state="exited"}'
@@ -210,6 +211,19 @@ api dev DELETE /v1/jobs/hello
 expect_status 405
 api dev GET /v1/nothing-here
 expect_status 404
+# The route table: a known path with another method is 405, except /v1/jobs
+# (there is no job listing: 404); a path the table does not know is 404.
+for case in "GET /v1/jobs 404" "PUT /v1/jobs 404" "GET /v1/jobs/hello/other 404" "GET /v1/jobs/hello/ 404" \
+    "PUT /v1/jobs/hello/result 405" "GET /v1/jobs/hello/cancel 405" "DELETE /v1/pools 405" \
+    "POST /v1/pools/default 405" "GET /v1/pools/Bad!name 404" "GET /v1/pools/default/x 404" "PATCH /v1/health 405" \
+    "GET /v1/health/ 404" "POST /metrics 405" "POST /v1/capabilities 405" "OPTIONS /v1/audit 405"; do
+    set -- $case
+    api dev "$1" "$2"
+    [ "$(cat "$TMP/status")" = "$3" ] || fail "$1 $2 answered $(cat "$TMP/status"), not $3: $(cat "$TMP/body")"
+done
+api dev GET '/v1/audit?after=x'
+expect_status 400
+body_has 'after must be a decimal event sequence number'
 # Oversized headers.
 api dev GET /v1/health -H "X-Big: $(head -c 40000 /dev/zero | tr '\0' a)"
 case "$(cat "$TMP/status")" in 4*|000) ;; *) fail "a 40 kB header was accepted: $(cat "$TMP/status")" ;; esac

@@ -24,10 +24,11 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int chain_line(json_t *ev, uint64_t seq, char prev[65], const struct berth_audit_key *key, struct berth_buf *out)
+static int chain_line(json_t *ev, uint64_t seq, char prev[BERTH_AUDIT_MAC_HEX_LEN + 1],
+                      const struct berth_audit_key *key, struct berth_buf *out)
 {
     char *bytes = NULL;
-    uint8_t mac[32];
+    uint8_t mac[BERTH_HMAC_SHA256_LEN];
     size_t len = 0;
 
     json_object_del(ev, "mac");
@@ -54,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct berth_audit_key key;
     struct berth_buf out = BERTH_BUF_INIT(8u << 20);
     struct berth_pool_chain *c1 = NULL, *c2 = NULL;
-    char prev[65];
+    char prev[BERTH_AUDIT_MAC_HEX_LEN + 1];
     struct berth_audit_summary s1, s2;
     uint64_t seq = 0;
     size_t pos = 0;
@@ -62,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     memset(key.bytes, 7, sizeof(key.bytes));
     memset(prev, '0', 64);
-    prev[64] = '\0';
+    prev[BERTH_AUDIT_MAC_HEX_LEN] = '\0';
     while (pos < size) {
         const char *line = (const char *)data + pos;
         const char *nl = memchr(line, '\n', size - pos);

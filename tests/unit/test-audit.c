@@ -70,10 +70,10 @@ static uint64_t verify(const char *data, size_t len, const struct berth_audit_ke
 START_TEST(chain_links)
 {
     _cleanup_free_ char *data = NULL;
-    char first_mac[65] = {0}, expect[65];
+    char first_mac[BERTH_AUDIT_MAC_HEX_LEN + 1] = {0}, expect[BERTH_AUDIT_MAC_HEX_LEN + 1];
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_json_ json_t *e1 = NULL, *e2 = NULL;
-    uint8_t mac[32];
+    uint8_t mac[BERTH_HMAC_SHA256_LEN];
     uint64_t seq = 0;
     size_t len = 0;
     const char *nl;
@@ -106,8 +106,8 @@ START_TEST(chain_links)
         size_t pre = (size_t)(line1_end - data);
         const char *after = strchr(line1_end + 7 + 1, '"') + 1; /* past the mac's closing quote */
         snprintf(unsigned_line, sizeof(unsigned_line), "%.*s%.*s", (int)pre, data, (int)(nl - after), after);
-        ck_assert_int_eq(berth_hmac_sha256(key.bytes, 32, unsigned_line, strlen(unsigned_line), mac), 0);
-        berth_hex_encode(mac, 32, expect);
+        ck_assert_int_eq(berth_hmac_sha256(key.bytes, sizeof(key.bytes), unsigned_line, strlen(unsigned_line), mac), 0);
+        berth_hex_encode(mac, sizeof(mac), expect);
         ck_assert_str_eq(expect, first_mac);
     }
     {
@@ -284,28 +284,29 @@ START_TEST(key_files)
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_free_ char *path = test_path(dir, "audit.key"), *bad = test_path(dir, "bad.key");
     struct berth_audit_key k;
-    char text[80];
+    const size_t hex = BERTH_HEX_LEN(BERTH_AUDIT_KEY_LEN); /* the file: the key in hex and a newline */
+    char text[BERTH_HEX_LEN(BERTH_AUDIT_KEY_LEN) + 16];
     struct stat st;
 
     ck_assert_int_eq(berth_audit_key_create(path, &err), 0);
     ck_assert_int_eq(stat(path, &st), 0);
     ck_assert_uint_eq(st.st_mode & 07777, 0600);
-    ck_assert_uint_eq(test_read_file(path, text, sizeof(text)), 65);
+    ck_assert_uint_eq(test_read_file(path, text, sizeof(text)), hex + 1);
     ck_assert_int_eq(berth_audit_key_create(path, &err), -EEXIST);
     ck_assert_int_eq(berth_audit_key_load(path, &k, &err), 0);
-    text[64] = '\0';
+    text[hex] = '\0';
     {
-        uint8_t raw[32];
-        ck_assert_int_eq(berth_hex_decode(text, 64, raw, 32), 0);
-        ck_assert_mem_eq(raw, k.bytes, 32);
+        uint8_t raw[BERTH_AUDIT_KEY_LEN];
+        ck_assert_int_eq(berth_hex_decode(text, hex, raw, sizeof(raw)), 0);
+        ck_assert_mem_eq(raw, k.bytes, sizeof(raw));
     }
     berth_audit_key_wipe(&k);
 
     test_write_file(bad, "abcd\n", 5, 0600);
     ck_assert_int_eq(berth_audit_key_load(bad, &k, &err), -EBADMSG);
     text[10] = 'X';
-    text[64] = '\n';
-    test_write_file(bad, text, 65, 0600);
+    text[hex] = '\n';
+    test_write_file(bad, text, hex + 1, 0600);
     ck_assert_int_eq(berth_audit_key_load(bad, &k, &err), -EBADMSG);
     ck_assert_int_eq(chmod(path, 0640), 0);
     ck_assert_int_eq(berth_audit_key_load(path, &k, &err), -EPERM);

@@ -28,7 +28,7 @@ static void teardown(void)
 #define KEY_ID "C0zNG5QDFhp7xoc-pnJ3y1P3y9_x1uxaNbuK51PzV1g"
 
 /* A record for job @id of alice; the strings are static. */
-static struct berth_job_record record(const char *id, char run_id[34])
+static struct berth_job_record record(const char *id, char run_id[BERTH_RUN_ID_LEN + 1])
 {
     struct berth_job_record rec = {0};
 
@@ -50,10 +50,10 @@ static struct berth_job_record record(const char *id, char run_id[34])
 
 START_TEST(run_ids)
 {
-    char a[34], b[34], c[34];
+    char a[BERTH_RUN_ID_LEN + 1], b[BERTH_RUN_ID_LEN + 1], c[BERTH_RUN_ID_LEN + 1];
 
     ck_assert_int_eq(berth_run_id(KEY_ID, "alice", "[\"team\"]", "job-1", a), 0);
-    ck_assert_int_eq(strlen(a), 33);
+    ck_assert_int_eq(strlen(a), BERTH_RUN_ID_LEN);
     ck_assert_int_eq(a[0], 'r');
     ck_assert_int_eq(berth_run_id(KEY_ID, "alice", "[\"team\"]", "job-1", b), 0);
     ck_assert_str_eq(a, b);
@@ -76,7 +76,7 @@ END_TEST
 START_TEST(insert_find)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    char run_id[34];
+    char run_id[BERTH_RUN_ID_LEN + 1];
     struct berth_job_record rec = record("job-1", run_id), got;
 
     ck_assert_msg(berth_jobstore_insert(j, &rec, 16, 100, &err) == 0, "%s", err.message);
@@ -102,7 +102,7 @@ END_TEST
 START_TEST(admission_limits)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    char ids[5][34], name[16];
+    char ids[5][BERTH_RUN_ID_LEN + 1], name[16];
     int64_t counts[BERTH_JOB_STATE_COUNT];
     int i;
 
@@ -138,7 +138,7 @@ END_TEST
 START_TEST(state_machine)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    char run_id[34];
+    char run_id[BERTH_RUN_ID_LEN + 1];
     struct berth_job_record rec = record("job-1", run_id), got;
 
     ck_assert_int_eq(berth_jobstore_insert(j, &rec, 16, 100, &err), 0);
@@ -189,7 +189,7 @@ static int collect(void *userdata, const struct berth_job_record *rec)
 START_TEST(cancel_and_open)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    char a[34], b[34], c[34], seen[128] = "";
+    char a[BERTH_RUN_ID_LEN + 1], b[BERTH_RUN_ID_LEN + 1], c[BERTH_RUN_ID_LEN + 1], seen[128] = "";
     struct berth_job_record ra = record("a", a), rb = record("b", b), rc = record("c", c), got;
 
     rb.accepted_at = 50; /* listed first */
@@ -215,7 +215,7 @@ END_TEST
 START_TEST(durable)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    char run_id[34];
+    char run_id[BERTH_RUN_ID_LEN + 1];
     struct berth_job_record rec = record("job-1", run_id), got;
 
     ck_assert_int_eq(berth_journal_begin(j, &err), 0);
@@ -223,7 +223,7 @@ START_TEST(durable)
     ck_assert_int_eq(berth_journal_commit(j, &err), 0);
     ck_assert_int_eq(berth_journal_begin(j, &err), 0);
     {
-        struct berth_job_record r2 = record("job-2", (char[34]){0});
+        struct berth_job_record r2 = record("job-2", (char[BERTH_RUN_ID_LEN + 1]){0});
         ck_assert_int_eq(berth_jobstore_insert(j, &r2, 16, 100, &err), 0);
     }
     berth_journal_rollback(j);

@@ -124,11 +124,9 @@ END_TEST
 START_TEST(bind)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    _cleanup_free_ char *path = test_path(dir, "journal.db");
-    struct berth_journal *j = NULL;
+    struct berth_journal *j = test_journal_open(dir);
     sqlite3_stmt *q;
 
-    ck_assert_int_eq(open_at(path, BERTH_JOURNAL_CREATE, &j, &err), 0);
     ck_assert_int_eq(sqlite3_prepare_v2(berth_journal_db(j), "SELECT ?, ?, ?, ?, typeof(?)", -1, &q, NULL), SQLITE_OK);
     ck_assert_msg(BERTH_JOURNAL_BIND(j, q, "test", &err, BERTH_SQL_INT(-5), BERTH_SQL_TEXT("abc"),
                                      BERTH_SQL_TEXTN("abcdef", 2), BERTH_SQL_TEXT(NULL), BERTH_SQL_NULL) == 0,

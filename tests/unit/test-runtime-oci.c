@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "canon.h"
+#include "digest.h"
 #include "host-table.h"
 #include "log.h"
 #include "macro.h"
@@ -27,7 +28,7 @@ static const struct berth_logger logger = {.sink = test_log_sink, .userdata = &l
 
 static char *pin_json(const char *path)
 {
-    char cmd[512], sha[80] = "", *out = NULL;
+    char cmd[512], sha[BERTH_SHA256_HEX_LEN + 1] = "", *out = NULL;
     struct stat st;
     FILE *f;
 

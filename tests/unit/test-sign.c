@@ -60,7 +60,7 @@ START_TEST(rfc8032_vectors)
     uint8_t sig[BERTH_ED25519_SIGNATURE_LEN], msg2 = 0x72;
     char hex[2 * BERTH_ED25519_SIGNATURE_LEN + 1];
 
-    berth_hex_encode(berth_signing_key_public(k1), 32, hex);
+    berth_hex_encode(berth_signing_key_public(k1), BERTH_ED25519_PUBLIC_LEN, hex);
     ck_assert_str_eq(hex, T1_PUB);
     ck_assert_int_eq(berth_sign(k1, NULL, 0, sig), 0);
     berth_hex_encode(sig, sizeof(sig), hex);
@@ -82,7 +82,7 @@ START_TEST(rfc8037_key_id)
 {
     struct berth_signing_key *k = key_from_seed_hex(T1_SEED);
     char b64[BERTH_PUBLIC_KEY_B64_LEN + 1], kid[BERTH_KEY_ID_LEN + 1];
-    uint8_t pub[32];
+    uint8_t pub[BERTH_ED25519_PUBLIC_LEN];
 
     ck_assert_int_eq(berth_public_key_to_b64url(berth_signing_key_public(k), b64), 0);
     ck_assert_str_eq(b64, T1_X_B64);
@@ -123,7 +123,7 @@ START_TEST(pem_round_trip)
     struct berth_signing_key *k = NULL, *back = NULL;
     char *pem = NULL, *pub_pem = NULL;
     size_t len = 0, pub_len = 0;
-    uint8_t pub[32];
+    uint8_t pub[BERTH_ED25519_PUBLIC_LEN];
 
     ck_assert_int_eq(berth_signing_key_generate(&k, &err), 0);
     ck_assert_int_eq(berth_signing_key_to_pem(k, &pem, &len, &err), 0);

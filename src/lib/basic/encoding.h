@@ -12,9 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/** Characters berth_hex_encode() writes for @n bytes, without the NUL. */
+#define BERTH_HEX_LEN(n) (2 * (n))
+
 /**
  * berth_hex_encode() - lowercase hex of @len bytes into @out.
- * @out must hold 2 * @len + 1 bytes; it is NUL-terminated.
+ * @out must hold BERTH_HEX_LEN(@len) + 1 bytes; it is NUL-terminated.
  */
 void berth_hex_encode(const uint8_t *data, size_t len, char *out);
 

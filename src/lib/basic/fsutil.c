@@ -415,7 +415,7 @@ int berth_publish_at(int dirfd, const char *name, const void *data, size_t len, 
     _cleanup_close_ int fd = -1;
     char tmp[NAME_MAX + 1];
     uint8_t rnd[8];
-    char hex[17];
+    char hex[BERTH_HEX_LEN(sizeof(rnd)) + 1];
     int r;
 
     if (dirfd < 0 || !berth_name_valid(name) || (!data && len > 0) || (flags & ~BERTH_PUBLISH_REPLACE) ||
@@ -425,7 +425,7 @@ int berth_publish_at(int dirfd, const char *name, const void *data, size_t len, 
         return berth_error_set(reterr, -EIO, "getrandom failed");
     berth_hex_encode(rnd, sizeof(rnd), hex);
     /* ".#<name>.<random>", the name cut so that the whole fits NAME_MAX. */
-    snprintf(tmp, sizeof(tmp), ".#%.*s.%s", NAME_MAX - 2 - 1 - 16, name, hex);
+    snprintf(tmp, sizeof(tmp), ".#%.*s.%s", (int)(NAME_MAX - 2 - 1 - BERTH_HEX_LEN(sizeof(rnd))), name, hex);
 
     fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)

@@ -142,7 +142,7 @@ int broker_authenticate(struct berth_broker *b, const char *fingerprint, struct 
     int r;
 
     memset(c, 0, sizeof(*c));
-    if (!fingerprint || !berth_is_hex(fingerprint, 64)) {
+    if (!fingerprint || !berth_is_hex(fingerprint, BERTH_FINGERPRINT_LEN)) {
         broker_fail(reply, 403, "denied", "no verified client certificate");
         return -EACCES;
     }
@@ -276,7 +276,7 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_
     const struct berth_broker_backend *be;
     _cleanup_free_ char *job_text = NULL, *receipt_text = NULL, *effective_text = NULL;
     json_t *receipt = NULL;
-    char run_id[34];
+    char run_id[BERTH_RUN_ID_LEN + 1];
     int r;
 
     if (broker_authenticate(b, s->fingerprint, &caller, &s->reply) < 0)

@@ -67,7 +67,7 @@ struct berth_reply {
     json_t *body;
     char *text;
     size_t text_len;
-    char principal[129];
+    char principal[BERTH_PRINCIPAL_MAX + 1];
 };
 
 /** berth_reply_clear() - release @r's body and text and zero it. */

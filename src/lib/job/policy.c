@@ -42,7 +42,7 @@ static bool scope_ok(const char *s)
 
 static bool fingerprint_ok(const char *s)
 {
-    return berth_is_hex(s, 64);
+    return berth_is_hex(s, BERTH_FINGERPRINT_LEN);
 }
 
 static bool image_ok(const char *s)

@@ -40,6 +40,7 @@
 
 #include <berth/error.h>
 
+#include "digest.h"
 #include "job.h"
 
 #define BERTH_POLICY_MAX (1024 * 1024)   /**< largest policy file, bytes */
@@ -47,6 +48,7 @@
 #define BERTH_POLICY_SCOPE_MAX 16        /**< most strings in a subject's scope */
 #define BERTH_POLICY_FINGERPRINTS_MAX 16 /**< most fingerprints of a subject */
 #define BERTH_POLICY_LIST_MAX 256        /**< most pools, and most images, of a subject */
+#define BERTH_FINGERPRINT_LEN BERTH_SHA256_HEX_LEN /**< hex characters of a fingerprint, without NUL */
 
 /** struct berth_subject - one grant (strings point into the policy). */
 struct berth_subject {

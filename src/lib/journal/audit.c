@@ -19,8 +19,8 @@
 #include "macro.h"
 #include "utf8.h"
 
-#define MAC_HEX (2 * BERTH_HMAC_SHA256_LEN)
-static const char zero_mac[MAC_HEX + 1] = "0000000000000000000000000000000000000000000000000000000000000000";
+static const char zero_mac[BERTH_AUDIT_MAC_HEX_LEN + 1] =
+    "0000000000000000000000000000000000000000000000000000000000000000";
 
 static const char *const event_members[] = {"actor", "details", "mac", "prev", "seq", "time_ns", "type", NULL};
 
@@ -33,15 +33,15 @@ void berth_audit_key_wipe(struct berth_audit_key *key)
 int berth_audit_key_create(const char *path, struct berth_error *reterr)
 {
     struct berth_audit_key key;
-    char text[2 * BERTH_AUDIT_KEY_LEN + 2];
+    char text[BERTH_HEX_LEN(BERTH_AUDIT_KEY_LEN) + 2];
     int r;
 
     if (getrandom(key.bytes, sizeof(key.bytes), 0) != (ssize_t)sizeof(key.bytes))
         return berth_error_set(reterr, -EIO, "getrandom failed");
     berth_hex_encode(key.bytes, sizeof(key.bytes), text);
-    text[2 * BERTH_AUDIT_KEY_LEN] = '\n';
-    text[2 * BERTH_AUDIT_KEY_LEN + 1] = '\0';
-    r = berth_publish_path(path, text, 2 * BERTH_AUDIT_KEY_LEN + 1, 0600, 0, reterr);
+    text[BERTH_HEX_LEN(BERTH_AUDIT_KEY_LEN)] = '\n';
+    text[BERTH_HEX_LEN(BERTH_AUDIT_KEY_LEN) + 1] = '\0';
+    r = berth_publish_path(path, text, BERTH_HEX_LEN(BERTH_AUDIT_KEY_LEN) + 1, 0600, 0, reterr);
     sodium_memzero(text, sizeof(text));
     berth_audit_key_wipe(&key);
     return r;
@@ -66,9 +66,9 @@ int berth_audit_key_load(const char *path, struct berth_audit_key *ret, struct b
     r = berth_read_file_at(AT_FDCWD, path, &expect, &text, &len, reterr);
     if (r < 0)
         return r;
-    if (len == 2 * BERTH_AUDIT_KEY_LEN + 1 && text[len - 1] == '\n')
+    if (len == BERTH_HEX_LEN(BERTH_AUDIT_KEY_LEN) + 1 && text[len - 1] == '\n')
         len--;
-    if (len != 2 * BERTH_AUDIT_KEY_LEN || berth_hex_decode(text, len, ret->bytes, sizeof(ret->bytes)) < 0)
+    if (len != BERTH_HEX_LEN(BERTH_AUDIT_KEY_LEN) || berth_hex_decode(text, len, ret->bytes, sizeof(ret->bytes)) < 0)
         r = berth_error_set(reterr, -EBADMSG, "%s: an audit key is 64 lowercase hex digits and a newline", path);
     sodium_memzero(text, len);
     free(text);
@@ -99,7 +99,7 @@ static bool actor_ok(const char *actor)
 }
 
 /* The hex MAC of the canonical serialisation of @event (which has no mac). */
-static int event_mac(const struct berth_audit_key *key, const json_t *event, char out[MAC_HEX + 1],
+static int event_mac(const struct berth_audit_key *key, const json_t *event, char out[BERTH_AUDIT_MAC_HEX_LEN + 1],
                      struct berth_error *reterr)
 {
     _cleanup_free_ char *bytes = NULL;
@@ -122,7 +122,8 @@ static int parse_event(const char *line, size_t len, json_t **ret_root, struct b
 
 /* seq and mac of the last stored event: (0, zeros) for an empty chain.  Read
  * from the MAC'd line itself, never from the index columns. */
-static int chain_tail(struct berth_journal *j, uint64_t *ret_seq, char ret_mac[MAC_HEX + 1], struct berth_error *reterr)
+static int chain_tail(struct berth_journal *j, uint64_t *ret_seq, char ret_mac[BERTH_AUDIT_MAC_HEX_LEN + 1],
+                      struct berth_error *reterr)
 {
     sqlite3 *db = berth_journal_db(j);
     sqlite3_stmt *st = NULL;
@@ -146,7 +147,7 @@ static int chain_tail(struct berth_journal *j, uint64_t *ret_seq, char ret_mac[M
             r = -EBADMSG;
         if (r == 0) {
             *ret_seq = ev.seq;
-            memcpy(ret_mac, ev.mac, MAC_HEX + 1);
+            memcpy(ret_mac, ev.mac, BERTH_AUDIT_MAC_HEX_LEN + 1);
         } else if (r != -ENOMEM) {
             r = berth_error_set(reterr, -EBADMSG, "the stored audit chain ends in a damaged event");
         }
@@ -163,7 +164,7 @@ static int append_locked(struct berth_journal *j, const struct berth_audit_key *
 {
     _cleanup_json_ json_t *ev = NULL;
     _cleanup_free_ char *line = NULL;
-    char prev[MAC_HEX + 1], mac[MAC_HEX + 1];
+    char prev[BERTH_AUDIT_MAC_HEX_LEN + 1], mac[BERTH_AUDIT_MAC_HEX_LEN + 1];
     sqlite3_stmt *st = NULL;
     uint64_t seq = 0;
     size_t len = 0;
@@ -292,7 +293,7 @@ static int parse_event(const char *line, size_t len, json_t **ret_root, struct b
         return berth_error_set(reterr, -EBADMSG, "details must be a JSON object");
     if (!type_ok(type) || !actor_ok(actor))
         return berth_error_set(reterr, -EBADMSG, "invalid type or actor");
-    if (!berth_is_hex(mac, MAC_HEX) || !berth_is_hex(prevmac, MAC_HEX))
+    if (!berth_is_hex(mac, BERTH_AUDIT_MAC_HEX_LEN) || !berth_is_hex(prevmac, BERTH_AUDIT_MAC_HEX_LEN))
         return berth_error_set(reterr, -EBADMSG, "prev and mac must be 64 lowercase hex digits");
     ev->seq = (uint64_t)seq;
     ev->time_ns = time_ns;
@@ -309,11 +310,11 @@ static int parse_event(const char *line, size_t len, json_t **ret_root, struct b
 /* Check one line's place in the chain and its MAC. */
 static int verify_line(const char *line, size_t len, uint64_t lineno, const char *prev,
                        const struct berth_audit_key *key, json_t **ret_root, struct berth_audit_event *ev,
-                       char ret_mac[MAC_HEX + 1], struct berth_error *reterr)
+                       char ret_mac[BERTH_AUDIT_MAC_HEX_LEN + 1], struct berth_error *reterr)
 {
     _cleanup_json_ json_t *root = NULL, *unsigned_ev = NULL;
     uint8_t a[BERTH_HMAC_SHA256_LEN], b[BERTH_HMAC_SHA256_LEN];
-    char want[MAC_HEX + 1];
+    char want[BERTH_AUDIT_MAC_HEX_LEN + 1];
     int r;
 
     r = parse_event(line, len, &root, ev, reterr);
@@ -331,10 +332,10 @@ static int verify_line(const char *line, size_t len, uint64_t lineno, const char
     r = event_mac(key, unsigned_ev, want, reterr);
     if (r < 0)
         return r;
-    if (berth_hex_decode(want, MAC_HEX, a, sizeof(a)) < 0 || berth_hex_decode(ev->mac, MAC_HEX, b, sizeof(b)) < 0 ||
-        sodium_memcmp(a, b, sizeof(a)) != 0)
+    if (berth_hex_decode(want, BERTH_AUDIT_MAC_HEX_LEN, a, sizeof(a)) < 0 ||
+        berth_hex_decode(ev->mac, BERTH_AUDIT_MAC_HEX_LEN, b, sizeof(b)) < 0 || sodium_memcmp(a, b, sizeof(a)) != 0)
         return berth_error_set(reterr, -EBADMSG, "mac does not match (the event was changed, or the key is wrong)");
-    memcpy(ret_mac, ev->mac, MAC_HEX + 1);
+    memcpy(ret_mac, ev->mac, BERTH_AUDIT_MAC_HEX_LEN + 1);
     *ret_root = TAKE_PTR(root);
     return 0;
 }
@@ -383,10 +384,10 @@ int berth_audit_anchor_parse(const char *text, struct berth_audit_anchor *ret)
         return -EINVAL;
     errno = 0;
     seq = strtoull(text, &end, 10);
-    if (errno || !end || *end != ':' || seq > INT64_MAX || !berth_is_hex(end + 1, MAC_HEX))
+    if (errno || !end || *end != ':' || seq > INT64_MAX || !berth_is_hex(end + 1, BERTH_AUDIT_MAC_HEX_LEN))
         return -EINVAL;
     ret->seq = seq;
-    memcpy(ret->mac, end + 1, MAC_HEX + 1);
+    memcpy(ret->mac, end + 1, BERTH_AUDIT_MAC_HEX_LEN + 1);
     return 0;
 }
 
@@ -396,7 +397,7 @@ int berth_audit_verify(const char *data, size_t len, const struct berth_audit_ke
                        void *userdata, struct berth_audit_summary *ret_summary, struct berth_error *reterr)
 {
     struct berth_audit_summary sum = {0};
-    char prev[MAC_HEX + 1], mac[MAC_HEX + 1];
+    char prev[BERTH_AUDIT_MAC_HEX_LEN + 1], mac[BERTH_AUDIT_MAC_HEX_LEN + 1];
     uint64_t lineno = 0;
     size_t pos = 0;
     int r = 0;

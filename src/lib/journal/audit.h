@@ -36,6 +36,7 @@
 #define BERTH_AUDIT_EVENT_MAX (1024 * 1024) /**< largest canonical event, bytes */
 #define BERTH_AUDIT_TYPE_MAX 64             /**< longest event type */
 #define BERTH_AUDIT_ACTOR_MAX 256           /**< longest actor */
+#define BERTH_AUDIT_MAC_HEX_LEN (2 * BERTH_HMAC_SHA256_LEN) /**< hex characters of an event's mac, without NUL */
 
 /** An audit key.  Wipe with berth_audit_key_wipe() when done. */
 struct berth_audit_key {
@@ -124,7 +125,7 @@ int berth_audit_replay(struct berth_journal *j,
  */
 struct berth_audit_anchor {
     uint64_t seq;
-    char mac[65];
+    char mac[BERTH_AUDIT_MAC_HEX_LEN + 1];
 };
 
 /**
@@ -145,7 +146,7 @@ int berth_audit_anchor_parse(const char *text, struct berth_audit_anchor *ret);
 struct berth_audit_summary {
     uint64_t count;
     uint64_t bad_seq;
-    char head_mac[65];
+    char head_mac[BERTH_AUDIT_MAC_HEX_LEN + 1];
 };
 
 /**

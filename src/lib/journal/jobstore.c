@@ -53,7 +53,8 @@ void berth_job_record_clear(struct berth_job_record *rec)
     memset(rec, 0, sizeof(*rec));
 }
 
-int berth_run_id(const char *broker_key_id, const char *principal, const char *scope, const char *job_id, char out[34])
+int berth_run_id(const char *broker_key_id, const char *principal, const char *scope, const char *job_id,
+                 char out[BERTH_RUN_ID_LEN + 1])
 {
     struct berth_sha256 *ctx = NULL;
     uint8_t raw[BERTH_SHA256_LEN];
@@ -77,7 +78,7 @@ int berth_run_id(const char *broker_key_id, const char *principal, const char *s
     if (r < 0)
         return r;
     out[0] = 'r';
-    berth_hex_encode(raw, 16, out + 1);
+    berth_hex_encode(raw, BERTH_RUN_ID_BYTES, out + 1);
     return 0;
 }
 

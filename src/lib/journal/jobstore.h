@@ -83,6 +83,11 @@ struct berth_job_record {
 
 void berth_job_record_clear(struct berth_job_record *rec);
 
+/** Bytes whose hex follows the "r" of a run id. */
+#define BERTH_RUN_ID_BYTES 16
+/** Characters of a run id, "r" and BERTH_HEX_LEN(BERTH_RUN_ID_BYTES) lowercase hex, without NUL. */
+#define BERTH_RUN_ID_LEN (1 + 2 * BERTH_RUN_ID_BYTES)
+
 /**
  * berth_run_id() - the run id of a job at one broker: "r" followed by the
  * first 32 hex digits of SHA-256 over @broker_key_id (the broker's receipt
@@ -90,10 +95,12 @@ void berth_job_record_clear(struct berth_job_record *rec);
  * NUL bytes.  The same job at the same broker always gets the same run id
  * (a retry finds its job); two brokers on one host never share one, so
  * host-wide names a runtime derives from it (gVisor's control socket, a
- * container id) cannot collide between installations.  @out holds 34
- * bytes.  Return: 0, -EINVAL for a NULL argument, or -EIO.
+ * container id) cannot collide between installations.  @out holds
+ * BERTH_RUN_ID_LEN + 1 bytes.  Return: 0, -EINVAL for a NULL argument, or
+ * -EIO.
  */
-int berth_run_id(const char *broker_key_id, const char *principal, const char *scope, const char *job_id, char out[34]);
+int berth_run_id(const char *broker_key_id, const char *principal, const char *scope, const char *job_id,
+                 char out[BERTH_RUN_ID_LEN + 1]);
 
 /**
  * berth_jobstore_find() - the record with this key.

@@ -75,7 +75,7 @@ static int compute_id(const json_t *body, char out[BERTH_QUALIFICATION_ID_LEN + 
         return berth_error_set(reterr, -EINVAL, "the qualification's id cannot be removed");
     if ((r = berth_digest_json(copy, digest, reterr)) < 0)
         return r;
-    snprintf(out, BERTH_QUALIFICATION_ID_LEN + 1, "q%.32s", digest + strlen("sha256:"));
+    snprintf(out, BERTH_QUALIFICATION_ID_LEN + 1, "q%.*s", BERTH_QUALIFICATION_ID_LEN - 1, digest + strlen("sha256:"));
     return 0;
 }
 

@@ -45,12 +45,13 @@
 #include <berth/error.h>
 
 /* The name rules (berth_pool_name_valid(), berth_backend_name_valid()). */
+#include "digest.h"
 #include "names.h"
 
 #define BERTH_POOL_SCHEMA_VERSION 1
 #define BERTH_POOL_MANIFEST_MAX (256 * 1024) /**< largest manifest document, bytes */
 #define BERTH_POOL_BACKENDS_MAX 64           /**< most entries in backend_allowlist */
-#define BERTH_HASH_HEX_LEN 64                /**< a bare hex SHA-256 */
+#define BERTH_HASH_HEX_LEN BERTH_SHA256_HEX_LEN /**< a bare hex SHA-256 (pool, placement hashes) */
 
 /** Capabilities, one bit each, in the sorted order of their names. */
 enum berth_capability {

@@ -187,7 +187,7 @@ struct berth_verify_report {
     uint64_t events;
     size_t pools, bodies, placements, enrolments, claims;
     uint64_t bad_seq;  /**< first bad event, 0 when the chain verified */
-    char head_mac[65]; /**< the last event's mac: with @events, an anchor for next time */
+    char head_mac[BERTH_AUDIT_MAC_HEX_LEN + 1]; /**< the last event's mac: with @events, an anchor for next time */
 };
 
 /**

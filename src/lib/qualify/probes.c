@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* probes.c -- live qualification probes; see probes.h. */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include "encoding.h"
 #include "fsutil.h"
 #include "job.h"
+#include "jobstore.h"
 #include "jsonobj.h"
 #include "macro.h"
 #include "probes.h"
@@ -33,12 +35,14 @@
 #define PIDS 64
 #define OUTPUT_BYTES 4096
 #define INSPECT_MAX (4 * 1024 * 1024)
+#define TOKEN_PREFIX "berthq" /* probe job processes are found by their token */
+#define TOKEN_BYTES 12
 
 struct run {
     const struct berth_qualify_params *p;
     char rootfs[4096];
-    char run_id[40];
-    char token[40];
+    char run_id[BERTH_RUN_ID_LEN + 1];
+    char token[sizeof(TOKEN_PREFIX) + BERTH_HEX_LEN(TOKEN_BYTES)];
     int tcp_fd, udp_fd, tcp_port, udp_port;
     json_t *probes;
     unsigned lost; /* outcomes that could not be added to @probes (out of memory) */
@@ -62,12 +66,14 @@ static void sleep_ms(long ms)
         ;
 }
 
+/* BERTH_HEX_LEN(@nbytes) random hex digits and a NUL at @out, for a run id or a token. */
 static void random_hex(char *out, size_t nbytes)
 {
-    uint8_t raw[32];
+    uint8_t raw[BERTH_RUN_ID_BYTES > TOKEN_BYTES ? BERTH_RUN_ID_BYTES : TOKEN_BYTES];
     int64_t t = 0; /* stays 0 if the clock cannot be read: then only getrandom() makes ids unique */
     size_t i;
 
+    assert(nbytes <= sizeof(raw));
     if (getrandom(raw, nbytes, 0) != (ssize_t)nbytes)
         memset(raw, 0, sizeof(raw)); /* ids stay well-formed; uniqueness then comes from time below */
     (void)berth_now_ns(CLOCK_MONOTONIC, &t, NULL);
@@ -288,9 +294,9 @@ static int read_outcome(struct run *r, struct outcome *o, bool *ret_terminal, st
 static void fresh_ids(struct run *r)
 {
     r->run_id[0] = 'r';
-    random_hex(r->run_id + 1, 16);
-    snprintf(r->token, sizeof(r->token), "berthq");
-    random_hex(r->token + 6, 12);
+    random_hex(r->run_id + 1, BERTH_RUN_ID_BYTES);
+    snprintf(r->token, sizeof(r->token), "%s", TOKEN_PREFIX);
+    random_hex(r->token + strlen(TOKEN_PREFIX), TOKEN_BYTES);
 }
 
 /* Start one probe job; 0 or -errno with reterr. */
@@ -300,7 +306,7 @@ static int start_probe(struct run *r, const char *name, json_t *argv, int64_t wa
     _cleanup_json_ json_t *job = NULL, *doc = NULL;
     _cleanup_free_ char *text = NULL;
     struct berth_job *parsed = NULL;
-    char deadline[32], id[64];
+    char id[BERTH_JOB_ID_MAX + 1];
     size_t len = 0;
     int64_t now;
     int rc;
@@ -308,7 +314,6 @@ static int start_probe(struct run *r, const char *name, json_t *argv, int64_t wa
     if ((rc = berth_now_ns(CLOCK_REALTIME, &now, reterr)) < 0)
         return rc;
     snprintf(id, sizeof(id), "qualify-%s", name);
-    snprintf(deadline, sizeof(deadline), "%lld", (long long)(now + wall_ns));
     job =
         json_pack("{s:i, s:s, s:s, s:s, s:o, s:{s:i, s:I, s:i, s:I, s:I, s:I, s:i}}", "schema_version", 1, "id", id,
                   "pool", "qualify", "image", "sha256:0000000000000000000000000000000000000000000000000000000000000000",
@@ -320,10 +325,11 @@ static int start_probe(struct run *r, const char *name, json_t *argv, int64_t wa
     if ((rc = berth_job_from_json(job, &parsed, reterr)) < 0)
         return rc;
     berth_job_free(parsed);
-    doc = json_pack("{s:i, s:{s:{s:s, s:s}, s:s}, s:O, s:{s:s, s:{s:{}, s:s, s:i}, s:n, s:s, s:[]}, s:s}",
-                    "schema_version", 1, "receipt", "receipt", "run_id", r->run_id, "deadline", deadline, "signature",
-                    "", "job", job, "effective", "pool_hash", "00", "template", "env", "root", "/", "timeout_seconds",
-                    600, "backend_override", "network_egress_class", "none", "credential_env", "rootfs", r->rootfs);
+    doc = json_pack("{s:i, s:{s:{s:s, s:o}, s:s}, s:O, s:{s:s, s:{s:{}, s:s, s:i}, s:n, s:s, s:[]}, s:s}",
+                    "schema_version", 1, "receipt", "receipt", "run_id", r->run_id, "deadline",
+                    berth_json_ns(now + wall_ns), "signature", "", "job", job, "effective", "pool_hash", "00",
+                    "template", "env", "root", "/", "timeout_seconds", 600, "backend_override", "network_egress_class",
+                    "none", "credential_env", "rootfs", r->rootfs);
     if (!doc)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     if ((rc = berth_json_serialize(doc, 0, &text, &len, reterr)) < 0)
