@@ -40,6 +40,7 @@
 #include "journal.h"
 #include "jobstore.h"
 #include "log.h"
+#include "names.h"
 #include "policy.h"
 #include "sign.h"
 
