@@ -25,7 +25,8 @@
  * @plugins: the loaded runtime plugin of each of @cfg's backends, in the
  *           order of @cfg->backends (borrowed).
  * Return: 0; -EPERM or -ELOOP (state_directory/qualify is unsafe); -ENOMEM;
- * the errno of creating it.
+ * the errno of opening state_directory (-ENOENT, -EACCES, ...) or of
+ * creating state_directory/qualify.
  */
 int berthd_qualify_at_startup(const struct berthd_config *cfg, struct berth_plugin_handle *const *plugins,
                               struct berth_journal *journal, const struct berth_signing_key *key,

@@ -93,9 +93,11 @@ check_tree() {
 
 if [ "${1:-}" = --self-test ]; then
     tmp=$(mktemp -d)
-    trap 'rm -rf "$tmp"' EXIT
+    trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
     mkdir -p "$tmp/src"
     cp -R "$src/src/lib" "$tmp/src/lib"
+    # make distcheck's source tree is read-only, and so is the copy.
+    chmod -R u+w "$tmp/src"
     check_tree "$tmp" || { echo "test-layers: the unchanged tree already fails" >&2; exit 1; }
     printf '#include "registry.h"\n' >>"$tmp/src/lib/basic/buf.c"
     if check_tree "$tmp" 2>"$tmp/err"; then

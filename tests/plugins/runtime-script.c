@@ -23,7 +23,6 @@
  *
  * so tests can prove that no job was started twice.  Configuration:
  *   {"state_directory": "/abs/dir", "egress_classes": ["none", ...],
- *   {"state_directory": "/abs/dir", "egress_classes": ["none", ...],
  *    "runtime": {"path", "version", "sha256"}, "qualification": ANY}
  * (egress_classes optional, default ["none", "loopback"]; runtime optional:
  * reported as capabilities().runtime, so that the backend can be qualified;

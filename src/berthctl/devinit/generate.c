@@ -325,6 +325,8 @@ int devinit_generate(const struct devinit_opts *o, const struct target *t, struc
     int64_t now_ns = bctl_now_ns();
     int r;
 
+    if (now_ns < 0)
+        return berth_error_set(reterr, (int)now_ns, "cannot read the clock");
     if ((r = make_certificates(o, t, now_ns, p, fingerprints, reterr)) < 0)
         return r;
     if ((r = berth_signing_key_generate(&p->receipt, reterr)) < 0 ||

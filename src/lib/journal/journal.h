@@ -142,7 +142,8 @@ struct berth_sql_value {
  * statement prepared on @j's connection, stopping at the first that fails.
  * @what: what the statement is for, the start of the error message.
  *
- * Return: 0; or a negative errno as berth_journal_error() maps the bind's
+ * Return: 0; -EINVAL (a NULL argument, or @n over INT_MAX); or a negative
+ * errno as berth_journal_error() maps the bind's
  * SQLite code (-ENOMEM, otherwise -EIO: a parameter the statement does not
  * have, a text over SQLite's length limit, a statement already running),
  * with @reterr "@what: parameter N: <sqlite message>".  On failure some

@@ -311,8 +311,6 @@ static int start_probe(struct run *r, const char *name, json_t *argv, int64_t wa
     int64_t now;
     int rc;
 
-    if ((rc = berth_now_ns(CLOCK_REALTIME, &now, reterr)) < 0)
-        return rc;
     snprintf(id, sizeof(id), "qualify-%s", name);
     job =
         json_pack("{s:i, s:s, s:s, s:s, s:o, s:{s:i, s:I, s:i, s:I, s:I, s:I, s:i}}", "schema_version", 1, "id", id,
@@ -325,6 +323,9 @@ static int start_probe(struct run *r, const char *name, json_t *argv, int64_t wa
     if ((rc = berth_job_from_json(job, &parsed, reterr)) < 0)
         return rc;
     berth_job_free(parsed);
+    /* After the pack, which took @argv: an early return must not leak it. */
+    if ((rc = berth_now_ns(CLOCK_REALTIME, &now, reterr)) < 0)
+        return rc;
     doc = json_pack("{s:i, s:{s:{s:s, s:o}, s:s}, s:O, s:{s:s, s:{s:{}, s:s, s:i}, s:n, s:s, s:[]}, s:s}",
                     "schema_version", 1, "receipt", "receipt", "run_id", r->run_id, "deadline",
                     berth_json_ns(now + wall_ns), "signature", "", "job", job, "effective", "pool_hash", "00",

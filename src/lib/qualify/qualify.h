@@ -37,7 +37,7 @@
  * struct berth_qualify_backend_params - what berth_qualify_backend() needs.
  * Everything is borrowed for the duration of the call.
  * @broker:     the broker name recorded in the qualification.
- * @backend:    the backend's name (a berth_name_valid() name).
+ * @backend:    the backend's name (a berth_backend_name_valid() name).
  * @plugin:     the backend's runtime plugin, loaded and initialised
  *              (berth_plugin_load() without BERTH_PLUGIN_LOAD_PEEK); its
  *              name, version and file digest go into the record.
@@ -116,7 +116,8 @@ struct berth_qualify_outcome {
  * missing argument); the error of capabilities(); -EBADMSG (capabilities
  * that are not a JSON object or name no runtime.sha256 and isolation);
  * journal errors reading a current qualification; the errors of
- * berth_qualify_probes() (nothing was run or recorded); the errors of
+ * berth_qualify_probes() (nothing was recorded; with -ENOMEM for a lost
+ * outcome the probes did run); the errors of
  * berth_qualification_seal() and berth_qualification_store() (the probes
  * ran but nothing was recorded); -ENOMEM.
  *
