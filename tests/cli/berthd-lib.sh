@@ -125,8 +125,19 @@ wait_state() {
 }
 
 # starts RUN_ID: how many times the scripted runtime really started RUN_ID.
+# A start is the exclusive creation of RUN_ID.job (a later start of the
+# same id finds it and logs "again"), followed by a "start RUN_ID new" line
+# in calls.log; berthd killed between the two leaves the file without the
+# line, which is still one start.  The fence a cancel-before-start writes
+# is not a start.
 starts() {
-    grep -c "^start $1 new\$" "$TMP/script/calls.log" 2>/dev/null || true
+    local n
+    n=$(grep -c "^start $1 new\$" "$TMP/script/calls.log" 2>/dev/null || true)
+    if [ "${n:-0}" = 0 ] && [ -f "$TMP/script/$1.job" ] &&
+        ! grep -q cancelled-before-start "$TMP/script/$1.job"; then
+        n=1
+    fi
+    echo "${n:-0}"
 }
 
 # run_id_of FILE: the run_id member of a receipt in FILE.
