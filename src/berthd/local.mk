@@ -3,8 +3,12 @@
 sbin_PROGRAMS += src/berthd/berthd
 src_berthd_berthd_SOURCES = \
 	src/berthd/main.c \
+	src/berthd/api.c src/berthd/server-internal.h \
+	src/berthd/conn.c src/berthd/conn.h \
 	src/berthd/metrics.c src/berthd/metrics.h \
+	src/berthd/refusals.c src/berthd/refusals.h \
 	src/berthd/server.c src/berthd/server.h \
+	src/berthd/slots.c src/berthd/slots.h \
 	src/berthd/startup-qualify.c src/berthd/startup-qualify.h \
 	src/berthd/tls.c src/berthd/tls.h \
 	src/berthd/worker.c src/berthd/worker.h

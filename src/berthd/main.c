@@ -442,7 +442,7 @@ static int start(struct daemon *d, bool check_only)
                    st.cancelled, st.expired, st.failed);
     }
 
-    if (evthread_use_pthreads() < 0 || !(d->base = event_base_new()) || event_base_priority_init(d->base, 3) < 0)
+    if (evthread_use_pthreads() < 0 || !(d->base = event_base_new()) || event_base_priority_init(d->base, BERTHD_PRIORITIES) < 0)
         return berth_logf(&d->logger, BERTH_LOG_ERR, "cannot create the event loop"), 1;
     if ((r = berthd_server_new(d->base, d->ctx, &d->cfg, d->broker, d->policy, &d->logger, &d->server, &err)) < 0)
         return fail(d, "listen", &err);

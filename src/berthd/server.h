@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * server.h -- berthd's HTTPS front end: libevent evhttp over
- * bufferevent_openssl, one event loop thread.
+ * server.h -- berthd's HTTPS front end: a libevent listener, TLS over
+ * bufferevent_openssl, strict HTTP/1.1 framing (http-framing.h), one event
+ * loop thread.
  *
- * Connections are counted; past http.max_connections a new connection is
- * closed at once and the listener pauses until one closes.  A connection
- * that sends nothing for http.header_timeout_ns is closed (libevent's
- * read timeout); the first request on a connection must be complete within
- * http.request_timeout_ns of the accept (TLS handshake included), each
- * later one within http.idle_timeout_ns of the previous reply (a watchdog
- * timer per connection), so neither a silent nor a trickling client holds
- * a connection for long.  Request headers are bounded by
- * http.max_header_bytes and bodies by http.max_body_bytes (larger: 413).
+ * Admission (slots.h): at most http.max_connections connections, of which
+ * at most http.max_unauthenticated have not yet completed their handshake
+ * and at most http.max_per_source of those come from one address; at most
+ * http.max_per_principal per client certificate.  While http.max_connections
+ * are open the listener pauses and new connections wait in the kernel's
+ * backlog.  A certificate that the host policy does not list is closed right
+ * after the handshake (policy.h, "unlisted_clients").  Every deadline of a
+ * connection is in conn.h; connections closed without being served are
+ * counted and logged as a summary per http.refusal_log_interval_ns
+ * (refusals.h).
  *
  * Every request re-reads the client certificate's fingerprint and checks
  * its validity period; the broker checks the current host policy.  Job
@@ -34,6 +36,9 @@
 #include "policy.h"
 
 struct berthd_server;
+
+/** The event loop's priorities (main.c initialises them): 0 signals, 1 I/O, 2 the submission batch. */
+#define BERTHD_PRIORITIES 3
 
 /**
  * berthd_server_new() - bind the listening socket (address and port of

@@ -31,8 +31,10 @@ static const char *const listen_members[] = {"address", "port", NULL};
 static const char *const tls_members[] = {"certificate", "client_ca", "private_key", NULL};
 static const char *const journal_members[] = {"max_active_jobs", "max_retained_jobs", NULL};
 static const char *const http_members[] = {
-    "header_timeout_ns", "idle_timeout_ns",    "max_body_bytes",      "max_connections",
-    "max_header_bytes",  "request_timeout_ns", "shutdown_timeout_ns", NULL,
+    "handshake_timeout_ns", "header_timeout_ns",  "idle_timeout_ns",   "inactivity_timeout_ns",
+    "max_body_bytes",       "max_connections",    "max_header_bytes",  "max_header_fields",
+    "max_per_principal",    "max_per_source",     "max_unauthenticated", "refusal_log_interval_ns",
+    "request_timeout_ns",   "shutdown_timeout_ns", NULL,
 };
 static const char *const backend_members[] = {"config", "plugin", "qualify_at_startup", "require_qualification",
                                               "sha256", NULL};
@@ -63,10 +65,17 @@ static const struct int_setting int_settings[] = {
     INT_SETTING("http", max_connections, 1, 4096, 64),
     INT_SETTING("http", max_header_bytes, 1024, 65536, 16384),
     INT_SETTING("http", max_body_bytes, 1024, 16 * 1024 * 1024, 1024 * 1024 + 64 * 1024),
+    INT_SETTING("http", max_header_fields, 8, 256, 64),
+    INT_SETTING("http", max_unauthenticated, 1, 4096, 16),
+    INT_SETTING("http", max_per_source, 1, 4096, 4),
+    INT_SETTING("http", max_per_principal, 1, 4096, 16),
+    INT_SETTING("http", handshake_timeout_ns, 10 * NS_PER_MS, 60 * NS_PER_S, 2 * NS_PER_S),
     INT_SETTING("http", header_timeout_ns, 10 * NS_PER_MS, 60 * NS_PER_S, 5 * NS_PER_S),
+    INT_SETTING("http", inactivity_timeout_ns, 10 * NS_PER_MS, 300 * NS_PER_S, 5 * NS_PER_S),
     INT_SETTING("http", request_timeout_ns, 10 * NS_PER_MS, 300 * NS_PER_S, 30 * NS_PER_S),
     INT_SETTING("http", idle_timeout_ns, 10 * NS_PER_MS, 300 * NS_PER_S, 30 * NS_PER_S),
     INT_SETTING("http", shutdown_timeout_ns, 0, 300 * NS_PER_S, 10 * NS_PER_S),
+    INT_SETTING("http", refusal_log_interval_ns, 100 * NS_PER_MS, 3600 * NS_PER_S, 10 * NS_PER_S),
 };
 
 static int64_t *setting_of(struct berthd_config *c, const struct int_setting *s)

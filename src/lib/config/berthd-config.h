@@ -79,8 +79,10 @@ struct berthd_config {
     const char *state_directory, *pools_directory, *plugin_directory;
     const char *probe; /* berth-probe for startup qualification; NULL: the installed one */
     int64_t max_active_jobs, max_retained_jobs;
-    int64_t max_connections, max_header_bytes, max_body_bytes;
-    int64_t header_timeout_ns, request_timeout_ns, idle_timeout_ns, shutdown_timeout_ns;
+    int64_t max_connections, max_header_bytes, max_body_bytes, max_header_fields;
+    int64_t max_unauthenticated, max_per_source, max_per_principal;
+    int64_t handshake_timeout_ns, header_timeout_ns, inactivity_timeout_ns;
+    int64_t request_timeout_ns, idle_timeout_ns, shutdown_timeout_ns, refusal_log_interval_ns;
     int64_t reconcile_interval_ns;
     struct berthd_backend_config backends[BERTH_BERTHD_BACKENDS_MAX];
     size_t n_backends;

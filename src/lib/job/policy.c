@@ -16,7 +16,8 @@
 #include "names.h"
 #include "policy.h"
 
-static const char *const policy_members[] = {"not_after", "not_before", "schema_version", "subjects", NULL};
+static const char *const policy_members[] = {"not_after", "not_before", "schema_version", "subjects", "unlisted_clients",
+                                             NULL};
 static const char *const subject_members[] = {
     "admin", "fingerprints", "images", "limits", "not_after", "not_before", "pools", "principal", "scope", NULL,
 };
@@ -100,6 +101,7 @@ int berth_policy_parse(const char *json, size_t len, struct berth_policy **ret, 
     _cleanup_json_ json_t *doc = NULL, *seen_fp = json_object(), *seen_id = json_object();
     struct berth_policy *p;
     const json_t *subjects;
+    const char *unlisted = NULL;
     int64_t version = 0;
     size_t i, k;
     int r;
@@ -118,9 +120,16 @@ int berth_policy_parse(const char *json, size_t len, struct berth_policy **ret, 
     if ((r = berth_json_only_members(p->doc, "policy", policy_members, reterr)) < 0 ||
         (r = berth_json_int_member(p->doc, "policy", "schema_version", true, 1, 1, &version, reterr)) < 0 ||
         (r = berth_json_ns_member(p->doc, "policy", "not_before", &p->not_before, reterr)) < 0 ||
-        (r = berth_json_ns_member(p->doc, "policy", "not_after", &p->not_after, reterr)) < 0)
+        (r = berth_json_ns_member(p->doc, "policy", "not_after", &p->not_after, reterr)) < 0 ||
+        (r = berth_json_string_member(p->doc, "policy", "unlisted_clients", false, &unlisted, reterr)) < 0)
         goto fail;
     r = -EBADMSG;
+    if (unlisted && streq(unlisted, "health")) {
+        p->unlisted_health = true;
+    } else if (unlisted && !streq(unlisted, "refuse")) {
+        berth_error_set(reterr, r, "policy.unlisted_clients must be \"refuse\" or \"health\"");
+        goto fail;
+    }
     if (p->not_before > p->not_after) {
         berth_error_set(reterr, r, "policy.not_before is after policy.not_after");
         goto fail;
@@ -218,6 +227,16 @@ const struct berth_subject *berth_policy_subject(const struct berth_policy *p, c
     if (ret_why)
         *ret_why = "the client certificate is not in the host policy";
     return NULL;
+}
+
+bool berth_policy_lists(const struct berth_policy *p, const char *fingerprint)
+{
+    size_t i;
+
+    for (i = 0; p && fingerprint && i < p->n_subjects; i++)
+        if (list_has(p->subjects[i].fingerprints, fingerprint))
+            return true;
+    return false;
 }
 
 bool berth_subject_allows_pool(const struct berth_subject *s, const char *pool)

@@ -16,13 +16,19 @@
  *       "images": ["sha256:..."],                       0..256 manifest digests
  *       "limits": {the seven job limits},               the ceiling
  *       "not_before": "<ns>", "not_after": "<ns>",      inside the file's interval
- *       "admin": false}]}                               optional: audit export,
+ *       "admin": false}],                               optional: audit export,
  *                                                       pool registration
+ *    "unlisted_clients": "refuse"}                      optional: "refuse" (the
+ *                                                       default) or "health"
  *
  * A fingerprint is the lowercase hex SHA-256 of a client certificate's leaf
  * DER.  Each (principal, scope) pair appears once.  Identity comes only from
  * the fingerprint of the verified certificate; nothing in a request chooses
- * it.
+ * it.  A verified certificate whose fingerprint no subject lists is an
+ * unlisted client: berthd closes its connection right after the TLS
+ * handshake, or with "unlisted_clients": "health" serves it /v1/health and
+ * nothing else (for load balancers and monitors that hold a CA-signed
+ * certificate but no grant).
  *
  * A struct berth_policy_source re-reads the file whenever its device,
  * inode, size or modification time change (publish updates by atomic
@@ -62,10 +68,14 @@ struct berth_subject {
     bool admin;
 };
 
-/** struct berth_policy - a parsed policy document. */
+/**
+ * struct berth_policy - a parsed policy document.
+ * @unlisted_health: "unlisted_clients" is "health".
+ */
 struct berth_policy {
     json_t *doc;
     int64_t not_before, not_after;
+    bool unlisted_health;
     struct berth_subject *subjects;
     size_t n_subjects;
 };
@@ -78,6 +88,14 @@ int berth_policy_parse(const char *json, size_t len, struct berth_policy **ret, 
 
 /** berth_policy_free() - release; accepts NULL. */
 void berth_policy_free(struct berth_policy *p);
+
+/**
+ * berth_policy_lists() - whether a subject of @p lists @fingerprint (64
+ * lowercase hex), whatever the validity periods; for the front door, which
+ * closes connections of certificates the policy does not know.
+ * Return: false for a NULL @p or @fingerprint.
+ */
+bool berth_policy_lists(const struct berth_policy *p, const char *fingerprint);
 
 /**
  * berth_policy_subject() - the subject whose fingerprints include @fingerprint

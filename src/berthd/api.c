@@ -1,0 +1,554 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * api.c -- berthd's HTTP API: the route table, its handlers, replies, and
+ * the submission batch (group commit); see server.h.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "buf.h"
+#include "canon.h"
+#include "clock.h"
+#include "enrol.h"
+#include "job.h"
+#include "macro.h"
+#include "pool.h"
+#include "server-internal.h"
+#include "tls.h"
+
+#define BATCH_MAX 256   /* submissions per journal commit */
+#define AUDIT_PAGE 1000 /* audit events per reply */
+
+/* Seconds since @start (CLOCK_MONOTONIC ns), for logs and metrics only: 0
+ * when either reading failed. */
+static double elapsed(int64_t start)
+{
+    int64_t now;
+
+    if (start < 0 || berth_now_ns(CLOCK_MONOTONIC, &now, NULL) < 0 || now < start)
+        return 0;
+    return (double)(now - start) / 1e9;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Replies                                                                   */
+
+/* Send @reply on @cl: its JSON, or for a successful reply with text, the
+ * text as @text_type.  @close: the connection closes after it. */
+static void send_reply_as(struct berthd_server *srv, struct client *cl, const char *method, struct berth_reply *reply,
+                          int64_t start, bool submission, const char *path, const char *text_type, bool close)
+{
+    _cleanup_free_ char *text = NULL;
+    const char *type = "application/json";
+    const char *body;
+    size_t len = 0;
+    double secs;
+
+    if (reply->text && !reply->error) {
+        body = reply->text;
+        len = reply->text_len;
+        type = text_type;
+    } else {
+        json_t *doc = berth_reply_json(reply);
+        if (!doc || berth_json_serialize(doc, 0, &text, &len, NULL) < 0) {
+            reply->status = 500;
+            free(text);
+            text = strdup("{\"error\":\"internal\",\"message\":\"the reply could not be encoded\"}");
+            len = text ? strlen(text) : 0;
+        }
+        json_decref(doc);
+        /* The JSON and its newline, in one piece. */
+        if (text) {
+            char *t = realloc(text, len + 2);
+            if (t) {
+                t[len++] = '\n';
+                t[len] = '\0';
+                text = t;
+            }
+        }
+        body = text ? text : "";
+    }
+    berthd_conn_reply(cl->conn, reply->status, type, body, len, close || srv->shutting_down);
+    secs = elapsed(start);
+    berthd_metrics_count_reply(&srv->metrics, reply->status, reply->error, secs, submission);
+    berth_logf(srv->logger, reply->status >= 500 ? BERTH_LOG_WARNING : BERTH_LOG_INFO, "%s %s %s %d %s%s%.1f ms",
+               reply->principal[0] ? reply->principal : "-", method, path, reply->status,
+               reply->error ? reply->error : "", reply->error ? " " : "", secs * 1000);
+}
+
+static void send_reply(struct berthd_server *srv, struct client *cl, const char *method, struct berth_reply *reply,
+                       int64_t start, bool submission, const char *path)
+{
+    send_reply_as(srv, cl, method, reply, start, submission, path, "application/x-ndjson", false);
+}
+
+static void reply_error(struct berthd_server *srv, struct client *cl, const char *method, int64_t start, int status,
+                        const char *code, const char *message, const char *path, bool close)
+{
+    struct berth_reply r = {0};
+
+    r.status = status;
+    r.error = code;
+    snprintf(r.message, sizeof(r.message), "%s", message);
+    send_reply_as(srv, cl, method, &r, start, false, path, "application/x-ndjson", close);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Submissions: queued, then committed together                              */
+
+void berthd_api_batch(evutil_socket_t fd, short what, void *arg)
+{
+    struct berthd_server *srv = arg;
+    struct berth_submission *v;
+    struct pending *p;
+    size_t n = srv->n_pending < BATCH_MAX ? srv->n_pending : BATCH_MAX, i, k = 0;
+    int64_t t0;
+
+    (void)fd, (void)what;
+    if (n == 0)
+        return;
+    v = calloc(n, sizeof(*v));
+    if (!v) {
+        event_active(srv->batch_ev, EV_TIMEOUT, 0); /* try again on the next turn */
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        p = &srv->pending[i];
+        if (!p->client)
+            continue; /* the client went away before it was recorded: nothing is recorded */
+        v[k].fingerprint = p->fingerprint;
+        v[k].body = p->body;
+        v[k].len = p->len;
+        k++;
+    }
+    if (berth_now_ns(CLOCK_MONOTONIC, &t0, NULL) < 0)
+        t0 = -1; /* observed as 0 s */
+    if (k > 0) {
+        /* Each submission's reply says how it went, failures included. */
+        (void)berth_broker_submit_batch(srv->broker, v, k);
+        berthd_histogram_observe(&srv->metrics.commit_seconds, elapsed(t0));
+        berthd_histogram_observe(&srv->metrics.batch_size, (double)k);
+    }
+    for (i = 0, k = 0; i < n; i++) {
+        p = &srv->pending[i];
+        if (p->client) {
+            send_reply(srv, p->client, p->method, &v[k].reply, p->start, true, p->path);
+            berth_reply_clear(&v[k].reply);
+            k++;
+        }
+        free(p->body);
+    }
+    free(v);
+    memmove(srv->pending, srv->pending + n, (srv->n_pending - n) * sizeof(*srv->pending));
+    srv->n_pending -= n;
+    if (srv->n_pending)
+        event_active(srv->batch_ev, EV_TIMEOUT, 0);
+}
+
+void berthd_api_forget(struct berthd_server *srv, struct client *cl)
+{
+    size_t i;
+
+    for (i = 0; i < srv->n_pending; i++)
+        if (srv->pending[i].client == cl)
+            srv->pending[i].client = NULL;
+}
+
+struct request;
+static void queue_submission(struct request *rq);
+
+static bool parse_after(const char *query, uint64_t *ret)
+{
+    struct evkeyvalq q = {0};
+    const char *v;
+    char *end = NULL;
+    bool ok = true;
+
+    *ret = 0;
+    if (!query)
+        return true;
+    if (evhttp_parse_query_str(query, &q) != 0)
+        return false;
+    v = evhttp_find_header(&q, "after");
+    if (v) {
+        errno = 0;
+        if (*v < '0' || *v > '9')
+            ok = false;
+        else
+            *ret = strtoull(v, &end, 10);
+        /* Sequence numbers are SQLite integers: nothing above INT64_MAX. */
+        if (errno || (end && *end) || *ret > INT64_MAX)
+            ok = false;
+    }
+    evhttp_clear_headers(&q);
+    return ok;
+}
+
+/* @path as a log shows it: bytes outside printable ASCII, and '%', as %XX
+ * (the URI's own escape), so a line can neither break nor be spoofed; a path
+ * too long for @size is shown as "(long path)". */
+static void shown_path(const char *path, char *shown, size_t size)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t i, o = 0;
+
+    snprintf(shown, size, "-");
+    if (!path)
+        return;
+    for (i = 0; path[i]; i++) {
+        unsigned char ch = (unsigned char)path[i];
+        bool esc = ch <= ' ' || ch >= 0x7f || ch == '%';
+        if (o + (esc ? 3 : 1) >= size) {
+            snprintf(shown, size, "(long path)");
+            return;
+        }
+        if (esc) {
+            shown[o++] = '%';
+            shown[o++] = hex[ch >> 4];
+            shown[o++] = hex[ch & 15];
+        } else {
+            shown[o++] = (char)ch;
+        }
+    }
+    shown[o] = '\0';
+}
+
+/* One request on its way through the route table. */
+struct request {
+    struct berthd_server *srv;
+    struct client *cl;
+    const struct berthd_conn_request *in;
+    const char *query; /* after the '?', or NULL */
+    const char *fp;    /* the client certificate's fingerprint */
+    const char *param; /* the {job} or {pool} segment of the path */
+    const char *shown; /* the path as logs show it */
+    int64_t start;     /* CLOCK_MONOTONIC ns, -1 if unreadable */
+};
+
+/* A route's handler fills @r, which is then sent; it returns false instead
+ * when it has taken the reply over (a submission waits for its batch). */
+typedef bool route_handler(struct request *rq, struct berth_reply *r);
+
+/*
+ * struct route - one entry of the route table.
+ * @method:    the one method served.
+ * @pattern:   the path, where "{job}" stands for one segment that is a job
+ *             id (job.h) and "{pool}" for one that is a pool name (pool.h).
+ * @handler:   what answers.
+ * @admin:     NULL, or: only a certificate with an admin grant is served,
+ *             and this is the message of the refusal.
+ * @text_type: the Content-Type of a reply with text (default NDJSON).
+ * @hidden:    another method on this path answers 404, not 405.
+ */
+struct route {
+    enum berthd_http_method method;
+    const char *pattern;
+    route_handler *handler;
+    const char *admin;
+    const char *text_type;
+    bool hidden;
+};
+
+static bool submit_handler(struct request *rq, struct berth_reply *r)
+{
+    (void)r;
+    queue_submission(rq);
+    return false;
+}
+
+static bool inspect_handler(struct request *rq, struct berth_reply *r)
+{
+    berth_broker_inspect(rq->srv->broker, rq->fp, rq->param, r);
+    return true;
+}
+
+static bool result_handler(struct request *rq, struct berth_reply *r)
+{
+    berth_broker_result(rq->srv->broker, rq->fp, rq->param, r);
+    return true;
+}
+
+static bool cancel_handler(struct request *rq, struct berth_reply *r)
+{
+    berth_broker_cancel(rq->srv->broker, rq->fp, rq->param, r);
+    return true;
+}
+
+static bool capabilities_handler(struct request *rq, struct berth_reply *r)
+{
+    berth_broker_capabilities(rq->srv->broker, rq->fp, r);
+    return true;
+}
+
+static bool pool_list_handler(struct request *rq, struct berth_reply *r)
+{
+    berth_broker_pool_list(rq->srv->broker, rq->fp, r);
+    return true;
+}
+
+static bool pool_register_handler(struct request *rq, struct berth_reply *r)
+{
+    berth_broker_pool_register(rq->srv->broker, rq->fp, rq->in->body, rq->in->body_len, r);
+    return true;
+}
+
+static bool pool_show_handler(struct request *rq, struct berth_reply *r)
+{
+    berth_broker_pool_show(rq->srv->broker, rq->fp, rq->param, r);
+    return true;
+}
+
+static bool audit_handler(struct request *rq, struct berth_reply *r)
+{
+    uint64_t after;
+
+    if (!parse_after(rq->query, &after)) {
+        r->status = 400;
+        r->error = "malformed";
+        snprintf(r->message, sizeof(r->message), "after must be a decimal event sequence number");
+        return true;
+    }
+    berth_broker_audit(rq->srv->broker, rq->fp, after, AUDIT_PAGE, r);
+    return true;
+}
+
+static bool health_handler(struct request *rq, struct berth_reply *r)
+{
+    (void)rq;
+    r->status = 200;
+    r->body = json_pack("{s:s}", "status", "ok");
+    return true;
+}
+
+static bool metrics_handler(struct request *rq, struct berth_reply *r)
+{
+    struct berthd_server *srv = rq->srv;
+    struct berth_buf out = BERTH_BUF_INIT(0);
+    int64_t jobs[BERTH_JOB_STATE_COUNT];
+
+    if (berth_broker_job_counts(srv->broker, jobs, NULL) < 0 ||
+        berthd_metrics_render(&srv->metrics, jobs, berth_policy_reloads(srv->policy), (unsigned)srv->slots.total, &out) < 0 ||
+        berthd_refusals_render(&srv->refusals, srv->slots.unauthenticated, &out) < 0) {
+        berth_buf_free(&out);
+        r->status = 503;
+        r->error = "journal";
+        snprintf(r->message, sizeof(r->message), "the metrics could not be read");
+        return true;
+    }
+    r->text = berth_buf_steal(&out, &r->text_len);
+    r->status = r->text ? 200 : 500;
+    return true;
+}
+
+/* The API.  A path that matches an entry but not its method answers 405
+ * (unless the entry is hidden), a path that matches none 404. */
+static const struct route routes[] = {
+    {BERTHD_HTTP_POST, "/v1/jobs", submit_handler, .hidden = true},
+    {BERTHD_HTTP_GET, "/v1/jobs/{job}", inspect_handler},
+    {BERTHD_HTTP_GET, "/v1/jobs/{job}/result", result_handler},
+    {BERTHD_HTTP_POST, "/v1/jobs/{job}/cancel", cancel_handler},
+    {BERTHD_HTTP_GET, "/v1/capabilities", capabilities_handler},
+    {BERTHD_HTTP_GET, "/v1/pools", pool_list_handler},
+    {BERTHD_HTTP_POST, "/v1/pools", pool_register_handler},
+    {BERTHD_HTTP_GET, "/v1/pools/{pool}", pool_show_handler},
+    {BERTHD_HTTP_GET, "/v1/audit", audit_handler},
+    {BERTHD_HTTP_GET, "/v1/health", health_handler},
+    {BERTHD_HTTP_GET, "/metrics", metrics_handler, .admin = "metrics need an admin grant",
+     .text_type = "text/plain; version=0.0.4"},
+};
+
+/* Whether @value is a valid {@kind} (@len bytes: "job" or "pool"). */
+static bool param_valid(const char *kind, size_t len, const char *value)
+{
+    if (len == strlen("job") && strncmp(kind, "job", len) == 0)
+        return berth_job_id_valid(value);
+    if (len == strlen("pool") && strncmp(kind, "pool", len) == 0)
+        return berth_pool_name_valid(value);
+    return false;
+}
+
+/* Whether @path is @pattern; a "{job}" or "{pool}" segment is copied into
+ * @param (@size bytes), and must fit and be valid. */
+static bool route_match(const char *pattern, const char *path, char *param, size_t size)
+{
+    while (*pattern) {
+        if (*pattern == '{') {
+            const char *kind = pattern + 1, *close = strchr(kind, '}');
+            size_t len = strcspn(path, "/");
+
+            if (!close || len >= size)
+                return false;
+            memcpy(param, path, len);
+            param[len] = '\0';
+            if (!param_valid(kind, (size_t)(close - kind), param))
+                return false;
+            pattern = close + 1;
+            path += len;
+        } else if (*pattern++ != *path++) {
+            return false;
+        }
+    }
+    return *path == '\0';
+}
+
+/* The route for @method and @path, or NULL with *@ret_status 404 or 405. */
+static const struct route *route_find(enum berthd_http_method method, const char *path, char *param, size_t size,
+                                      int *ret_status)
+{
+    size_t i;
+
+    *ret_status = 404;
+    for (i = 0; i < ELEMENTSOF(routes); i++) {
+        if (!route_match(routes[i].pattern, path, param, size))
+            continue;
+        if (routes[i].method == method)
+            return &routes[i];
+        if (!routes[i].hidden)
+            *ret_status = 405;
+    }
+    return NULL;
+}
+
+/* For a route with an admin message: whether the caller has an admin grant;
+ * when not, @r holds the refusal. */
+static bool admin_granted(struct request *rq, const struct route *rt, struct berth_reply *r)
+{
+    bool admin;
+
+    berth_broker_capabilities(rq->srv->broker, rq->fp, r);
+    if (r->status != 200)
+        return false;
+    admin = json_is_true(json_object_get(r->body, "admin"));
+    json_decref(r->body);
+    r->body = NULL;
+    if (!admin) {
+        r->status = 403;
+        r->error = "denied";
+        snprintf(r->message, sizeof(r->message), "%s", rt->admin);
+    }
+    return admin;
+}
+
+
+/* ------------------------------------------------------------------------ */
+/* Dispatch                                                                  */
+
+static void queue_submission(struct request *rq)
+{
+    struct berthd_server *srv = rq->srv;
+    const char *method = rq->in->head->method_name;
+    struct pending *p;
+
+    if (srv->n_pending == srv->cap_pending) {
+        size_t cap = srv->cap_pending ? srv->cap_pending * 2 : 64;
+        struct pending *np = reallocarray(srv->pending, cap, sizeof(*np));
+        if (!np) {
+            reply_error(srv, rq->cl, method, rq->start, 503, "busy", "out of memory; retry later", rq->shown, false);
+            return;
+        }
+        srv->pending = np;
+        srv->cap_pending = cap;
+    }
+    p = &srv->pending[srv->n_pending];
+    memset(p, 0, sizeof(*p));
+    p->body = malloc(rq->in->body_len + 1);
+    if (!p->body) {
+        reply_error(srv, rq->cl, method, rq->start, 503, "busy", "out of memory; retry later", rq->shown, false);
+        return;
+    }
+    memcpy(p->body, rq->in->body, rq->in->body_len);
+    p->body[rq->in->body_len] = '\0';
+    p->len = rq->in->body_len;
+    p->client = rq->cl;
+    p->start = rq->start;
+    snprintf(p->fingerprint, sizeof(p->fingerprint), "%s", rq->fp);
+    snprintf(p->path, sizeof(p->path), "%s", rq->shown);
+    snprintf(p->method, sizeof(p->method), "%s", method);
+    srv->n_pending++;
+    if (srv->n_pending == 1)
+        event_active(srv->batch_ev, EV_TIMEOUT, 0);
+}
+
+void berthd_api_refused(struct berthd_conn *conn, const struct berthd_http_refusal *why, void *arg)
+{
+    struct client *cl = arg;
+    int64_t start;
+
+    (void)conn;
+    if (berth_now_ns(CLOCK_MONOTONIC, &start, NULL) < 0)
+        start = -1;
+    reply_error(cl->srv, cl, "-", start, why->status, why->code, why->message, "-", true);
+}
+
+void berthd_api_request(struct berthd_conn *conn, const struct berthd_conn_request *in, void *arg)
+{
+    struct client *cl = arg;
+    struct berthd_server *srv = cl->srv;
+    const char *method = in->head->method_name;
+    _cleanup_free_ char *path = NULL;
+    struct berth_reply r = {0};
+    char fp[BERTH_FINGERPRINT_LEN + 1], param[BERTH_JOB_ID_MAX + 1], shown[64];
+    const struct route *rt;
+    struct request rq = {.srv = srv, .cl = cl, .in = in, .fp = fp, .param = param, .shown = shown, .start = in->start};
+    const char *q;
+    bool valid = false;
+    int status;
+
+    (void)conn;
+    /* Logs name the route, never a query string. */
+    q = strchr(in->head->target, '?');
+    path = strndup(in->head->target, q ? (size_t)(q - in->head->target) : strlen(in->head->target));
+    rq.query = q ? q + 1 : NULL;
+    shown_path(path, shown, sizeof(shown));
+    if (!path) {
+        reply_error(srv, cl, method, rq.start, 503, "busy", "out of memory; retry later", "-", true);
+        return;
+    }
+    if (srv->shutting_down) {
+        reply_error(srv, cl, method, rq.start, 503, "shutting_down", "berthd is shutting down; retry", shown, true);
+        return;
+    }
+    /* Only GET and POST are routed; anything else closes the connection,
+     * so that no body it may have is read as a next request. */
+    if (in->head->method == BERTHD_HTTP_OTHER) {
+        reply_error(srv, cl, method, rq.start, 501, "not_implemented", "berthd serves only GET and POST", shown,
+                    true);
+        return;
+    }
+    if (berthd_tls_peer(berthd_conn_ssl(cl->conn), fp, &valid) < 0) {
+        reply_error(srv, cl, method, rq.start, 403, "denied", "no verified client certificate", shown, true);
+        return;
+    }
+    if (!valid) {
+        reply_error(srv, cl, method, rq.start, 403, "denied", "the client certificate is outside its validity period",
+                    shown, false);
+        return;
+    }
+    if (cl->health_only && (in->head->method != BERTHD_HTTP_GET || strcmp(path, "/v1/health") != 0)) {
+        reply_error(srv, cl, method, rq.start, 403, "denied",
+                    "the client certificate is not in the host policy: only /v1/health is served", shown, true);
+        return;
+    }
+    rt = route_find(in->head->method, path, param, sizeof(param), &status);
+    if (!rt) {
+        if (status == 405)
+            reply_error(srv, cl, method, rq.start, 405, "method_not_allowed", "that method is not allowed here", shown,
+                        false);
+        else
+            reply_error(srv, cl, method, rq.start, 404, "not_found", "no such resource", shown, false);
+        return;
+    }
+    if ((!rt->admin || admin_granted(&rq, rt, &r)) && !rt->handler(&rq, &r))
+        return; /* the handler replies */
+    send_reply_as(srv, cl, method, &r, rq.start, false, shown, rt->text_type ? rt->text_type : "application/x-ndjson",
+                  false);
+    berth_reply_clear(&r);
+}
