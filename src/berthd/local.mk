@@ -27,3 +27,11 @@ TESTS += \
 endif
 EXTRA_DIST += tests/cli/test-berthd.sh tests/cli/test-berthd-config.sh tests/cli/test-berthd-crash.sh \
 	tests/cli/test-berthd-hostile.sh
+
+if ENABLE_TESTS
+# berthd's own modules, unit-tested outside the daemon.
+check_PROGRAMS += tests/unit/test-slots
+TESTS += tests/unit/test-slots
+tests_unit_test_slots_SOURCES = tests/unit/test-slots.c src/berthd/slots.c src/berthd/slots.h
+tests_unit_test_slots_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/src/berthd
+endif

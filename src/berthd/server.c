@@ -97,7 +97,7 @@ static void accept_cb(struct evconnlistener *listener, evutil_socket_t fd, struc
     }
     berthd_slot_source(sa, (socklen_t)socklen, source);
     victim = berthd_slots_victim(&srv->slots, source, (size_t)srv->cfg->max_per_source,
-                                 (size_t)srv->cfg->max_unauthenticated);
+                                 (size_t)berthd_config_unauthenticated_share(srv->cfg));
     if (victim) {
         /* A slot is a client's first member. */
         struct client *old = (struct client *)(void *)victim;

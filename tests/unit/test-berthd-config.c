@@ -64,6 +64,13 @@ static void same_settings(const struct berthd_config *a, const struct berthd_con
     ck_assert_int_eq(a->idle_timeout_ns, b->idle_timeout_ns);
     ck_assert_int_eq(a->shutdown_timeout_ns, b->shutdown_timeout_ns);
     ck_assert_int_eq(a->reconcile_interval_ns, b->reconcile_interval_ns);
+    ck_assert_int_eq(a->max_header_fields, b->max_header_fields);
+    ck_assert_int_eq(a->max_unauthenticated, b->max_unauthenticated);
+    ck_assert_int_eq(a->max_per_source, b->max_per_source);
+    ck_assert_int_eq(a->max_per_principal, b->max_per_principal);
+    ck_assert_int_eq(a->handshake_timeout_ns, b->handshake_timeout_ns);
+    ck_assert_int_eq(a->inactivity_timeout_ns, b->inactivity_timeout_ns);
+    ck_assert_int_eq(a->refusal_log_interval_ns, b->refusal_log_interval_ns);
 }
 
 START_TEST(defaults)
@@ -78,6 +85,14 @@ START_TEST(defaults)
     ck_assert_int_eq(d.max_connections, 64);
     ck_assert_int_eq(d.max_body_bytes, 1024 * 1024 + 64 * 1024);
     ck_assert_int_eq(d.reconcile_interval_ns, 250000000);
+    ck_assert_int_eq(d.handshake_timeout_ns, 2000000000);
+    ck_assert_int_eq(d.header_timeout_ns, 5000000000);
+    ck_assert_int_eq(d.inactivity_timeout_ns, 5000000000);
+    ck_assert_int_eq(d.max_unauthenticated, 16);
+    ck_assert_int_eq(d.max_per_source, 4);
+    ck_assert_int_eq(d.max_per_principal, 16);
+    ck_assert_int_eq(d.max_header_fields, 64);
+    ck_assert_int_eq(d.refusal_log_interval_ns, 10000000000);
     ck_assert_str_eq(c.plugin_directory, PLUGINDIR);
     ck_assert_ptr_null(c.pools_directory);
     ck_assert_ptr_null(d.plugin_directory);
@@ -87,6 +102,26 @@ START_TEST(defaults)
     berthd_config_clear(&c);
     ck_assert_ptr_null(c.doc);
     berthd_config_clear(NULL);
+}
+END_TEST
+
+/* The unauthenticated share is never more than half the slots. */
+START_TEST(unauthenticated_share)
+{
+    struct berthd_config c;
+
+    berthd_config_defaults(&c);
+    ck_assert_int_eq(berthd_config_unauthenticated_share(&c), 16);
+    c.max_connections = 8;
+    ck_assert_int_eq(berthd_config_unauthenticated_share(&c), 4);
+    c.max_connections = 1;
+    ck_assert_int_eq(berthd_config_unauthenticated_share(&c), 1);
+    c.max_connections = 4096;
+    c.max_unauthenticated = 100;
+    ck_assert_int_eq(berthd_config_unauthenticated_share(&c), 100);
+    refused(DOC(",\"http\":{\"handshake_timeout_ns\":1}"), "config.http.handshake_timeout_ns is 1, outside");
+    refused(DOC(",\"http\":{\"max_header_fields\":1000}"), "config.http.max_header_fields is 1000, outside 8..256");
+    refused(DOC(",\"http\":{\"max_per_source\":0}"), "config.http.max_per_source is 0, outside 1..4096");
 }
 END_TEST
 
@@ -242,6 +277,7 @@ static Suite *make_suite(void)
 
     tcase_add_test(tc, defaults);
     tcase_add_test(tc, refusals);
+    tcase_add_test(tc, unauthenticated_share);
     tcase_add_test(tc, write_defaults);
     tcase_add_test(tc, write_settings);
     return s;

@@ -75,6 +75,37 @@ START_TEST(lookup)
 }
 END_TEST
 
+/* Which certificates the front door knows, and what it does with the others. */
+START_TEST(unlisted_clients)
+{
+    struct berth_policy *p = parse_ok(POLICY(SUBJECT("alice", FP_A, "")));
+
+    ck_assert(berth_policy_lists(p, FP_A));
+    ck_assert(!berth_policy_lists(p, FP_B));
+    ck_assert(!berth_policy_lists(NULL, FP_A));
+    ck_assert(!berth_policy_lists(p, NULL));
+    ck_assert(!p->unlisted_health); /* refused by default */
+    /* Listed whatever the validity period: an expired grant is the broker's 403 to explain. */
+    ck_assert_ptr_null(berth_policy_subject(p, FP_A, 9000, NULL));
+    ck_assert(berth_policy_lists(p, FP_A));
+    berth_policy_free(p);
+    p = parse_ok("{\"schema_version\":1,\"not_before\":\"1000\",\"not_after\":\"5000\",\"subjects\":[],"
+                 "\"unlisted_clients\":\"health\"}");
+    ck_assert(p->unlisted_health);
+    berth_policy_free(p);
+    p = parse_ok("{\"schema_version\":1,\"not_before\":\"1000\",\"not_after\":\"5000\",\"subjects\":[],"
+                 "\"unlisted_clients\":\"refuse\"}");
+    ck_assert(!p->unlisted_health);
+    berth_policy_free(p);
+    refused("{\"schema_version\":1,\"not_before\":\"1000\",\"not_after\":\"5000\",\"subjects\":[],"
+            "\"unlisted_clients\":\"all\"}",
+            "policy.unlisted_clients must be \"refuse\" or \"health\"");
+    refused("{\"schema_version\":1,\"not_before\":\"1000\",\"not_after\":\"5000\",\"subjects\":[],"
+            "\"unlisted_clients\":true}",
+            "unlisted_clients");
+}
+END_TEST
+
 START_TEST(names)
 {
     /* The principal rule (berth_principal_valid()), at its bounds, and pool names. */
@@ -208,6 +239,7 @@ static Suite *make_suite(void)
 
     tcase_add_test(tc, lookup);
     tcase_add_test(tc, names);
+    tcase_add_test(tc, unlisted_clients);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, watched_file);
     tcase_add_test(tc, source_arguments);

@@ -111,6 +111,13 @@ static int parse_settings(const json_t *o, const char *section, struct berthd_co
     return 0;
 }
 
+int64_t berthd_config_unauthenticated_share(const struct berthd_config *c)
+{
+    int64_t half = c->max_connections / 2 > 0 ? c->max_connections / 2 : 1;
+
+    return c->max_unauthenticated < half ? c->max_unauthenticated : half;
+}
+
 void berthd_config_defaults(struct berthd_config *c)
 {
     size_t i;

@@ -100,6 +100,14 @@ struct berthd_config {
 void berthd_config_defaults(struct berthd_config *c);
 
 /**
+ * berthd_config_unauthenticated_share() - how many connections may be
+ * unauthenticated at once: http.max_unauthenticated, but never more than
+ * half of http.max_connections (at least 1), so that authenticated clients
+ * always have slots.
+ */
+int64_t berthd_config_unauthenticated_share(const struct berthd_config *c);
+
+/**
  * berthd_config_parse() - parse and check @len bytes of berthd.json.
  * @text:              the document (need not be NUL-terminated).
  * @default_plugindir: plugin_directory when the document names none
