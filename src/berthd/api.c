@@ -49,8 +49,12 @@ static void send_reply_as(struct berthd_server *srv, struct client *cl, const ch
     _cleanup_free_ char *text = NULL;
     const char *type = "application/json";
     const char *body;
+    char shown_method[16];
     size_t len = 0;
     double secs;
+
+    /* @method may be the request's own, which the reply releases. */
+    snprintf(shown_method, sizeof(shown_method), "%s", method);
 
     if (reply->text && !reply->error) {
         body = reply->text;
@@ -80,7 +84,7 @@ static void send_reply_as(struct berthd_server *srv, struct client *cl, const ch
     secs = elapsed(start);
     berthd_metrics_count_reply(&srv->metrics, reply->status, reply->error, secs, submission);
     berth_logf(srv->logger, reply->status >= 500 ? BERTH_LOG_WARNING : BERTH_LOG_INFO, "%s %s %s %d %s%s%.1f ms",
-               reply->principal[0] ? reply->principal : "-", method, path, reply->status,
+               reply->principal[0] ? reply->principal : "-", shown_method, path, reply->status,
                reply->error ? reply->error : "", reply->error ? " " : "", secs * 1000);
 }
 
@@ -477,6 +481,19 @@ static void queue_submission(struct request *rq)
         event_active(srv->batch_ev, EV_TIMEOUT, 0);
 }
 
+/* Whether @name is a method RFC 9110 section 9 defines (PATCH: RFC 5789),
+ * other than CONNECT: a tunnel is something berthd does not implement (501). */
+static bool known_method(const char *name)
+{
+    static const char *const known[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "TRACE", "PATCH"};
+    size_t i;
+
+    for (i = 0; i < ELEMENTSOF(known); i++)
+        if (streq(name, known[i]))
+            return true;
+    return false;
+}
+
 void berthd_api_refused(struct berthd_conn *conn, const struct berthd_http_refusal *why, void *arg)
 {
     struct client *cl = arg;
@@ -516,11 +533,18 @@ void berthd_api_request(struct berthd_conn *conn, const struct berthd_conn_reque
         reply_error(srv, cl, method, rq.start, 503, "shutting_down", "berthd is shutting down; retry", shown, true);
         return;
     }
-    /* Only GET and POST are routed; anything else closes the connection,
-     * so that no body it may have is read as a next request. */
+    /* Only GET and POST are routed.  Another method of RFC 9110 gets 405 on
+     * a route (404 elsewhere), one berthd does not know 501; either closes
+     * the connection, so that no body it may have is read as a request. */
     if (in->head->method == BERTHD_HTTP_OTHER) {
-        reply_error(srv, cl, method, rq.start, 501, "not_implemented", "berthd serves only GET and POST", shown,
-                    true);
+        if (!known_method(method))
+            reply_error(srv, cl, method, rq.start, 501, "not_implemented", "berthd serves only GET and POST", shown,
+                        true);
+        else if (route_find(in->head->method, path, param, sizeof(param), &status), status == 405)
+            reply_error(srv, cl, method, rq.start, 405, "method_not_allowed", "that method is not allowed here",
+                        shown, true);
+        else
+            reply_error(srv, cl, method, rq.start, 404, "not_found", "no such resource", shown, true);
         return;
     }
     if (berthd_tls_peer(berthd_conn_ssl(cl->conn), fp, &valid) < 0) {
