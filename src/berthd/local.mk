@@ -16,6 +16,19 @@ src_berthd_berthd_CFLAGS = $(BERTH_CORE_CFLAGS) $(LIBEVENT_CFLAGS) $(LIBSYSTEMD_
 	-DBERTH_PROBE_PATH=\"$(pkglibexecdir)/berth-probe\"
 src_berthd_berthd_LDADD = $(BERTH_CORE_LIBS) $(LIBEVENT_LIBS) $(OPENSSL_LIBS) $(LIBSYSTEMD_LIBS)
 
+# Strict HTTP/1.1 request framing (http-framing.h) around the vendored
+# picohttpparser, a library of its own so that its unit test and the
+# benchmark link exactly what berthd links.
+noinst_LTLIBRARIES += src/berthd/libberthd-framing.la
+BERTHD_FRAMING_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/berthd $(PICOHTTPPARSER_CPPFLAGS)
+BERTHD_FRAMING_LIBS = src/berthd/libberthd-framing.la
+BERTHD_FRAMING_SOURCES = src/berthd/http-framing.c src/berthd/http-framing.h
+src_berthd_libberthd_framing_la_SOURCES = $(BERTHD_FRAMING_SOURCES)
+src_berthd_libberthd_framing_la_CPPFLAGS = $(BERTHD_FRAMING_CPPFLAGS)
+src_berthd_libberthd_framing_la_LIBADD = src/third_party/picohttpparser/libpicohttpparser.la
+src_berthd_berthd_CPPFLAGS = $(BERTHD_FRAMING_CPPFLAGS)
+src_berthd_berthd_LDADD += $(BERTHD_FRAMING_LIBS)
+
 if ENABLE_TESTS
 # berthd over real mTLS with real curl and openssl: the API, configuration,
 # hostile clients, and SIGKILL crash tests (these need fault injection).
@@ -24,6 +37,12 @@ TESTS += \
 	tests/cli/test-berthd-config.sh \
 	tests/cli/test-berthd-crash.sh \
 	tests/cli/test-berthd-hostile.sh
+# The framing rules, one by one (Check; berthd's own code, so not in libberth's list).
+check_PROGRAMS += tests/unit/test-http-framing
+TESTS += tests/unit/test-http-framing
+tests_unit_test_http_framing_CPPFLAGS = $(BERTHD_FRAMING_CPPFLAGS)
+tests_unit_test_http_framing_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_http_framing_LDADD = $(BERTHD_FRAMING_LIBS) $(UNIT_LIBS)
 endif
 EXTRA_DIST += tests/cli/test-berthd.sh tests/cli/test-berthd-config.sh tests/cli/test-berthd-crash.sh \
 	tests/cli/test-berthd-hostile.sh

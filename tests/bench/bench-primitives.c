@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench-primitives.c -- throughput of libberth's primitives.
+ * bench-primitives.c -- throughput of libberth's primitives (and of berthd's
+ * request framing, http-framing.h).
  *
  * Prints one line per measurement; asserts nothing about time.  Run it with
  * "make bench" (which points BERTH_TEST_PLUGIN_DIR at the fixture plugins).
@@ -21,6 +22,7 @@
 #include "digest.h"
 #include "fsutil.h"
 #include "hmac.h"
+#include "http-framing.h"
 #include "macro.h"
 #include "loader.h"
 #include "sign.h"
@@ -136,6 +138,38 @@ static void bench_sign(void)
     berth_signing_key_free(k);
 }
 
+/* berthd's strict framing of a typical submission's head (berthctl's). */
+static void bench_http_head(void)
+{
+    static const char head[] = "POST /v1/jobs HTTP/1.1\r\n"
+                               "Host: berth.example.internal:8443\r\n"
+                               "User-Agent: berthctl/0.1.0 libcurl/7.88.1\r\n"
+                               "Accept: application/x-ndjson\r\n"
+                               "Accept-Encoding: identity\r\n"
+                               "Content-Type: application/json\r\n"
+                               "Content-Length: 1187\r\n"
+                               "Idempotency-Key: job-0000000000000001\r\n"
+                               "X-Request-Id: 6f1c3b0a9e2d4c8b7a6f5e4d3c2b1a09\r\n"
+                               "\r\n";
+    const struct berthd_http_limits lim = {.max_header_bytes = 16384, .max_fields = 64, .max_body_bytes = 1 << 20};
+    const long n = 1000000;
+    char what[64];
+    double t;
+    long i;
+
+    t = now_s();
+    for (i = 0; i < n; i++) {
+        struct berthd_http_head h;
+        struct berthd_http_refusal why;
+
+        if (berthd_http_parse_head(head, sizeof(head) - 1, &lim, &h, &why) != 1)
+            exit(1);
+        berthd_http_head_clear(&h);
+    }
+    snprintf(what, sizeof(what), "frame a %zu-byte POST /v1/jobs head", sizeof(head) - 1);
+    report(what, n, now_s() - t, (double)(sizeof(head) - 1));
+}
+
 static void bench_plugin(void)
 {
     const char *dir = getenv("BERTH_TEST_PLUGIN_DIR");
@@ -201,6 +235,7 @@ int main(void)
     bench_canon();
     bench_sha256();
     bench_sign();
+    bench_http_head();
     bench_plugin();
     bench_publish();
     return 0;

@@ -4,8 +4,9 @@
 
 noinst_PROGRAMS += tests/bench/bench-primitives
 tests_bench_bench_primitives_SOURCES = tests/bench/bench-primitives.c
+tests_bench_bench_primitives_CPPFLAGS = $(BERTHD_FRAMING_CPPFLAGS)
 tests_bench_bench_primitives_CFLAGS = $(BERTH_CORE_CFLAGS)
-tests_bench_bench_primitives_LDADD = $(BERTH_CORE_LIBS)
+tests_bench_bench_primitives_LDADD = $(BERTHD_FRAMING_LIBS) $(BERTH_CORE_LIBS)
 
 noinst_PROGRAMS += tests/bench/bench-pools
 tests_bench_bench_pools_SOURCES = tests/bench/bench-pools.c

@@ -4,6 +4,7 @@
 # instrumentation (included by Makefile.am).
 
 EXTRA_DIST += tests/fuzz/fuzz-canon.c tests/fuzz/fuzz-pool.c tests/fuzz/fuzz-audit.c tests/fuzz/fuzz-extract.c \
+	tests/fuzz/fuzz-http.c \
 	tests/fuzz/run-fuzzers.sh tests/fuzz/corpus
 if ENABLE_FUZZING
 # libberth once more, with coverage instrumentation, linked statically.
@@ -27,6 +28,19 @@ tests_fuzz_fuzz_audit_SOURCES = tests/fuzz/fuzz-audit.c
 tests_fuzz_fuzz_audit_CFLAGS = $(FUZZ_TARGET_CFLAGS)
 tests_fuzz_fuzz_audit_LDFLAGS = $(FUZZ_LINK_FLAGS)
 tests_fuzz_fuzz_audit_LDADD = $(FUZZ_TARGET_LIBS)
+
+# berthd's request framing and the vendored parser it wraps; the parser,
+# unmodified, gets its two warning exceptions in an archive of its own.
+noinst_LIBRARIES += tests/fuzz/libpicohttpparserfuzz.a
+tests_fuzz_libpicohttpparserfuzz_a_SOURCES = $(PICOHTTPPARSER_SOURCES)
+tests_fuzz_libpicohttpparserfuzz_a_CPPFLAGS = $(BERTH_BASE_CPPFLAGS) $(PICOHTTPPARSER_CPPFLAGS)
+tests_fuzz_libpicohttpparserfuzz_a_CFLAGS = $(AM_CFLAGS) $(FUZZ_CFLAGS) $(PICOHTTPPARSER_CFLAGS)
+FUZZ_TARGETS += tests/fuzz/fuzz-http
+tests_fuzz_fuzz_http_SOURCES = tests/fuzz/fuzz-http.c $(BERTHD_FRAMING_SOURCES)
+tests_fuzz_fuzz_http_CPPFLAGS = $(BERTHD_FRAMING_CPPFLAGS)
+tests_fuzz_fuzz_http_CFLAGS = $(FUZZ_TARGET_CFLAGS)
+tests_fuzz_fuzz_http_LDFLAGS = $(FUZZ_LINK_FLAGS)
+tests_fuzz_fuzz_http_LDADD = tests/fuzz/libpicohttpparserfuzz.a $(FUZZ_TARGET_LIBS)
 
 if BERTH_PLUGIN_IMAGE_OCI_LOCAL
 # Listed with the other targets, so "make fuzz" builds and runs it too.
