@@ -88,8 +88,9 @@
  * that the whole request gives.  Methods: GET and POST are routed; every
  * other token (HEAD, PUT, DELETE, PATCH, OPTIONS, TRACE, CONNECT with an
  * origin-form target, unknown ones) is framed by the same rules and then
- * reported as BERTHD_HTTP_OTHER, which berthd answers with 501 Not
- * Implemented and a close.
+ * reported as BERTHD_HTTP_OTHER, which berthd answers with a close: 405 on a
+ * route (404 elsewhere) for a method RFC 9110 defines, 501 for CONNECT and
+ * unknown methods (api.c).
  *
  * Pure functions over caller-owned memory; no global state.  Thread-safe
  * for distinct arguments.
