@@ -254,6 +254,8 @@ static void http_date(char buf[64])
              tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
+static void begin_linger(struct berthd_conn *c);
+
 /* Write @len bytes at once, so that a reply leaves in one TLS record where it fits. */
 static int send_bytes(struct berthd_conn *c, const char *p, size_t len)
 {
@@ -266,7 +268,7 @@ void berthd_conn_reply(struct berthd_conn *c, int status, const char *content_ty
     struct berth_buf out = BERTH_BUF_INIT(0);
     char head[REPLY_HEAD_MAX], date[64];
     bool is_head = c->have_head && streq(c->head.method_name, "HEAD");
-    int n;
+    int n, r;
 
     if (c->dead || !c->answering)
         return;
@@ -281,22 +283,32 @@ void berthd_conn_reply(struct berthd_conn *c, int status, const char *content_ty
                  content_type ? content_type : "application/json", len,
                  c->close_after ? "Connection: close\r\n" : "");
     if (n < 0 || (size_t)n >= sizeof(head) || berth_buf_append(&out, head, (size_t)n) < 0 ||
-        (!is_head && len && berth_buf_append(&out, body, len) < 0) || send_bytes(c, out.data, out.len) < 0) {
+        (!is_head && len && berth_buf_append(&out, body, len) < 0)) {
         berth_buf_free(&out);
         berthd_conn_close(c); /* a reply that cannot be written is not half sent */
         return;
     }
-    berth_buf_free(&out);
+    /* The next state first: writing may call write_cb (or event_cb) at once. */
     request_reset(c);
     c->served = true;
     c->start = now_ns();
-    if (c->close_after) {
-        /* Linger starts once the reply is out (write_cb). */
-        c->phase = PHASE_BUSY;
-        evtimer_del(c->timer);
+    c->phase = c->close_after ? PHASE_BUSY : PHASE_WAITING; /* busy: linger once the reply is out */
+    evtimer_del(c->timer);
+    r = send_bytes(c, out.data, out.len);
+    berth_buf_free(&out);
+    if (r < 0) {
+        berthd_conn_close(c);
         return;
     }
-    c->phase = PHASE_WAITING;
+    if (c->dead)
+        return;
+    if (c->close_after) {
+        if (c->phase == PHASE_BUSY && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+            begin_linger(c);
+        return;
+    }
+    if (c->phase != PHASE_WAITING)
+        return;
     arm(c);
     /* A pipelined request may already be waiting: look at it on the next turn. */
     if (evbuffer_get_length(bufferevent_get_input(c->bev)))
