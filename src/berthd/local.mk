@@ -19,7 +19,17 @@ TESTS += \
 	tests/cli/test-berthd.sh \
 	tests/cli/test-berthd-config.sh \
 	tests/cli/test-berthd-crash.sh \
-	tests/cli/test-berthd-hostile.sh
+	tests/cli/test-berthd-hostile.sh \
+	tests/cli/test-berthd-frontdoor.sh
+# The raw client of the front door tests: exact bytes over TLS, slot
+# holders, a request with a hard deadline (OpenSSL, no libevent).
+check_PROGRAMS += tests/cli/http-probe
+tests_cli_http_probe_SOURCES = tests/cli/http-probe.c \
+	tests/cli/http-probe-hold.c tests/cli/http-probe-hold.h \
+	tests/cli/http-probe-net.c tests/cli/http-probe-net.h \
+	tests/cli/http-probe-reply.c tests/cli/http-probe-reply.h
+tests_cli_http_probe_CFLAGS = $(BERTH_CORE_CFLAGS)
+tests_cli_http_probe_LDADD = $(BERTH_CORE_LIBS)
 endif
 EXTRA_DIST += tests/cli/test-berthd.sh tests/cli/test-berthd-config.sh tests/cli/test-berthd-crash.sh \
-	tests/cli/test-berthd-hostile.sh
+	tests/cli/test-berthd-hostile.sh tests/cli/test-berthd-frontdoor.sh
