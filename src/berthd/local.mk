@@ -36,21 +36,26 @@ TESTS += \
 	tests/cli/test-berthd.sh \
 	tests/cli/test-berthd-config.sh \
 	tests/cli/test-berthd-crash.sh \
-	tests/cli/test-berthd-hostile.sh
-# The framing rules, one by one (Check; berthd's own code, so not in libberth's list).
-check_PROGRAMS += tests/unit/test-http-framing
-TESTS += tests/unit/test-http-framing
+	tests/cli/test-berthd-hostile.sh \
+	tests/cli/test-berthd-frontdoor.sh
+# The raw client of the front door tests: exact bytes over TLS, slot
+# holders, a request with a hard deadline (OpenSSL, no libevent).
+check_PROGRAMS += tests/cli/http-probe
+tests_cli_http_probe_SOURCES = tests/cli/http-probe.c \
+	tests/cli/http-probe-hold.c tests/cli/http-probe-hold.h \
+	tests/cli/http-probe-net.c tests/cli/http-probe-net.h \
+	tests/cli/http-probe-reply.c tests/cli/http-probe-reply.h
+tests_cli_http_probe_CFLAGS = $(BERTH_CORE_CFLAGS)
+tests_cli_http_probe_LDADD = $(BERTH_CORE_LIBS)
+# berthd's own modules, unit-tested outside the daemon: the framing rules
+# one by one, and admission.
+check_PROGRAMS += tests/unit/test-http-framing tests/unit/test-slots
+TESTS += tests/unit/test-http-framing tests/unit/test-slots
 tests_unit_test_http_framing_CPPFLAGS = $(BERTHD_FRAMING_CPPFLAGS)
 tests_unit_test_http_framing_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_http_framing_LDADD = $(BERTHD_FRAMING_LIBS) $(UNIT_LIBS)
-endif
-EXTRA_DIST += tests/cli/test-berthd.sh tests/cli/test-berthd-config.sh tests/cli/test-berthd-crash.sh \
-	tests/cli/test-berthd-hostile.sh
-
-if ENABLE_TESTS
-# berthd's own modules, unit-tested outside the daemon.
-check_PROGRAMS += tests/unit/test-slots
-TESTS += tests/unit/test-slots
 tests_unit_test_slots_SOURCES = tests/unit/test-slots.c src/berthd/slots.c src/berthd/slots.h
 tests_unit_test_slots_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/src/berthd
 endif
+EXTRA_DIST += tests/cli/test-berthd.sh tests/cli/test-berthd-config.sh tests/cli/test-berthd-crash.sh \
+	tests/cli/test-berthd-hostile.sh tests/cli/test-berthd-frontdoor.sh

@@ -43,6 +43,7 @@ BERTH_CRYPTO_SOURCES = \
 	src/lib/crypto/digest.c src/lib/crypto/digest.h \
 	src/lib/crypto/envelope.c src/lib/crypto/envelope.h \
 	src/lib/crypto/hmac.c src/lib/crypto/hmac.h \
+	src/lib/crypto/openssl-error.c src/lib/crypto/openssl-error.h \
 	src/lib/crypto/sign.c src/lib/crypto/sign.h
 BERTH_JOURNAL_SOURCES = \
 	src/lib/journal/audit.c src/lib/journal/audit.h \
@@ -173,6 +174,7 @@ BERTH_LIB_UNIT_TESTS = \
 	tests/unit/test-jsonobj \
 	tests/unit/test-log \
 	tests/unit/test-names \
+	tests/unit/test-openssl-error \
 	tests/unit/test-override \
 	tests/unit/test-placement \
 	tests/unit/test-plugin \

@@ -41,19 +41,35 @@ make_install() {
     fi
 }
 
-# start_berthd [ENV=VALUE...]: start berthd in the background and wait
-# until it logs that it is ready (or fail with its log).
-start_berthd() {
+# try_start_berthd [ENV=VALUE...]: start berthd in the background and wait
+# until it logs that it is ready.  Returns 1 if it exited at startup (its
+# log is $TMP/berthd.log), 2 if it did not become ready in time (it is
+# killed).
+try_start_berthd() {
     local i
     : >"$TMP/berthd.log"
     env "$@" "$BERTHD" --config "$INST/berthd.json" >>"$TMP/berthd.log" 2>&1 &
     BERTHD_PID=$!
     for i in $(seq 1 "${BERTHD_START_TRIES:-200}"); do
         grep -q "ready: https://" "$TMP/berthd.log" && return 0
-        kill -0 "$BERTHD_PID" 2>/dev/null || { cat "$TMP/berthd.log" >&2; fail "berthd exited at startup"; }
+        if ! kill -0 "$BERTHD_PID" 2>/dev/null; then
+            wait "$BERTHD_PID" 2>/dev/null || true
+            BERTHD_PID=
+            return 1
+        fi
         sleep 0.05
     done
+    kill_berthd
+    return 2
+}
+
+# start_berthd [ENV=VALUE...]: try_start_berthd, or fail with berthd's log.
+start_berthd() {
+    local st=0
+    try_start_berthd "$@" || st=$?
+    [ "$st" = 0 ] && return 0
     cat "$TMP/berthd.log" >&2
+    [ "$st" = 1 ] && fail "berthd exited at startup"
     fail "berthd did not become ready"
 }
 
@@ -156,9 +172,27 @@ run_id_of() {
     grep -o '"run_id":"r[0-9a-f]*"' "$1" | head -n1 | cut -d'"' -f4
 }
 
+# publish FILE CMD...: replace FILE atomically with CMD's output (CMD reads
+# the old FILE on standard input), mode 0600, as berthd wants its trusted files.
+publish() {
+    local f=$1
+    shift
+    "$@" <"$f" >"$f.new" || fail "could not rewrite $f with $*"
+    chmod 0600 "$f.new"
+    mv "$f.new" "$f"
+}
+
 # set_policy SED_EXPR: rewrite the policy atomically (a new file renamed over it).
 set_policy() {
-    sed "$1" "$INST/policy.json" >"$INST/policy.json.new"
-    chmod 0600 "$INST/policy.json.new"
-    mv "$INST/policy.json.new" "$INST/policy.json"
+    publish "$INST/policy.json" sed "$1"
+}
+
+# add_client WHO: a certificate for WHO signed by the installation's CA
+# ($INST/tls/client-WHO.pem and .key), in the policy as principal WHO with
+# the grants of "other" (no admin) when the second argument is "listed".
+add_client() {
+    issue_client_cert "$INST/tls/client-$1" "$1" "$INST/tls/ca"
+    [ "${2:-}" = listed ] || return 0
+    publish "$INST/policy.json" jq --arg p "$1" --arg fp "$(der_fingerprint "$INST/tls/client-$1.pem")" \
+        '.subjects += [.subjects[] | select(.principal == "other") | .principal = $p | .fingerprints = [$fp]]'
 }

@@ -58,6 +58,20 @@ stdout_has() {
     grep -qF -- "$1" "$TMP/stdout" || fail "stdout lacks '$1': $(cat "$TMP/stdout")"
 }
 
+# der_fingerprint CERT: the SHA-256 of CERT's DER, as a host policy lists it.
+der_fingerprint() { openssl x509 -in "$1" -outform DER | sha256sum | cut -d' ' -f1; }
+
+# issue_client_cert OUT CN CA: a P-256 client certificate (clientAuth) for
+# CN signed by the CA CA.pem/CA.key, written to OUT.pem and OUT.key.
+issue_client_cert() {
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$1.key" -out "$1.csr" \
+        -subj "/CN=$2" 2>/dev/null || fail "openssl req for $2 failed"
+    printf 'extendedKeyUsage=clientAuth\n' >"$1.ext"
+    openssl x509 -req -in "$1.csr" -CA "$3.pem" -CAkey "$3.key" -CAcreateserial -out "$1.pem" -days 2 \
+        -extfile "$1.ext" 2>/dev/null || fail "openssl x509 for $2 failed"
+    rm -f "$1.csr" "$1.ext"
+}
+
 # stderr_one_line: exactly one line of diagnostics.
 stderr_one_line() {
     n=$(wc -l <"$TMP/stderr")

@@ -24,11 +24,7 @@ fi
 # A certificate from another CA: refused at TLS as well.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$TMP/evil-ca.key" \
     -out "$TMP/evil-ca.pem" -days 2 -subj "/CN=evil CA" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$TMP/evil.key" -out "$TMP/evil.csr" \
-    -subj "/CN=dev" 2>/dev/null
-printf 'extendedKeyUsage=clientAuth\n' >"$TMP/evil.ext"
-openssl x509 -req -in "$TMP/evil.csr" -CA "$TMP/evil-ca.pem" -CAkey "$TMP/evil-ca.key" -CAcreateserial \
-    -out "$TMP/evil.pem" -days 2 -extfile "$TMP/evil.ext" 2>/dev/null
+issue_client_cert "$TMP/evil" dev "$TMP/evil-ca"
 if curl -sS --cacert "$INST/tls/ca.pem" --cert "$TMP/evil.pem" --key "$TMP/evil.key" "$(URL /v1/health)" \
     >/dev/null 2>"$TMP/curl.err"; then
     fail "a certificate from another CA was served"
@@ -158,7 +154,7 @@ expect_status 403
 # A revoked fingerprint stops an open keep-alive connection on its next request:
 # curl runs two requests on one connection, a second apart; the policy is
 # replaced in between.
-FP=$(openssl x509 -in "$INST/tls/client-dev.pem" -outform DER | sha256sum | cut -d' ' -f1)
+FP=$(der_fingerprint "$INST/tls/client-dev.pem")
 cp "$INST/policy.json" "$TMP/policy.saved"
 (sleep 0.4 && set_policy "s/$FP/0000000000000000000000000000000000000000000000000000000000000000/") &
 revoker=$!

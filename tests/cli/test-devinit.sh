@@ -11,8 +11,6 @@ SERVER_PID=
 trap 'if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || :; fi; rm -rf "$TMP"' EXIT
 
 b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
-# der_fingerprint CERT: what the host policy must list for CERT.
-der_fingerprint() { openssl x509 -in "$1" -outform DER | sha256sum | cut -d' ' -f1; }
 # mode_is PATH MODE
 mode_is() {
     [ "$(stat -c %a "$1")" = "$2" ] || fail "$1 has mode $(stat -c %a "$1"), expected $2"
