@@ -12,20 +12,10 @@
 #include "encoding.h"
 #include "macro.h"
 #include "sign.h"
+#include "openssl-error.h"
 #include "tls.h"
 
 #define PEM_MAX (1024 * 1024)
-
-static int openssl_error(struct berth_error *reterr, int code, const char *what)
-{
-    char buf[256] = "";
-    unsigned long e = ERR_peek_last_error();
-
-    if (e)
-        ERR_error_string_n(e, buf, sizeof(buf));
-    ERR_clear_error();
-    return berth_error_set(reterr, code, "%s%s%s", what, buf[0] ? ": " : "", buf);
-}
 
 static const unsigned char alpn_http11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
@@ -58,7 +48,7 @@ static int load_ca(SSL_CTX *ctx, const char *text, size_t len, struct berth_erro
         if (!name || X509_STORE_add_cert(store, x) != 1 || !sk_X509_NAME_push(names, name)) {
             X509_NAME_free(name);
             X509_free(x);
-            r = openssl_error(reterr, -EBADMSG, "the client CA bundle");
+            r = berth_openssl_error(reterr, -EBADMSG, "the client CA bundle");
             break;
         }
         X509_free(x);
@@ -86,12 +76,12 @@ static int load_chain(SSL_CTX *ctx, const char *text, size_t len, struct berth_e
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     leaf = PEM_read_bio_X509(bio, NULL, NULL, NULL);
     if (!leaf || SSL_CTX_use_certificate(ctx, leaf) != 1)
-        r = openssl_error(reterr, -EBADMSG, "the server certificate");
+        r = berth_openssl_error(reterr, -EBADMSG, "the server certificate");
     X509_free(leaf);
     while (r == 0 && (x = PEM_read_bio_X509(bio, NULL, NULL, NULL))) {
         if (SSL_CTX_add0_chain_cert(ctx, x) != 1) {
             X509_free(x);
-            r = openssl_error(reterr, -EBADMSG, "the server certificate chain");
+            r = berth_openssl_error(reterr, -EBADMSG, "the server certificate chain");
         }
     }
     ERR_clear_error();
@@ -109,9 +99,9 @@ static int load_key(SSL_CTX *ctx, char *text, size_t len, struct berth_error *re
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     pkey = PEM_read_bio_PrivateKey(bio, NULL, NULL, (void *)"");
     if (!pkey || SSL_CTX_use_PrivateKey(ctx, pkey) != 1)
-        r = openssl_error(reterr, -EBADMSG, "the server private key");
+        r = berth_openssl_error(reterr, -EBADMSG, "the server private key");
     else if (SSL_CTX_check_private_key(ctx) != 1)
-        r = openssl_error(reterr, -EBADMSG, "the server private key does not match its certificate");
+        r = berth_openssl_error(reterr, -EBADMSG, "the server private key does not match its certificate");
     EVP_PKEY_free(pkey);
     BIO_free(bio);
     return r;
@@ -133,7 +123,7 @@ int berthd_tls_context(const char *certificate, const char *private_key, const c
     ctx = SSL_CTX_new(TLS_server_method());
     if (!ctx) {
         berth_secret_free(key, key_len);
-        return openssl_error(reterr, -ENOMEM, "creating the TLS context");
+        return berth_openssl_error(reterr, -ENOMEM, "creating the TLS context");
     }
     SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
     SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
