@@ -73,6 +73,12 @@ printf '{"state_directory":"%s"}' "$TMP/script" >"$TMP/script.json"
 JOURNAL='"journal": {"max_active_jobs": 1000000, "max_retained_jobs": 10000000}'
 sed -i "1s|^{\$|{ $JOURNAL,|" "$INST/berthd.json"
 grep -qF "$JOURNAL" "$INST/berthd.json" || die "could not add the journal limits to berthd.json"
+# 64 clients of one certificate on one address open their connections at
+# once: more than the front door's defaults let one host and one principal
+# hold (http.max_per_source, http.max_per_principal).
+HTTP='"http": {"max_connections": 256, "max_unauthenticated": 128, "max_per_source": 128, "max_per_principal": 128}'
+sed -i "1s|^{ |{ $HTTP, |" "$INST/berthd.json"
+grep -qF "$HTTP" "$INST/berthd.json" || die "could not add the connection limits to berthd.json"
 # The top-level member (two spaces in); the backend's own comes later, deeper.
 STATE=$(sed -n 's|^  "state_directory": *"\([^"]*\)".*|\1|p' "$INST/berthd.json" | head -n 1)
 [ -n "$STATE" ] || die "no state_directory in berthd.json"

@@ -89,8 +89,8 @@ START_TEST(defaults)
     ck_assert_int_eq(d.header_timeout_ns, 5000000000);
     ck_assert_int_eq(d.inactivity_timeout_ns, 5000000000);
     ck_assert_int_eq(d.max_unauthenticated, 16);
-    ck_assert_int_eq(d.max_per_source, 4);
-    ck_assert_int_eq(d.max_per_principal, 16);
+    ck_assert_int_eq(d.max_per_source, 8);
+    ck_assert_int_eq(d.max_per_principal, 32);
     ck_assert_int_eq(d.max_header_fields, 64);
     ck_assert_int_eq(d.refusal_log_interval_ns, 10000000000);
     ck_assert_str_eq(c.plugin_directory, PLUGINDIR);
