@@ -19,7 +19,9 @@ TESTS += \
 	tests/cli/test-berthd.sh \
 	tests/cli/test-berthd-config.sh \
 	tests/cli/test-berthd-crash.sh \
+	tests/cli/test-berthd-full-disk.sh \
 	tests/cli/test-berthd-hostile.sh
 endif
 EXTRA_DIST += tests/cli/test-berthd.sh tests/cli/test-berthd-config.sh tests/cli/test-berthd-crash.sh \
+	tests/cli/test-berthd-full-disk.sh \
 	tests/cli/test-berthd-hostile.sh

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -139,6 +141,63 @@ static inline int64_t test_now_ns(clockid_t clock)
 
     ck_assert_msg(berth_now_ns(clock, &ns, &err) == 0, "%s", err.message);
     return ns;
+}
+
+/**
+ * test_tmpfs() - a fresh directory with a tmpfs of @size (mount(8)'s
+ * "size=" syntax, e.g. "1m") mounted on it, mode 0700, for tests of what
+ * happens when a filesystem is full; NULL when mounting fails (not root).
+ * Leave such tests out unless geteuid() is 0 (Check's asserts cannot run
+ * while a suite is made), and mount from an unchecked fixture (it runs in
+ * the test runner), so that test_tmpfs_free() runs even when a test fails.
+ */
+static inline char *test_tmpfs(const char *size)
+{
+    char *dir, opts[64];
+
+    dir = test_tmpdir();
+    snprintf(opts, sizeof(opts), "size=%s,mode=0700", size);
+    if (mount("berth-test", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
+        rmdir(dir);
+        free(dir);
+        return NULL;
+    }
+    return dir;
+}
+
+/** Unmount and remove a test_tmpfs() directory; accepts NULL. */
+static inline void test_tmpfs_free(char *dir)
+{
+    if (!dir)
+        return;
+    umount2(dir, MNT_DETACH);
+    rmdir(dir);
+    free(dir);
+}
+
+/** Bytes free for an unprivileged writer on the filesystem of @dir. */
+static inline unsigned long long test_free_bytes(const char *dir)
+{
+    struct statvfs sv;
+
+    ck_assert_int_eq(statvfs(dir, &sv), 0);
+    return (unsigned long long)sv.f_bavail * sv.f_frsize;
+}
+
+/** Write zeros to the new file @dir/@name until the filesystem is full. */
+static inline void test_fill(const char *dir, const char *name)
+{
+    static const char zeros[4096];
+    char *path = test_path(dir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+    ck_assert_int_ge(fd, 0);
+    while (write(fd, zeros, sizeof(zeros)) > 0)
+        ;
+    ck_assert_int_eq(errno, ENOSPC);
+    ck_assert_int_eq(close(fd), 0);
+    ck_assert_uint_eq(test_free_bytes(dir), 0);
+    free(path);
 }
 
 #endif

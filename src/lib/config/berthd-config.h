@@ -79,6 +79,7 @@ struct berthd_config {
     const char *state_directory, *pools_directory, *plugin_directory;
     const char *probe; /* berth-probe for startup qualification; NULL: the installed one */
     int64_t max_active_jobs, max_retained_jobs;
+    int64_t reserve_bytes; /* journal.reserve_bytes: the journal's space reserve (journal.h), 0 for none */
     int64_t max_connections, max_header_bytes, max_body_bytes;
     int64_t header_timeout_ns, request_timeout_ns, idle_timeout_ns, shutdown_timeout_ns;
     int64_t reconcile_interval_ns;
