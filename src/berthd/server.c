@@ -620,8 +620,8 @@ static bool health_handler(struct request *rq, struct berth_reply *r)
     if (berth_broker_health(rq->srv->broker, &h) < 0 || !h.degraded)
         r->body = json_pack("{s:s}", "status", "ok");
     else
-        r->body = json_pack("{s:s, s:s, s:s, s:I, s:I}", "status", "degraded", "reason", h.reason, "message",
-                            h.message, "unrecorded_results", (json_int_t)h.unrecorded, "retry_after_s",
+        r->body = json_pack("{s:s, s:s, s:s, s:I, s:I}", "status", "degraded", "reason", h.reason, "message", h.message,
+                            "unrecorded_results", (json_int_t)h.unrecorded, "retry_after_s",
                             (json_int_t)((h.retry_in_ns + BERTH_NS_PER_SEC - 1) / BERTH_NS_PER_SEC));
     return true;
 }
@@ -634,8 +634,8 @@ static bool metrics_handler(struct request *rq, struct berth_reply *r)
     struct berth_broker_health health;
 
     if (berth_broker_job_counts(srv->broker, jobs, NULL) < 0 || berth_broker_health(srv->broker, &health) < 0 ||
-        berthd_metrics_render(&srv->metrics, jobs, berth_policy_reloads(srv->policy), srv->connections, &health,
-                              &out) < 0) {
+        berthd_metrics_render(&srv->metrics, jobs, berth_policy_reloads(srv->policy), srv->connections, &health, &out) <
+            0) {
         berth_buf_free(&out);
         r->status = 503;
         r->error = "journal";

@@ -226,13 +226,9 @@ if [ ! -f "$BERTH_IMAGE_PLUGIN_DIR/image-oci-local.so" ] || [ ! -x /bin/busybox 
     echo "the staging part needs the image-oci-local plugin and /bin/busybox: not run"
     exit 0
 fi
-PLUGINS=$TMP/plugins
-mkdir -m 0755 "$PLUGINS"
-cp "$BERTH_TEST_PLUGIN_DIR/runtime-script.so" "$BERTH_IMAGE_PLUGIN_DIR/image-oci-local.so" "$PLUGINS/"
-chmod 0755 "$PLUGINS"/*.so
-"$BERTH_TOP_SRCDIR/tests/image/build-busybox-image.sh" "$TMP/bb" >"$TMP/bb.digest" 2>"$TMP/build.err" ||
-    fail "building the busybox image failed: $(cat "$TMP/build.err")"
-SAMPLE_IMAGE=$(tail -n1 "$TMP/bb.digest") # job_doc's image from here on
+image_plugins
+busybox_image
+SAMPLE_IMAGE=$DIGEST # job_doc's image from here on
 INST=$TMP/inst-stage
 STATE=$INST/state
 pick_port
@@ -272,7 +268,6 @@ rm -f "$STATE/filler"
 wait_log "job unstaged run $(run_id_of "$TMP/body") of dev: claimed -> running" 400
 grep -q "staging works again" "$TMP/berthd.log" || fail "no line when staging worked again"
 wait_state dev unstaged exited
-n=$(grep -c "staging" "$TMP/berthd.log" | tr -d ' ')
 api dev GET /v1/health
 expect_status 200
 body_has '{"status":"ok"}'

@@ -765,29 +765,13 @@ END_TEST
 
 /* ---- a full state filesystem: the journal on a real 2 MiB tmpfs (root) ---- */
 
-static char *full_fs;
-
-/* Mounted by the runner once for the case, so that it is unmounted after a failure too. */
-static void full_mount(void)
-{
-    full_fs = test_tmpfs("2m");
-    ck_assert_ptr_nonnull(full_fs);
-}
-
-static void full_umount(void)
-{
-    test_tmpfs_free(full_fs);
-    full_fs = NULL;
-}
-
 /* setup(), then the journal moved onto the (emptied) tmpfs with a 256 KiB reserve. */
 static void full_setup(void)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     struct berth_reply reply = {0};
-    _cleanup_free_ char *jdir = test_path(full_fs, "state");
+    _cleanup_free_ char *jdir = test_path(test_fs(), "state");
 
-    test_rm_rf(full_fs); /* its contents; the mount point stays */
     setup();
     berth_broker_free(broker);
     berth_journal_close(journal);
@@ -839,7 +823,7 @@ START_TEST(full_disk_degrades)
 {
     _cleanup_free_ char *hold = job_doc("h", "[\"hold\"]", 60000000000LL),
                         *victim = job_doc("v", "[\"sleep\"]", 60000000000LL),
-                        *late = job_doc("n", "[\"echo\"]", 60000000000LL), *filler = test_path(full_fs, "filler");
+                        *late = job_doc("n", "[\"echo\"]", 60000000000LL), *filler = test_path(test_fs(), "filler");
     struct berth_reply h = submit(FP_A, hold), v = submit(FP_A, victim), r = {0};
     char line[128], *release = NULL;
     struct berth_broker_health st;
@@ -852,7 +836,7 @@ START_TEST(full_disk_degrades)
     ck_assert_str_eq(state_of("v"), "running");
     st = health();
     ck_assert(!st.degraded && st.reserve_held && st.reserve_bytes == 256 * 1024);
-    test_fill(full_fs, "filler");
+    test_fill(test_fs(), "filler");
 
     /* A new job: its commit fails for space; refused, nothing recorded. */
     r = submit(FP_A, late);
@@ -946,15 +930,12 @@ static Suite *make_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, self_qualification_ignored);
-    if (geteuid() != 0) {
-        fprintf(stderr, "test-broker: not root: the full-tmpfs case is left out\n");
-        return s;
+    tc = test_tmpfs_case(s, "full filesystem", "2m");
+    if (tc) {
+        tcase_add_checked_fixture(tc, full_setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, full_disk_degrades);
     }
-    tc = test_case(s, "full filesystem");
-    tcase_add_unchecked_fixture(tc, full_mount, full_umount);
-    tcase_add_checked_fixture(tc, full_setup, teardown);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, full_disk_degrades);
     return s;
 }
 

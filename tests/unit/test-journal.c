@@ -260,26 +260,6 @@ END_TEST
 
 /* ---- a full filesystem: a real 2 MiB tmpfs, as root ------------------------ */
 
-static char *full;
-
-/* Mounted once per test case by the runner (unmounted even after a failure). */
-static void full_mount(void)
-{
-    full = test_tmpfs("2m");
-    ck_assert_ptr_nonnull(full);
-}
-
-static void full_umount(void)
-{
-    test_tmpfs_free(full);
-    full = NULL;
-}
-
-static void full_empty(void)
-{
-    test_rm_rf(full); /* its contents; the mount point stays */
-}
-
 static int exec_sql(struct berth_journal *j, const char *sql, struct berth_error *reterr)
 {
     if (sqlite3_exec(berth_journal_db(j), sql, NULL, NULL, NULL) != SQLITE_OK)
@@ -314,6 +294,7 @@ static int64_t rows(struct berth_journal *j)
 
 START_TEST(full_filesystem)
 {
+    const char *full = test_fs();
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_free_ char *reserve = test_path(full, "journal.db.reserve"), *filler = test_path(full, "filler");
     struct berth_journal *j = test_journal_open(full);
@@ -414,14 +395,9 @@ static Suite *make_suite(void)
     tcase_add_test(tc, foreign_and_newer);
     tcase_add_test(tc, migrate_from_format_1);
     tcase_add_test(tc, transact_arguments);
-    if (geteuid() != 0) {
-        fprintf(stderr, "test-journal: not root: the full-tmpfs case is left out\n");
-        return s;
-    }
-    tc = test_case(s, "full filesystem");
-    tcase_add_unchecked_fixture(tc, full_mount, full_umount);
-    tcase_add_checked_fixture(tc, full_empty, NULL);
-    tcase_add_test(tc, full_filesystem);
+    tc = test_tmpfs_case(s, "full filesystem", "2m");
+    if (tc)
+        tcase_add_test(tc, full_filesystem);
     return s;
 }
 

@@ -4,7 +4,7 @@
  * plain directory and, as root, on a real 1 MiB tmpfs filled to the last
  * page.
  */
-#include "testutil.h"
+#include "pooltest.h"
 
 #include <dirent.h>
 
@@ -13,39 +13,17 @@
 
 #define KIB 1024ULL
 
-static char *dir;  /* a plain private directory */
-static char *tmpfs; /* a 1 MiB tmpfs (root only) */
+static char *dir; /* a plain private directory */
 
 static void dir_setup(void)
 {
-    dir = test_tmpdir();
-    ck_assert_int_eq(chmod(dir, 0700), 0);
+    dir = test_private_dir();
 }
 
 static void dir_teardown(void)
 {
     test_rm_rf(dir);
     free(dir);
-}
-
-/* Mounted once per test case, in the runner (an unchecked fixture), so
- * that it is unmounted even after a failed test; emptied before each test. */
-static void tmpfs_mount(void)
-{
-    tmpfs = test_tmpfs("1m");
-    ck_assert_ptr_nonnull(tmpfs);
-}
-
-static void tmpfs_umount(void)
-{
-    test_tmpfs_free(tmpfs);
-    tmpfs = NULL;
-}
-
-static void tmpfs_empty(void)
-{
-    test_rm_rf(tmpfs); /* everything below it; the mount point itself stays (EBUSY) */
-    ck_assert_uint_eq(test_free_bytes(tmpfs), 1024 * KIB);
 }
 
 static int open_dir(const char *path)
@@ -135,6 +113,7 @@ END_TEST
 
 START_TEST(tmpfs_reserve_is_space_others_cannot_take)
 {
+    const char *tmpfs = test_fs();
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_close_ int dfd = open_dir(tmpfs);
     unsigned long long before = test_free_bytes(tmpfs);
@@ -167,6 +146,7 @@ END_TEST
 
 START_TEST(tmpfs_probe_sees_space_return)
 {
+    const char *tmpfs = test_fs();
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_close_ int dfd = open_dir(tmpfs);
     _cleanup_free_ char *filler = test_path(tmpfs, "filler");
@@ -196,15 +176,11 @@ static Suite *make_suite(void)
     tcase_add_test(tc, refuses_what_is_not_a_private_file);
     tcase_add_test(tc, probe_leaves_nothing);
     /* The full filesystem itself needs a tmpfs, so root. */
-    if (geteuid() != 0) {
-        fprintf(stderr, "test-reserve: not root: the full-tmpfs cases are left out\n");
-        return s;
+    tc = test_tmpfs_case(s, "full tmpfs", "1m");
+    if (tc) {
+        tcase_add_test(tc, tmpfs_reserve_is_space_others_cannot_take);
+        tcase_add_test(tc, tmpfs_probe_sees_space_return);
     }
-    tc = test_case(s, "full tmpfs");
-    tcase_add_unchecked_fixture(tc, tmpfs_mount, tmpfs_umount);
-    tcase_add_checked_fixture(tc, tmpfs_empty, NULL);
-    tcase_add_test(tc, tmpfs_reserve_is_space_others_cannot_take);
-    tcase_add_test(tc, tmpfs_probe_sees_space_return);
     return s;
 }
 

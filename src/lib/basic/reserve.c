@@ -57,13 +57,6 @@ static int allocate(int fd, uint64_t bytes)
 
 int berth_reserve_fill(int dirfd, const char *name, uint64_t bytes, struct berth_error *reterr)
 {
-    const struct berth_file_expect e = {
-        .type = S_IFREG,
-        .uid = (uint32_t)geteuid(),
-        .mode_mask = 07777,
-        .mode = 0600,
-        .one_link = 1,
-    };
     _cleanup_close_ int fd = -1;
     struct stat st;
     int r;
@@ -76,7 +69,7 @@ int berth_reserve_fill(int dirfd, const char *name, uint64_t bytes, struct berth
             return berth_error_set(reterr, -ELOOP, "%s is a symbolic link", name);
         return berth_error_set(reterr, -errno, "creating the space reserve %s: %m", name);
     }
-    r = berth_file_check(fd, name, &e, &st, reterr);
+    r = berth_private_file_check(fd, name, &st, reterr);
     if (r < 0)
         return r;
     if (whole(&st, bytes))

@@ -24,12 +24,12 @@ struct broker_unrecorded {
 /* The state filesystem's condition (broker.h, "A full state filesystem").
  * Degraded while either flag is set. */
 struct broker_storage {
-    bool journal_full;           /* a journal write failed for space: other writes are held back */
-    bool stage_full;             /* the last staging failed for space */
-    int64_t since_ns;            /* CLOCK_REALTIME: when the degraded state began (0: not degraded) */
-    struct berth_backoff check;  /* berth_journal_check_space() tries, CLOCK_MONOTONIC */
-    struct berth_backoff stage;  /* staging retries, CLOCK_MONOTONIC */
-    uint64_t space_failures;     /* writes that failed for space, ever */
+    bool journal_full;          /* a journal write failed for space: other writes are held back */
+    bool stage_full;            /* the last staging failed for space */
+    int64_t since_ns;           /* CLOCK_REALTIME: when the degraded state began (0: not degraded) */
+    struct berth_backoff check; /* berth_journal_check_space() tries, CLOCK_MONOTONIC */
+    struct berth_backoff stage; /* staging retries, CLOCK_MONOTONIC */
+    uint64_t space_failures;    /* writes that failed for space, ever */
     struct broker_unrecorded *unrecorded;
     size_t n_unrecorded, cap_unrecorded;
 };
@@ -113,8 +113,8 @@ void broker_stage_idle(struct berth_broker *b);
  * reserve; any other is refused with -ENOSPC, without touching the journal,
  * while storage is degraded.  A space failure degrades storage. */
 int broker_journal_write(struct berth_broker *b, bool priority,
-                         int (*fn)(struct berth_journal *j, void *userdata, struct berth_error *reterr),
-                         void *userdata, const char *what, struct berth_error *reterr);
+                         int (*fn)(struct berth_journal *j, void *userdata, struct berth_error *reterr), void *userdata,
+                         const char *what, struct berth_error *reterr);
 
 /* 503 "storage_full" with a "retry in N s" hint. */
 void broker_storage_refuse(struct berth_broker *b, struct berth_reply *reply);

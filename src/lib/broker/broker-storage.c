@@ -102,8 +102,8 @@ void broker_storage_failed(struct berth_broker *b, const struct berth_error *err
 }
 
 int broker_journal_write(struct berth_broker *b, bool priority,
-                         int (*fn)(struct berth_journal *j, void *userdata, struct berth_error *reterr),
-                         void *userdata, const char *what, struct berth_error *reterr)
+                         int (*fn)(struct berth_journal *j, void *userdata, struct berth_error *reterr), void *userdata,
+                         const char *what, struct berth_error *reterr)
 {
     bool held;
     char cause[256];
@@ -208,8 +208,8 @@ void broker_stage_failed(struct berth_broker *b, const struct berth_job_record *
     }
     if (berth_backoff_failed(&s->stage, mono_now()))
         berth_logf(b->p.logger, BERTH_LOG_WARNING,
-                   "job %s run %s: staging image %s failed, will retry with backoff (up to %lld s)%s: %s",
-                   rec->job_id, rec->run_id, image, (long long)(s->stage.max_ns / BERTH_NS_PER_SEC),
+                   "job %s run %s: staging image %s failed, will retry with backoff (up to %lld s)%s: %s", rec->job_id,
+                   rec->run_id, image, (long long)(s->stage.max_ns / BERTH_NS_PER_SEC),
                    berth_space_error(r) ? "; storage degraded, new jobs are refused until a staging works" : "",
                    err->message);
     pthread_mutex_unlock(&b->lock);
@@ -311,8 +311,7 @@ int berth_broker_health(struct berth_broker *b, struct berth_broker_health *ret)
                  "the state filesystem is full%s: reads and cancellations are served, new jobs are refused; %llu "
                  "finished job%s result%s wait%s in memory",
                  s->journal_full ? "" : " for staging images", (unsigned long long)ret->unrecorded,
-                 ret->unrecorded == 1 ? "'s" : "s'", ret->unrecorded == 1 ? "" : "s",
-                 ret->unrecorded == 1 ? "s" : "");
+                 ret->unrecorded == 1 ? "'s" : "s'", ret->unrecorded == 1 ? "" : "s", ret->unrecorded == 1 ? "s" : "");
     }
     pthread_mutex_unlock(&b->lock);
     return 0;

@@ -39,7 +39,7 @@
  *     that stops a sandbox: they run with BERTH_JOURNAL_USE_RESERVE, so the
  *     first one on a full filesystem releases the journal's space reserve;
  *     every other write is held back until the reserve is re-created, so
- *     the freed space is theirs (about 80 cancellations per MiB);
+ *     the freed space is theirs (dozens of cancellations per MiB);
  *   - a job that finished keeps its signed result in memory ("unrecorded");
  *     once space returns it is recorded with the same bytes, exactly once
  *     (the transition names the revision it expects), then the backend

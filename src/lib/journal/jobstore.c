@@ -55,9 +55,8 @@ void berth_job_record_clear(struct berth_job_record *rec)
 
 int berth_job_record_copy(struct berth_job_record *dst, const struct berth_job_record *src)
 {
-    char **const fields[] = {&dst->principal, &dst->scope,   &dst->job_id,  &dst->run_id,
-                             &dst->job_digest, &dst->job,    &dst->receipt, &dst->backend,
-                             &dst->effective,  &dst->pool,   &dst->result};
+    char **const fields[] = {&dst->principal, &dst->scope,   &dst->job_id,    &dst->run_id, &dst->job_digest, &dst->job,
+                             &dst->receipt,   &dst->backend, &dst->effective, &dst->pool,   &dst->result};
     size_t i;
 
     *dst = *src; /* the scalars; every string is replaced below */

@@ -18,9 +18,9 @@
 struct berth_journal {
     sqlite3 *db;
     int lock_fd;
-    int dir_fd;           /* the journal's directory, for its space reserve */
+    int dir_fd; /* the journal's directory, for its space reserve */
     char *path;
-    char *reserve_name;   /* "<journal>.reserve" */
+    char *reserve_name;     /* "<journal>.reserve" */
     uint64_t reserve_bytes; /* 0: no reserve (berth_journal_set_reserve()) */
 };
 
@@ -179,19 +179,7 @@ static int pragma_text_is(struct berth_journal *j, const char *sql, const char *
     return 0;
 }
 
-/* Owned by us, mode 0600, one link: the journal, its lock and its WAL. */
-static int check_private_file(int fd, const char *what, struct berth_error *reterr)
-{
-    const struct berth_file_expect e = {
-        .type = S_IFREG,
-        .uid = (uint32_t)geteuid(),
-        .mode_mask = 07777,
-        .mode = 0600,
-        .one_link = 1,
-    };
-    return berth_file_check(fd, what, &e, NULL, reterr);
-}
-
+/* Open (or create) @name below @dirfd: owned by us, mode 0600, one link. */
 static int open_private_file(int dirfd, const char *name, const char *shown, bool create, struct berth_error *reterr)
 {
     int fd, r;
@@ -202,7 +190,7 @@ static int open_private_file(int dirfd, const char *name, const char *shown, boo
             return berth_error_set(reterr, -ELOOP, "%s is a symbolic link", shown);
         return berth_error_set(reterr, -errno, "%s: %s", shown, strerror(errno));
     }
-    r = check_private_file(fd, shown, reterr);
+    r = berth_private_file_check(fd, shown, NULL, reterr); /* the journal and its lock */
     if (r < 0) {
         close(fd);
         return r;
@@ -278,7 +266,8 @@ int berth_journal_open(const char *path, unsigned flags, struct berth_journal **
     if (!berth_name_valid(base))
         return berth_error_set(reterr, -EINVAL, "%s does not end in a file name", path);
     /* SQLite and berth put files beside the journal under these suffixes. */
-    for (const char *const *sfx = (const char *const[]){"-wal", "-shm", "-journal", ".lock", ".reserve", NULL}; *sfx; sfx++)
+    for (const char *const *sfx = (const char *const[]){"-wal", "-shm", "-journal", ".lock", ".reserve", NULL}; *sfx;
+         sfx++)
         if (strlen(base) > strlen(*sfx) && streq(base + strlen(base) - strlen(*sfx), *sfx))
             return berth_error_set(reterr, -EINVAL, "%s: a journal name may not end in \"%s\"", path, *sfx);
     dir = strndup(path, (size_t)(slash - path) + 1);
@@ -348,7 +337,7 @@ int berth_journal_open(const char *path, unsigned flags, struct berth_journal **
     /* A WAL left by a crash must be ours as well; SQLite will replay it. */
     wal = openat(dfd, walname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (wal >= 0) {
-        r = check_private_file(wal, "the journal's write-ahead log", reterr);
+        r = berth_private_file_check(wal, "the journal's write-ahead log", NULL, reterr);
         if (r < 0)
             goto fail;
     } else if (errno != ENOENT) {

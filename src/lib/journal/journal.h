@@ -38,9 +38,10 @@
  * cancellation, and that a job is being stopped) runs through
  * berth_journal_transact() with BERTH_JOURNAL_USE_RESERVE: when it fails for
  * space and the reserve is whole, the reserve is removed and the write tried
- * once more, in the space just freed.  Measured on a full 8 MiB tmpfs, 1 MiB
- * freed this way recorded about 80 such updates of 3 KiB rows with their
- * audit lines (the WAL reuses its pages after each checkpoint).  The owner
+ * once more, in the space just freed.  Measured on a full tmpfs: 256 KiB
+ * freed this way took 21 transactions of a 4 KB row (tests/unit/
+ * test-journal.c), 1 MiB about 80 updates of 3 KiB rows with an audit line
+ * each.  The owner
  * must then hold back every other write until berth_journal_check_space()
  * has re-created the reserve, or the next ordinary write takes the space;
  * another process writing to the same filesystem can take it anyway, so the
