@@ -92,6 +92,9 @@ void broker_storage_free(struct berth_broker *b);
 /* Whether storage is degraded (new jobs and pools are refused). */
 bool broker_storage_degraded(const struct berth_broker *b);
 
+/* Whether journal writes other than priority ones are held back now (takes the lock). */
+bool broker_storage_journal_full(struct berth_broker *b);
+
 /* Count a journal write that failed for space (@err says what and why):
  * journal writes other than priority ones are held back from now on until
  * broker_storage_check() finds space; logged once when it begins. */

@@ -95,6 +95,16 @@ bool broker_storage_degraded(const struct berth_broker *b)
     return degraded(&b->storage);
 }
 
+bool broker_storage_journal_full(struct berth_broker *b)
+{
+    bool full;
+
+    pthread_mutex_lock(&b->lock);
+    full = b->storage.journal_full;
+    pthread_mutex_unlock(&b->lock);
+    return full;
+}
+
 void broker_storage_failed(struct berth_broker *b, const struct berth_error *err)
 {
     b->storage.space_failures++;

@@ -822,6 +822,11 @@ int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats
         return berth_error_set(reterr, -EINVAL, "invalid argument");
     if (!limits || !in_use)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
+    /* A full journal starts nothing: no claim can be recorded, and a job
+     * claimed before waits, so that nothing runs that the journal could
+     * not follow (and start() is not retried on every pass meanwhile). */
+    if (broker_storage_journal_full(b))
+        return 0;
     r = take_snapshot(b, &s, reterr);
     /* Without the whole of limits and in_use a pool's max_concurrency could
      * be passed: the pass then starts nothing (the next pass tries again). */

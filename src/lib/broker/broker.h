@@ -46,8 +46,9 @@
  *     reaps it.  If berthd stops first, nothing is lost: the job is still
  *     open in the journal and the backend still holds its outcome, so the
  *     next start's reconcile records it;
- *   - staging retries back off (same schedule) and log one line when they
- *     start failing and one when they work again.
+ *   - dispatch starts nothing while the journal is full (a claim could
+ *     not be recorded); staging retries back off (same schedule) and log
+ *     one line when they start failing and one when they work again.
  * Only a journal that cannot be trusted stops the worker: -EIO (a read or
  * an fsync failed) and -EBADMSG (corruption) from reconcile or dispatch.
  */
