@@ -179,7 +179,9 @@ struct berth_broker;
 
 /**
  * berth_broker_new() - open the pool registry on the journal and prepare.
- * No backend is called.  Return: 0; -EINVAL; registry errors; -ENOMEM.
+ * No backend is called.  When the journal has a space reserve configured
+ * that is not whole (berth_journal_set_reserve() found no room), the broker
+ * starts storage degraded.  Return: 0; -EINVAL; registry errors; -ENOMEM.
  */
 int berth_broker_new(const struct berth_broker_params *p, struct berth_broker **ret, struct berth_error *reterr);
 
@@ -226,7 +228,9 @@ void berth_broker_inspect(struct berth_broker *b, const char *fingerprint, const
 /**
  * berth_broker_cancel() - record the intent to cancel (before any backend
  * is asked to stop) and wake the worker: 202 {id, state, cancel_requested};
- * a job already terminal is left as it is (202 with its state); 403, 404.
+ * a job already terminal is left as it is (202 with its state); 403, 404;
+ * 503 storage_full only when the filesystem is full and the journal's
+ * space reserve is used up or absent (a priority write, see above).
  */
 void berth_broker_cancel(struct berth_broker *b, const char *fingerprint, const char *job_id,
                          struct berth_reply *reply);
@@ -248,7 +252,8 @@ void berth_broker_capabilities(struct berth_broker *b, const char *fingerprint, 
 /**
  * berth_broker_pool_register() - admin only: register or update the pool
  * manifest @body: 201 {name, pool_hash, outcome "registered"|"updated"},
- * 200 (unchanged), 400, 403.
+ * 200 (unchanged), 400, 403, 503 storage_full (while degraded, or when the
+ * commit fails for space: nothing recorded).
  */
 void berth_broker_pool_register(struct berth_broker *b, const char *fingerprint, const char *body, size_t len,
                                 struct berth_reply *reply);
@@ -258,7 +263,8 @@ void berth_broker_pool_register(struct berth_broker *b, const char *fingerprint,
  * (berthd's pools directory): no policy check, recorded with @actor.
  * @ret_outcome: optional; receives "unchanged", "registered" or "updated".
  * Return: 0; -EBADMSG (not a valid manifest, reterr says why); -EFBIG;
- * journal errors.
+ * -ENOSPC or -EDQUOT (a changed pool could not be recorded for space:
+ * storage is degraded, the recorded version stays); journal errors.
  */
 int berth_broker_pool_register_trusted(struct berth_broker *b, const char *body, size_t len, const char *actor,
                                        const char **ret_outcome, struct berth_error *reterr);
