@@ -240,6 +240,12 @@ start_berthd
 submit staged-ok '["echo","ok"]'
 expect_status 201
 wait_state dev staged-ok exited
+# Its staged rootfs is removed right after its result is recorded.
+for _ in $(seq 1 100); do
+    [ -z "$(ls -A "$STATE/stage")" ] && break
+    sleep 0.1
+done
+[ -z "$(ls -A "$STATE/stage")" ] || fail "the staged rootfs of a finished job stays: $(ls "$STATE/stage")"
 
 # Room for the journal's commits, not for a staged rootfs (busybox: about 2 MiB).
 avail=$(df --output=avail -B1 "$STATE" | tail -n1 | tr -d ' ')
