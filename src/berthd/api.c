@@ -324,11 +324,20 @@ static bool audit_handler(struct request *rq, struct berth_reply *r)
     return true;
 }
 
+/* 200 {"status":"ok"}, or, on a full state filesystem, still 200 (reads
+ * are served, so a load balancer keeps the server) with {"status":
+ * "degraded", "reason", "message", "unrecorded_results", "retry_after_s"}. */
 static bool health_handler(struct request *rq, struct berth_reply *r)
 {
-    (void)rq;
+    struct berth_broker_health h;
+
     r->status = 200;
-    r->body = json_pack("{s:s}", "status", "ok");
+    if (berth_broker_health(rq->srv->broker, &h) < 0 || !h.degraded)
+        r->body = json_pack("{s:s}", "status", "ok");
+    else
+        r->body = json_pack("{s:s, s:s, s:s, s:I, s:I}", "status", "degraded", "reason", h.reason, "message", h.message,
+                            "unrecorded_results", (json_int_t)h.unrecorded, "retry_after_s",
+                            (json_int_t)((h.retry_in_ns + BERTH_NS_PER_SEC - 1) / BERTH_NS_PER_SEC));
     return true;
 }
 
@@ -337,9 +346,11 @@ static bool metrics_handler(struct request *rq, struct berth_reply *r)
     struct berthd_server *srv = rq->srv;
     struct berth_buf out = BERTH_BUF_INIT(0);
     int64_t jobs[BERTH_JOB_STATE_COUNT];
+    struct berth_broker_health health;
 
-    if (berth_broker_job_counts(srv->broker, jobs, NULL) < 0 ||
-        berthd_metrics_render(&srv->metrics, jobs, berth_policy_reloads(srv->policy), (unsigned)srv->slots.total, &out) < 0 ||
+    if (berth_broker_job_counts(srv->broker, jobs, NULL) < 0 || berth_broker_health(srv->broker, &health) < 0 ||
+        berthd_metrics_render(&srv->metrics, jobs, berth_policy_reloads(srv->policy), (unsigned)srv->slots.total,
+                              &health, &out) < 0 ||
         berthd_refusals_render(&srv->refusals, srv->slots.unauthenticated, &out) < 0) {
         berth_buf_free(&out);
         r->status = 503;

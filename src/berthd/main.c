@@ -38,6 +38,7 @@
 #include "macro.h"
 #include "loader.h"
 #include "pool.h"
+#include "reserve.h"
 #include "server.h"
 #include "startup-qualify.h"
 #include "sign.h"
@@ -121,8 +122,13 @@ static void help(void)
            "Logging: one line per request and per job state change on standard error,\n"
            "with sd-daemon priority prefixes under systemd.  Nothing secret is logged.\n"
            "\n"
-           "Exit status: 0 after a clean shutdown; 1 on a startup or journal failure;\n"
-           "2 on a bad command line.\n");
+           "A full state filesystem does not stop berthd: it serves reads and records\n"
+           "cancellations, refuses new jobs with 503 storage_full, keeps finished jobs'\n"
+           "results in memory until space returns and reports \"degraded\" on /v1/health\n"
+           "(see berthd(8), FULL STATE FILESYSTEM).\n"
+           "\n"
+           "Exit status: 0 after a clean shutdown; 1 on a startup failure or a journal\n"
+           "that cannot be trusted (corrupt, or an I/O error); 2 on a bad command line.\n");
 }
 
 static void stop_cb(evutil_socket_t sig, short what, void *arg)
@@ -307,11 +313,20 @@ static int register_pools(struct daemon *d)
 
         if (rc == 0 && asprintf(&path, "%s/%s", d->cfg.pools_directory, names[i]->d_name) < 0)
             rc = 1;
-        if (rc == 0 &&
-            (berthd_read_public_file(path, BERTH_POOL_MANIFEST_MAX, &text, &len, &err) < 0 ||
-             berth_broker_pool_register_trusted(d->broker, text, len, "berthd:pools_directory", &outcome, &err) < 0)) {
+        if (rc == 0 && berthd_read_public_file(path, BERTH_POOL_MANIFEST_MAX, &text, &len, &err) < 0) {
             berth_logf(&d->logger, BERTH_LOG_ERR, "pool file %s: %s", path, err.message);
             rc = 1;
+        } else if (rc == 0) {
+            int r = berth_broker_pool_register_trusted(d->broker, text, len, "berthd:pools_directory", &outcome, &err);
+            if (berth_space_error(r)) {
+                /* A full disk: the pool keeps the version the journal has (reads are served); a restart
+                 * with space registers the file. */
+                berth_logf(&d->logger, BERTH_LOG_WARNING, "pool file %s: not registered for lack of space: %s", path,
+                           err.message);
+            } else if (r < 0) {
+                berth_logf(&d->logger, BERTH_LOG_ERR, "pool file %s: %s", path, err.message);
+                rc = 1;
+            }
         }
         free(names[i]);
     }
@@ -401,6 +416,12 @@ static int start(struct daemon *d, bool check_only)
         return 1;
     if ((r = berth_journal_open(journal_path, BERTH_JOURNAL_CREATE, &d->journal, &err)) < 0)
         return fail(d, "journal", &err);
+    /* On a full disk berthd starts without its reserve, degraded, and makes it once space returns. */
+    r = berth_journal_set_reserve(d->journal, (uint64_t)d->cfg.reserve_bytes, &err);
+    if (berth_space_error(r))
+        berth_logf(&d->logger, BERTH_LOG_WARNING, "journal space reserve: %s", err.message);
+    else if (r < 0)
+        return fail(d, "journal space reserve", &err);
     if (berthd_qualify_at_startup(&d->cfg, d->plugins, d->journal, d->key, &d->logger) < 0)
         return 1;
     bp = (struct berth_broker_params){
@@ -434,6 +455,8 @@ static int start(struct daemon *d, bool check_only)
         return 1;
     berth_broker_refresh_backends(d->broker);
     {
+        /* Fails only when the journal cannot be trusted; what a full disk
+         * keeps from being recorded waits in memory (broker.h). */
         struct berth_pass_stats st = {0};
         if (berth_broker_reconcile(d->broker, &st, &err) < 0)
             return fail(d, "startup reconcile", &err);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "macro.h"
 #include "metrics.h"
 
@@ -46,6 +47,8 @@ void berthd_metrics_count_reply(struct berthd_metrics *m, int status, const char
         m->refused_busy++;
     else if (streq(error, "full"))
         m->refused_full++;
+    else if (streq(error, "storage_full"))
+        m->refused_storage_full++;
     else if (streq(error, "denied") || streq(error, "override_refused"))
         m->refused_denied++;
     else if (streq(error, "malformed"))
@@ -90,16 +93,57 @@ static int histogram(struct berth_buf *out, const char *name, const char *help, 
                name, h->sum, name, (unsigned long long)h->total);
 }
 
+/* The storage lines of @h (see berthd_metrics_render()). */
+static int storage(struct berth_buf *out, const struct berth_broker_health *h)
+{
+    int64_t now = 0, since = 0;
+    int r;
+
+    if (h->degraded && h->since_ns > 0 && berth_now_ns(CLOCK_REALTIME, &now, NULL) == 0 && now > h->since_ns)
+        since = (now - h->since_ns) / BERTH_NS_PER_SEC;
+    r = put(out,
+            "# HELP berth_storage_degraded 1 while the state filesystem is out of space (reads and cancellations "
+            "only).\n# TYPE berth_storage_degraded gauge\nberth_storage_degraded %d\n",
+            h->degraded ? 1 : 0);
+    if (r == 0)
+        r = put(out,
+                "# HELP berth_storage_degraded_seconds How long storage has been degraded (0 when it is not).\n"
+                "# TYPE berth_storage_degraded_seconds gauge\nberth_storage_degraded_seconds %lld\n",
+                (long long)since);
+    if (r == 0)
+        r = put(out,
+                "# HELP berth_storage_space_failures_total Writes (journal, staging) that failed for space.\n"
+                "# TYPE berth_storage_space_failures_total counter\nberth_storage_space_failures_total %llu\n",
+                (unsigned long long)h->space_failures);
+    if (r == 0)
+        r = put(out,
+                "# HELP berth_results_unrecorded Finished jobs whose signed result waits in memory for space.\n"
+                "# TYPE berth_results_unrecorded gauge\nberth_results_unrecorded %llu\n",
+                (unsigned long long)h->unrecorded);
+    if (r == 0)
+        r = put(out,
+                "# HELP berth_journal_reserve_bytes The journal's space reserve on disk now (0: released or none).\n"
+                "# TYPE berth_journal_reserve_bytes gauge\nberth_journal_reserve_bytes %llu\n",
+                (unsigned long long)(h->reserve_held ? h->reserve_bytes : 0));
+    return r;
+}
+
 int berthd_metrics_render(const struct berthd_metrics *m, const int64_t jobs[BERTH_JOB_STATE_COUNT],
-                          uint64_t policy_reloads, unsigned connections, struct berth_buf *out)
+                          uint64_t policy_reloads, unsigned connections, const struct berth_broker_health *health,
+                          struct berth_buf *out)
 {
     static const char *const classes[] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
     const struct {
         const char *reason;
         uint64_t n;
     } refused[] = {
-        {"busy", m->refused_busy},           {"full", m->refused_full},         {"denied", m->refused_denied},
-        {"malformed", m->refused_malformed}, {"conflict", m->refused_conflict}, {"too_large", m->refused_too_large},
+        {"busy", m->refused_busy},
+        {"full", m->refused_full},
+        {"storage_full", m->refused_storage_full},
+        {"denied", m->refused_denied},
+        {"malformed", m->refused_malformed},
+        {"conflict", m->refused_conflict},
+        {"too_large", m->refused_too_large},
         {"other", m->refused_other},
     };
     size_t i;
@@ -136,5 +180,7 @@ int berthd_metrics_render(const struct berthd_metrics *m, const int64_t jobs[BER
                 "# HELP berth_http_connections Open client connections.\n"
                 "# TYPE berth_http_connections gauge\nberth_http_connections %u\n",
                 (unsigned long long)policy_reloads, connections);
+    if (r == 0)
+        r = storage(out, health);
     return r;
 }

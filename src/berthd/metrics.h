@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "broker.h"
 #include "buf.h"
 #include "jobstore.h"
 
@@ -27,8 +28,8 @@ struct berthd_histogram {
 /** What berthd counts. */
 struct berthd_metrics {
     uint64_t http_by_class[6]; /* 1xx..5xx by status / 100; [0] other */
-    uint64_t refused_busy, refused_full, refused_denied, refused_malformed, refused_conflict, refused_too_large,
-        refused_other;
+    uint64_t refused_busy, refused_full, refused_storage_full, refused_denied, refused_malformed, refused_conflict,
+        refused_too_large, refused_other;
     struct berthd_histogram request_seconds;
     struct berthd_histogram commit_seconds;
     struct berthd_histogram batch_size;
@@ -47,10 +48,16 @@ void berthd_metrics_count_reply(struct berthd_metrics *m, int status, const char
 /**
  * berthd_metrics_render() - append the exposition text to @out.
  * @jobs: jobs per state; @policy_reloads: the policy source's count;
- * @connections: currently open.
+ * @connections: currently open; @health: berth_broker_health(), rendered as
+ * berth_storage_degraded (gauge, 0 or 1), berth_storage_degraded_seconds
+ * (gauge: how long, 0 when not), berth_storage_space_failures_total
+ * (counter: writes that failed for space), berth_results_unrecorded (gauge:
+ * signed results waiting in memory) and berth_journal_reserve_bytes (gauge:
+ * the space reserve on disk now, 0 while released or absent).
  * Return: 0 or -ENOMEM.
  */
 int berthd_metrics_render(const struct berthd_metrics *m, const int64_t jobs[BERTH_JOB_STATE_COUNT],
-                          uint64_t policy_reloads, unsigned connections, struct berth_buf *out);
+                          uint64_t policy_reloads, unsigned connections, const struct berth_broker_health *health,
+                          struct berth_buf *out);
 
 #endif

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "macro.h"
 #include "qualify.h"
+#include "reserve.h"
 #include "startup-qualify.h"
 
 #define VALIDITY_NS (30LL * 86400LL * 1000000000LL)
@@ -93,6 +94,11 @@ int berthd_qualify_at_startup(const struct berthd_config *cfg, struct berth_plug
     if (!any)
         return 0;
     if ((r = berth_qualify_work_dir(cfg->state_directory, &work_dir, &err)) < 0) {
+        if (berth_space_error(r)) {
+            /* A full state filesystem: berthd comes up degraded; the backends stay as qualified as they were. */
+            berth_logf(log, BERTH_LOG_WARNING, "no startup qualification for lack of space: %s", err.message);
+            return 0;
+        }
         berth_logf(log, BERTH_LOG_ERR, "%s", err.message);
         return r;
     }

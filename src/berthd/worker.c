@@ -39,7 +39,9 @@ static void *worker_main(void *userdata)
         if (r == 0)
             r = berth_broker_dispatch(w->broker, &st, &err);
         if (r < 0) {
-            berth_logf(w->logger, BERTH_LOG_ERR, "the journal failed, so berthd stops: %s", err.message);
+            /* Only -EIO and -EBADMSG get here: a full filesystem degrades (broker.h), it never stops berthd. */
+            berth_logf(w->logger, BERTH_LOG_ERR, "the journal cannot be trusted (%s), so berthd stops: %s",
+                       r == -EBADMSG ? "corrupt" : "an I/O error", err.message);
             w->failure = r;
             if (w->on_failure)
                 w->on_failure(w->userdata);

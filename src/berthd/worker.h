@@ -22,7 +22,7 @@ struct berthd_worker {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool woken, stop, running;
-    int failure; /* a journal error stopped the worker: the daemon must stop */
+    int failure; /* the journal cannot be trusted (-EIO, -EBADMSG): the worker stopped, the daemon must stop */
     void (*on_failure)(void *userdata);
     void *userdata;
 };

@@ -27,6 +27,7 @@ BERTH_LAYER_CPPFLAGS_config  = $(BERTH_LAYER_CPPFLAGS_broker) -I$(top_srcdir)/sr
 BERTH_LIB_CPPFLAGS = $(BERTH_LAYER_CPPFLAGS_config)
 
 BERTH_BASIC_SOURCES = \
+	src/lib/basic/backoff.c src/lib/basic/backoff.h \
 	src/lib/basic/buf.c src/lib/basic/buf.h \
 	src/lib/basic/clock.c src/lib/basic/clock.h \
 	src/lib/basic/encoding.c src/lib/basic/encoding.h \
@@ -34,6 +35,7 @@ BERTH_BASIC_SOURCES = \
 	src/lib/basic/log.c src/lib/basic/log.h \
 	src/lib/basic/macro.h \
 	src/lib/basic/names.c src/lib/basic/names.h \
+	src/lib/basic/reserve.c src/lib/basic/reserve.h \
 	src/lib/basic/tree.c src/lib/basic/tree.h \
 	src/lib/basic/utf8.c src/lib/basic/utf8.h
 BERTH_JSON_SOURCES = \
@@ -71,6 +73,7 @@ BERTH_QUALIFY_SOURCES = \
 BERTH_BROKER_SOURCES = \
 	src/lib/broker/broker.c src/lib/broker/broker.h src/lib/broker/broker-internal.h \
 	src/lib/broker/broker-stage.c \
+	src/lib/broker/broker-storage.c \
 	src/lib/broker/broker-worker.c
 # berthd.json: read by berthd and "berthctl qualify", written by "berthctl dev-init".
 BERTH_CONFIG_SOURCES = \
@@ -155,6 +158,7 @@ if ENABLE_TESTS
 # the LDADD in Makefile.am), so a new suite is one line here.
 BERTH_LIB_UNIT_TESTS = \
 	tests/unit/test-audit \
+	tests/unit/test-backoff \
 	tests/unit/test-berthd-config \
 	tests/unit/test-broker \
 	tests/unit/test-buf \
@@ -183,6 +187,7 @@ BERTH_LIB_UNIT_TESTS = \
 	tests/unit/test-qualify \
 	tests/unit/test-receipt \
 	tests/unit/test-registry \
+	tests/unit/test-reserve \
 	tests/unit/test-sign \
 	tests/unit/test-utf8
 check_PROGRAMS += $(BERTH_LIB_UNIT_TESTS)

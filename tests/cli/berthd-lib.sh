@@ -41,6 +41,26 @@ make_install() {
     fi
 }
 
+# image_plugins: $TMP/plugins, one plugin directory with the scripted
+# runtime and the image-oci-local plugin ($BERTH_IMAGE_PLUGIN_DIR), for
+# dev-init --plugin-dir of an installation with an image source; sets
+# PLUGINS to it.
+image_plugins() {
+    : "${BERTH_IMAGE_PLUGIN_DIR:?}"
+    PLUGINS=$TMP/plugins
+    mkdir -m 0755 "$PLUGINS"
+    cp "$BERTH_TEST_PLUGIN_DIR/runtime-script.so" "$BERTH_IMAGE_PLUGIN_DIR/image-oci-local.so" "$PLUGINS/"
+    chmod 0755 "$PLUGINS"/*.so
+}
+
+# busybox_image: the test busybox image (tests/image/build-busybox-image.sh)
+# as an OCI layout in $TMP/bb; sets DIGEST to its manifest digest.
+busybox_image() {
+    "$BERTH_TOP_SRCDIR/tests/image/build-busybox-image.sh" "$TMP/bb" >"$TMP/bb.digest" 2>"$TMP/build.err" ||
+        fail "building the busybox image failed: $(cat "$TMP/build.err")"
+    DIGEST=$(tail -n1 "$TMP/bb.digest")
+}
+
 # try_start_berthd [ENV=VALUE...]: start berthd in the background and wait
 # until it logs that it is ready.  Returns 1 if it exited at startup (its
 # log is $TMP/berthd.log), 2 if it did not become ready in time (it is

@@ -7,14 +7,8 @@
 : "${BERTH_IMAGE_PLUGIN_DIR:?}"
 
 # One plugin directory with the scripted runtime and the image plugin.
-PLUGINS=$TMP/plugins
-mkdir -m 0755 "$PLUGINS"
-cp "$BERTH_TEST_PLUGIN_DIR/runtime-script.so" "$BERTH_IMAGE_PLUGIN_DIR/image-oci-local.so" "$PLUGINS/"
-chmod 0755 "$PLUGINS"/*.so
-
-"$BERTH_TOP_SRCDIR/tests/image/build-busybox-image.sh" "$TMP/bb" >"$TMP/bb.digest" 2>"$TMP/build.err" ||
-    fail "building the busybox image failed: $(cat "$TMP/build.err")"
-DIGEST=$(tail -n1 "$TMP/bb.digest")
+image_plugins
+busybox_image
 
 # A manifest that is no manifest, stored under its true digest.
 printf '{"schemaVersion":2,"layers":[]}' >"$TMP/broken"

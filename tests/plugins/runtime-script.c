@@ -9,6 +9,9 @@
  *   ["exit", N]          exits N at once
  *   ["sleep"]            runs until cancelled (or until the broker expires it)
  *   ["sleep-ms", N]      runs for N milliseconds, then exits 0
+ *   ["hold"]             runs until the file "<run_id>.release" exists in the
+ *                        state_directory (a test creates it), then exits 0
+ *                        with stdout "released" and a newline
  *   ["spew", N]          exits 0 with N bytes of stdout (tests output bounds)
  *   ["refuse"]           start() refuses the document (-EBADMSG)
  *   ["flaky"]            the first start() fails with -EIO, the next succeeds
@@ -321,6 +324,17 @@ static int script_inspect(void *state, const char *job_id, char **ret_json, size
     } else if (strcmp(argv0, "sleep-ms") == 0) {
         finished = started + (arg1 ? atoll(arg1) : 0) * 1000000LL;
         done = now_ns(s) >= finished;
+    } else if (strcmp(argv0, "hold") == 0) {
+        struct stat rst;
+        snprintf(name, sizeof(name), "%s.release", job_id);
+        done = fstatat(s->dirfd, name, &rst, AT_SYMLINK_NOFOLLOW) == 0;
+        if (done) {
+            finished = (int64_t)rst.st_mtim.tv_sec * 1000000000LL + rst.st_mtim.tv_nsec;
+            if (finished < started)
+                finished = started;
+            out = strdup("released\n");
+            out_len = out ? strlen(out) : 0;
+        }
     } else if (strcmp(argv0, "spew") == 0) {
         out_len = arg1 ? (size_t)atoll(arg1) : 0;
         out = malloc(out_len + 1);

@@ -763,6 +763,149 @@ START_TEST(self_qualification_ignored)
 }
 END_TEST
 
+/* ---- a full state filesystem: the journal on a real 2 MiB tmpfs (root) ---- */
+
+/* setup(), then the journal moved onto the (emptied) tmpfs with a 256 KiB reserve. */
+static void full_setup(void)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_reply reply = {0};
+    _cleanup_free_ char *jdir = test_path(test_fs(), "state");
+
+    setup();
+    berth_broker_free(broker);
+    berth_journal_close(journal);
+    ck_assert_int_eq(mkdir(jdir, 0700), 0);
+    journal = test_journal_open(jdir);
+    ck_assert_msg(berth_journal_set_reserve(journal, 256 * 1024, &err) == 0, "%s", err.message);
+    open_broker();
+    berth_broker_pool_register(broker, FP_A, SCRIPT_POOL, strlen(SCRIPT_POOL), &reply);
+    ck_assert_msg(reply.status == 201, "%d %s", reply.status, reply.message);
+    berth_reply_clear(&reply);
+}
+
+static struct berth_broker_health health(void)
+{
+    struct berth_broker_health h;
+
+    ck_assert_int_eq(berth_broker_health(broker, &h), 0);
+    return h;
+}
+
+static const char *state_of(const char *id)
+{
+    static char state[32];
+    struct berth_reply r = {0};
+
+    berth_broker_inspect(broker, FP_A, id, &r);
+    expect_status(&r, 200, NULL);
+    snprintf(state, sizeof(state), "%s", json_string_value(json_object_get(r.body, "state")));
+    berth_reply_clear(&r);
+    return state;
+}
+
+/* job.finished events of run @run in the audit chain. */
+static int finished_events(const char *run)
+{
+    struct berth_reply r = {0};
+    char *line, *save = NULL;
+    int n = 0;
+
+    berth_broker_audit(broker, FP_A, 0, 100000, &r);
+    expect_status(&r, 200, NULL);
+    for (line = strtok_r(r.text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        n += strstr(line, "\"type\":\"job.finished\"") && strstr(line, run);
+    berth_reply_clear(&r);
+    return n;
+}
+
+START_TEST(full_disk_degrades)
+{
+    _cleanup_free_ char *hold = job_doc("h", "[\"hold\"]", 60000000000LL),
+                        *victim = job_doc("v", "[\"sleep\"]", 60000000000LL),
+                        *late = job_doc("n", "[\"echo\"]", 60000000000LL), *filler = test_path(test_fs(), "filler");
+    struct berth_reply h = submit(FP_A, hold), v = submit(FP_A, victim), r = {0};
+    char line[128], *release = NULL;
+    struct berth_broker_health st;
+    int i;
+
+    expect_status(&h, 201, NULL);
+    expect_status(&v, 201, NULL);
+    passes();
+    ck_assert_str_eq(state_of("h"), "running");
+    ck_assert_str_eq(state_of("v"), "running");
+    st = health();
+    ck_assert(!st.degraded && st.reserve_held && st.reserve_bytes == 256 * 1024);
+    test_fill(test_fs(), "filler");
+
+    /* A new job: its commit fails for space; refused, nothing recorded. */
+    r = submit(FP_A, late);
+    expect_status(&r, 503, "storage_full");
+    ck_assert_ptr_nonnull(strstr(r.message, "retry in "));
+    berth_reply_clear(&r);
+    berth_broker_inspect(broker, FP_A, "n", &r);
+    expect_status(&r, 404, "not_found");
+    berth_reply_clear(&r);
+    st = health();
+    ck_assert(st.degraded);
+    ck_assert_str_eq(st.reason, "storage_full");
+    ck_assert_uint_eq(st.space_failures, 1);
+
+    /* The held job finishes: the pass goes on without error, the result waits in memory. */
+    ck_assert_int_gt(asprintf(&release, "%s/%s.release", state_dir, run_id_of(h.body)), 0);
+    test_write_file(release, "", 0, 0600);
+    passes();
+    ck_assert_uint_eq(health().unrecorded, 1);
+    ck_assert_str_eq(state_of("h"), "running");
+    /* A cancellation of it (the reserve makes room) moves its record on meanwhile. */
+    berth_broker_cancel(broker, FP_A, "h", &r);
+    expect_status(&r, 202, NULL);
+    berth_reply_clear(&r);
+    ck_assert(!health().reserve_held);
+    /* The other one is cancelled and stopped, and its result waits too. */
+    berth_broker_cancel(broker, FP_A, "v", &r);
+    expect_status(&r, 202, NULL);
+    berth_reply_clear(&r);
+    passes();
+    passes();
+    snprintf(line, sizeof(line), "cancel %s", run_id_of(v.body));
+    ck_assert_int_eq(calls(line), 1);
+    ck_assert_str_eq(state_of("v"), "reaping");
+    ck_assert_uint_eq(health().unrecorded, 2);
+    snprintf(line, sizeof(line), "reap %s", run_id_of(h.body));
+    ck_assert_int_eq(calls(line), 0); /* nothing is reaped before its result is durable */
+
+    /* Space returns: within the backoff both are recorded, each once. */
+    ck_assert_int_eq(unlink(filler), 0);
+    for (i = 0; i < 200 && health().degraded; i++) {
+        usleep(100 * 1000);
+        passes();
+    }
+    st = health();
+    ck_assert_msg(!st.degraded, "still degraded after 20 s");
+    ck_assert(st.reserve_held);
+    ck_assert_uint_eq(st.unrecorded, 0);
+    ck_assert_str_eq(state_of("h"), "exited"); /* its own outcome, recorded over the newer revision */
+    ck_assert_str_eq(state_of("v"), "cancelled");
+    ck_assert_int_eq(finished_events(run_id_of(h.body)), 1);
+    ck_assert_int_eq(finished_events(run_id_of(v.body)), 1);
+    ck_assert_int_eq(calls(line), 1);
+    berth_broker_result(broker, FP_A, "h", &r);
+    expect_status(&r, 200, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r.body, "result"), "stdout")),
+                     "cmVsZWFzZWQK"); /* "released\n" */
+    berth_reply_clear(&r);
+    passes();
+    ck_assert_int_eq(finished_events(run_id_of(h.body)), 1);
+    r = submit(FP_A, late);
+    expect_status(&r, 201, NULL);
+    berth_reply_clear(&r);
+    free(release);
+    berth_reply_clear(&h);
+    berth_reply_clear(&v);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("broker");
@@ -787,6 +930,12 @@ static Suite *make_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, self_qualification_ignored);
+    tc = test_tmpfs_case(s, "full filesystem", "2m");
+    if (tc) {
+        tcase_add_checked_fixture(tc, full_setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, full_disk_degrades);
+    }
     return s;
 }
 

@@ -125,7 +125,7 @@ START_TEST(admission_limits)
         struct berth_job_record rec = record("job-4", ids[4]);
         ck_assert_int_eq(berth_jobstore_transition(j, ids[1], 1, BERTH_JOB_EXPIRED, "{}", 300, &err), 0);
         /* Four retained of four: full, and nothing is deleted to make room. */
-        ck_assert_int_eq(berth_jobstore_insert(j, &rec, 3, 4, &err), -ENOSPC);
+        ck_assert_int_eq(berth_jobstore_insert(j, &rec, 3, 4, &err), -EOVERFLOW);
         ck_assert_ptr_nonnull(strstr(err.message, "no job is ever deleted"));
     }
     ck_assert_int_eq(berth_jobstore_counts(j, counts, &err), 0);

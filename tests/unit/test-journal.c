@@ -258,6 +258,129 @@ START_TEST(migrate_from_format_1)
 }
 END_TEST
 
+/* ---- a full filesystem: a real 2 MiB tmpfs, as root ------------------------ */
+
+static int exec_sql(struct berth_journal *j, const char *sql, struct berth_error *reterr)
+{
+    if (sqlite3_exec(berth_journal_db(j), sql, NULL, NULL, NULL) != SQLITE_OK)
+        return berth_journal_error(j, "the test's SQL", reterr);
+    return 0;
+}
+
+/* Insert one row of 4000 random bytes; counts its calls in *@userdata. */
+static int insert_row(struct berth_journal *j, void *userdata, struct berth_error *reterr)
+{
+    (*(int *)userdata)++;
+    return exec_sql(j, "INSERT INTO t (v) VALUES (randomblob(4000))", reterr);
+}
+
+static int make_table(struct berth_journal *j, void *userdata, struct berth_error *reterr)
+{
+    (void)userdata;
+    return exec_sql(j, "CREATE TABLE t (v BLOB)", reterr);
+}
+
+static int64_t rows(struct berth_journal *j)
+{
+    sqlite3_stmt *q;
+    int64_t n;
+
+    ck_assert_int_eq(sqlite3_prepare_v2(berth_journal_db(j), "SELECT count(*) FROM t", -1, &q, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return n;
+}
+
+START_TEST(full_filesystem)
+{
+    const char *full = test_fs();
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *reserve = test_path(full, "journal.db.reserve"), *filler = test_path(full, "filler");
+    struct berth_journal *j = test_journal_open(full);
+    int calls = 0, i, fit;
+    struct stat st;
+
+    ck_assert_int_eq(berth_journal_transact(j, 0, make_table, NULL, &err), 0);
+    ck_assert_int_eq(berth_journal_set_reserve(j, 256 * 1024, &err), 0);
+    ck_assert_int_eq(stat(reserve, &st), 0);
+    ck_assert_int_eq(st.st_size, 256 * 1024);
+    ck_assert_uint_eq(st.st_mode & 07777, 0600);
+    ck_assert(berth_journal_reserve_held(j));
+    for (i = 0; i < 10; i++)
+        ck_assert_int_eq(berth_journal_transact(j, 0, insert_row, &calls, &err), 0);
+    ck_assert_int_eq(berth_journal_check_space(j, &err), 0);
+    test_fill(full, "filler");
+
+    /* An ordinary write fails for space; the journal is what the last commit left. */
+    calls = 0;
+    ck_assert_int_eq(berth_journal_transact(j, 0, insert_row, &calls, &err), -ENOSPC);
+    ck_assert_int_eq(calls, 1);
+    ck_assert(!berth_journal_in_transaction(j));
+    ck_assert_int_eq(rows(j), 10);
+    ck_assert(berth_journal_reserve_held(j)); /* only a priority write may use it */
+    ck_assert_int_eq(berth_journal_check_space(j, &err), -ENOSPC);
+
+    /* A priority write releases the reserve and gets through on the second try. */
+    calls = 0;
+    ck_assert_int_eq(berth_journal_transact(j, BERTH_JOURNAL_USE_RESERVE, insert_row, &calls, &err), 0);
+    ck_assert_int_eq(calls, 2);
+    ck_assert_int_eq(rows(j), 11);
+    ck_assert(!berth_journal_reserve_held(j));
+    ck_assert_int_eq(access(reserve, F_OK), -1);
+    /* The freed 256 KiB hold more such writes; then the failure is final. */
+    for (fit = 0; berth_journal_transact(j, BERTH_JOURNAL_USE_RESERVE, insert_row, &calls, &err) == 0; fit++)
+        ck_assert_int_lt(fit, 1000);
+    ck_assert_int_ge(fit, 10);
+    ck_assert_int_eq(berth_journal_transact(j, BERTH_JOURNAL_USE_RESERVE, insert_row, &calls, &err), -ENOSPC);
+    ck_assert_int_eq(rows(j), 11 + fit);
+    /* No room to re-create the reserve: space has not returned. */
+    ck_assert_int_eq(berth_journal_check_space(j, &err), -ENOSPC);
+    ck_assert(!berth_journal_reserve_held(j));
+
+    /* Closed and opened again on the full filesystem: it opens, and holds every committed row. */
+    berth_journal_close(j);
+    j = test_journal_open(full);
+    ck_assert_int_eq(rows(j), 11 + fit);
+    ck_assert_int_eq(berth_journal_set_reserve(j, 256 * 1024, &err), -ENOSPC);
+    ck_assert(!berth_journal_reserve_held(j));
+
+    /* Space returns: the check re-creates the reserve, writes work again. */
+    ck_assert_int_eq(unlink(filler), 0);
+    ck_assert_int_eq(berth_journal_check_space(j, &err), 0);
+    ck_assert(berth_journal_reserve_held(j));
+    ck_assert_int_eq(berth_journal_transact(j, 0, insert_row, &calls, &err), 0);
+    ck_assert_int_eq(rows(j), 12 + fit);
+    /* Size 0 gives the reserve up. */
+    ck_assert_int_eq(berth_journal_set_reserve(j, 0, &err), 0);
+    ck_assert_int_eq(access(reserve, F_OK), -1);
+    ck_assert_int_eq(berth_journal_check_space(j, &err), 0); /* the probe alone */
+    berth_journal_close(j);
+}
+END_TEST
+
+START_TEST(transact_arguments)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_journal *j = test_journal_open(dir);
+    int calls = 0;
+
+    ck_assert_int_eq(berth_journal_transact(j, 0, NULL, NULL, &err), -EINVAL);
+    ck_assert_int_eq(berth_journal_transact(j, 0x80, make_table, NULL, &err), -EINVAL);
+    ck_assert_int_eq(berth_journal_begin(j, &err), 0);
+    ck_assert_int_eq(berth_journal_transact(j, 0, make_table, NULL, &err), -EINVAL); /* one is open */
+    berth_journal_rollback(j);
+    ck_assert_int_eq(berth_journal_transact(j, 0, make_table, NULL, &err), 0);
+    /* An error of @fn rolls back and is returned; without a reserve nothing is retried. */
+    ck_assert_int_eq(berth_journal_transact(j, BERTH_JOURNAL_USE_RESERVE, make_table, NULL, &err), -EIO);
+    ck_assert_int_eq(berth_journal_transact(j, BERTH_JOURNAL_USE_RESERVE, insert_row, &calls, &err), 0);
+    ck_assert_int_eq(calls, 1);
+    ck_assert_int_eq(berth_journal_set_reserve(j, BERTH_JOURNAL_RESERVE_MAX + 1, &err), -EINVAL);
+    ck_assert(!berth_journal_reserve_held(j));
+    berth_journal_close(j);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("journal");
@@ -271,6 +394,10 @@ static Suite *make_suite(void)
     tcase_add_test(tc, unsafe_places);
     tcase_add_test(tc, foreign_and_newer);
     tcase_add_test(tc, migrate_from_format_1);
+    tcase_add_test(tc, transact_arguments);
+    tc = test_tmpfs_case(s, "full filesystem", "2m");
+    if (tc)
+        tcase_add_test(tc, full_filesystem);
     return s;
 }
 

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -139,6 +141,125 @@ static inline int64_t test_now_ns(clockid_t clock)
 
     ck_assert_msg(berth_now_ns(clock, &ns, &err) == 0, "%s", err.message);
     return ns;
+}
+
+/**
+ * test_tmpfs() - a fresh directory with a tmpfs of @size (mount(8)'s
+ * "size=" syntax, e.g. "1m") mounted on it, mode 0700, for tests of what
+ * happens when a filesystem is full; NULL when mounting fails (not root).
+ * Suites use it through test_tmpfs_case().
+ */
+static inline char *test_tmpfs(const char *size)
+{
+    char *dir, opts[64];
+
+    dir = test_tmpdir();
+    snprintf(opts, sizeof(opts), "size=%s,mode=0700", size);
+    if (mount("berth-test", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
+        rmdir(dir);
+        free(dir);
+        return NULL;
+    }
+    return dir;
+}
+
+/** Unmount and remove a test_tmpfs() directory; accepts NULL. */
+static inline void test_tmpfs_free(char *dir)
+{
+    if (!dir)
+        return;
+    umount2(dir, MNT_DETACH);
+    rmdir(dir);
+    free(dir);
+}
+
+/* The tmpfs of a test_tmpfs_case(): its size and, while mounted, its directory. */
+struct test_fs {
+    const char *size;
+    char *dir;
+};
+
+static inline struct test_fs *test_fs_state(void)
+{
+    static struct test_fs fs;
+    return &fs;
+}
+
+/** test_fs() - the directory of the current test_tmpfs_case()'s tmpfs. */
+static inline const char *test_fs(void)
+{
+    return test_fs_state()->dir;
+}
+
+static inline void test_fs_mount(void)
+{
+    test_fs_state()->dir = test_tmpfs(test_fs_state()->size);
+    ck_assert_msg(test_fs_state()->dir, "cannot mount a tmpfs: %s", strerror(errno));
+}
+
+static inline void test_fs_umount(void)
+{
+    test_tmpfs_free(test_fs_state()->dir);
+    test_fs_state()->dir = NULL;
+}
+
+static inline int test_rm_below(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    return ftw->level == 0 ? 0 : test_rm_one(path, st, type, ftw);
+}
+
+/* Empty the tmpfs before each test (the mount point itself stays). */
+static inline void test_fs_empty(void)
+{
+    nftw(test_fs(), test_rm_below, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/**
+ * test_tmpfs_case() - add the case @name to @s, whose tests find a tmpfs of
+ * @size (see test_tmpfs()) at test_fs(), emptied before each test.  It is
+ * mounted by the runner (an unchecked fixture) once for the case, so it is
+ * unmounted even after a failed test.  Mounting needs root: otherwise the
+ * case is left out (a note on stderr) and NULL returned.  One such case per
+ * suite.
+ */
+static inline TCase *test_tmpfs_case(Suite *s, const char *name, const char *size)
+{
+    TCase *tc;
+
+    if (geteuid() != 0) {
+        fprintf(stderr, "not root: the case \"%s\" (a full tmpfs) is left out\n", name);
+        return NULL;
+    }
+    test_fs_state()->size = size;
+    tc = test_case(s, name);
+    tcase_add_unchecked_fixture(tc, test_fs_mount, test_fs_umount);
+    tcase_add_checked_fixture(tc, test_fs_empty, NULL);
+    return tc;
+}
+
+/** Bytes free for an unprivileged writer on the filesystem of @dir. */
+static inline unsigned long long test_free_bytes(const char *dir)
+{
+    struct statvfs sv;
+
+    ck_assert_int_eq(statvfs(dir, &sv), 0);
+    return (unsigned long long)sv.f_bavail * sv.f_frsize;
+}
+
+/** Write zeros to the new file @dir/@name until the filesystem is full. */
+static inline void test_fill(const char *dir, const char *name)
+{
+    static const char zeros[4096];
+    char *path = test_path(dir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+    ck_assert_int_ge(fd, 0);
+    while (write(fd, zeros, sizeof(zeros)) > 0)
+        ;
+    ck_assert_int_eq(errno, ENOSPC);
+    ck_assert_int_eq(close(fd), 0);
+    ck_assert_uint_eq(test_free_bytes(dir), 0);
+    free(path);
 }
 
 #endif

@@ -123,6 +123,18 @@ int berth_file_check(int fd, const char *what, const struct berth_file_expect *e
     return 0;
 }
 
+int berth_private_file_check(int fd, const char *what, struct stat *ret_st, struct berth_error *reterr)
+{
+    const struct berth_file_expect e = {
+        .type = S_IFREG,
+        .uid = (uint32_t)geteuid(),
+        .mode_mask = 07777,
+        .mode = 0600,
+        .one_link = 1,
+    };
+    return berth_file_check(fd, what, &e, ret_st, reterr);
+}
+
 /* Rule 2 of berth_trusted_file_check(): root's or the caller's.  @above names
  * the file a directory was checked for, or is NULL for the file itself. */
 static int trusted_owner(const struct stat *st, const char *shown, const char *above, struct berth_error *reterr)

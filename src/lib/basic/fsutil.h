@@ -61,6 +61,14 @@ int berth_file_check(int fd, const char *what, const struct berth_file_expect *e
                      struct berth_error *reterr);
 
 /**
+ * berth_private_file_check() - berth_file_check() for a file only berth's
+ * own user may touch (the journal and the files beside it): a regular file
+ * owned by the effective uid, permission bits exactly 0600, one hard link.
+ * Return: as berth_file_check().
+ */
+int berth_private_file_check(int fd, const char *what, struct stat *ret_st, struct berth_error *reterr);
+
+/**
  * BERTH_UNTRUSTED_MODE - the permission bits a trusted file or directory
  * must not have: write permission for its group or for others.
  */

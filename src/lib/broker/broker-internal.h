@@ -6,9 +6,33 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "backoff.h"
 #include "broker.h"
 #include "placement.h"
 #include "registry.h"
+
+/* A signed terminal result the journal could not take for lack of space,
+ * kept until it can (broker-storage.c). */
+struct broker_unrecorded {
+    struct berth_job_record rec; /* as the journal has it: the state and revision the record expects */
+    enum berth_job_state to;     /* the terminal state */
+    char *result;                /* canonical JSON of the signed result, recorded byte for byte */
+    json_t *audit;               /* extra members of its job.finished event */
+    bool reached;                /* the backend may hold something of the job: reap it afterwards */
+};
+
+/* The state filesystem's condition (broker.h, "A full state filesystem").
+ * Degraded while either flag is set. */
+struct broker_storage {
+    bool journal_full;          /* a journal write failed for space: other writes are held back */
+    bool stage_full;            /* the last staging failed for space */
+    int64_t since_ns;           /* CLOCK_REALTIME: when the degraded state began (0: not degraded) */
+    struct berth_backoff check; /* berth_journal_check_space() tries, CLOCK_MONOTONIC */
+    struct berth_backoff stage; /* staging retries, CLOCK_MONOTONIC */
+    uint64_t space_failures;    /* writes that failed for space, ever */
+    struct broker_unrecorded *unrecorded;
+    size_t n_unrecorded, cap_unrecorded;
+};
 
 struct berth_broker {
     struct berth_broker_params p;
@@ -19,6 +43,7 @@ struct berth_broker {
     json_t *capabilities;             /* {backend: capabilities()} from that refresh */
     atomic_bool stopping;             /* berth_broker_stop() was called */
     char (*caps_errors)[512];         /* per backend: the last capabilities() error logged, "" when fine */
+    struct broker_storage storage;    /* under the lock */
 };
 
 /* The authenticated caller, resolved under the lock. */
@@ -54,6 +79,70 @@ int broker_stage(struct berth_broker *b, const struct berth_job_record *rec, con
 
 /* Remove @rec's staged rootfs, if any (best effort; logged). */
 void broker_unstage(struct berth_broker *b, const struct berth_job_record *rec);
+
+/* --- broker-storage.c: a full state filesystem (lock held unless said) --- */
+
+/* Set up @b->storage: degraded from the start when the journal's reserve
+ * is configured but could not be made. */
+void broker_storage_init(struct berth_broker *b);
+
+/* Release what @b->storage holds. */
+void broker_storage_free(struct berth_broker *b);
+
+/* Whether storage is degraded (new jobs and pools are refused). */
+bool broker_storage_degraded(const struct berth_broker *b);
+
+/* Whether journal writes other than priority ones are held back now (takes the lock). */
+bool broker_storage_journal_full(struct berth_broker *b);
+
+/* Count a journal write that failed for space (@err says what and why):
+ * journal writes other than priority ones are held back from now on until
+ * broker_storage_check() finds space; logged once when it begins. */
+void broker_storage_failed(struct berth_broker *b, const struct berth_error *err);
+
+/* Staging retries (worker thread; each takes the lock): whether a try is
+ * due; a failure @r of staging @image for @rec (logged when staging starts
+ * failing; a space error degrades storage until a staging works); a
+ * success; and "no job waits for staging" (a pass found none: the backoff
+ * and a space failure are forgotten). */
+bool broker_stage_due(struct berth_broker *b);
+void broker_stage_failed(struct berth_broker *b, const struct berth_job_record *rec, const char *image, int r,
+                         const struct berth_error *err);
+void broker_stage_succeeded(struct berth_broker *b, const struct berth_job_record *rec);
+void broker_stage_idle(struct berth_broker *b);
+
+/* Run @fn in a journal transaction of its own (what: for messages).  A
+ * @priority write (a cancellation, a move to reaping) may use the space
+ * reserve; any other is refused with -ENOSPC, without touching the journal,
+ * while storage is degraded.  A space failure degrades storage. */
+int broker_journal_write(struct berth_broker *b, bool priority,
+                         int (*fn)(struct berth_journal *j, void *userdata, struct berth_error *reterr), void *userdata,
+                         const char *what, struct berth_error *reterr);
+
+/* 503 "storage_full" with a "retry in N s" hint. */
+void broker_storage_refuse(struct berth_broker *b, struct berth_reply *reply);
+
+/* A failed journal write @r of an operation: storage_full when @r is a
+ * space error (counted, degrading), else 503 "journal" with @message. */
+void broker_journal_failed(struct berth_broker *b, int r, const struct berth_error *err, struct berth_reply *reply,
+                           const char *message);
+
+/* Worker thread, lock not held: when degraded and a check is due, check
+ * whether space returned.  Return: true when storage is usable now. */
+bool broker_storage_check(struct berth_broker *b);
+
+/* Keep a copy of a result the journal could not take (takes the lock); 0 or -ENOMEM. */
+int broker_unrecorded_keep(struct berth_broker *b, const struct berth_job_record *rec, enum berth_job_state to,
+                           const char *result, const json_t *audit, bool reached);
+
+/* Whether a result of run @run_id is waiting in memory. */
+bool broker_unrecorded_has(const struct berth_broker *b, const char *run_id);
+
+/* Move the oldest kept result into @ret (the caller clears it with
+ * broker_unrecorded_clear()); false when there is none. */
+bool broker_unrecorded_take(struct berth_broker *b, struct broker_unrecorded *ret);
+
+void broker_unrecorded_clear(struct broker_unrecorded *u);
 
 /* Call the fault hook. */
 void broker_fault(struct berth_broker *b, const char *point);

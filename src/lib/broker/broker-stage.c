@@ -21,6 +21,7 @@
 #include "broker-internal.h"
 #include "fsutil.h"
 #include "macro.h"
+#include "reserve.h"
 #include "tree.h"
 
 #define STAGED_MARKER "staged"
@@ -83,8 +84,8 @@ int broker_stage(struct berth_broker *b, const struct berth_job_record *rec, con
     r = b->p.stage_ops->stage(b->p.stage_state, image, rootfd, "{}", 2, &summary, &len, &err);
     if (r < 0) {
         /* The stage removed what it made; a refusal names its reason code first. */
-        return berth_error_set(reterr, r == -ENOMEM || r == -EIO || r == -ENOSPC || r == -EAGAIN ? r : -EBADMSG, "%s",
-                               err.message);
+        return berth_error_set(reterr, r == -ENOMEM || r == -EIO || berth_space_error(r) || r == -EAGAIN ? r : -EBADMSG,
+                               "%s", err.message);
     }
     if ((r = berth_publish_at(dir, STAGED_MARKER, "", 0, 0600, 0, reterr)) < 0)
         return r;

@@ -24,6 +24,7 @@
 #include "poolchain.h"
 #include "qualification.h"
 #include "receipt.h"
+#include "reserve.h"
 
 #define CAPABILITIES_MAX (64 * 1024)
 #define INSPECT_MAX (4 * 1024 * 1024)
@@ -148,13 +149,7 @@ struct snapshot {
 static int snap_one(void *userdata, const struct berth_job_record *rec)
 {
     struct snapshot *s = userdata;
-    struct berth_job_record *d;
 
-#define DUP(f)                                                                                                         \
-    do {                                                                                                               \
-        if (rec->f && !(d->f = strdup(rec->f)))                                                                        \
-            goto nomem;                                                                                                \
-    } while (0)
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 16;
         struct berth_job_record *v = reallocarray(s->v, cap, sizeof(*v));
@@ -163,29 +158,10 @@ static int snap_one(void *userdata, const struct berth_job_record *rec)
         s->v = v;
         s->cap = cap;
     }
-    d = &s->v[s->n];
-    *d = (struct berth_job_record){.state = rec->state,
-                                   .revision = rec->revision,
-                                   .accepted_at = rec->accepted_at,
-                                   .deadline = rec->deadline,
-                                   .cancel_requested = rec->cancel_requested,
-                                   .updated_at = rec->updated_at};
-    DUP(principal);
-    DUP(scope);
-    DUP(job_id);
-    DUP(run_id);
-    DUP(job_digest);
-    DUP(job);
-    DUP(receipt);
-    DUP(backend);
-    DUP(effective);
-    DUP(pool);
+    if (berth_job_record_copy(&s->v[s->n], rec) < 0)
+        return -ENOMEM;
     s->n++;
     return 0;
-nomem:
-    berth_job_record_clear(d);
-    return -ENOMEM;
-#undef DUP
 }
 
 static void snapshot_clear(struct snapshot *s)
@@ -323,29 +299,48 @@ static int inspect(struct berth_broker *b, const struct berth_broker_backend *be
     return r < 0 ? (r == -ENOENT ? -EIO : r) : 0;
 }
 
-/* Record @to (lock held inside); on success @rec follows. */
+/* One transition and its audit event (broker_journal_write()). */
+struct move_write {
+    struct berth_broker *b;
+    const struct berth_job_record *rec;
+    enum berth_job_state to;
+    const char *result, *audit_type;
+    json_t *audit_extra;
+    int64_t now;
+};
+
+static int move_write(struct berth_journal *j, void *userdata, struct berth_error *reterr)
+{
+    struct move_write *m = userdata;
+    int r = berth_jobstore_transition(j, m->rec->run_id, m->rec->revision, m->to, m->result, m->now, reterr);
+
+    if (r == 0 && m->audit_type)
+        r = broker_audit(m->b, m->audit_type, m->rec, "berthd", json_incref(m->audit_extra), reterr);
+    return r;
+}
+
+/* Record @to (lock held inside); on success @rec follows.  The move to
+ * reaping, which comes before a sandbox is stopped, is a priority write
+ * (it may use the space reserve); while storage is degraded every other
+ * move fails at once with -ENOSPC.  A space failure is logged once, by the
+ * degraded state, not here. */
 static int move(struct berth_broker *b, struct berth_job_record *rec, enum berth_job_state to, const char *result,
                 const char *audit_type, json_t *audit_extra, struct berth_error *reterr)
 {
-    int64_t now = 0;
+    struct move_write m = {
+        .b = b, .rec = rec, .to = to, .result = result, .audit_type = audit_type, .audit_extra = audit_extra};
+    char what[64];
     int r;
 
+    snprintf(what, sizeof(what), "recording a job %s", berth_job_state_names[to]);
     pthread_mutex_lock(&b->lock);
-    r = berth_now_ns(CLOCK_REALTIME, &now, reterr);
+    r = berth_now_ns(CLOCK_REALTIME, &m.now, reterr);
     if (r == 0)
-        r = berth_journal_begin(b->p.journal, reterr);
-    if (r == 0)
-        r = berth_jobstore_transition(b->p.journal, rec->run_id, rec->revision, to, result, now, reterr);
-    if (r == 0 && audit_type)
-        r = broker_audit(b, audit_type, rec, "berthd", json_incref(audit_extra), reterr);
-    if (r == 0)
-        r = berth_journal_commit(b->p.journal, reterr);
-    else
-        berth_journal_rollback(b->p.journal);
+        r = broker_journal_write(b, to == BERTH_JOB_REAPING, move_write, &m, what, reterr);
     pthread_mutex_unlock(&b->lock);
     json_decref(audit_extra);
     if (r < 0) {
-        if (r != -ESTALE)
+        if (r != -ESTALE && !berth_space_error(r))
             berth_logf(b->p.logger, BERTH_LOG_ERR, "job %s run %s: recording %s failed: %s", rec->job_id, rec->run_id,
                        berth_job_state_names[to], reterr->message);
         return r;
@@ -364,15 +359,80 @@ static const enum berth_result_status status_of_state[] = {
     [BERTH_JOB_EXPIRED] = BERTH_RESULT_EXPIRED,
 };
 
+/* @rec's terminal state is durable: count it, let the backend reap the job
+ * (when @reached: it may hold something of it) and remove its staged image. */
+static void after_recorded(struct berth_broker *b, const struct berth_job_record *rec, bool reached,
+                           struct berth_pass_stats *stats)
+{
+    const struct berth_broker_backend *be = broker_backend(b, rec->backend);
+
+    if (stats) {
+        if (rec->state == BERTH_JOB_CANCELLED)
+            stats->cancelled++;
+        else if (rec->state == BERTH_JOB_EXPIRED)
+            stats->expired++;
+        else if (rec->state == BERTH_JOB_FAILED)
+            stats->failed++;
+        else
+            stats->finished++;
+    }
+    /* Releasing the sandbox is best effort and the plugin keeps its tombstone. */
+    if (be && be->ops->reap && reached) {
+        struct berth_error err = BERTH_ERROR_INIT;
+        int rr = be->ops->reap(be->state, rec->run_id, &err);
+        if (rr < 0 && rr != -ENOENT)
+            berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: backend %s reap failed: %s", rec->job_id,
+                       rec->run_id, be->name, err.message);
+        if (rr == -EBUSY)
+            return; /* its sandbox may still use the staged rootfs */
+    }
+    broker_unstage(b, rec);
+}
+
+/* Record the signed @result of @rec as @to (through finalizing when the
+ * record is still running), then after_recorded().  When the journal has no
+ * space, the result is kept in memory instead (0; logged unless @again, a
+ * retry of a result kept already) and recorded later, byte for byte, by
+ * record_unrecorded().  Other errors are move()'s. */
+static int record_result(struct berth_broker *b, struct berth_job_record *rec, enum berth_job_state to,
+                         const char *result, json_t *audit, bool reached, bool again, struct berth_pass_stats *stats,
+                         struct berth_error *reterr)
+{
+    int r = 0;
+
+    if (rec->state == BERTH_JOB_RUNNING)
+        r = move(b, rec, BERTH_JOB_FINALIZING, NULL, NULL, NULL, reterr);
+    if (r == 0)
+        r = move(b, rec, to, result, "job.finished", json_incref(audit), reterr);
+    if (r == 0) {
+        after_recorded(b, rec, reached, stats);
+        return 0;
+    }
+    if (!berth_space_error(r))
+        return r;
+    r = broker_unrecorded_keep(b, rec, to, result, audit, reached);
+    if (r < 0) {
+        /* The job stays open in the journal and its backend keeps the outcome: a later pass asks again. */
+        berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: out of memory keeping its unrecorded result",
+                   rec->job_id, rec->run_id);
+        return r;
+    }
+    if (!again)
+        berth_logf(b->p.logger, BERTH_LOG_NOTICE,
+                   "job %s run %s of %s: %s, but the journal has no space: the signed result is kept in memory and "
+                   "recorded when space returns",
+                   rec->job_id, rec->run_id, rec->principal, berth_job_state_names[to]);
+    return 0;
+}
+
 /* Sign and record the terminal result @to for @rec, from @o (may be NULL:
  * the job never ran or nothing is known), then let the backend reap it. */
 static int finish(struct berth_broker *b, struct berth_job_record *rec, enum berth_job_state to,
                   const struct outcome *o, const char *reason, struct berth_pass_stats *stats,
                   struct berth_error *reterr)
 {
-    const struct berth_broker_backend *be = broker_backend(b, rec->backend);
     struct berth_job *job = NULL;
-    _cleanup_json_ json_t *receipt = NULL, *result = NULL;
+    _cleanup_json_ json_t *receipt = NULL, *result = NULL, *audit = NULL;
     _cleanup_free_ char *text = NULL;
     struct berth_result_params rp;
     bool reached = rec->state != BERTH_JOB_ACCEPTED; /* the backend may hold something of it */
@@ -419,32 +479,88 @@ static int finish(struct berth_broker *b, struct berth_job_record *rec, enum ber
                    reterr->message);
         return r;
     }
-    r = move(b, rec, rp.status == BERTH_RESULT_FAILED ? BERTH_JOB_FAILED : to, text, "job.finished",
-             json_pack("{s:s, s:s?}", "status", berth_result_status_names[rp.status], "reason", rp.reason), reterr);
+    audit = json_pack("{s:s, s:s?}", "status", berth_result_status_names[rp.status], "reason", rp.reason);
+    if (!audit)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    return record_result(b, rec, rp.status == BERTH_RESULT_FAILED ? BERTH_JOB_FAILED : to, text, audit, reached, false,
+                         stats, reterr);
+}
+
+/* The record of kept result @u moved on from the revision it expects (a
+ * cancellation was recorded meanwhile): take the new revision when the job
+ * is still in the same state (0), or say why the result is dropped:
+ * -EALREADY (a terminal result is recorded), -ESTALE (another state:
+ * reconcile decides again from the backend, which still has the job). */
+static int rebase(struct berth_broker *b, struct broker_unrecorded *u, struct berth_error *reterr)
+{
+    struct berth_job_record cur = {0};
+    int r;
+
+    pthread_mutex_lock(&b->lock);
+    r = berth_jobstore_find_run(b->p.journal, u->rec.run_id, &cur, reterr);
+    pthread_mutex_unlock(&b->lock);
     if (r < 0)
         return r;
-    if (stats) {
-        if (rec->state == BERTH_JOB_CANCELLED)
-            stats->cancelled++;
-        else if (rec->state == BERTH_JOB_EXPIRED)
-            stats->expired++;
-        else if (rec->state == BERTH_JOB_FAILED)
-            stats->failed++;
-        else
-            stats->finished++;
+    if (berth_job_state_terminal(cur.state)) {
+        r = -EALREADY;
+    } else if (cur.state != u->rec.state) {
+        r = -ESTALE;
+    } else {
+        u->rec.revision = cur.revision;
+        u->rec.cancel_requested = cur.cancel_requested;
     }
-    /* The outcome is durable; releasing the sandbox is best effort and the plugin keeps its tombstone. */
-    if (be && be->ops->reap && reached) {
+    berth_job_record_clear(&cur);
+    return r;
+}
+
+/* Once storage is usable again, record the results kept in memory, oldest
+ * first, until one fails for space again.  Return: 0; -EIO or -EBADMSG. */
+static int record_unrecorded(struct berth_broker *b, struct berth_pass_stats *stats, struct berth_error *reterr)
+{
+    if (!broker_storage_check(b))
+        return 0;
+    for (;;) {
         struct berth_error err = BERTH_ERROR_INIT;
-        int rr = be->ops->reap(be->state, rec->run_id, &err);
-        if (rr < 0 && rr != -ENOENT)
-            berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: backend %s reap failed: %s", rec->job_id,
-                       rec->run_id, be->name, err.message);
-        if (rr == -EBUSY)
-            return 0; /* its sandbox may still use the staged rootfs */
+        struct broker_unrecorded u;
+        bool got;
+        int r;
+
+        pthread_mutex_lock(&b->lock);
+        got = !broker_storage_degraded(b) && broker_unrecorded_take(b, &u);
+        pthread_mutex_unlock(&b->lock);
+        if (!got)
+            return 0;
+        r = record_result(b, &u.rec, u.to, u.result, u.audit, u.reached, true, stats, &err);
+        if (r == -ESTALE && (r = rebase(b, &u, &err)) == 0) {
+            berth_logf(b->p.logger, BERTH_LOG_INFO,
+                       "job %s run %s: its record moved on to revision %lld meanwhile; the kept result goes on it",
+                       u.rec.job_id, u.rec.run_id, (long long)u.rec.revision);
+            r = record_result(b, &u.rec, u.to, u.result, u.audit, u.reached, true, stats, &err);
+        }
+        if (r == -EALREADY || r == -ESTALE)
+            berth_logf(b->p.logger, BERTH_LOG_INFO, "job %s run %s: its kept result is dropped: %s", u.rec.job_id,
+                       u.rec.run_id,
+                       r == -EALREADY ? "a result is recorded already" : "the job moved on; reconcile asks again");
+        else if (r == -EIO || r == -EBADMSG)
+            berth_error_set(reterr, r, "%s", err.message);
+        else if (r < 0)
+            berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: recording its kept result failed: %s",
+                       u.rec.job_id, u.rec.run_id, err.message);
+        broker_unrecorded_clear(&u);
+        if (r == -EIO || r == -EBADMSG)
+            return r;
     }
-    broker_unstage(b, rec);
-    return 0;
+}
+
+/* Whether run @run_id has a result waiting in memory (passes leave it alone). */
+static bool unrecorded(struct berth_broker *b, const char *run_id)
+{
+    bool has;
+
+    pthread_mutex_lock(&b->lock);
+    has = broker_unrecorded_has(b, run_id);
+    pthread_mutex_unlock(&b->lock);
+    return has;
 }
 
 static const enum berth_job_state terminal_of[] = {
@@ -541,10 +657,8 @@ static int reconcile_one(struct berth_broker *b, struct berth_job_record *rec, i
     if (r < 0 && stats)
         stats->errors++;
     if (r == 0 && o.state >= INSPECT_FIRST_TERMINAL) {
-        if (rec->state == BERTH_JOB_RUNNING)
-            r = move(b, rec, BERTH_JOB_FINALIZING, NULL, NULL, NULL, reterr);
-        if (r == 0)
-            r = finish(b, rec, terminal_of[o.state], &o, NULL, stats, reterr);
+        /* finish() records finalizing first: the result is signed and kept even when that cannot be recorded. */
+        r = finish(b, rec, terminal_of[o.state], &o, NULL, stats, reterr);
     } else if (stop && rec->state == BERTH_JOB_RUNNING) {
         outcome_clear(&o);
         r = move(b, rec, BERTH_JOB_REAPING, NULL, NULL, NULL, reterr);
@@ -566,14 +680,21 @@ int berth_broker_reconcile(struct berth_broker *b, struct berth_pass_stats *stat
 
     if (!b)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
-    r = take_snapshot(b, &s, reterr);
+    r = record_unrecorded(b, stats, reterr);
+    if (r == 0)
+        r = take_snapshot(b, &s, reterr);
     if (r == 0)
         r = berth_now_ns(CLOCK_REALTIME, &now, reterr);
     for (i = 0; r == 0 && i < s.n && !atomic_load(&b->stopping); i++) {
         struct berth_error err = BERTH_ERROR_INIT;
-        int rr = reconcile_one(b, &s.v[i], now, stats, &err);
-        /* A journal failure stops the pass; anything else is this job's problem only. */
-        if (rr == -EIO || rr == -ENOSPC || rr == -EBADMSG) {
+        int rr;
+
+        if (unrecorded(b, s.v[i].run_id))
+            continue; /* its result is signed and waits for space */
+        rr = reconcile_one(b, &s.v[i], now, stats, &err);
+        /* A journal that cannot be trusted stops the pass; anything else (a
+         * full filesystem included) is this job's problem only. */
+        if (rr == -EIO || rr == -EBADMSG) {
             r = berth_error_set(reterr, rr, "%s", err.message);
         } else if (rr < 0 && stats) {
             stats->errors++;
@@ -597,8 +718,9 @@ static int dispatch_doc(const struct berth_job_record *rec, const json_t *job, c
     return berth_json_serialize(doc, 0, ret, ret_len, reterr);
 }
 
+/* Dispatch one job; *@staging is set when it is one that waits for staging. */
 static int dispatch_one(struct berth_broker *b, struct berth_job_record *rec, int64_t now,
-                        struct berth_pass_stats *stats, struct berth_error *reterr)
+                        struct berth_pass_stats *stats, bool *staging, struct berth_error *reterr)
 {
     const struct berth_broker_backend *be = broker_backend(b, rec->backend);
     struct berth_error err = BERTH_ERROR_INIT;
@@ -622,6 +744,12 @@ static int dispatch_one(struct berth_broker *b, struct berth_job_record *rec, in
     image = json_string_value(json_object_get(job, "image"));
     if (!image)
         return finish(b, rec, BERTH_JOB_FAILED, NULL, "damaged_record", stats, reterr);
+    /* Staging that failed for a reason of the host (space, I/O, memory) is
+     * retried with backoff, for every job alike: one line when it starts
+     * failing, one when it works again. */
+    *staging = true;
+    if (!broker_stage_due(b))
+        return 0;
     r = broker_stage(b, rec, image, &rootfs, &err);
     if (r == -EBADMSG) {
         berth_logf(b->p.logger, BERTH_LOG_ERR, "job %s run %s: image %s refused at staging: %s", rec->job_id,
@@ -629,12 +757,12 @@ static int dispatch_one(struct berth_broker *b, struct berth_job_record *rec, in
         return finish(b, rec, BERTH_JOB_FAILED, NULL, "image_refused", stats, reterr);
     }
     if (r < 0) {
-        berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: staging image %s failed, will retry: %s",
-                   rec->job_id, rec->run_id, image, err.message);
+        broker_stage_failed(b, rec, image, r, &err);
         if (stats)
             stats->errors++;
         return 0;
     }
+    broker_stage_succeeded(b, rec);
     r = dispatch_doc(rec, job, rootfs, &doc, &len, reterr);
     if (r < 0)
         return finish(b, rec, BERTH_JOB_FAILED, NULL, "damaged_record", stats, reterr);
@@ -685,7 +813,7 @@ int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats
     _cleanup_json_ json_t *limits = json_object(), *in_use = json_object();
     const struct berth_pool_chain *chain;
     struct snapshot s = {0};
-    bool counted = true;
+    bool counted = true, staging = false;
     int64_t now;
     size_t i;
     int r;
@@ -694,6 +822,11 @@ int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats
         return berth_error_set(reterr, -EINVAL, "invalid argument");
     if (!limits || !in_use)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
+    /* A full journal starts nothing: no claim can be recorded, and a job
+     * claimed before waits, so that nothing runs that the journal could
+     * not follow (and start() is not retried on every pass meanwhile). */
+    if (broker_storage_journal_full(b))
+        return 0;
     r = take_snapshot(b, &s, reterr);
     /* Without the whole of limits and in_use a pool's max_concurrency could
      * be passed: the pass then starts nothing (the next pass tries again). */
@@ -714,6 +847,8 @@ int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats
         struct berth_error err = BERTH_ERROR_INIT;
         int rr;
 
+        if (unrecorded(b, s.v[i].run_id))
+            continue; /* finished: its result waits for space */
         if (s.v[i].state == BERTH_JOB_ACCEPTED) {
             if (!pool_has_room(limits, in_use, s.v[i].pool))
                 continue; /* waits for a slot in its pool; its deadline still runs */
@@ -722,12 +857,15 @@ int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats
                 break;
             }
         }
-        rr = dispatch_one(b, &s.v[i], now, stats, &err);
-        if (rr == -EIO || rr == -ENOSPC || rr == -EBADMSG)
+        rr = dispatch_one(b, &s.v[i], now, stats, &staging, &err);
+        if (rr == -EIO || rr == -EBADMSG)
             r = berth_error_set(reterr, rr, "%s", err.message);
         else if (rr < 0 && stats)
             stats->errors++;
     }
+    /* A whole pass with nobody waiting for staging: its backoff starts afresh. */
+    if (r == 0 && counted && !staging && !atomic_load(&b->stopping))
+        broker_stage_idle(b);
     if (!counted) {
         berth_logf(b->p.logger, BERTH_LOG_WARNING, "out of memory counting pool sandboxes: this pass starts nothing");
         if (stats)

@@ -15,6 +15,7 @@
 #include "macro.h"
 #include "poolchain.h"
 #include "receipt.h"
+#include "reserve.h"
 
 void berth_reply_clear(struct berth_reply *r)
 {
@@ -107,6 +108,7 @@ int berth_broker_new(const struct berth_broker_params *p, struct berth_broker **
         berth_broker_free(b);
         return r;
     }
+    broker_storage_init(b);
     *ret = b;
     return 0;
 }
@@ -119,6 +121,7 @@ void berth_broker_free(struct berth_broker *b)
         berth_registry_free(b->reg);
         pthread_mutex_destroy(&b->lock);
     }
+    broker_storage_free(b);
     berth_backend_set_free(b->offers);
     json_decref(b->capabilities);
     free(b->backends);
@@ -320,6 +323,12 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_
         r = -EIO;
         goto out;
     }
+    /* A new job on a full state filesystem: refused before anything is written. */
+    if (broker_storage_degraded(b)) {
+        broker_storage_refuse(b, &s->reply);
+        r = 0;
+        goto out;
+    }
     if (!image_present(b, job, &s->reply)) {
         r = 0;
         goto out;
@@ -343,7 +352,7 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_
         goto out;
     }
     if (r < 0) {
-        broker_fail(&s->reply, 503, "journal", "the placement could not be recorded");
+        broker_journal_failed(b, r, err, &s->reply, "the placement could not be recorded");
         goto out;
     }
     be = broker_backend(b, json_string_value(json_object_get(placed.receipt, "chosen_backend")));
@@ -395,7 +404,7 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_
         .deadline = rp.deadline,
     };
     r = berth_jobstore_insert(b->p.journal, &rec, b->p.max_active, b->p.max_retained, err);
-    if (r == -ENOSPC) {
+    if (r == -EOVERFLOW) {
         broker_fail(&s->reply, 503, "full", "the journal is full: it holds its limit of jobs");
         goto out;
     }
@@ -404,7 +413,7 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_
         goto out;
     }
     if (r < 0) {
-        broker_fail(&s->reply, 503, "journal", "the job could not be recorded");
+        broker_journal_failed(b, r, err, &s->reply, "the job could not be recorded");
         goto out;
     }
     r = broker_audit(b, "job.accepted", &rec, caller.subject->principal,
@@ -412,12 +421,13 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_
                                "deadline", berth_json_ns(rp.deadline)),
                      err);
     if (r < 0) {
-        broker_fail(&s->reply, 503, "journal", "the job could not be recorded");
+        broker_journal_failed(b, r, err, &s->reply, "the job could not be recorded");
         goto out;
     }
     succeed(&s->reply, 201, json_incref(receipt));
-    berth_logf(b->p.logger, BERTH_LOG_NOTICE, "job %s run %s of %s: accepted on backend %s, deadline in %lld ms",
-               job->id, run_id, caller.subject->principal, be->name, (long long)((rp.deadline - now) / 1000000));
+    /* Logged by berth_broker_submit_batch() once the commit succeeded. */
+    snprintf(s->note, sizeof(s->note), "job %s run %s of %s: accepted on backend %s, deadline in %lld ms", job->id,
+             run_id, caller.subject->principal, be->name, (long long)((rp.deadline - now) / 1000000));
     r = 1;
 out:
     json_decref(receipt);
@@ -438,8 +448,10 @@ int berth_broker_submit_batch(struct berth_broker *b, struct berth_submission *v
 
     if (!b || (n && !v))
         return -EINVAL;
-    for (i = 0; i < n; i++)
+    for (i = 0; i < n; i++) {
         memset(&v[i].reply, 0, sizeof(v[i].reply));
+        v[i].note[0] = '\0';
+    }
     pthread_mutex_lock(&b->lock);
     /* Every job of the batch is accepted at the same time. */
     clock_r = berth_now_ns(CLOCK_REALTIME, &now, &err);
@@ -478,13 +490,28 @@ int berth_broker_submit_batch(struct berth_broker *b, struct berth_submission *v
         broker_fault(b, "submit-before-commit");
         r = berth_journal_commit(b->p.journal, &err);
         if (r < 0) {
-            berth_logf(b->p.logger, BERTH_LOG_ERR, "journal commit failed: %s", err.message);
+            bool space = berth_space_error(r);
+
+            /* A full filesystem is logged once, by the degraded state, not per batch. */
+            if (space)
+                broker_storage_failed(b, &err);
+            else
+                berth_logf(b->p.logger, BERTH_LOG_ERR, "journal commit failed: %s", err.message);
             berth_registry_pending_truncate(b->reg, 0);
-            for (i = 0; i < n; i++)
-                if (v[i].reply.status < 300 || v[i].reply.status == 503)
+            for (i = 0; i < n; i++) {
+                if (v[i].reply.status >= 300 && v[i].reply.status != 503)
+                    continue;
+                if (space)
+                    broker_storage_refuse(b, &v[i].reply);
+                else
                     broker_fail(&v[i].reply, 503, "journal", "the journal could not commit; nothing was recorded");
-        } else if (berth_registry_apply_pending(b->reg, &err) < 0) {
-            berth_logf(b->p.logger, BERTH_LOG_ERR, "%s", err.message);
+            }
+        } else {
+            if (berth_registry_apply_pending(b->reg, &err) < 0)
+                berth_logf(b->p.logger, BERTH_LOG_ERR, "%s", err.message);
+            for (i = 0; i < n; i++)
+                if (v[i].reply.status == 201 && v[i].note[0])
+                    berth_logf(b->p.logger, BERTH_LOG_NOTICE, "%s", v[i].note);
         }
         broker_fault(b, "submit-after-commit");
     } else if (r == 0) {
@@ -553,28 +580,45 @@ void berth_broker_inspect(struct berth_broker *b, const char *fingerprint, const
     broker_caller_clear(&caller);
 }
 
+/* What a cancellation writes, in one transaction (broker_journal_write()). */
+struct cancel_write {
+    struct berth_broker *b;
+    const struct berth_job_record *rec;
+    const char *actor;
+    int64_t now;
+};
+
+static int cancel_write(struct berth_journal *j, void *userdata, struct berth_error *reterr)
+{
+    struct cancel_write *c = userdata;
+    int r = berth_jobstore_request_cancel(j, c->rec->run_id, c->now, reterr);
+
+    return r < 0 ? r : broker_audit(c->b, "job.cancel_requested", c->rec, c->actor, NULL, reterr);
+}
+
 void berth_broker_cancel(struct berth_broker *b, const char *fingerprint, const char *job_id, struct berth_reply *reply)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     struct broker_caller caller;
     struct berth_job_record rec = {0};
+    struct cancel_write cw = {.b = b, .rec = &rec};
     bool wake = false;
-    int64_t now;
+    int r;
 
     pthread_mutex_lock(&b->lock);
     if (find_job(b, fingerprint, job_id, &caller, &rec, reply) == 0) {
+        cw.actor = caller.subject->principal;
         if (berth_job_state_terminal(rec.state) || rec.cancel_requested) {
             succeed(reply, 202,
                     json_pack("{s:s, s:s, s:b}", "id", rec.job_id, "state", berth_job_state_names[rec.state],
                               "cancel_requested", rec.cancel_requested));
-        } else if (berth_now_ns(CLOCK_REALTIME, &now, &err) < 0 || berth_journal_begin(b->p.journal, &err) < 0 ||
-                   berth_jobstore_request_cancel(b->p.journal, rec.run_id, now, &err) < 0 ||
-                   broker_audit(b, "job.cancel_requested", &rec, caller.subject->principal, NULL, &err) < 0 ||
-                   berth_journal_commit(b->p.journal, &err) < 0) {
-            berth_journal_rollback(b->p.journal);
-            berth_logf(b->p.logger, BERTH_LOG_ERR, "recording the cancellation of %s failed: %s", rec.run_id,
-                       err.message);
-            broker_fail(reply, 503, "journal", "the cancellation could not be recorded");
+        } else if ((r = berth_now_ns(CLOCK_REALTIME, &cw.now, &err)) < 0 ||
+                   /* A priority write: it may use the journal's space reserve on a full filesystem. */
+                   (r = broker_journal_write(b, true, cancel_write, &cw, "a cancellation", &err)) < 0) {
+            if (!berth_space_error(r))
+                berth_logf(b->p.logger, BERTH_LOG_ERR, "recording the cancellation of %s failed: %s", rec.run_id,
+                           err.message);
+            broker_journal_failed(b, r, &err, reply, "the cancellation could not be recorded");
         } else {
             berth_logf(b->p.logger, BERTH_LOG_NOTICE, "job %s run %s of %s: cancellation requested in state %s",
                        rec.job_id, rec.run_id, rec.principal, berth_job_state_names[rec.state]);
@@ -665,12 +709,17 @@ void berth_broker_pool_register(struct berth_broker *b, const char *fingerprint,
         broker_fail(reply, 400, "malformed", "%s", err.message);
         goto out;
     }
+    if (broker_storage_degraded(b)) {
+        broker_storage_refuse(b, reply);
+        goto out;
+    }
     r = berth_now_ns(CLOCK_REALTIME, &now, &err);
     if (r == 0)
         r = berth_registry_register(b->reg, b->p.audit_key, pool, caller.subject->principal, now, &outcome, &err);
     if (r < 0) {
-        berth_logf(b->p.logger, BERTH_LOG_ERR, "registering pool %s failed: %s", pool->name, err.message);
-        broker_fail(reply, 503, "journal", "the pool could not be recorded");
+        if (!berth_space_error(r))
+            berth_logf(b->p.logger, BERTH_LOG_ERR, "registering pool %s failed: %s", pool->name, err.message);
+        broker_journal_failed(b, r, &err, reply, "the pool could not be recorded");
         goto out;
     }
     if (outcome != BERTH_REGISTER_UNCHANGED)
@@ -704,6 +753,8 @@ int berth_broker_pool_register_trusted(struct berth_broker *b, const char *body,
     }
     pthread_mutex_lock(&b->lock);
     r = berth_registry_register(b->reg, b->p.audit_key, pool, actor, now, &outcome, reterr);
+    if (berth_space_error(r))
+        broker_storage_failed(b, reterr);
     pthread_mutex_unlock(&b->lock);
     if (r == 0 && outcome != BERTH_REGISTER_UNCHANGED)
         berth_logf(b->p.logger, BERTH_LOG_NOTICE, "pool %s %s by %s: %s", pool->name, register_outcomes[outcome], actor,

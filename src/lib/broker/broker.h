@@ -23,6 +23,34 @@
  *
  * Every function is thread-safe: the broker serialises journal access with
  * its own mutex and never holds it across a backend call.
+ *
+ * A full state filesystem degrades the broker; it never stops it.  When a
+ * write fails for space (-ENOSPC or -EDQUOT: a journal commit, or staging
+ * an image below stage_directory), the broker is "storage degraded" until
+ * berth_journal_check_space() finds room again (tried from reconcile
+ * passes with backoff, 250 ms doubling to 30 s; journal.h).  While degraded:
+ *   - reads are served as always (inspect, result, capabilities, pools,
+ *     audit, job counts), and an identical retry of an accepted job still
+ *     gets its stored receipt;
+ *   - a new submission or pool registration is refused with 503
+ *     "storage_full", its message saying when to retry; nothing of it is
+ *     recorded (the log says "accepted" only after a commit succeeded);
+ *   - a cancellation is still recorded, and so is the move to "reaping"
+ *     that stops a sandbox: they run with BERTH_JOURNAL_USE_RESERVE, so the
+ *     first one on a full filesystem releases the journal's space reserve;
+ *     every other write is held back until the reserve is re-created, so
+ *     the freed space is theirs (dozens of cancellations per MiB);
+ *   - a job that finished keeps its signed result in memory ("unrecorded");
+ *     once space returns it is recorded with the same bytes, exactly once
+ *     (the transition names the revision it expects), then the backend
+ *     reaps it.  If berthd stops first, nothing is lost: the job is still
+ *     open in the journal and the backend still holds its outcome, so the
+ *     next start's reconcile records it;
+ *   - dispatch starts nothing while the journal is full (a claim could
+ *     not be recorded); staging retries back off (same schedule) and log
+ *     one line when they start failing and one when they work again.
+ * Only a journal that cannot be trusted stops the worker: -EIO (a read or
+ * an fsync failed) and -EBADMSG (corruption) from reconcile or dispatch.
  */
 #ifndef BERTH_BROKER_H
 #define BERTH_BROKER_H
@@ -55,7 +83,9 @@
  * struct berth_reply - what an operation answers.
  * @status:  HTTP status code (200, 201, 202, 400, 403, 404, 409, 413, 500, 503).
  * @error:   NULL on success, else a stable error code ("denied", "malformed",
- *           "conflict", "not_found", "full", "busy", ...).
+ *           "conflict", "not_found", "full" (the journal holds its limit of
+ *           jobs), "storage_full" (the state filesystem is out of space or
+ *           quota; the message says "retry in N s"), "busy", ...).
  * @message: human-readable; never holds secrets or host paths.
  * @body:    success body (owned), or NULL.
  * @text:    alternative raw body (owned, @text_len bytes), e.g. audit lines.
@@ -149,7 +179,9 @@ struct berth_broker;
 
 /**
  * berth_broker_new() - open the pool registry on the journal and prepare.
- * No backend is called.  Return: 0; -EINVAL; registry errors; -ENOMEM.
+ * No backend is called.  When the journal has a space reserve configured
+ * that is not whole (berth_journal_set_reserve() found no room), the broker
+ * starts storage degraded.  Return: 0; -EINVAL; registry errors; -ENOMEM.
  */
 int berth_broker_new(const struct berth_broker_params *p, struct berth_broker **ret, struct berth_error *reterr);
 
@@ -163,13 +195,17 @@ void berth_broker_free(struct berth_broker *b);
  * @reply:       filled by berth_broker_submit_batch(): 201 with the receipt
  *               (new), 200 with the stored receipt (identical retry), 400,
  *               403, 409 (same id, different digest; nothing recorded),
- *               413, 503 (full or busy, journal failure, no backend).
+ *               413, 503 (full, storage_full or busy, journal failure, no
+ *               backend).
+ * @note:        the broker's own (the log line of an acceptance, written
+ *               once its commit succeeded); callers leave it alone.
  */
 struct berth_submission {
     const char *fingerprint;
     const char *body;
     size_t len;
     struct berth_reply reply;
+    char note[256];
 };
 
 /**
@@ -192,7 +228,9 @@ void berth_broker_inspect(struct berth_broker *b, const char *fingerprint, const
 /**
  * berth_broker_cancel() - record the intent to cancel (before any backend
  * is asked to stop) and wake the worker: 202 {id, state, cancel_requested};
- * a job already terminal is left as it is (202 with its state); 403, 404.
+ * a job already terminal is left as it is (202 with its state); 403, 404;
+ * 503 storage_full only when the filesystem is full and the journal's
+ * space reserve is used up or absent (a priority write, see above).
  */
 void berth_broker_cancel(struct berth_broker *b, const char *fingerprint, const char *job_id,
                          struct berth_reply *reply);
@@ -214,7 +252,8 @@ void berth_broker_capabilities(struct berth_broker *b, const char *fingerprint, 
 /**
  * berth_broker_pool_register() - admin only: register or update the pool
  * manifest @body: 201 {name, pool_hash, outcome "registered"|"updated"},
- * 200 (unchanged), 400, 403.
+ * 200 (unchanged), 400, 403, 503 storage_full (while degraded, or when the
+ * commit fails for space: nothing recorded).
  */
 void berth_broker_pool_register(struct berth_broker *b, const char *fingerprint, const char *body, size_t len,
                                 struct berth_reply *reply);
@@ -224,7 +263,8 @@ void berth_broker_pool_register(struct berth_broker *b, const char *fingerprint,
  * (berthd's pools directory): no policy check, recorded with @actor.
  * @ret_outcome: optional; receives "unchanged", "registered" or "updated".
  * Return: 0; -EBADMSG (not a valid manifest, reterr says why); -EFBIG;
- * journal errors.
+ * -ENOSPC or -EDQUOT (a changed pool could not be recorded for space:
+ * storage is degraded, the recorded version stays); journal errors.
  */
 int berth_broker_pool_register_trusted(struct berth_broker *b, const char *body, size_t len, const char *actor,
                                        const char **ret_outcome, struct berth_error *reterr);
@@ -255,6 +295,39 @@ void berth_broker_audit(struct berth_broker *b, const char *fingerprint, uint64_
 int berth_broker_job_counts(struct berth_broker *b, int64_t counts[BERTH_JOB_STATE_COUNT], struct berth_error *reterr);
 
 /**
+ * struct berth_broker_health - the broker's condition, for /v1/health and
+ * /metrics (see "A full state filesystem" above).
+ * @degraded:       the state filesystem is out of space or quota.
+ * @reason:         "storage_full" while @degraded, else NULL (static).
+ * @message:        for clients: what still works; no host path, no secret.
+ * @since_ns:       CLOCK_REALTIME ns since when it is degraded (0: it is not).
+ * @retry_in_ns:    until the next check whether space returned (0: due).
+ * @space_failures: writes that failed for space since the broker started
+ *                  (journal transactions and stagings).
+ * @unrecorded:     signed results waiting in memory for the journal.
+ * @reserve_bytes:  the journal's space reserve as configured (0: none) ...
+ * @reserve_held:   ... and whether it is whole on disk now.
+ */
+struct berth_broker_health {
+    bool degraded;
+    const char *reason;
+    char message[256];
+    int64_t since_ns;
+    int64_t retry_in_ns;
+    uint64_t space_failures;
+    uint64_t unrecorded;
+    uint64_t reserve_bytes;
+    bool reserve_held;
+};
+
+/**
+ * berth_broker_health() - fill @ret with the broker's condition.  Reads no
+ * journal row and writes nothing, so it answers on a full disk.  Any thread.
+ * Return: 0; -EINVAL (NULL argument).
+ */
+int berth_broker_health(struct berth_broker *b, struct berth_broker_health *ret);
+
+/**
  * berth_broker_stop() - ask running and future reconcile and dispatch passes
  * to stop between jobs (berthd's shutdown).  Any thread; idempotent.
  */
@@ -282,9 +355,13 @@ int berth_broker_refresh_backends(struct berth_broker *b);
  * only): expire or cancel accepted jobs past their deadline or with a
  * cancellation recorded, ask backends about claimed and running ones,
  * cancel those past their deadline or cancelled, and record signed terminal
- * results.  Never starts a job.  @stats may be NULL.
- * Return: 0; journal errors (a backend error is logged and retried on the
- * next pass, never turned into a result).
+ * results.  Never starts a job.  @stats may be NULL.  First, when storage
+ * is degraded and a check is due, it checks whether space returned, and
+ * then records the unrecorded results (counted in @stats when recorded).
+ * Return: 0; -EIO or -EBADMSG (the journal cannot be trusted: the caller
+ * stops).  A backend error is logged and retried on the next pass, never
+ * turned into a result; a write that fails for space degrades storage and
+ * is retried, as the header says.
  */
 int berth_broker_reconcile(struct berth_broker *b, struct berth_pass_stats *stats, struct berth_error *reterr);
 
@@ -293,7 +370,8 @@ int berth_broker_reconcile(struct berth_broker *b, struct berth_pass_stats *stat
  * record "claimed", call the backend's start with the dispatch document
  * {schema_version, receipt, job, effective}, record "running".  A claimed
  * job whose start was cut short is started again (start is idempotent).
- * Return: 0; journal errors.
+ * Staging failures back off (see above).
+ * Return: 0; -EIO or -EBADMSG, as berth_broker_reconcile().
  */
 int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats, struct berth_error *reterr);
 

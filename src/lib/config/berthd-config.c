@@ -14,6 +14,7 @@
 #include "canon.h"
 #include "digest.h"
 #include "fsutil.h"
+#include "journal.h"
 #include "jsonobj.h"
 #include "macro.h"
 #include "names.h"
@@ -29,7 +30,7 @@ static const char *const top_members[] = {
 };
 static const char *const listen_members[] = {"address", "port", NULL};
 static const char *const tls_members[] = {"certificate", "client_ca", "private_key", NULL};
-static const char *const journal_members[] = {"max_active_jobs", "max_retained_jobs", NULL};
+static const char *const journal_members[] = {"max_active_jobs", "max_retained_jobs", "reserve_bytes", NULL};
 static const char *const http_members[] = {
     "handshake_timeout_ns", "header_timeout_ns",  "idle_timeout_ns",   "inactivity_timeout_ns",
     "max_body_bytes",       "max_connections",    "max_header_bytes",  "max_header_fields",
@@ -62,6 +63,8 @@ static const struct int_setting int_settings[] = {
     INT_SETTING(NULL, reconcile_interval_ns, 10 * NS_PER_MS, 60 * NS_PER_S, 250 * NS_PER_MS),
     INT_SETTING("journal", max_active_jobs, 1, 1000000, 16),
     INT_SETTING("journal", max_retained_jobs, 1, 100000000, 10000),
+    INT_SETTING("journal", reserve_bytes, 0, (int64_t)BERTH_JOURNAL_RESERVE_MAX,
+                (int64_t)BERTH_JOURNAL_RESERVE_DEFAULT),
     INT_SETTING("http", max_connections, 1, 4096, 64),
     INT_SETTING("http", max_header_bytes, 1024, 65536, 16384),
     INT_SETTING("http", max_body_bytes, 1024, 16 * 1024 * 1024, 1024 * 1024 + 64 * 1024),

@@ -79,6 +79,7 @@ struct berthd_config {
     const char *state_directory, *pools_directory, *plugin_directory;
     const char *probe; /* berth-probe for startup qualification; NULL: the installed one */
     int64_t max_active_jobs, max_retained_jobs;
+    int64_t reserve_bytes; /* journal.reserve_bytes: the journal's space reserve (journal.h), 0 for none */
     int64_t max_connections, max_header_bytes, max_body_bytes, max_header_fields;
     int64_t max_unauthenticated, max_per_source, max_per_principal;
     int64_t handshake_timeout_ns, header_timeout_ns, inactivity_timeout_ns;

@@ -53,6 +53,26 @@ void berth_job_record_clear(struct berth_job_record *rec)
     memset(rec, 0, sizeof(*rec));
 }
 
+int berth_job_record_copy(struct berth_job_record *dst, const struct berth_job_record *src)
+{
+    char **const fields[] = {&dst->principal, &dst->scope,   &dst->job_id,    &dst->run_id, &dst->job_digest, &dst->job,
+                             &dst->receipt,   &dst->backend, &dst->effective, &dst->pool,   &dst->result};
+    size_t i;
+
+    *dst = *src; /* the scalars; every string is replaced below */
+    for (i = 0; i < ELEMENTSOF(fields); i++) {
+        const char *s = *fields[i];
+        *fields[i] = s ? strdup(s) : NULL;
+        if (s && !*fields[i]) {
+            while (++i < ELEMENTSOF(fields))
+                *fields[i] = NULL; /* still the source's: not ours to free */
+            berth_job_record_clear(dst);
+            return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
 int berth_run_id(const char *broker_key_id, const char *principal, const char *scope, const char *job_id,
                  char out[BERTH_RUN_ID_LEN + 1])
 {
@@ -199,7 +219,7 @@ int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record
         (r = count(j, "SELECT count(*) FROM jobs", &retained, reterr)) < 0)
         return r;
     if (retained >= max_retained)
-        return berth_error_set(reterr, -ENOSPC,
+        return berth_error_set(reterr, -EOVERFLOW,
                                "the journal holds %lld jobs, its limit; no job is ever deleted to "
                                "make room",
                                (long long)retained);

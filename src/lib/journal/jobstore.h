@@ -83,6 +83,13 @@ struct berth_job_record {
 
 void berth_job_record_clear(struct berth_job_record *rec);
 
+/**
+ * berth_job_record_copy() - fill @dst with a deep copy of @src (every
+ * string duplicated; @dst's old contents are not released).
+ * Return: 0; -ENOMEM (@dst is left empty).
+ */
+int berth_job_record_copy(struct berth_job_record *dst, const struct berth_job_record *src);
+
 /** Bytes whose hex follows the "r" of a run id. */
 #define BERTH_RUN_ID_BYTES 16
 /** Characters of a run id, "r" and BERTH_HEX_LEN(BERTH_RUN_ID_BYTES) lowercase hex, without NUL. */
@@ -116,8 +123,9 @@ int berth_jobstore_find_run(struct berth_journal *j, const char *run_id, struct 
 /**
  * berth_jobstore_insert() - add a new record in state accepted, revision 1,
  * unless that would pass @max_active non-terminal records (-EAGAIN) or
- * @max_retained records in all (-ENOSPC; nothing is ever deleted to make
- * room).  -EEXIST when the key or run id exists.
+ * @max_retained records in all (-EOVERFLOW; nothing is ever deleted to
+ * make room; -ENOSPC and -EDQUOT mean a full filesystem, journal.h).
+ * -EEXIST when the key or run id exists.
  */
 int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record *rec, int64_t max_active,
                           int64_t max_retained, struct berth_error *reterr);

@@ -13,11 +13,15 @@
 #include "fsutil.h"
 #include "journal.h"
 #include "macro.h"
+#include "reserve.h"
 
 struct berth_journal {
     sqlite3 *db;
     int lock_fd;
+    int dir_fd; /* the journal's directory, for its space reserve */
     char *path;
+    char *reserve_name;     /* "<journal>.reserve" */
+    uint64_t reserve_bytes; /* 0: no reserve (berth_journal_set_reserve()) */
 };
 
 /* Format N is reached by running migrations[N - 1] on format N - 1.  A
@@ -74,9 +78,18 @@ static const char *const migrations[] = {
 
 _Static_assert(ELEMENTSOF(migrations) == BERTH_JOURNAL_FORMAT, "one migration per format version");
 
-/* The negative errno for the SQLite result code @rc (extended or primary). */
-static int errno_of(int rc)
+/* The negative errno for the SQLite result code @rc (extended or primary);
+ * @sys is the errno of SQLite's last failed system call (0: none known).
+ * The unix VFS reports ENOSPC as SQLITE_FULL, and EDQUOT (or ENOSPC from
+ * fallocate or an fsync) as an SQLITE_IOERR: all of them are "no space". */
+static int errno_of(int rc, int sys)
 {
+    if ((rc & 0xff) == SQLITE_FULL || (rc & 0xff) == SQLITE_IOERR) {
+        if (sys == EDQUOT)
+            return -EDQUOT;
+        if (sys == ENOSPC)
+            return -ENOSPC;
+    }
     switch (rc & 0xff) {
     case SQLITE_FULL: return -ENOSPC;
     case SQLITE_BUSY:
@@ -93,9 +106,13 @@ static int errno_of(int rc)
 int berth_journal_error(struct berth_journal *j, const char *what, struct berth_error *reterr)
 {
     int rc = j && j->db ? sqlite3_extended_errcode(j->db) : SQLITE_ERROR;
+    int sys = j && j->db ? sqlite3_system_errno(j->db) : 0;
     const char *msg = j && j->db ? sqlite3_errmsg(j->db) : "no database";
+    int r = errno_of(rc, sys);
 
-    return berth_error_set(reterr, errno_of(rc), "%s: %s", what, msg);
+    if (r == -EDQUOT)
+        return berth_error_set(reterr, r, "%s: %s (disk quota exceeded)", what, msg);
+    return berth_error_set(reterr, r, "%s: %s", what, msg);
 }
 
 int berth_journal_bind(struct berth_journal *j, sqlite3_stmt *st, const struct berth_sql_value *v, size_t n,
@@ -116,7 +133,7 @@ int berth_journal_bind(struct berth_journal *j, sqlite3_stmt *st, const struct b
         default: return berth_error_set(reterr, -EINVAL, "%s: parameter %d has no type", what, idx);
         }
         if (rc != SQLITE_OK)
-            return berth_error_set(reterr, errno_of(rc), "%s: parameter %d: %s", what, idx, sqlite3_errstr(rc));
+            return berth_error_set(reterr, errno_of(rc, 0), "%s: parameter %d: %s", what, idx, sqlite3_errstr(rc));
     }
     return 0;
 }
@@ -162,19 +179,7 @@ static int pragma_text_is(struct berth_journal *j, const char *sql, const char *
     return 0;
 }
 
-/* Owned by us, mode 0600, one link: the journal, its lock and its WAL. */
-static int check_private_file(int fd, const char *what, struct berth_error *reterr)
-{
-    const struct berth_file_expect e = {
-        .type = S_IFREG,
-        .uid = (uint32_t)geteuid(),
-        .mode_mask = 07777,
-        .mode = 0600,
-        .one_link = 1,
-    };
-    return berth_file_check(fd, what, &e, NULL, reterr);
-}
-
+/* Open (or create) @name below @dirfd: owned by us, mode 0600, one link. */
 static int open_private_file(int dirfd, const char *name, const char *shown, bool create, struct berth_error *reterr)
 {
     int fd, r;
@@ -185,7 +190,7 @@ static int open_private_file(int dirfd, const char *name, const char *shown, boo
             return berth_error_set(reterr, -ELOOP, "%s is a symbolic link", shown);
         return berth_error_set(reterr, -errno, "%s: %s", shown, strerror(errno));
     }
-    r = check_private_file(fd, shown, reterr);
+    r = berth_private_file_check(fd, shown, NULL, reterr); /* the journal and its lock */
     if (r < 0) {
         close(fd);
         return r;
@@ -261,7 +266,8 @@ int berth_journal_open(const char *path, unsigned flags, struct berth_journal **
     if (!berth_name_valid(base))
         return berth_error_set(reterr, -EINVAL, "%s does not end in a file name", path);
     /* SQLite and berth put files beside the journal under these suffixes. */
-    for (const char *const *sfx = (const char *const[]){"-wal", "-shm", "-journal", ".lock", NULL}; *sfx; sfx++)
+    for (const char *const *sfx = (const char *const[]){"-wal", "-shm", "-journal", ".lock", ".reserve", NULL}; *sfx;
+         sfx++)
         if (strlen(base) > strlen(*sfx) && streq(base + strlen(base) - strlen(*sfx), *sfx))
             return berth_error_set(reterr, -EINVAL, "%s: a journal name may not end in \"%s\"", path, *sfx);
     dir = strndup(path, (size_t)(slash - path) + 1);
@@ -294,8 +300,10 @@ int berth_journal_open(const char *path, unsigned flags, struct berth_journal **
     if (!j)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     j->lock_fd = -1;
+    j->dir_fd = -1;
     j->path = strdup(path);
-    if (!j->path) {
+    if (!j->path || asprintf(&j->reserve_name, "%s.reserve", base) < 0) {
+        j->reserve_name = NULL;
         r = berth_error_set(reterr, -ENOMEM, "out of memory");
         goto fail;
     }
@@ -329,7 +337,7 @@ int berth_journal_open(const char *path, unsigned flags, struct berth_journal **
     /* A WAL left by a crash must be ours as well; SQLite will replay it. */
     wal = openat(dfd, walname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (wal >= 0) {
-        r = check_private_file(wal, "the journal's write-ahead log", reterr);
+        r = berth_private_file_check(wal, "the journal's write-ahead log", NULL, reterr);
         if (r < 0)
             goto fail;
     } else if (errno != ENOENT) {
@@ -352,6 +360,7 @@ int berth_journal_open(const char *path, unsigned flags, struct berth_journal **
     r = migrate(j, reterr);
     if (r < 0)
         goto fail;
+    j->dir_fd = TAKE_FD(dfd);
     *ret = j;
     return 0;
 
@@ -373,7 +382,10 @@ void berth_journal_close(struct berth_journal *j)
     }
     if (j->lock_fd >= 0)
         close(j->lock_fd); /* releases the flock; the lock file stays */
+    if (j->dir_fd >= 0)
+        close(j->dir_fd); /* the space reserve stays for the next start */
     free(j->path);
+    free(j->reserve_name);
     free(j);
 }
 
@@ -429,4 +441,68 @@ int berth_journal_rollback_to(struct berth_journal *j, struct berth_error *reter
     if (r == 0)
         r = exec(j, "RELEASE berth_step", "releasing a journal savepoint", reterr);
     return r;
+}
+
+int berth_journal_set_reserve(struct berth_journal *j, uint64_t bytes, struct berth_error *reterr)
+{
+    int r;
+
+    if (!j || bytes > BERTH_JOURNAL_RESERVE_MAX)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    j->reserve_bytes = bytes;
+    if (bytes > 0)
+        return berth_reserve_fill(j->dir_fd, j->reserve_name, bytes, reterr);
+    r = berth_reserve_release(j->dir_fd, j->reserve_name, reterr);
+    return r == -ENOENT ? 0 : r;
+}
+
+uint64_t berth_journal_reserve_size(const struct berth_journal *j)
+{
+    return j ? j->reserve_bytes : 0;
+}
+
+bool berth_journal_reserve_held(struct berth_journal *j)
+{
+    return j && j->reserve_bytes > 0 && berth_reserve_held(j->dir_fd, j->reserve_name, j->reserve_bytes);
+}
+
+int berth_journal_check_space(struct berth_journal *j, struct berth_error *reterr)
+{
+    int r;
+
+    if (!j)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (j->reserve_bytes > 0 && (r = berth_reserve_fill(j->dir_fd, j->reserve_name, j->reserve_bytes, reterr)) < 0)
+        return r;
+    r = berth_reserve_probe(j->dir_fd, j->reserve_bytes > 0 ? j->reserve_bytes : BERTH_JOURNAL_PROBE_BYTES, reterr);
+    if (r < 0)
+        berth_error_prefix(reterr, "the journal's filesystem");
+    return r;
+}
+
+int berth_journal_transact(struct berth_journal *j, unsigned flags,
+                           int (*fn)(struct berth_journal *j, void *userdata, struct berth_error *reterr),
+                           void *userdata, struct berth_error *reterr)
+{
+    bool retried = false;
+    int r;
+
+    if (!j || !fn || (flags & ~BERTH_JOURNAL_USE_RESERVE) || berth_journal_in_transaction(j))
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    for (;;) {
+        r = berth_journal_begin(j, reterr);
+        if (r == 0)
+            r = fn(j, userdata, reterr);
+        if (r == 0)
+            r = berth_journal_commit(j, reterr); /* rolls back when it fails */
+        else
+            berth_journal_rollback(j);
+        if (r == 0 || !berth_space_error(r) || !(flags & BERTH_JOURNAL_USE_RESERVE) || retried ||
+            !berth_journal_reserve_held(j))
+            return r;
+        /* The space kept for this write: give it to the filesystem and try once more. */
+        if (berth_reserve_release(j->dir_fd, j->reserve_name, NULL) < 0)
+            return r;
+        retried = true;
+    }
 }
