@@ -59,4 +59,5 @@ tests_unit_test_slots_SOURCES = tests/unit/test-slots.c src/berthd/slots.c src/b
 tests_unit_test_slots_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/src/berthd
 endif
 EXTRA_DIST += tests/cli/test-berthd.sh tests/cli/test-berthd-config.sh tests/cli/test-berthd-crash.sh \
-	tests/cli/test-berthd-full-disk.sh tests/cli/test-berthd-hostile.sh tests/cli/test-berthd-frontdoor.sh
+	tests/cli/test-berthd-full-disk.sh tests/cli/full-disk-lib.sh tests/cli/test-berthd-hostile.sh \
+	tests/cli/test-berthd-frontdoor.sh

@@ -24,7 +24,8 @@ src_image_libberth_image_la_LIBADD = $(BERTH_PLUGIN_IMAGE_OCI_LOCAL_LIBS)
 
 if ENABLE_TESTS
 # berthctl image and berthd's image source, on images built at test time.
-TESTS += tests/cli/test-image.sh tests/cli/test-berthd-image.sh tests/cli/test-image-debian.sh
+TESTS += tests/cli/test-image.sh tests/cli/test-berthd-image.sh tests/cli/test-image-debian.sh \
+	tests/cli/test-berthd-full-disk-stage.sh
 
 # Unit tests of the image library.
 IMAGE_UNIT_TESTS = tests/unit/test-oci tests/unit/test-blobstore
@@ -55,5 +56,6 @@ else
 EXTRA_DIST += $(IMAGE_SOURCES)
 endif
 EXTRA_DIST += tests/cli/test-image.sh tests/cli/test-berthd-image.sh tests/cli/test-image-debian.sh \
+	tests/cli/test-berthd-full-disk-stage.sh \
 	tests/unit/test-oci.c tests/unit/test-blobstore.c tests/unit/test-image-plugin.c tests/unit/imagetest.h \
 	tests/unit/test-extract.c tests/image/tarforge.c tests/image/tarforge.h

@@ -4,7 +4,7 @@
 # cancellation (from the journal's space reserve), refuses new jobs with
 # 503 storage_full and never logs "accepted" for them, restarts on the full
 # disk, and once space returns records every kept result exactly once.
-# Staging an image on a full disk backs off and logs once per change.
+# Staging on a full disk: test-berthd-full-disk-stage.sh.
 # Needs root (mount -t tmpfs); skipped otherwise.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 if [ "$(id -u)" != 0 ]; then
@@ -13,68 +13,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 . "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
 . "$BERTH_TOP_SRCDIR/tests/cli/berthd-lib.sh"
-
-MOUNTS=
-cleanup_full_disk() {
-    local m
-    if [ -n "$BERTHD_PID" ]; then
-        kill -KILL "$BERTHD_PID" 2>/dev/null || true
-        wait "$BERTHD_PID" 2>/dev/null || true
-        BERTHD_PID=
-    fi
-    for m in $MOUNTS; do umount -l "$m" 2>/dev/null || true; done
-    cleanup_berthd
-}
-trap cleanup_full_disk EXIT
-
-# on_tmpfs DIR: mount a fresh 8 MiB tmpfs (mode 0700) on DIR.
-on_tmpfs() {
-    mount -t tmpfs -o size=8m,mode=0700 berth-full-disk "$1" || fail "cannot mount a tmpfs on $1"
-    MOUNTS="$1 $MOUNTS"
-}
-
-# fill DIR NAME: write zeros to DIR/NAME until the filesystem has no block left.
-fill() {
-    dd if=/dev/zero of="$1/$2" bs=4096 oflag=append conv=notrunc 2>/dev/null || true
-    [ "$(df --output=avail -B1 "$1" | tail -n1 | tr -d ' ')" = 0 ] || fail "$1 is not full: $(df -B1 "$1")"
-}
-
-# alive: berthd is still running.
-alive() {
-    kill -0 "$BERTHD_PID" 2>/dev/null || { cat "$TMP/berthd.log" >&2; fail "berthd exited: $1"; }
-}
-
-# wait_log TEXT [TRIES]: the log gets a line with TEXT (0.1 s per try).
-wait_log() {
-    local i
-    for i in $(seq 1 "${2:-200}"); do
-        grep -qF -- "$1" "$TMP/berthd.log" && return 0
-        alive "waiting for '$1'"
-        sleep 0.1
-    done
-    cat "$TMP/berthd.log" >&2
-    fail "the log never said '$1'"
-}
-
-# submit ID ARGV: POST a job (status and body as api()).
-submit() {
-    job_doc "$1" "$2" >"$TMP/$1.json"
-    api dev POST /v1/jobs --data-binary "@$TMP/$1.json" --max-time 20
-}
-
-# metric NAME: its value in the last /metrics reply.
-metric() {
-    api dev GET /metrics
-    expect_status 200
-    awk -v n="$1" '$1 == n { print $2 }' "$TMP/body"
-}
-
-# finished_events RUN: job.finished events of RUN in the audit chain.
-finished_events() {
-    api dev GET "/v1/audit"
-    expect_status 200
-    grep '"type":"job.finished"' "$TMP/body" | grep -c "\"run_id\":\"$1\"" || true
-}
+. "$BERTH_TOP_SRCDIR/tests/cli/full-disk-lib.sh"
 
 # ============================================================================
 # A full journal filesystem.
@@ -218,63 +157,3 @@ grep -q "job after run .* accepted on backend script" "$TMP/berthd.log" || fail 
 stop_berthd
 # Still the same journal rows: one terminal record each, and an intact audit chain.
 run 0 "$BERTHCTL" --journal "$STATE/journal.db" --audit-key "$INST/keys/audit.key" pool verify
-
-# ============================================================================
-# Staging an image on a full disk: backoff, one line per change.
-# ============================================================================
-if [ ! -f "$BERTH_IMAGE_PLUGIN_DIR/image-oci-local.so" ] || [ ! -x /bin/busybox ]; then
-    echo "the staging part needs the image-oci-local plugin and /bin/busybox: not run"
-    exit 0
-fi
-image_plugins
-busybox_image
-SAMPLE_IMAGE=$DIGEST # job_doc's image from here on
-INST=$TMP/inst-stage
-STATE=$INST/state
-pick_port
-run 0 "$BERTHCTL" dev-init "$INST" --port "$PORT" --principal dev --image "$SAMPLE_IMAGE" \
-    --backend "script=runtime-script,$TMP/script.json" --plugin-dir "$PLUGINS"
-run 0 "$BERTHCTL" image import "$TMP/bb" --store "$INST/images"
-on_tmpfs "$STATE"
-start_berthd
-submit staged-ok '["echo","ok"]'
-expect_status 201
-wait_state dev staged-ok exited
-# Its staged rootfs is removed right after its result is recorded.
-for _ in $(seq 1 100); do
-    [ -z "$(ls -A "$STATE/stage")" ] && break
-    sleep 0.1
-done
-[ -z "$(ls -A "$STATE/stage")" ] || fail "the staged rootfs of a finished job stays: $(ls "$STATE/stage")"
-
-# Room for the journal's commits, not for a staged rootfs (busybox: about 2 MiB).
-avail=$(df --output=avail -B1 "$STATE" | tail -n1 | tr -d ' ')
-fallocate -l $((avail - 512 * 1024)) "$STATE/filler" || fail "fallocate on the tmpfs failed"
-submit unstaged '["echo","late"]'
-expect_status 201
-wait_log "job unstaged run"
-wait_log "staging image $SAMPLE_IMAGE failed, will retry with backoff"
-api dev GET /v1/health
-expect_status 200
-body_has '"status":"degraded"'
-submit refused-stage '["echo","x"]'
-expect_status 503
-body_has '"error":"storage_full"'
-# Six seconds of failing: one line, not one per 250 ms reconcile pass.
-sleep 6
-alive "staging kept failing"
-n=$(grep -c "staging image .* failed" "$TMP/berthd.log" || true)
-[ "$n" = 1 ] || fail "$n log lines for one failing staging: $(grep "staging image" "$TMP/berthd.log")"
-api dev GET /v1/jobs/unstaged
-expect_status 200
-body_has '"state":"claimed"'
-
-# Space returns: the next try (backoff, at most 30 s away) stages and starts it.
-rm -f "$STATE/filler"
-wait_log "job unstaged run $(run_id_of "$TMP/body") of dev: claimed -> running" 400
-grep -q "staging works again" "$TMP/berthd.log" || fail "no line when staging worked again"
-wait_state dev unstaged exited
-api dev GET /v1/health
-expect_status 200
-body_has '{"status":"ok"}'
-stop_berthd
