@@ -56,12 +56,17 @@ static int64_t max_active = 16, max_retained = 100;
 static bool require_qualification;
 static const char *script_config = ""; /* more members of the scripted runtime's configuration */
 static int wakes;
+static int retry_lines, recovery_lines; /* log lines of per-job backend call retries (broker-retry.c) */
 
 /* Broker log lines go to the test's stderr (the .log file under make check). */
 static void log_sink(void *userdata, int level, const char *line)
 {
     (void)userdata, (void)level;
     fprintf(stderr, "broker: %s\n", line);
+    if (strstr(line, "will retry with backoff"))
+        retry_lines++;
+    if (strstr(line, "works again"))
+        recovery_lines++;
 }
 
 static const struct berth_logger logger = {.sink = log_sink, .max_level = BERTH_LOG_DEBUG};
@@ -122,6 +127,8 @@ static void setup(void)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     struct berth_reply reply = {0};
+
+    retry_lines = recovery_lines = 0;
 
     dir = test_private_dir();
     state_dir = test_path(dir, "script");
@@ -480,15 +487,25 @@ START_TEST(start_refused_and_flaky)
     berth_broker_inspect(broker, FP_A, "s2", &ins);
     ck_assert_str_eq(json_string_value(json_object_get(ins.body, "state")), "claimed");
     berth_reply_clear(&ins);
-    /* Reconcile leaves a claim the backend never saw to dispatch, which retries. */
+    ck_assert_int_eq(retry_lines, 1);
+    /* Reconcile leaves a claim the backend never saw to dispatch, which
+     * retries after a backoff (250 ms first): not on the very next pass. */
     ck_assert_int_eq(berth_broker_reconcile(broker, NULL, &err), 0);
     memset(&st, 0, sizeof(st));
+    ck_assert_int_eq(berth_broker_dispatch(broker, &st, &err), 0);
+    ck_assert_int_eq(st.started, 0);
+    snprintf(line, sizeof(line), "start %s new", run_id_of(b.body));
+    ck_assert_int_eq(calls(line), 0);
+    nanosleep(&(struct timespec){.tv_nsec = 300 * 1000 * 1000}, NULL);
     ck_assert_int_eq(berth_broker_dispatch(broker, &st, &err), 0);
     ck_assert_int_eq(st.started, 1);
     snprintf(line, sizeof(line), "start %s flaked", run_id_of(b.body));
     ck_assert_int_eq(calls(line), 1);
     snprintf(line, sizeof(line), "start %s new", run_id_of(b.body));
     ck_assert_int_eq(calls(line), 1);
+    /* One line when it began failing, one when it worked again. */
+    ck_assert_int_eq(retry_lines, 1);
+    ck_assert_int_eq(recovery_lines, 1);
     berth_reply_clear(&a);
     berth_reply_clear(&b);
 }

@@ -34,6 +34,21 @@ struct broker_storage {
     size_t n_unrecorded, cap_unrecorded;
 };
 
+/* A backend call that fails for one job, retried with backoff (broker-retry.c). */
+enum broker_op { BROKER_OP_START, BROKER_OP_INSPECT, BROKER_OP_CANCEL };
+
+struct broker_retry {
+    char run_id[BERTH_RUN_ID_LEN + 1];
+    enum broker_op op;
+    struct berth_backoff backoff; /* CLOCK_MONOTONIC */
+};
+
+/* The calls failing now: an entry per job and operation while it fails. */
+struct broker_retries {
+    struct broker_retry *v;
+    size_t n, cap;
+};
+
 struct berth_broker {
     struct berth_broker_params p;
     struct berth_broker_backend *backends;
@@ -44,6 +59,7 @@ struct berth_broker {
     atomic_bool stopping;             /* berth_broker_stop() was called */
     char (*caps_errors)[512];         /* per backend: the last capabilities() error logged, "" when fine */
     struct broker_storage storage;    /* under the lock */
+    struct broker_retries retries;    /* under the lock */
 };
 
 /* The authenticated caller, resolved under the lock. */
@@ -81,6 +97,10 @@ int broker_stage(struct berth_broker *b, const struct berth_job_record *rec, con
 void broker_unstage(struct berth_broker *b, const struct berth_job_record *rec);
 
 /* --- broker-storage.c: a full state filesystem (lock held unless said) --- */
+
+/* CLOCK_MONOTONIC now, for the backoffs; 0 if it cannot be read, which
+ * clock.h says does not happen on Linux. */
+int64_t broker_mono_now(void);
 
 /* Set up @b->storage: degraded from the start when the journal's reserve
  * is configured but could not be made. */
@@ -143,6 +163,29 @@ bool broker_unrecorded_has(const struct berth_broker *b, const char *run_id);
 bool broker_unrecorded_take(struct berth_broker *b, struct broker_unrecorded *ret);
 
 void broker_unrecorded_clear(struct broker_unrecorded *u);
+
+/* --- broker-retry.c: per-job backend call retries (each takes the lock) --- */
+
+/* Whether @op of @run_id is due: always unless it failed and its backoff
+ * wait has not passed. */
+bool broker_retry_due(struct berth_broker *b, const char *run_id, enum broker_op op);
+
+/* @op of @rec on @backend failed with @err: the next try waits 250 ms,
+ * doubling to 30 s; logged when this begins a failing period. */
+void broker_retry_failed(struct berth_broker *b, const struct berth_job_record *rec, enum broker_op op,
+                         const char *backend, const struct berth_error *err);
+
+/* @op of @rec worked: its backoff is forgotten, logged when it was failing. */
+void broker_retry_succeeded(struct berth_broker *b, const struct berth_job_record *rec, enum broker_op op,
+                            const char *backend);
+
+/* @run_id is terminal: forget its retries. */
+void broker_retry_forget(struct berth_broker *b, const char *run_id);
+
+/* How many job calls are failing now (for berth_broker_health()). */
+size_t broker_retry_count(struct berth_broker *b);
+
+void broker_retries_free(struct broker_retries *t);
 
 /* Call the fault hook. */
 void broker_fault(struct berth_broker *b, const char *point);

@@ -16,9 +16,7 @@
 #include "macro.h"
 #include "reserve.h"
 
-/* CLOCK_MONOTONIC for the backoffs; 0 if it cannot be read, which clock.h
- * says does not happen on Linux. */
-static int64_t mono_now(void)
+int64_t broker_mono_now(void)
 {
     int64_t now = 0;
 
@@ -48,7 +46,7 @@ static void journal_full(struct berth_broker *b, const char *cause)
     s->journal_full = true;
     note_since(s);
     berth_backoff_init(&s->check, BERTH_BACKOFF_INITIAL_NS, BERTH_BACKOFF_MAX_NS);
-    (void)berth_backoff_failed(&s->check, mono_now()); /* the first check is one initial wait away */
+    (void)berth_backoff_failed(&s->check, broker_mono_now()); /* the first check is one initial wait away */
     berth_logf(b->p.logger, BERTH_LOG_WARNING,
                "storage degraded: %s; reads and cancellations are still served, new jobs are refused (503 "
                "storage_full) and finished jobs' results are kept in memory until space returns; checking for "
@@ -140,7 +138,7 @@ int broker_journal_write(struct berth_broker *b, bool priority,
 /* Whole seconds until the next try of what keeps storage degraded, at least 1. */
 static long long retry_seconds(const struct broker_storage *s)
 {
-    int64_t wait = berth_backoff_wait_ns(s->journal_full ? &s->check : &s->stage, mono_now());
+    int64_t wait = berth_backoff_wait_ns(s->journal_full ? &s->check : &s->stage, broker_mono_now());
 
     return wait <= BERTH_NS_PER_SEC ? 1 : (long long)((wait + BERTH_NS_PER_SEC - 1) / BERTH_NS_PER_SEC);
 }
@@ -169,7 +167,7 @@ bool broker_storage_check(struct berth_broker *b)
 {
     struct broker_storage *s = &b->storage;
     struct berth_error err = BERTH_ERROR_INIT;
-    int64_t now = mono_now(), wall = 0;
+    int64_t now = broker_mono_now(), wall = 0;
     bool usable;
 
     pthread_mutex_lock(&b->lock);
@@ -200,7 +198,7 @@ bool broker_stage_due(struct berth_broker *b)
     bool due;
 
     pthread_mutex_lock(&b->lock);
-    due = berth_backoff_due(&b->storage.stage, mono_now());
+    due = berth_backoff_due(&b->storage.stage, broker_mono_now());
     pthread_mutex_unlock(&b->lock);
     return due;
 }
@@ -216,7 +214,7 @@ void broker_stage_failed(struct berth_broker *b, const struct berth_job_record *
         s->stage_full = true;
         note_since(s);
     }
-    if (berth_backoff_failed(&s->stage, mono_now()))
+    if (berth_backoff_failed(&s->stage, broker_mono_now()))
         berth_logf(b->p.logger, BERTH_LOG_WARNING,
                    "job %s run %s: staging image %s failed, will retry with backoff (up to %lld s)%s: %s", rec->job_id,
                    rec->run_id, image, (long long)(s->stage.max_ns / BERTH_NS_PER_SEC),
@@ -316,7 +314,7 @@ int berth_broker_health(struct berth_broker *b, struct berth_broker_health *ret)
     ret->reserve_held = berth_journal_reserve_held(b->p.journal);
     if (ret->degraded) {
         ret->reason = "storage_full";
-        ret->retry_in_ns = berth_backoff_wait_ns(s->journal_full ? &s->check : &s->stage, mono_now());
+        ret->retry_in_ns = berth_backoff_wait_ns(s->journal_full ? &s->check : &s->stage, broker_mono_now());
         snprintf(ret->message, sizeof(ret->message),
                  "the state filesystem is full%s: reads and cancellations are served, new jobs are refused; %llu "
                  "finished job%s result%s wait%s in memory",

@@ -279,7 +279,8 @@ fail:
     return r < 0 ? r : -EBADMSG;
 }
 
-/* Ask the backend about @rec.  0 with @o filled; -ENOENT confirmed absent; other errors. */
+/* Ask the backend about @rec.  0 with @o filled; -ENOENT confirmed absent;
+ * other errors (backed off and logged once per failing period, broker-retry.c). */
 static int inspect(struct berth_broker *b, const struct berth_broker_backend *be, const struct berth_job_record *rec,
                    struct outcome *o)
 {
@@ -289,14 +290,16 @@ static int inspect(struct berth_broker *b, const struct berth_broker_backend *be
     int r;
 
     r = be->ops->inspect(be->state, rec->run_id, &text, &len, &err);
-    if (r == -ENOENT)
-        return r;
     if (r >= 0)
         r = parse_outcome(text, len, o, &err);
-    if (r < 0)
-        berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: backend %s inspect failed: %s", rec->job_id,
-                   rec->run_id, be->name, err.message);
-    return r < 0 ? (r == -ENOENT ? -EIO : r) : 0;
+    else if (r == -ENOENT)
+        return r;
+    if (r < 0) {
+        broker_retry_failed(b, rec, BROKER_OP_INSPECT, be->name, &err);
+        return r == -ENOENT ? -EIO : r;
+    }
+    broker_retry_succeeded(b, rec, BROKER_OP_INSPECT, be->name);
+    return 0;
 }
 
 /* One transition and its audit event (broker_journal_write()). */
@@ -366,6 +369,7 @@ static void after_recorded(struct berth_broker *b, const struct berth_job_record
 {
     const struct berth_broker_backend *be = broker_backend(b, rec->backend);
 
+    broker_retry_forget(b, rec->run_id);
     if (stats) {
         if (rec->state == BERTH_JOB_CANCELLED)
             stats->cancelled++;
@@ -579,14 +583,16 @@ static int reap(struct berth_broker *b, const struct berth_broker_backend *be, s
     const char *reason = NULL;
     int r;
 
+    if (!broker_retry_due(b, rec->run_id, BROKER_OP_CANCEL))
+        return 0;
     r = be->ops->cancel(be->state, rec->run_id, &err);
     if (r < 0 && r != -ENOENT) {
-        berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: backend %s cancel failed, will retry: %s",
-                   rec->job_id, rec->run_id, be->name, err.message);
+        broker_retry_failed(b, rec, BROKER_OP_CANCEL, be->name, &err);
         if (stats)
             stats->errors++;
         return 0;
     }
+    broker_retry_succeeded(b, rec, BROKER_OP_CANCEL, be->name);
     r = r == -ENOENT ? -ENOENT : inspect(b, be, rec, &o);
     if (r == 0 && (terminal_of[o.state] == BERTH_JOB_EXITED ||
                    (terminal_of[o.state] == BERTH_JOB_FAILED && !streq_ptr(o.reason, "supervisor_lost")))) {
@@ -628,6 +634,10 @@ static int reconcile_one(struct berth_broker *b, struct berth_job_record *rec, i
                    rec->run_id, rec->backend, berth_job_state_names[rec->state]);
         return 0;
     }
+    /* A job whose inspect failed is asked again after its backoff, unless
+     * it is to be stopped: a stop never waits for a backoff. */
+    if (!stop && rec->state != BERTH_JOB_REAPING && !broker_retry_due(b, rec->run_id, BROKER_OP_INSPECT))
+        return 0;
     if (rec->state == BERTH_JOB_CLAIMED) {
         r = inspect(b, be, rec, &o);
         outcome_clear(&o);
@@ -747,6 +757,8 @@ static int dispatch_one(struct berth_broker *b, struct berth_job_record *rec, in
     /* Staging that failed for a reason of the host (space, I/O, memory) is
      * retried with backoff, for every job alike: one line when it starts
      * failing, one when it works again. */
+    if (!broker_retry_due(b, rec->run_id, BROKER_OP_START))
+        return 0; /* its start failed: tried again after its backoff */
     *staging = true;
     if (!broker_stage_due(b))
         return 0;
@@ -776,12 +788,12 @@ static int dispatch_one(struct berth_broker *b, struct berth_job_record *rec, in
     }
     if (r < 0) {
         /* Uncertain: the claim stays; reconcile asks, dispatch retries (start is idempotent). */
-        berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: backend %s start failed, will retry: %s",
-                   rec->job_id, rec->run_id, be->name, err.message);
+        broker_retry_failed(b, rec, BROKER_OP_START, be->name, &err);
         if (stats)
             stats->errors++;
         return 0;
     }
+    broker_retry_succeeded(b, rec, BROKER_OP_START, be->name);
     broker_fault(b, "dispatch-after-start");
     r = move(b, rec, BERTH_JOB_RUNNING, NULL, "job.started", NULL, reterr);
     if (r == 0 && stats)

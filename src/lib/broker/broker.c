@@ -122,6 +122,7 @@ void berth_broker_free(struct berth_broker *b)
         pthread_mutex_destroy(&b->lock);
     }
     broker_storage_free(b);
+    broker_retries_free(&b->retries);
     berth_backend_set_free(b->offers);
     json_decref(b->capabilities);
     free(b->backends);
