@@ -80,7 +80,7 @@ static void send_reply_as(struct berthd_server *srv, struct client *cl, const ch
         }
         body = text ? text : "";
     }
-    berthd_conn_reply(cl->conn, reply->status, type, body, len, close || srv->shutting_down);
+    berthd_conn_reply(cl->conn, reply->status, type, body, len, reply->retry_after_s, close || srv->shutting_down);
     secs = elapsed(start);
     berthd_metrics_count_reply(&srv->metrics, reply->status, reply->error, secs, submission);
     berth_logf(srv->logger, reply->status >= 500 ? BERTH_LOG_WARNING : BERTH_LOG_INFO, "%s %s %s %d %s%s%.1f ms",

@@ -263,10 +263,10 @@ static int send_bytes(struct berthd_conn *c, const char *p, size_t len)
 }
 
 void berthd_conn_reply(struct berthd_conn *c, int status, const char *content_type, const char *body, size_t len,
-                       bool close)
+                       unsigned retry_after_s, bool close)
 {
     struct berth_buf out = BERTH_BUF_INIT(0);
-    char head[REPLY_HEAD_MAX], date[64];
+    char head[REPLY_HEAD_MAX], date[64], retry[40] = "";
     bool is_head = c->have_head && streq(c->head.method_name, "HEAD");
     int n, r;
 
@@ -276,11 +276,13 @@ void berthd_conn_reply(struct berthd_conn *c, int status, const char *content_ty
     if (close || !c->have_head || !c->head.keep_alive)
         c->close_after = true;
     http_date(date);
+    if (retry_after_s)
+        snprintf(retry, sizeof(retry), "Retry-After: %u\r\n", retry_after_s);
     n = snprintf(head, sizeof(head),
                  "HTTP/1.1 %d %s\r\n%s%s%sContent-Type: %s\r\nContent-Length: %zu\r\nCache-Control: no-store\r\n"
-                 "X-Content-Type-Options: nosniff\r\n%s\r\n",
+                 "X-Content-Type-Options: nosniff\r\n%s%s\r\n",
                  status, reason_phrase(status), date[0] ? "Date: " : "", date, date[0] ? "\r\n" : "",
-                 content_type ? content_type : "application/json", len,
+                 content_type ? content_type : "application/json", len, retry,
                  c->close_after ? "Connection: close\r\n" : "");
     if (n < 0 || (size_t)n >= sizeof(head) || berth_buf_append(&out, head, (size_t)n) < 0 ||
         (!is_head && len && berth_buf_append(&out, body, len) < 0)) {
@@ -327,7 +329,7 @@ static void refuse(struct berthd_conn *c, const struct berthd_http_refusal *why)
     c->ops->refused(c, why, c->arg);
     if (c->answering) { /* the owner did not answer: a plain 400 */
         static const char msg[] = "{\"error\":\"malformed\",\"message\":\"the request was refused\"}\n";
-        berthd_conn_reply(c, 400, "application/json", msg, sizeof(msg) - 1, true);
+        berthd_conn_reply(c, 400, "application/json", msg, sizeof(msg) - 1, 0, true);
     }
 }
 

@@ -123,13 +123,14 @@ int berthd_conn_new(struct event_base *base, evutil_socket_t fd, SSL_CTX *ctx, c
  * berthd_conn_reply() - answer the request in progress (or refused):
  * status line, Date, Content-Type (@content_type), Content-Length (@len
  * bytes of @body), Cache-Control: no-store, X-Content-Type-Options: nosniff,
- * and "Connection: close" when the connection closes after it.  A reply to
- * HEAD carries no body.
+ * "Retry-After: N" (RFC 9110 section 10.2.3, delay-seconds) when
+ * @retry_after_s is not 0, and "Connection: close" when the connection
+ * closes after it.  A reply to HEAD carries no body.
  * @close: close after this reply even if the request allowed keep-alive.
  * Does nothing on a connection that has no request to answer.
  */
 void berthd_conn_reply(struct berthd_conn *c, int status, const char *content_type, const char *body, size_t len,
-                       bool close);
+                       unsigned retry_after_s, bool close);
 
 /**
  * berthd_conn_close() - close @c now, without a reply (eviction, shutdown).

@@ -58,6 +58,11 @@ submit refused2 '["echo","x"]'
 expect_status 503
 body_has '"error":"storage_full"'
 ! grep -q "job refused2 .*accepted" "$TMP/berthd.log" || fail "the log says a refused job was accepted"
+# The 503 says when to retry (RFC 9110 section 10.2.3): 1..30 s, the backoff's range.
+api dev POST /v1/jobs --data-binary "@$TMP/refused2.json" -D "$TMP/headers"
+expect_status 503
+retry=$(tr -d '\r' <"$TMP/headers" | awk -F': ' 'tolower($1) == "retry-after" { print $2 }')
+[ -n "$retry" ] && [ "$retry" -ge 1 ] && [ "$retry" -le 30 ] || fail "no Retry-After of 1..30 s: $(cat "$TMP/headers")"
 
 # The held job finishes: its result cannot be recorded, berthd stays up.
 touch "$TMP/script/$FIN.release"
@@ -79,7 +84,7 @@ expect_status 200
 body_has '"broker":"dev"'
 [ "$(metric berth_storage_degraded)" = 1 ] || fail "berth_storage_degraded is not 1: $(cat "$TMP/body")"
 [ "$(metric berth_results_unrecorded)" = 1 ] || fail "berth_results_unrecorded is not 1"
-[ "$(metric 'berth_admissions_refused_total{reason="storage_full"}')" = 2 ] || fail "refusals not counted"
+[ "$(metric 'berth_admissions_refused_total{reason="storage_full"}')" = 3 ] || fail "refusals not counted"
 api dev GET /v1/health
 expect_status 200
 body_has '"status":"degraded"'

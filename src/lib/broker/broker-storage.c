@@ -145,10 +145,13 @@ static long long retry_seconds(const struct broker_storage *s)
 
 void broker_storage_refuse(struct berth_broker *b, struct berth_reply *reply)
 {
+    long long secs = retry_seconds(&b->storage);
+
     broker_fail(reply, 503, "storage_full",
                 "berthd's state filesystem is full: nothing new can be recorded now (reads and cancellations "
                 "still work); retry in %lld s",
-                retry_seconds(&b->storage));
+                secs);
+    reply->retry_after_s = (unsigned)secs;
 }
 
 void broker_journal_failed(struct berth_broker *b, int r, const struct berth_error *err, struct berth_reply *reply,

@@ -90,6 +90,8 @@
  * @body:    success body (owned), or NULL.
  * @text:    alternative raw body (owned, @text_len bytes), e.g. audit lines.
  * @principal: who was authenticated (empty when nobody), for request logs.
+ * @retry_after_s: for a 503 the client may retry, its Retry-After in seconds
+ *           (RFC 9110 section 10.2.3, delay-seconds); 0 for none.
  */
 struct berth_reply {
     int status;
@@ -99,6 +101,7 @@ struct berth_reply {
     char *text;
     size_t text_len;
     char principal[BERTH_PRINCIPAL_MAX + 1];
+    unsigned retry_after_s;
 };
 
 /** berth_reply_clear() - release @r's body and text and zero it. */
