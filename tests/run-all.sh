@@ -1,6 +1,14 @@
 #!/bin/bash
 # tests/run-all.sh -- the whole test suite, exactly as CI runs it.
 #
+# Usage: tests/run-all.sh [--no-packages | --packages-only]
+#
+#   packages: the Debian packages of tests/debian-packages.sh (the
+#      quickstart's and the tests' own), checked with dpkg-query.  As root,
+#      the missing ones are installed ("apt-get update", then "apt-get
+#      install -y --no-install-recommends ..."); as another user the run
+#      stops naming them.  --no-packages skips this; --packages-only stops
+#      after it.
 #   0. as root: build the Debian test image once (tests/image/), for every
 #      build's tests/cli/test-image-debian.sh (BERTH_DEBIAN_LAYOUT)
 #   1. ./autogen.sh && ./configure --enable-werror && make -j2 && make check,
@@ -27,12 +35,76 @@
 # system user berth-ci if it does not exist, and removes it again.  The tree
 # itself is left configured with --enable-werror.  Any failure stops the run
 # with a non-zero exit status.
+#
+# Every suite must run here: BERTH_REQUIRE_TOOLS=1 makes a test that lacks
+# a tool fail instead of skipping (tests/require-tool.sh), and as root a
+# suite that skipped for any other reason fails the run too (but for the
+# crash tests in a build without fault injection, which step 3 runs).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 jobs=${JOBS:-2}
 step() { printf '\n=== %s\n' "$*"; }
+
+packages=1
+packages_only=0
+for arg in "$@"; do
+    case $arg in
+    --no-packages) packages=0 ;;
+    --packages-only) packages_only=1 ;;
+    -h | --help)
+        sed -n '2,/^set -euo pipefail$/{/^set -euo pipefail$/d;s/^# \{0,1\}//;p;}' "$0"
+        exit 0
+        ;;
+    *)
+        echo "tests/run-all.sh: unknown argument '$arg' (try --help)" >&2
+        exit 2
+        ;;
+    esac
+done
+
+# shellcheck source=tests/debian-packages.sh
+. tests/debian-packages.sh
+if [ "$packages" = 1 ]; then
+    # shellcheck disable=SC2086
+    step "packages: $(echo $BERTH_BUILD_PACKAGES $BERTH_RUN_PACKAGES $BERTH_TEST_PACKAGES | wc -w) Debian packages"
+    # shellcheck disable=SC2086
+    missing=$(berth_missing_packages $BERTH_BUILD_PACKAGES $BERTH_RUN_PACKAGES $BERTH_TEST_PACKAGES) || {
+        echo "tests/run-all.sh: dpkg-query not found: the tests need Debian 12 (or use --no-packages)" >&2
+        exit 1
+    }
+    if [ -z "$missing" ]; then
+        echo "all installed"
+    elif [ "$(id -u)" = 0 ]; then
+        echo "installing: $missing"
+        # shellcheck disable=SC2086
+        berth_install_packages $missing
+    else
+        echo "tests/run-all.sh: missing Debian packages: $missing" >&2
+        echo "tests/run-all.sh: run it as root (it installs them), or: apt-get install $missing" >&2
+        exit 1
+    fi
+fi
+[ "$packages_only" = 0 ] || exit 0
+export BERTH_REQUIRE_TOOLS=1
+
+# no_skips BUILDDIR [TEST...]: fail, naming each and its reason, when a suite
+# of the build in BUILDDIR was skipped, but for the TESTs named (as
+# tests/cli/test-foo, relative to BUILDDIR).
+no_skips() {
+    local dir=$1 trs t bad=0
+    shift
+    while IFS= read -r trs; do
+        grep -qx ':test-result: SKIP' "$trs" || continue
+        t=${trs#"$dir"/}
+        t=${t%.trs}
+        case " $* " in *" $t "*) continue ;; esac
+        echo "$t was skipped: $(grep -m1 'SKIP' "$dir/$t.log" || true)" >&2
+        bad=1
+    done < <(find "$dir/tests" -name '*.trs' | sort)
+    return "$bad"
+}
 
 # The realistic test image (Debian bookworm minbase through debootstrap, the
 # only network use: Debian's archive) is built once, as root, and every
@@ -54,8 +126,10 @@ step "1/5 build, make check, make distcheck"
 make -j"$jobs"
 make -j"$jobs" check
 # Tests that need root (the Debian image, real runsc and crun, the
-# quickstart) or a tool (groff for the man pages) may skip elsewhere, never here.
+# quickstart) or a tool (groff for the man pages) may skip elsewhere, never
+# here: these must have passed, and no suite may have skipped.
 if [ "$(id -u)" = 0 ]; then
+    no_skips . tests/cli/test-berthd-crash
     for t in tests/cli/test-image-debian tests/cli/test-bundle-runtimes tests/cli/test-runtime-oci tests/cli/test-qualify \
         tests/unit/test-runtime-oci tests/cli/test-quickstart tests/build/test-manpages tests/build/test-layers; do
         grep -qx ':test-result: PASS' "$t.trs" || {
@@ -93,6 +167,7 @@ if [ "$(id -u)" = 0 ]; then
     install -d -o "$user" -m 0755 "$home/distcheck"
     install -o "$user" -m 0644 "$tarball" "$home/distcheck/"
     su -s /bin/bash "$user" -c "set -e; umask 022; export BERTH_DEBIAN_LAYOUT='${BERTH_DEBIAN_LAYOUT:-}'; \
+        export BERTH_REQUIRE_TOOLS=1; \
         cd '$home/distcheck'; tar -xJf '$tarball'; cd '$name'; \
         ./configure --enable-werror; make -j$jobs distcheck"
     rm -rf "$home/distcheck"
@@ -110,7 +185,8 @@ mv "ci-build/$name" ci-build/asan
     exit 1
 }
 # The crash tests need fault injection, which only this build has: they must
-# have run here, not been skipped.
+# have run here, not been skipped (and as root, nothing may be).
+[ "$(id -u)" != 0 ] || no_skips ci-build/asan
 grep -qx ':test-result: PASS' ci-build/asan/tests/cli/test-berthd-crash.trs || {
     echo "the berthd crash tests did not pass in the fault-injection build" >&2
     cat ci-build/asan/tests/cli/test-berthd-crash.log >&2 || true

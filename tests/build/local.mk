@@ -6,6 +6,10 @@
 
 if ENABLE_TESTS
 TESTS += tests/build/test-plugin-macro.sh tests/build/test-units.sh tests/build/test-layers.sh
+# The suite's own set-up: the Debian package list tests/run-all.sh and the
+# quickstart install from, and require_tool, the tests' skip for a missing tool.
+TESTS += tests/build/test-packages.sh
 endif
 EXTRA_DIST += tests/build/test-plugin-macro.sh tests/build/test-units.sh tests/build/test-layers.sh \
-	tests/build/check-install.sh tests/build/test-without-check.sh
+	tests/build/check-install.sh tests/build/test-without-check.sh \
+	tests/build/test-packages.sh tests/debian-packages.sh tests/require-tool.sh

@@ -10,12 +10,9 @@
 set -eu
 
 : "${BERTH_TOP_SRCDIR:?}" "${BERTH_TOP_BUILDDIR:?}" "${BERTHCTL:?}" "${BERTHD:?}"
-for tool in groff tbl; do
-    if ! command -v "$tool" >/dev/null 2>&1; then
-        echo "SKIP: $tool is not installed (Debian package groff-base); the man pages cannot be linted" >&2
-        exit 77
-    fi
-done
+. "$BERTH_TOP_SRCDIR/tests/require-tool.sh"
+require_tool groff groff-base
+require_tool tbl groff-base
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/berth-man-XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 failures=0

@@ -6,12 +6,10 @@
 set -eu
 
 : "${BERTH_TOP_SRCDIR:?}"
-for tool in aclocal autoconf pkg-config; do
-    if ! command -v "$tool" >/dev/null 2>&1; then
-        echo "SKIP: $tool is not installed; the configure macro cannot be exercised" >&2
-        exit 77
-    fi
-done
+. "$BERTH_TOP_SRCDIR/tests/require-tool.sh"
+require_tool aclocal automake
+require_tool autoconf autoconf
+require_tool pkg-config pkg-config
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/berth-m4-XXXXXX")
 trap 'rm -rf "$TMP"' EXIT

@@ -4,12 +4,9 @@
 set -eu
 
 : "${BERTH_TOP_BUILDDIR:?}" "${BERTHD:?}"
-for tool in systemd-analyze systemd-tmpfiles; do
-    if ! command -v "$tool" >/dev/null 2>&1; then
-        echo "SKIP: $tool is not installed" >&2
-        exit 77
-    fi
-done
+. "${BERTH_TOP_SRCDIR:?}/tests/require-tool.sh"
+require_tool systemd-analyze systemd
+require_tool systemd-tmpfiles systemd
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/berth-units-XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 fail() { printf 'FAIL: %s\n' "$*" >&2; cat "$TMP/out" >&2 2>/dev/null || true; exit 1; }

@@ -7,6 +7,10 @@
 
 : "${BERTHD:?BERTHD must point at the built berthd}"
 : "${BERTH_TEST_PLUGIN_DIR:?}"
+# Real curl and openssl are the clients; jq edits the configuration.
+require_tool curl curl
+require_tool openssl openssl
+require_tool jq jq
 
 INST=$TMP/inst
 SAMPLE_IMAGE=sha256:6f1c3b0a9e2d4c8b7a6f5e4d3c2b1a0987654321fedcba9876543210fedcba98

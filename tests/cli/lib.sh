@@ -6,6 +6,8 @@
 set -eu
 
 : "${BERTHCTL:?BERTHCTL must point at the built berthctl}"
+# shellcheck source=tests/require-tool.sh
+. "${BERTH_TOP_SRCDIR:?}/tests/require-tool.sh"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/berth-cli-XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 chmod 0755 "$TMP"

@@ -7,6 +7,9 @@ if [ "$(id -u)" != 0 ]; then
     exit 77
 fi
 : "${BERTH_RUNTIME_PLUGIN_DIR:?}" "${BERTH_IMAGE_PLUGIN_DIR:?}" "${BERTH_OCI_SHIM:?}"
+require_tool runsc runsc
+require_tool crun crun
+require_tool /bin/busybox busybox-static
 
 # edit_config JQ_FILTER [JQ ARGS...]: rewrite berthd.json through jq (mode 0600, atomic).
 edit_config() {

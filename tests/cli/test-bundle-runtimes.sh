@@ -16,9 +16,10 @@ if [ "$(id -u)" != 0 ]; then
     echo "SKIP: OCI runtimes need root"
     exit 77
 fi
-for rt in runsc crun; do
-    command -v "$rt" >/dev/null || fail "$rt is not installed (Debian package $rt)"
-done
+require_tool runsc runsc
+require_tool crun crun
+require_tool /bin/busybox busybox-static
+require_tool jq jq
 
 "$BERTH_TOP_SRCDIR/tests/image/build-busybox-image.sh" "$TMP/bb" >/dev/null 2>"$TMP/build.err" ||
     fail "building the busybox image failed: $(cat "$TMP/build.err")"

@@ -5,7 +5,8 @@
 # other, and never overwriting anything.
 . "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
 
-command -v openssl >/dev/null || fail "the openssl command is required"
+require_tool openssl openssl
+require_tool curl curl
 
 SERVER_PID=
 trap 'if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || :; fi; rm -rf "$TMP"' EXIT
@@ -193,64 +194,60 @@ stdout_has "registered pool default"
 # A real TLS 1.3 handshake: openssl s_server with the server pair, requiring
 # a client certificate from the CA; curl with and without one.
 
-if command -v curl >/dev/null; then
-    port=
-    for attempt in 1 2 3 4 5 6 7 8 9 10; do
-        p=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000))
-        openssl s_server -accept "127.0.0.1:$p" -cert "$T/server.pem" -key "$T/server.key" -CAfile "$T/ca.pem" \
-            -Verify 1 -verify_return_error -tls1_3 -www >"$TMP/s_server.log" 2>&1 </dev/null &
-        SERVER_PID=$!
-        i=0
-        while [ $i -lt 50 ] && kill -0 "$SERVER_PID" 2>/dev/null && ! grep -q '^ACCEPT' "$TMP/s_server.log"; do
-            sleep 0.1
-            i=$((i + 1))
-        done
-        if grep -q '^ACCEPT' "$TMP/s_server.log" && kill -0 "$SERVER_PID" 2>/dev/null; then
-            port=$p
-            break
-        fi
-        kill "$SERVER_PID" 2>/dev/null || :
-        wait "$SERVER_PID" 2>/dev/null || :
-        SERVER_PID=
+port=
+for attempt in 1 2 3 4 5 6 7 8 9 10; do
+    p=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 40000))
+    openssl s_server -accept "127.0.0.1:$p" -cert "$T/server.pem" -key "$T/server.key" -CAfile "$T/ca.pem" \
+        -Verify 1 -verify_return_error -tls1_3 -www >"$TMP/s_server.log" 2>&1 </dev/null &
+    SERVER_PID=$!
+    i=0
+    while [ $i -lt 50 ] && kill -0 "$SERVER_PID" 2>/dev/null && ! grep -q '^ACCEPT' "$TMP/s_server.log"; do
+        sleep 0.1
+        i=$((i + 1))
     done
-    [ -n "$port" ] || fail "openssl s_server did not start: $(cat "$TMP/s_server.log")"
-    CURL="curl -sS --noproxy * --max-time 10 --cacert $T/ca.pem"
-
-    set -f # keep the * of --noproxy
-    run 0 $CURL --cert "$T/client-dev.pem" --key "$T/client-dev.key" "https://127.0.0.1:$port/"
-    stdout_has "Protocol  : TLSv1.3"
-    # The server certificate also matches the name localhost (still 127.0.0.1).
-    run 0 $CURL --cert "$T/client-dev.pem" --key "$T/client-dev.key" --resolve "localhost:$port:127.0.0.1" \
-        "https://localhost:$port/"
-    # No client certificate: the handshake fails.
-    set +e
-    $CURL "https://127.0.0.1:$port/" >"$TMP/stdout" 2>"$TMP/stderr"
-    st=$?
-    set -e
-    [ "$st" != 0 ] || fail "a TLS connection without a client certificate succeeded"
-    # A client certificate from another installation's CA: refused too.
-    run 0 "$BERTHCTL" dev-init "$TMP/other" --principal dev
-    set +e
-    $CURL --cert "$TMP/other/tls/client-dev.pem" --key "$TMP/other/tls/client-dev.key" "https://127.0.0.1:$port/" \
-        >"$TMP/stdout" 2>"$TMP/stderr"
-    st=$?
-    set -e
-    [ "$st" != 0 ] || fail "a client certificate from another CA was accepted"
-    # And the client refuses a server certificate from another CA.
-    set +e
-    curl -sS --noproxy '*' --max-time 10 --cacert "$TMP/other/tls/ca.pem" --cert "$T/client-dev.pem" \
-        --key "$T/client-dev.key" "https://127.0.0.1:$port/" >"$TMP/stdout" 2>"$TMP/stderr"
-    st=$?
-    set -e
-    set +f
-    [ "$st" != 0 ] || fail "curl trusted berthd's certificate under another CA"
-
+    if grep -q '^ACCEPT' "$TMP/s_server.log" && kill -0 "$SERVER_PID" 2>/dev/null; then
+        port=$p
+        break
+    fi
     kill "$SERVER_PID" 2>/dev/null || :
     wait "$SERVER_PID" 2>/dev/null || :
     SERVER_PID=
-else
-    echo "curl not found; skipping the TLS handshake checks" >&2
-fi
+done
+[ -n "$port" ] || fail "openssl s_server did not start: $(cat "$TMP/s_server.log")"
+CURL="curl -sS --noproxy * --max-time 10 --cacert $T/ca.pem"
+
+set -f # keep the * of --noproxy
+run 0 $CURL --cert "$T/client-dev.pem" --key "$T/client-dev.key" "https://127.0.0.1:$port/"
+stdout_has "Protocol  : TLSv1.3"
+# The server certificate also matches the name localhost (still 127.0.0.1).
+run 0 $CURL --cert "$T/client-dev.pem" --key "$T/client-dev.key" --resolve "localhost:$port:127.0.0.1" \
+    "https://localhost:$port/"
+# No client certificate: the handshake fails.
+set +e
+$CURL "https://127.0.0.1:$port/" >"$TMP/stdout" 2>"$TMP/stderr"
+st=$?
+set -e
+[ "$st" != 0 ] || fail "a TLS connection without a client certificate succeeded"
+# A client certificate from another installation's CA: refused too.
+run 0 "$BERTHCTL" dev-init "$TMP/other" --principal dev
+set +e
+$CURL --cert "$TMP/other/tls/client-dev.pem" --key "$TMP/other/tls/client-dev.key" "https://127.0.0.1:$port/" \
+    >"$TMP/stdout" 2>"$TMP/stderr"
+st=$?
+set -e
+[ "$st" != 0 ] || fail "a client certificate from another CA was accepted"
+# And the client refuses a server certificate from another CA.
+set +e
+curl -sS --noproxy '*' --max-time 10 --cacert "$TMP/other/tls/ca.pem" --cert "$T/client-dev.pem" \
+    --key "$T/client-dev.key" "https://127.0.0.1:$port/" >"$TMP/stdout" 2>"$TMP/stderr"
+st=$?
+set -e
+set +f
+[ "$st" != 0 ] || fail "curl trusted berthd's certificate under another CA"
+
+kill "$SERVER_PID" 2>/dev/null || :
+wait "$SERVER_PID" 2>/dev/null || :
+SERVER_PID=
 
 # ---------------------------------------------------------------------------
 # Never overwriting: a second run names the first existing file, changes

@@ -8,7 +8,7 @@
 # binaries of this machine; elsewhere with its backends removed.
 . "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
 
-command -v jq >/dev/null || fail "jq is required"
+require_tool jq jq
 EX=$BERTH_TOP_SRCDIR/conf/examples
 
 # Strict JSON (duplicate keys, trailing garbage and the like are refused).

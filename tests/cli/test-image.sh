@@ -2,6 +2,8 @@
 # layouts built at test time from busybox-static (tests/image/).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 . "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
+require_tool /bin/busybox busybox-static
+require_tool skopeo skopeo
 
 IMG=$BERTH_TOP_SRCDIR/tests/image
 STORE=$TMP/store

@@ -3,7 +3,7 @@
 # key that agree with an independent computation by the openssl CLI.
 . "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
 
-command -v openssl >/dev/null || fail "the openssl command is required"
+require_tool openssl openssl
 
 b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
 

@@ -12,12 +12,13 @@ if [ "$(id -u)" != 0 ]; then
     exit 77
 fi
 id nobody >/dev/null 2>&1 || fail "the user nobody is needed"
-command -v flock >/dev/null || fail "flock (util-linux) is needed"
+require_tool flock util-linux
 
 T=$TMP/tree
-mkdir -p "$T/src/berthctl"
+mkdir -p "$T/src/berthctl" "$T/tests"
 : >"$T/configure.ac"
 cp "$BERTH_TOP_SRCDIR/quickstart" "$T/quickstart"
+cp "$BERTH_TOP_SRCDIR/tests/debian-packages.sh" "$T/tests/"
 QS() { "$T/quickstart" --no-packages --prefix "$TMP/prefix" --port 1 "$@"; }
 # refused STATUS MESSAGE ARGS...: refused with STATUS and MESSAGE, no step started.
 refused() {

@@ -97,7 +97,7 @@ else
     bb=/bin/busybox
     st=$(dpkg-query -W -f '${db:Status-Status}' busybox-static 2>/dev/null || true)
     [ "$st" = installed ] ||
-        oci_die "the Debian package busybox-static is not installed (apt-get install busybox-static; .ci/run does)"
+        oci_die "the Debian package busybox-static is not installed (apt-get install busybox-static; tests/run-all.sh does)"
 fi
 if [ ! -f "$bb" ] || [ ! -x "$bb" ]; then
     oci_die "$bb is not an executable file (install busybox-static)"

@@ -155,7 +155,7 @@ flock 9
 if [ "$nocache" = 1 ] || [ ! -f "$entry/digest" ]; then
     [ "$(id -u)" = 0 ] || skip_or_die "debootstrap needs root"
     command -v debootstrap >/dev/null 2>&1 ||
-        skip_or_die "debootstrap is not installed (apt-get install debootstrap; .ci/run does)"
+        skip_or_die "debootstrap is not installed (apt-get install debootstrap; tests/run-all.sh does)"
     rm -rf "$entry"
     work=$(mktemp -d "$cachedir/work.XXXXXX")
     root=$work/root

@@ -25,7 +25,7 @@ oci_die() {
 
 oci_need() {
     for _n in "$@"; do
-        command -v "$_n" >/dev/null 2>&1 || oci_die "'$_n' is not installed (see .ci/run for the packages the tests need)"
+        command -v "$_n" >/dev/null 2>&1 || oci_die "'$_n' is not installed (tests/debian-packages.sh lists the packages the tests need)"
     done
 }
 

@@ -4,18 +4,18 @@
 # check-layout.sh accepts it and catches corruption.  (The Debian builder is
 # slow and network-bound: the tests that use its image run it.)
 #
-# Needs the Debian packages busybox-static, jq, umoci and skopeo (.ci/run
-# installs them); fails with a message naming the one missing.
+# Needs the Debian packages busybox-static, jq, umoci and skopeo
+# (tests/run-all.sh installs them); skips naming the one missing.
 . "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
 
 IMG=$BERTH_TOP_SRCDIR/tests/image
 BUILD=$IMG/build-busybox-image.sh
 CHECK=$IMG/check-layout.sh
 
-for p in jq umoci skopeo; do
-    command -v "$p" >/dev/null 2>&1 || fail "$p is not installed (apt-get install $p; .ci/run does)"
-done
-[ -x /bin/busybox ] || fail "/bin/busybox is missing (apt-get install busybox-static; .ci/run does)"
+require_tool jq jq
+require_tool umoci umoci
+require_tool skopeo skopeo
+require_tool /bin/busybox busybox-static
 # skopeo wants a writable home for its per-user configuration.
 HOME=$TMP/home
 mkdir -p "$HOME"

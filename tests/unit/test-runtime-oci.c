@@ -200,7 +200,7 @@ int main(void)
     int failed;
 
     if (geteuid() != 0 || access("/usr/bin/crun", X_OK) != 0) {
-        printf("SKIP: runtime-oci needs root and crun\n");
+        printf("SKIP: runtime-oci needs root and /usr/bin/crun (apt-get install crun)\n");
         return 77;
     }
     sr = srunner_create(make_suite());
