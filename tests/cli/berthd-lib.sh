@@ -60,6 +60,7 @@ image_plugins() {
 # busybox_image: the test busybox image (tests/image/build-busybox-image.sh)
 # as an OCI layout in $TMP/bb; sets DIGEST to its manifest digest.
 busybox_image() {
+    require_tool /bin/busybox busybox-static
     "$BERTH_TOP_SRCDIR/tests/image/build-busybox-image.sh" "$TMP/bb" >"$TMP/bb.digest" 2>"$TMP/build.err" ||
         fail "building the busybox image failed: $(cat "$TMP/build.err")"
     DIGEST=$(tail -n1 "$TMP/bb.digest")

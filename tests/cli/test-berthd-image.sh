@@ -5,7 +5,6 @@
 . "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
 . "$BERTH_TOP_SRCDIR/tests/cli/berthd-lib.sh"
 : "${BERTH_IMAGE_PLUGIN_DIR:?}"
-require_tool /bin/busybox busybox-static
 
 # One plugin directory with the scripted runtime and the image plugin.
 image_plugins
