@@ -56,7 +56,7 @@ make -j"$jobs" check
 # Tests that need root (the Debian image, real runsc and crun, the
 # quickstart) or a tool (groff for the man pages) may skip elsewhere, never here.
 if [ "$(id -u)" = 0 ]; then
-    for t in tests/cli/test-image-debian tests/cli/test-bundle-runtimes tests/cli/test-runtime-oci tests/cli/test-qualify \
+    for t in tests/cli/test-image-debian tests/cli/test-bundle-runtimes tests/cli/test-runtime-oci tests/cli/test-runtime-oci-disk tests/cli/test-qualify \
         tests/unit/test-runtime-oci tests/cli/test-quickstart tests/build/test-manpages tests/build/test-layers; do
         grep -qx ':test-result: PASS' "$t.trs" || {
             echo "$t did not pass" >&2
