@@ -130,7 +130,7 @@ make -j"$jobs" check
 # here: these must have passed, and no suite may have skipped.
 if [ "$(id -u)" = 0 ]; then
     no_skips . tests/cli/test-berthd-crash
-    for t in tests/cli/test-image-debian tests/cli/test-bundle-runtimes tests/cli/test-runtime-oci tests/cli/test-qualify \
+    for t in tests/cli/test-image-debian tests/cli/test-bundle-runtimes tests/cli/test-runtime-oci tests/cli/test-runtime-oci-disk tests/cli/test-qualify \
         tests/unit/test-runtime-oci tests/cli/test-quickstart tests/build/test-manpages tests/build/test-layers; do
         grep -qx ':test-result: PASS' "$t.trs" || {
             echo "$t did not pass" >&2

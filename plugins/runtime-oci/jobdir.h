@@ -11,7 +11,7 @@
  *                  "output_bytes": N}
  *   bundle/       the OCI bundle: config.json (root.path is berthd's staged
  *                 rootfs, outside this directory)
- *   outputs/      bound at /tmp/outputs, owned by the job's uid
+ *   (no outputs/: /tmp/outputs is a tmpfs inside the sandbox, bundle.h)
  *   lock          flock(2)ed by the shim for as long as it lives: a lock that
  *                 can be taken means no shim supervises the job any more
  *   control       a FIFO the shim reads: "cancel\n" asks it to kill the job
@@ -31,7 +31,6 @@
 
 #define OCI_JOB_SHIM_CONFIG "shim.json"
 #define OCI_JOB_BUNDLE "bundle"
-#define OCI_JOB_OUTPUTS "outputs"
 #define OCI_JOB_LOCK "lock"
 #define OCI_JOB_CONTROL "control"
 #define OCI_JOB_PIDFILE "init.pid"

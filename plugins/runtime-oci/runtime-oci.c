@@ -392,28 +392,25 @@ static int dispatch_parse(const char *text, size_t len, struct dispatch *d, stru
 /* Write the bundle and shim.json into the new job directory @jobfd. */
 static int prepare(struct oci *o, const struct dispatch *d, int jobfd, const char *jobdir, struct berth_error *reterr)
 {
-    _cleanup_free_ char *bundle = NULL, *outputs = NULL;
+    _cleanup_free_ char *bundle = NULL;
     _cleanup_json_ json_t *config = NULL, *shim = NULL;
     _cleanup_free_ char *text = NULL;
-    _cleanup_close_ int bundlefd = -1, outfd = -1;
+    _cleanup_close_ int bundlefd = -1;
     struct berth_bundle_params bp;
     size_t len = 0;
     int r;
 
-    if (asprintf(&bundle, "%s/%s", jobdir, OCI_JOB_BUNDLE) < 0 ||
-        asprintf(&outputs, "%s/%s", jobdir, OCI_JOB_OUTPUTS) < 0)
+    if (asprintf(&bundle, "%s/%s", jobdir, OCI_JOB_BUNDLE) < 0)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
-    if (mkdirat(jobfd, OCI_JOB_BUNDLE, 0700) < 0 || mkdirat(jobfd, OCI_JOB_OUTPUTS, 0700) < 0)
+    if (mkdirat(jobfd, OCI_JOB_BUNDLE, 0700) < 0)
         return berth_error_set(reterr, -errno, "cannot create the bundle in %s: %m", jobdir);
     bundlefd = openat(jobfd, OCI_JOB_BUNDLE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    outfd = openat(jobfd, OCI_JOB_OUTPUTS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (bundlefd < 0 || outfd < 0 || fchown(outfd, o->cfg.uid, o->cfg.gid) < 0)
+    if (bundlefd < 0)
         return berth_error_set(reterr, -errno, "cannot prepare %s: %m", jobdir);
     bp = (struct berth_bundle_params){
         .job = d->job,
         .effective = d->effective,
         .rootfs = d->rootfs,
-        .outputs_dir = outputs,
         .uid = o->cfg.uid,
         .gid = o->cfg.gid,
         .nproc = o->cfg.pids_ceiling ? (uint64_t)d->job->limits.pids : 0,

@@ -54,6 +54,7 @@ BERTH_JOURNAL_SOURCES = \
 	src/lib/journal/qualification.c src/lib/journal/qualification.h
 BERTH_POOL_SOURCES = \
 	src/lib/pool/enrol.c src/lib/pool/enrol.h \
+	src/lib/pool/envsafe.c src/lib/pool/envsafe.h \
 	src/lib/pool/override.c src/lib/pool/override.h \
 	src/lib/pool/placement.c src/lib/pool/placement.h \
 	src/lib/pool/pool.c src/lib/pool/pool.h \
@@ -171,6 +172,7 @@ BERTH_LIB_UNIT_TESTS = \
 	tests/unit/test-enrol \
 	tests/unit/test-error \
 	tests/unit/test-fsutil \
+	tests/unit/test-envsafe \
 	tests/unit/test-hmac \
 	tests/unit/test-host \
 	tests/unit/test-job \

@@ -88,6 +88,39 @@ grep -q "no complete request within" "$TMP/berthd.log" && fail "the stalled hand
 printf '{"schema_version":1,"\\u001b]0;owned\\u0007":1}' >"$TMP/escape.json"
 run 1 "$BERTHCTL" --config "$INST/client.json" submit "$TMP/escape.json"
 stderr_has 'unknown member "?]0;owned?"'
+# --- the dynamic loader's and shells' start-up variables are not overrides ------
+# (src/lib/pool/envsafe.h): refused with refused_env naming the variable, and
+# nothing is recorded; an ordinary name in the same pool is accepted.
+env_job() {
+    job_doc "$1" '["echo"]' | jq --arg k "$2" '.overrides = {env: {($k): "/tmp/x"}}' >"$TMP/$1.json"
+}
+for var in LD_PRELOAD LD_AUDIT BASH_ENV PATH; do
+    env_job "env-$var" "$var"
+    api dev POST /v1/jobs --data-binary "@$TMP/env-$var.json"
+    expect_status 403
+    body_has '"error":"refused_env"'
+    body_has "env.$var"
+    api dev GET "/v1/jobs/env-$var"
+    expect_status 404
+done
+run 1 "$BERTHCTL" --config "$INST/client.json" submit "$TMP/env-LD_PRELOAD.json"
+stderr_has "refused_env"
+stderr_has "LD_PRELOAD"
+env_job env-ok MY_SETTING
+api dev POST /v1/jobs --data-binary "@$TMP/env-ok.json"
+expect_status 201
+
+# --- jobs with inputs: no evidence store stages them, so no receipt ----------------
+job_doc with-inputs '["cat","/inputs/data.csv"]' |
+    jq '.inputs = [{path: "/inputs/data.csv", ref: {digest: ("sha256:" + ("0" * 64)), size: 3}}]' >"$TMP/inputs.json"
+api dev POST /v1/jobs --data-binary "@$TMP/inputs.json"
+expect_status 400
+body_has '"error":"inputs_unsupported"'
+body_has 'no evidence store'
+grep -q '"kind":"berth.receipt"' "$TMP/body" && fail "a job with inputs got a receipt"
+api dev GET /v1/jobs/with-inputs
+expect_status 404
+
 # --- a hostile broker ---------------------------------------------------------------
 # A stand-in broker (openssl s_server -HTTP, with the real broker certificate)
 # answers from files: for job "victim" the view of job ".a" (a real, validly

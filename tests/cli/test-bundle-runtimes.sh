@@ -40,25 +40,28 @@ grep CapEff /proc/self/status | tr -d "\t"
 echo "cwd $(pwd)"
 echo "input $(cat /inputs/data.csv | tr "\n" " ")"
 (echo x >>/inputs/data.csv) 2>/dev/null && echo "input writable" || echo "input read-only"
-echo result >/tmp/outputs/o
+echo result >/tmp/outputs/o && cat /tmp/outputs/o
+awk '\''$2 == "/tmp/outputs" { print "outputs", $3 }'\'' /proc/mounts
+dd if=/dev/zero of=/tmp/outputs/big bs=1024 count=1024 2>&1 | grep -q "No space left" && echo "outputs full at their size"
+dd if=/dev/zero of=/dev/shm/big bs=1024 count=1024 2>&1 | grep -q "No space left" && echo "shm full at its size"
+touch /dev/x 2>/dev/null && echo "dev writable" || echo "dev not writable"
 echo to-stderr >&2
 exit 3'
 
 # bundle NAME: a fresh bundle directory with the staged rootfs and config.json.
 bundle() {
     local b=$TMP/$1
-    mkdir -m 0700 "$b" "$b/outputs"
+    mkdir -m 0700 "$b"
     run 0 "$BERTHCTL" image stage "$DIGEST" --store "$TMP/store" --out "$b/rootfs"
     chmod 0755 "$b/rootfs" # the guest's "/"; the bundle directory stays private
-    chmod 0777 "$b/outputs"
     jq -n --arg d "$DIGEST" --arg s "$SCRIPT" '{schema_version: 1, id: "probe", pool: "default", image: $d,
         argv: ["/bin/sh", "-c", $s],
         inputs: [{path: "/inputs/data.csv", ref: {digest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", size: 8}}],
         limits: {cpu_millis: 1000, memory_bytes: 268435456, pids: 64, scratch_bytes: 1048576,
-                 wall_time_ns: 60000000000, output_bytes: 65536, artifact_bytes: 0}}' >"$b.job.json"
+                 wall_time_ns: 60000000000, output_bytes: 65536, artifact_bytes: 524288}}' >"$b.job.json"
     printf '%s' '{"pool_hash":"00","template":{"env":{"LANG":"C.UTF-8"},"root":"/workspace","timeout_seconds":600},"backend_override":null,"network_egress_class":"none","credential_env":[]}' \
         >"$b.effective.json"
-    run 0 "$BERTH_MKBUNDLE" "$b" "$b.job.json" "$b.effective.json" --outputs "$b/outputs" \
+    run 0 "$BERTH_MKBUNDLE" "$b" "$b.job.json" "$b.effective.json" \
         --input "/inputs/data.csv=$TMP/data.csv" --nproc 64 --pids 4096
     [ "$(stat -c %a "$b/config.json")" = 600 ] || fail "config.json is mode $(stat -c %a "$b/config.json")"
 }
@@ -80,7 +83,14 @@ probe_ok() {
 1,2" ] || fail "$1: the input changed on the host"
     grep -q "to-stderr" "$out" && fail "$1: stderr reached stdout"
     grep -qx "to-stderr" "$err" || fail "$1: stderr lost: $(cat "$err")"
-    [ "$(cat "$b/outputs/o")" = result ] || fail "$1: /tmp/outputs/o did not reach the host"
+    # /tmp/outputs: a tmpfs of artifact_bytes (512 KiB), /dev/shm a quarter of
+    # scratch (256 KiB): nothing reaches a host directory.
+    grep -qx "result" "$out" || fail "$1: /tmp/outputs is not writable"
+    grep -qx "outputs tmpfs" "$out" || fail "$1: /tmp/outputs is not a tmpfs: $(grep outputs "$out")"
+    grep -qx "outputs full at their size" "$out" || fail "$1: /tmp/outputs took more than artifact_bytes"
+    grep -qx "shm full at its size" "$out" || fail "$1: /dev/shm took more than its share of scratch_bytes"
+    grep -qx "dev not writable" "$out" || fail "$1: /dev was writable"
+    [ ! -e "$b/outputs" ] || fail "$1: a host outputs directory exists"
 }
 
 # --- runsc (gVisor) --------------------------------------------------------------

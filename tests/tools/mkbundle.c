@@ -4,7 +4,7 @@
  * a job into a bundle directory, so that the tests can hand real bundles to
  * real runtimes (runsc, crun) before the runtime plugin drives them.
  *
- *   mkbundle BUNDLE_DIR JOB.json EFFECTIVE.json [--outputs DIR]
+ *   mkbundle BUNDLE_DIR JOB.json EFFECTIVE.json
  *            [--input GUEST=HOST]... [--nproc N] [--pids N]
  *
  * The root filesystem is BUNDLE_DIR/rootfs ("rootfs" in config.json).
@@ -52,12 +52,10 @@ int main(int argc, char **argv)
     int i, dirfd, r;
 
     if (argc < 4)
-        return die("usage", "mkbundle BUNDLE_DIR JOB.json EFFECTIVE.json [--outputs DIR] [--input GUEST=HOST]... "
+        return die("usage", "mkbundle BUNDLE_DIR JOB.json EFFECTIVE.json [--input GUEST=HOST]... "
                             "[--nproc N] [--pids N]");
     for (i = 4; i < argc; i++) {
-        if (streq(argv[i], "--outputs") && i + 1 < argc)
-            p.outputs_dir = argv[++i];
-        else if (streq(argv[i], "--nproc") && i + 1 < argc)
+        if (streq(argv[i], "--nproc") && i + 1 < argc)
             p.nproc = strtoull(argv[++i], NULL, 10);
         else if (streq(argv[i], "--pids") && i + 1 < argc)
             p.pids_ceiling = strtoull(argv[++i], NULL, 10);

@@ -43,7 +43,6 @@ static struct berth_bundle_params sample(void)
         .job = job,
         .effective = effective,
         .rootfs = "rootfs",
-        .outputs_dir = "/var/lib/berth/jobs/r1/outputs",
         .inputs = inputs,
         .n_inputs = 1,
         .nproc = 64,
@@ -98,7 +97,7 @@ START_TEST(deny_all)
     json_t *proc, *caps, *v, *lnx, *m;
     const char *k;
     size_t i;
-    bool tmp = false, input = false, outputs = false;
+    bool tmp = false, input = false, outputs = false, shm = false;
 
     ck_assert_int_eq(berth_bundle_config(&p, &c, NULL), 0);
     ck_assert_str_eq(json_string_value(json_object_get(c, "ociVersion")), "1.0.2");
@@ -135,19 +134,25 @@ START_TEST(deny_all)
         char *opts = canonical(json_object_get(m, "options"));
         if (streq(dest, "/tmp")) {
             tmp = true;
-            ck_assert_ptr_nonnull(strstr(opts, "\"size=67108864\""));
+            ck_assert_ptr_nonnull(strstr(opts, "\"size=50331648\"")); /* 64 MiB less /dev/shm's 16 */
             ck_assert_ptr_nonnull(strstr(opts, "\"noexec\""));
         } else if (streq(dest, "/inputs/data.csv")) {
             input = true;
             ck_assert_ptr_nonnull(strstr(opts, "\"ro\""));
         } else if (streq(dest, "/tmp/outputs")) {
+            /* A tmpfs of artifact_bytes, never a host directory. */
             outputs = true;
+            ck_assert_str_eq(json_string_value(json_object_get(m, "type")), "tmpfs");
+            ck_assert_ptr_nonnull(strstr(opts, "\"size=1048576\""));
             ck_assert_ptr_null(strstr(opts, "\"ro\""));
+        } else if (streq(dest, "/dev/shm")) {
+            shm = true;
+            ck_assert_ptr_nonnull(strstr(opts, "\"size=16777216\""));
         } else
             ck_assert_msg(!streq(json_string_value(json_object_get(m, "type")), "bind"), "unexpected bind at %s", dest);
         free(opts);
     }
-    ck_assert(tmp && input && outputs);
+    ck_assert(tmp && input && outputs && shm);
 }
 END_TEST
 
@@ -182,11 +187,6 @@ START_TEST(egress_and_refusals)
     p.inputs = bad;
     ck_assert_int_eq(berth_bundle_config(&p, &c, &err), -EINVAL);
     p.inputs = inputs;
-    p.outputs_dir = "relative/out";
-    ck_assert_int_eq(berth_bundle_config(&p, &c, &err), -EINVAL);
-    p.outputs_dir = "/x/../y";
-    ck_assert_int_eq(berth_bundle_config(&p, &c, &err), -EINVAL);
-    p.outputs_dir = NULL;
     p.cgroups_path = "berth/r1";
     ck_assert_int_eq(berth_bundle_config(&p, &c, &err), -EINVAL);
     p.cgroups_path = NULL;
@@ -242,6 +242,88 @@ START_TEST(write_exclusive)
 }
 END_TEST
 
+/* Every writable mount's bound comes from the job's limits and never exceeds them. */
+START_TEST(writable_bounds)
+{
+    struct berth_limits l = {.scratch_bytes = 16 << 20, .artifact_bytes = 1 << 20};
+    struct berth_bundle_bounds b;
+
+    ck_assert_int_eq(berth_bundle_writable_bounds(&l, &b), 0);
+    ck_assert_uint_eq(b.shm, 4 << 20);
+    ck_assert_uint_eq(b.tmp, 12 << 20);
+    ck_assert_uint_eq(b.outputs, 1 << 20);
+    /* Rounded down to the grain, never up; /dev/shm at most 64 MiB. */
+    l = (struct berth_limits){.scratch_bytes = (1LL << 30) + 1000, .artifact_bytes = 65536 + 4095};
+    ck_assert_int_eq(berth_bundle_writable_bounds(&l, &b), 0);
+    ck_assert_uint_eq(b.shm, BERTH_BUNDLE_SHM_MAX);
+    ck_assert_uint_eq(b.tmp, (1ULL << 30) - BERTH_BUNDLE_SHM_MAX);
+    ck_assert_uint_eq(b.outputs, 65536);
+    ck_assert_uint_le(b.tmp + b.shm, (uint64_t)l.scratch_bytes);
+    /* Small limits: no /dev/shm share, no outputs (0: read-only). */
+    l = (struct berth_limits){.scratch_bytes = 100000, .artifact_bytes = 1000};
+    ck_assert_int_eq(berth_bundle_writable_bounds(&l, &b), 0);
+    ck_assert_uint_eq(b.shm, 0);
+    ck_assert_uint_eq(b.tmp, 65536);
+    ck_assert_uint_eq(b.outputs, 0);
+    l.scratch_bytes = -1;
+    ck_assert_int_eq(berth_bundle_writable_bounds(&l, &b), -EINVAL);
+    ck_assert_int_eq(berth_bundle_writable_bounds(NULL, &b), -EINVAL);
+}
+END_TEST
+
+/* A zero bound is a read-only tmpfs (size=0 would mean no limit at all); too little scratch is refused. */
+START_TEST(zero_bounds)
+{
+    static const char zero_job[] =
+        "{\"schema_version\":1,\"id\":\"z\",\"pool\":\"sample\",\"image\":\"" SAMPLE_IMAGE "\","
+        "\"argv\":[\"/bin/true\"],\"limits\":{\"cpu_millis\":1000,\"memory_bytes\":268435456,\"pids\":64,"
+        "\"scratch_bytes\":65536,\"wall_time_ns\":60000000000,\"output_bytes\":65536,\"artifact_bytes\":0}}";
+    struct berth_bundle_params p = sample();
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_json_ json_t *c = NULL;
+    struct berth_job *z = NULL;
+    json_t *m;
+    size_t i;
+    int seen = 0;
+
+    ck_assert_int_eq(berth_job_parse(zero_job, strlen(zero_job), &z, &err), 0);
+    p.job = z;
+    p.n_inputs = 0;
+    ck_assert_int_eq(berth_bundle_config(&p, &c, &err), 0);
+    json_array_foreach(json_object_get(c, "mounts"), i, m)
+    {
+        const char *dest = json_string_value(json_object_get(m, "destination"));
+        char *opts = canonical(json_object_get(m, "options"));
+        ck_assert_ptr_null(strstr(opts, "\"size=0\""));
+        if (streq(dest, "/tmp/outputs") || streq(dest, "/dev/shm")) {
+            ck_assert_ptr_nonnull(strstr(opts, "\"ro\""));
+            seen++;
+        } else if (streq(dest, "/tmp")) {
+            ck_assert_ptr_nonnull(strstr(opts, "\"size=65536\""));
+            ck_assert_ptr_null(strstr(opts, "\"ro\""));
+            seen++;
+        }
+        free(opts);
+    }
+    ck_assert_int_eq(seen, 3);
+    berth_job_free(z);
+    z = NULL;
+    {
+        static const char tiny[] =
+            "{\"schema_version\":1,\"id\":\"t\",\"pool\":\"sample\",\"image\":\"" SAMPLE_IMAGE "\","
+            "\"argv\":[\"/bin/true\"],\"limits\":{\"cpu_millis\":1000,\"memory_bytes\":268435456,\"pids\":64,"
+            "\"scratch_bytes\":65535,\"wall_time_ns\":60000000000,\"output_bytes\":65536,\"artifact_bytes\":0}}";
+        json_t *c2 = NULL;
+        ck_assert_int_eq(berth_job_parse(tiny, strlen(tiny), &z, &err), 0);
+        p.job = z;
+        ck_assert_int_eq(berth_bundle_config(&p, &c2, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.message, "scratch_bytes"));
+        ck_assert_ptr_null(c2);
+        berth_job_free(z);
+    }
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("bundle");
@@ -252,6 +334,8 @@ static Suite *make_suite(void)
     tcase_add_test(tc, deny_all);
     tcase_add_test(tc, egress_and_refusals);
     tcase_add_test(tc, write_exclusive);
+    tcase_add_test(tc, writable_bounds);
+    tcase_add_test(tc, zero_bounds);
     return s;
 }
 

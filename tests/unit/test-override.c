@@ -63,6 +63,7 @@ START_TEST(every_refusal_reason)
                    NULL);
     assert_refused(pool, "{\"env\":{\"AWS_SECRET\":\"s\"}}", BERTH_REFUSAL_CREDENTIAL_ENV_NOT_ALLOWED, "env.AWS_SECRET",
                    NULL);
+    assert_refused(pool, "{\"env\":{\"LD_PRELOAD\":\"/x.so\"}}", BERTH_REFUSAL_REFUSED_ENV, "env.LD_PRELOAD", NULL);
 }
 END_TEST
 

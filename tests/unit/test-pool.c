@@ -142,7 +142,7 @@ START_TEST(refusals)
     ck_assert_int_eq(parse_doc("{\"schema_version\":1,\"name\":\"p\",\"backend_allowlist\":[\"a\",\"a\"]}", &err),
                      -EBADMSG);
     ck_assert_ptr_nonnull(strstr(err.message, "lists \"a\" twice"));
-    refused("\"exposed_fields\":[\"image\"]", "pool.exposed_fields[0] is not one of the known names");
+    refused("\"exposed_fields\":[\"image\"]", "pool.exposed_fields[0] is neither an override field nor env.NAME");
     refused("\"capability_ceiling\":[\"exec\"]", "must include exec and file_rw");
     refused("\"capability_ceiling\":[\"exec\",\"file_rw\",\"root\"]", "capability_ceiling[2]");
     refused("\"network_egress_class\":\"internet\"", "network_egress_class must be");

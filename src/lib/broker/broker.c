@@ -197,6 +197,22 @@ static bool granted(const struct berth_subject *s, const struct berth_job *job, 
     return true;
 }
 
+/* A new job declaring inputs needs an evidence store to stage them read-only
+ * at /inputs/...; no broker has one yet, so such a job is refused before
+ * anything is recorded (issue 15): it never gets a receipt it cannot honour. */
+static bool inputs_stageable(const struct berth_job *job, struct berth_reply *reply)
+{
+    size_t n = json_array_size(json_object_get(job->doc, "inputs"));
+
+    if (n == 0)
+        return true;
+    broker_fail(reply, 400, "inputs_unsupported",
+                "job %s declares %zu input(s), but this broker has no evidence store to stage inputs; "
+                "submit it without inputs",
+                job->id, n);
+    return false;
+}
+
 /* With an image source, a new job's image must resolve in it (a retry of
  * an accepted job is answered from the journal and never gets here). */
 static bool image_present(struct berth_broker *b, const struct berth_job *job, struct berth_reply *reply)
@@ -324,6 +340,11 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_
         r = -EIO;
         goto out;
     }
+    /* Refused for good (400) before a refusal that a retry may pass (503). */
+    if (!inputs_stageable(job, &s->reply)) {
+        r = 0;
+        goto out;
+    }
     /* A new job on a full state filesystem: refused before anything is written. */
     if (broker_storage_degraded(b)) {
         broker_storage_refuse(b, &s->reply);
@@ -341,6 +362,9 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_
     if (r == -EPERM) {
         if (placed.refusal.reason == BERTH_REFUSAL_NO_BACKEND)
             broker_fail(&s->reply, 503, "no_backend", "no backend of pool %s can run this job now", job->pool);
+        else if (placed.refusal.reason == BERTH_REFUSAL_REFUSED_ENV)
+            broker_fail(&s->reply, 403, "refused_env", "pool %s refuses %s: %s", job->pool, placed.refusal.field,
+                        placed.refusal.detail);
         else
             broker_fail(&s->reply, 403, "override_refused", "pool %s refuses the overrides: %s (%s)", job->pool,
                         berth_refusal_names[placed.refusal.reason], placed.refusal.field);

@@ -122,29 +122,59 @@ static bool absolute_clean(const char *p)
     return p && berth_guest_path_valid(p) && !strchr(p, ',') && !strchr(p, '\n');
 }
 
-/* The mounts: the fixed ones, scratch, outputs and the inputs. */
+static uint64_t grain_floor(int64_t bytes)
+{
+    return bytes > 0 ? (uint64_t)bytes / BERTH_BUNDLE_TMPFS_GRAIN * BERTH_BUNDLE_TMPFS_GRAIN : 0;
+}
+
+int berth_bundle_writable_bounds(const struct berth_limits *l, struct berth_bundle_bounds *ret)
+{
+    uint64_t shm;
+
+    if (!l || !ret || l->scratch_bytes < 0 || l->artifact_bytes < 0)
+        return -EINVAL;
+    shm = grain_floor(l->scratch_bytes / 4);
+    if (shm > BERTH_BUNDLE_SHM_MAX)
+        shm = BERTH_BUNDLE_SHM_MAX;
+    *ret = (struct berth_bundle_bounds){
+        .tmp = grain_floor(l->scratch_bytes - (int64_t)shm),
+        .shm = shm,
+        .outputs = grain_floor(l->artifact_bytes),
+    };
+    return 0;
+}
+
+/* A tmpfs the job may write at most @bytes into (nosuid, nodev, noexec,
+ * mode 1777); with @bytes 0 a read-only one, since size=0 would mean "no
+ * limit" to the kernel. */
+static json_t *bounded_tmpfs(const char *dest, const char *source, uint64_t bytes)
+{
+    char size[64];
+
+    snprintf(size, sizeof(size), "size=%" PRIu64, bytes ? bytes : (uint64_t)BERTH_BUNDLE_TMPFS_GRAIN);
+    if (!bytes)
+        return mount(dest, "tmpfs", source, json_pack("[s,s,s,s,s,s]", "nosuid", "nodev", "noexec", "ro", "mode=0755", size));
+    return mount(dest, "tmpfs", source, json_pack("[s,s,s,s,s]", "nosuid", "nodev", "noexec", "mode=1777", size));
+}
+
+/* The mounts: the fixed ones, the bounded writable ones and the inputs. */
 static json_t *mounts(const struct berth_bundle_params *p)
 {
     _cleanup_json_ json_t *m = json_array();
-    char size[64];
+    struct berth_bundle_bounds b;
     size_t i;
 
-    snprintf(size, sizeof(size), "size=%" PRId64, p->job->limits.scratch_bytes);
-    if (!m || append(m, mount("/proc", "proc", "proc", json_pack("[s,s,s]", "nosuid", "noexec", "nodev"))) < 0 ||
+    if (!m || berth_bundle_writable_bounds(&p->job->limits, &b) < 0 ||
+        append(m, mount("/proc", "proc", "proc", json_pack("[s,s,s]", "nosuid", "noexec", "nodev"))) < 0 ||
         append(m, mount("/dev", "tmpfs", "tmpfs",
                         json_pack("[s,s,s,s]", "nosuid", "strictatime", "mode=755", "size=65536k"))) < 0 ||
         append(m, mount("/dev/pts", "devpts", "devpts",
                         json_pack("[s,s,s,s,s]", "nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"))) <
             0 ||
-        append(m, mount("/dev/shm", "tmpfs", "shm",
-                        json_pack("[s,s,s,s,s]", "nosuid", "noexec", "nodev", "mode=1777", "size=65536k"))) < 0 ||
+        append(m, bounded_tmpfs("/dev/shm", "shm", b.shm)) < 0 ||
         append(m, mount("/sys", "sysfs", "sysfs", json_pack("[s,s,s,s]", "nosuid", "noexec", "nodev", "ro"))) < 0 ||
-        append(m, mount("/tmp", "tmpfs", "tmpfs",
-                        json_pack("[s,s,s,s,s]", "nosuid", "nodev", "noexec", "mode=1777", size))) < 0)
-        return NULL;
-    if (p->outputs_dir &&
-        append(m, mount("/tmp/outputs", "bind", p->outputs_dir,
-                        json_pack("[s,s,s,s,s]", "rbind", "rprivate", "nosuid", "nodev", "noexec"))) < 0)
+        append(m, bounded_tmpfs("/tmp", "tmpfs", b.tmp)) < 0 ||
+        append(m, bounded_tmpfs(BERTH_BUNDLE_OUTPUTS, "tmpfs", b.outputs)) < 0)
         return NULL;
     for (i = 0; i < p->n_inputs; i++)
         if (append(m, mount(p->inputs[i].guest_path, "bind", p->inputs[i].host_path,
@@ -157,18 +187,21 @@ static int check_params(const struct berth_bundle_params *p, const char **ret_ro
                         struct berth_error *reterr)
 {
     const json_t *tpl, *egress;
+    struct berth_bundle_bounds bounds;
     size_t i;
 
     if (!p || !p->job || !p->effective || !p->rootfs || !p->rootfs[0] || strchr(p->rootfs, '\n'))
         return berth_error_set(reterr, -EINVAL, "a bundle needs a job, an effective manifest and a rootfs");
-    if (p->outputs_dir && !absolute_clean(p->outputs_dir))
-        return berth_error_set(reterr, -EINVAL, "the outputs directory must be an absolute path");
     for (i = 0; i < p->n_inputs; i++) {
         const char *g = p->inputs[i].guest_path;
         if (!g || strncmp(g, "/inputs/", 8) != 0 || !absolute_clean(g) || !absolute_clean(p->inputs[i].host_path))
             return berth_error_set(reterr, -EINVAL, "input %zu: a guest path under /inputs/ and an absolute host path",
                                    i);
     }
+    if (berth_bundle_writable_bounds(&p->job->limits, &bounds) < 0 || bounds.tmp == 0)
+        return berth_error_set(reterr, -EINVAL,
+                               "scratch_bytes %" PRId64 " leaves no room for /tmp: an OCI bundle needs at least %d",
+                               p->job->limits.scratch_bytes, BERTH_BUNDLE_TMPFS_GRAIN);
     tpl = json_object_get(p->effective, "template");
     egress = json_object_get(p->effective, "network_egress_class");
     *ret_root = json_string_value(json_object_get(tpl, "root"));

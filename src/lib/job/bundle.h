@@ -13,12 +13,16 @@
  *               and, when @nproc is set, NPROC (gVisor counts host tasks
  *               in pids.limit, so guest processes are bounded this way).
  *   root        @rootfs, read-only.
- *   mounts      /proc; /dev as a small tmpfs with /dev/pts and /dev/shm;
- *               /sys read-only; /tmp a tmpfs of limits.scratch_bytes
- *               (nosuid, nodev, noexec, mode 1777); /tmp/outputs a bind of
- *               @outputs_dir (nosuid, nodev, noexec) when given; every
- *               input bound read-only (nosuid, nodev, noexec) at its
- *               /inputs/... path.  Nothing else of the host.
+ *   mounts      /proc; /dev as a small tmpfs (root's, mode 0755: the job
+ *               cannot write it) with /dev/pts; /sys read-only; and every
+ *               path the job can write, each a size-bounded tmpfs (nosuid,
+ *               nodev, noexec, mode 1777) whose sizes come from the job's
+ *               limits (berth_bundle_writable_bounds()): /dev/shm and /tmp
+ *               share limits.scratch_bytes, /tmp/outputs has
+ *               limits.artifact_bytes; a bound of 0 gives a read-only
+ *               tmpfs.  Every input is bound read-only (nosuid, nodev,
+ *               noexec) at its /inputs/... path.  Nothing else of the host:
+ *               nothing the job writes reaches a host filesystem.
  *   linux       namespaces pid, ipc, uts, mount and network (a new, empty
  *               network namespace for both "none" and "loopback": a runtime
  *               that brings up lo gives loopback, nothing gives more;
@@ -47,6 +51,37 @@
 #define BERTH_BUNDLE_DEFAULT_NOFILE 1024
 #define BERTH_BUNDLE_CONFIG_MAX (1024 * 1024) /**< largest config.json, bytes */
 
+/*
+ * The kernel rounds a tmpfs size= up to whole pages; sizes are rounded down
+ * to this grain (the largest Linux page size), so a mount never holds more
+ * than its limit on any host, and the same job gives the same bytes
+ * everywhere (tmpfs in Documentation/filesystems/tmpfs.rst).
+ */
+#define BERTH_BUNDLE_TMPFS_GRAIN 65536
+#define BERTH_BUNDLE_SHM_MAX (64LL * 1024 * 1024) /**< /dev/shm's share of scratch, at most */
+#define BERTH_BUNDLE_OUTPUTS "/tmp/outputs"
+
+/**
+ * struct berth_bundle_bounds - what the job can write into each writable
+ * tmpfs, bytes (multiples of BERTH_BUNDLE_TMPFS_GRAIN; 0 = read-only).
+ * @tmp + @shm <= limits.scratch_bytes; @outputs <= limits.artifact_bytes.
+ */
+struct berth_bundle_bounds {
+    uint64_t tmp;     /* /tmp */
+    uint64_t shm;     /* /dev/shm */
+    uint64_t outputs; /* /tmp/outputs */
+};
+
+/**
+ * berth_bundle_writable_bounds() - split the job's limits @l over its
+ * writable mounts: /dev/shm gets a quarter of scratch_bytes (at most
+ * BERTH_BUNDLE_SHM_MAX), /tmp the rest, /tmp/outputs artifact_bytes; each
+ * rounded down to BERTH_BUNDLE_TMPFS_GRAIN.
+ * Return: 0; -EINVAL when @l or @ret is NULL or a limit is negative.
+ * Thread-safe.
+ */
+int berth_bundle_writable_bounds(const struct berth_limits *l, struct berth_bundle_bounds *ret);
+
 /** struct berth_bundle_input - one job input, bound read-only at @guest_path. */
 struct berth_bundle_input {
     const char *guest_path; /* "/inputs/..." as the job declares it */
@@ -65,7 +100,6 @@ struct berth_bundle_input {
  *                keep the bundle directory private (0700) and the rootfs
  *                in it 0755 (image stages leave the directory they fill
  *                as they found it).
- * @outputs_dir:  absolute host directory bound at /tmp/outputs, or NULL.
  * @inputs, @n_inputs: the staged inputs (one per job input), may be 0.
  * @uid, @gid:    the process identity; 0 means 65534 (so root can never be
  *                chosen).
@@ -78,7 +112,6 @@ struct berth_bundle_params {
     const struct berth_job *job;
     const json_t *effective;
     const char *rootfs;
-    const char *outputs_dir;
     const struct berth_bundle_input *inputs;
     size_t n_inputs;
     uint32_t uid, gid;
@@ -93,7 +126,8 @@ struct berth_bundle_params {
  * @ret: receives a new JSON object (json_decref()).
  * Return: 0; -EINVAL (NULL or malformed parameters: relative host paths,
  * an input path outside /inputs/, a template root that is not an absolute
- * guest path, a relative cgroupsPath); -EPROTONOSUPPORT when the egress class is wider than
+ * guest path, a relative cgroupsPath, a scratch_bytes below
+ * BERTH_BUNDLE_TMPFS_GRAIN, which leaves /tmp no room); -EPROTONOSUPPORT when the egress class is wider than
  * loopback (this configuration cannot enforce it); -EBADMSG when @effective
  * lacks a member; -ENOMEM.  Thread-safe.
  */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "envsafe.h"
 #include "jsonobj.h"
 #include "macro.h"
 #include "names.h"
@@ -25,6 +26,7 @@ const char *const berth_refusal_names[BERTH_REFUSAL_COUNT] = {
     "egress_widened",
     "credential_env_not_allowed",
     "no_backend",
+    "refused_env",
 };
 
 static const char *const credential_words[] = {"TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIALS"};
@@ -161,7 +163,12 @@ static int check_env(const struct berth_pool *pool, const json_t *env, const jso
                           "env names are [A-Za-z_][A-Za-z0-9_]* and values strings of at most %d bytes", MAX_ENV_VALUE);
     }
     for (i = 0; i < n; i++) {
+        const char *why = NULL;
         snprintf(field, sizeof(field), "env.%.150s", keys[i]);
+        if (berth_env_override_refused(pool, keys[i], &why))
+            return refuse(rf, BERTH_REFUSAL_REFUSED_ENV, field,
+                          "%.100s is %s; pool %s does not expose it by name (env.%.100s)", keys[i], why, pool->name,
+                          keys[i]);
         if (berth_credential_name(keys[i], known) &&
             !in_list(pool->credential_allowlist, pool->n_credential_allowlist, keys[i]))
             return refuse(rf, BERTH_REFUSAL_CREDENTIAL_ENV_NOT_ALLOWED, field,

@@ -21,6 +21,10 @@
  *   backend_not_allowed        backend not in the pool's allowlist
  *   capability_above_ceiling   a capability the ceiling does not hold
  *   egress_widened             an egress class wider than the pool's
+ *   refused_env                an env variable overrides may not set
+ *                              (the dynamic loader's, a shell's start-up
+ *                              variables, PATH, ...: envsafe.h) that the
+ *                              pool does not expose as "env.NAME"
  *   credential_env_not_allowed an env variable that names a credential and
  *                              is not in the pool's credential_env_allowlist
  *
@@ -66,6 +70,7 @@ enum berth_refusal_reason {
     BERTH_REFUSAL_EGRESS_WIDENED,
     BERTH_REFUSAL_CREDENTIAL_ENV_NOT_ALLOWED,
     BERTH_REFUSAL_NO_BACKEND,
+    BERTH_REFUSAL_REFUSED_ENV,
     BERTH_REFUSAL_COUNT,
 };
 

@@ -8,6 +8,7 @@
 #include "canon.h"
 #include "digest.h"
 #include "encoding.h"
+#include "envsafe.h"
 #include "jsonobj.h"
 #include "macro.h"
 #include "names.h"
@@ -28,6 +29,7 @@ const char *const berth_egress_names[BERTH_EGRESS_COUNT] = {"none", "loopback", 
 #define MAX_ENV 256
 #define MAX_ENV_VALUE (32 * 1024)
 #define MAX_CREDENTIALS 256
+#define MAX_EXPOSED_ENV 256
 
 static const char *const manifest_members[] = {
     "backend_allowlist",
@@ -136,11 +138,27 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* @names (@n of them, borrowed) as a new JSON array, sorted and de-duplicated. */
+static int sorted_unique(const char **names, size_t n, json_t **ret, struct berth_error *reterr)
+{
+    _cleanup_json_ json_t *out = json_array();
+    size_t i;
+
+    if (!out)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if (n > 1)
+        qsort(names, n, sizeof(*names), cmp_str);
+    for (i = 0; i < n; i++)
+        if ((i == 0 || !streq(names[i - 1], names[i])) && json_array_append_new(out, json_string(names[i])) < 0)
+            return berth_error_set(reterr, -ENOMEM, "out of memory");
+    *ret = TAKE_PTR(out);
+    return 0;
+}
+
 /* credential_env_allowlist: env names, sorted and de-duplicated. */
 static int parse_credentials(const json_t *arr, json_t **ret, struct berth_error *reterr)
 {
     _cleanup_free_ const char **names = NULL;
-    _cleanup_json_ json_t *out = json_array();
     size_t i, n = json_array_size(arr);
     json_t *v;
 
@@ -149,7 +167,7 @@ static int parse_credentials(const json_t *arr, json_t **ret, struct berth_error
     if (n > MAX_CREDENTIALS)
         return berth_error_set(reterr, -EBADMSG, "credential_env_allowlist has more than %d names", MAX_CREDENTIALS);
     names = calloc(n ? n : 1, sizeof(*names));
-    if (!names || !out)
+    if (!names)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     json_array_foreach(arr, i, v)
     {
@@ -158,13 +176,51 @@ static int parse_credentials(const json_t *arr, json_t **ret, struct berth_error
                                    "credential_env_allowlist[%zu] is not an environment variable name", i);
         names[i] = json_string_value(v);
     }
-    if (n > 1)
-        qsort(names, n, sizeof(*names), cmp_str);
-    for (i = 0; i < n; i++)
-        if ((i == 0 || !streq(names[i - 1], names[i])) && json_array_append_new(out, json_string(names[i])) < 0)
-            return berth_error_set(reterr, -ENOMEM, "out of memory");
-    *ret = TAKE_PTR(out);
-    return 0;
+    return sorted_unique(names, n, ret, reterr);
+}
+
+/* The env name an exposed_fields entry "env.NAME" exposes, or NULL. */
+static const char *exposed_env_name(const char *entry)
+{
+    size_t n = strlen(BERTH_EXPOSED_ENV_PREFIX);
+
+    return entry && strncmp(entry, BERTH_EXPOSED_ENV_PREFIX, n) == 0 ? entry + n : NULL;
+}
+
+/* exposed_fields: override field names and "env.NAME" entries (envsafe.h),
+ * sorted and de-duplicated; @ret_bits gets the fields. */
+static int parse_exposed(const json_t *arr, unsigned *ret_bits, json_t **ret, struct berth_error *reterr)
+{
+    _cleanup_free_ const char **names = NULL;
+    size_t i, n = json_array_size(arr), n_env = 0;
+    unsigned bits = 0;
+    json_t *v;
+    int idx;
+
+    if (!json_is_array(arr) || n > BERTH_FIELD_COUNT + MAX_EXPOSED_ENV)
+        return berth_error_set(reterr, -EBADMSG, "pool.exposed_fields must be an array of at most %d names",
+                               BERTH_FIELD_COUNT + MAX_EXPOSED_ENV);
+    names = calloc(n ? n : 1, sizeof(*names));
+    if (!names)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    json_array_foreach(arr, i, v)
+    {
+        const char *name = json_string_value(v), *env = exposed_env_name(name);
+
+        idx = name ? berth_name_index(berth_pool_field_names, BERTH_FIELD_COUNT, name) : -1;
+        if (idx < 0 && !berth_env_name_valid(env))
+            return berth_error_set(reterr, -EBADMSG,
+                                   "pool.exposed_fields[%zu] is neither an override field nor env.NAME", i);
+        if (idx >= 0)
+            bits |= 1u << idx;
+        else
+            n_env++;
+        names[i] = name;
+    }
+    if (n_env && !(bits & (1u << BERTH_FIELD_ENV)))
+        return berth_error_set(reterr, -EBADMSG, "pool.exposed_fields lists env.NAME entries but not env");
+    *ret_bits = bits;
+    return sorted_unique(names, n, ret, reterr);
 }
 
 static int parse_env(const json_t *env, const char *what, struct berth_error *reterr)
@@ -265,9 +321,7 @@ static int normalise(const json_t *doc, json_t **ret, const char **ret_claimed_h
     }
     allow = json_deep_copy(v);
 
-    if ((v = json_object_get(doc, "exposed_fields")) &&
-        (r = berth_name_set_parse(v, "pool.exposed_fields", berth_pool_field_names, BERTH_FIELD_COUNT, &exp_bits, NULL,
-                                  reterr)) < 0)
+    if ((v = json_object_get(doc, "exposed_fields")) && (r = parse_exposed(v, &exp_bits, &exposed, reterr)) < 0)
         return r;
     if ((v = json_object_get(doc, "capability_ceiling"))) {
         if ((r = berth_name_set_parse(v, "pool.capability_ceiling", berth_capability_names, BERTH_CAP_COUNT, &ceil_bits,
@@ -284,7 +338,8 @@ static int normalise(const json_t *doc, json_t **ret, const char **ret_claimed_h
     }
     if ((r = parse_template(json_object_get(doc, "template"), &tpl, reterr)) < 0)
         return r;
-    exposed = berth_name_set_json(exp_bits, berth_pool_field_names, BERTH_FIELD_COUNT);
+    if (!exposed)
+        exposed = json_array();
     ceiling = berth_name_set_json(ceil_bits, berth_capability_names, BERTH_CAP_COUNT);
     if (!allow || !creds || !exposed || !ceiling)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
@@ -373,8 +428,19 @@ int berth_pool_from_json(const json_t *doc, struct berth_pool **ret, struct bert
     p->egress =
         (enum berth_egress)berth_name_index(berth_egress_names, BERTH_EGRESS_COUNT,
                                             json_string_value(json_object_get(p->manifest, "network_egress_class")));
-    json_array_foreach(json_object_get(p->manifest, "exposed_fields"), i, v) p->exposed |=
-        1u << berth_name_index(berth_pool_field_names, BERTH_FIELD_COUNT, json_string_value(v));
+    v = json_object_get(p->manifest, "exposed_fields");
+    p->exposed_env = calloc(json_array_size(v) + 1, sizeof(*p->exposed_env));
+    if (!p->exposed_env) {
+        r = berth_error_set(reterr, -ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (i = 0; i < json_array_size(v); i++) {
+        const char *name = json_string_value(json_array_get(v, i));
+        if (exposed_env_name(name))
+            p->exposed_env[p->n_exposed_env++] = exposed_env_name(name);
+        else
+            p->exposed |= 1u << berth_name_index(berth_pool_field_names, BERTH_FIELD_COUNT, name);
+    }
     json_array_foreach(json_object_get(p->manifest, "capability_ceiling"), i, v) p->ceiling |=
         1u << berth_name_index(berth_capability_names, BERTH_CAP_COUNT, json_string_value(v));
     *ret = p;
@@ -401,6 +467,7 @@ void berth_pool_free(struct berth_pool *pool)
         return;
     free(pool->backends);
     free(pool->credential_allowlist);
+    free(pool->exposed_env);
     json_decref(pool->manifest);
     free(pool);
 }

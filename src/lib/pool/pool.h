@@ -21,7 +21,10 @@
  *   template.env             object of string values [{}]
  *   template.timeout_seconds 1..604800 [1800]
  *   exposed_fields           subset of root, env, timeout_seconds, backend,
- *                            capabilities, network_egress_class [[]]
+ *                            capabilities, network_egress_class, plus
+ *                            "env.NAME" entries (with env) that let
+ *                            overrides set NAME although envsafe.h
+ *                            refuses it [[]]
  *   max_concurrency          0..1000000, 0 = unbounded [0]
  *   capability_ceiling       subset of file_rw, exec, network, gpu,
  *                            snapshot, persistent_volumes; must hold exec and
@@ -118,6 +121,8 @@ struct berth_pool {
     const json_t *env;
     int64_t timeout_seconds;
     unsigned exposed; /* bits of enum berth_pool_field */
+    const char **exposed_env; /* the NAMEs of its "env.NAME" exposed_fields (envsafe.h) */
+    size_t n_exposed_env;
     int64_t max_concurrency;
     unsigned ceiling; /* bits of enum berth_capability */
     enum berth_egress egress;
