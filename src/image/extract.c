@@ -63,9 +63,9 @@ struct layer {
     struct berth_tarwalk *walk;
     struct berth_gzframe *gz; /* gzip: the framing observer; NULL for plain tar */
     uint64_t expanded;        /* uncompressed bytes of this layer so far */
-    unsigned char *buf;  /* what source_read() last handed to libarchive */
-    unsigned char *zbuf; /* what blob_read() last handed to the gzip reader */
-    int refusal;         /* set by source_read(), with detail in err */
+    unsigned char *buf;       /* what source_read() last handed to libarchive */
+    unsigned char *zbuf;      /* what blob_read() last handed to the gzip reader */
+    int refusal;              /* set by source_read(), with detail in err */
     struct berth_error err;
     json_t *explicit; /* paths of this layer's entries (duplicates) */
     json_t *touched;  /* the same plus every parent directory they imply */

@@ -24,8 +24,9 @@
  * blocks ("tar-end-missing") followed by nothing but zero bytes
  * ("tar-trailing-data"); a gzip layer must be exactly one gzip member
  * ("gzip-multiple-members") with nothing after it ("gzip-trailing-data")
- * and a right CRC32 and ISIZE (RFC 1952 2.3.1; "archive-invalid").  Hard links must name an existing
- * regular file already in the root ("hardlink-missing-target").  Whiteouts
+ * and a right CRC32 and ISIZE (RFC 1952 2.3.1; "archive-invalid").
+ * Hard links must name an existing regular file already in the root
+ * ("hardlink-missing-target").  Whiteouts
  * (".wh.NAME", ".wh..wh..opq" per the OCI image-spec layer section) remove
  * only what lower layers created, are never created as files themselves,
  * and a malformed one (".wh." alone, ".wh..", ".wh...", any other ".wh..wh."

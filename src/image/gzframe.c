@@ -17,12 +17,12 @@
 
 struct berth_gzframe {
     z_stream z;
-    bool z_ready;            /* inflateInit2() succeeded */
-    bool ended;              /* the first member's trailer was read */
-    unsigned char after[2];  /* the first bytes after the member */
-    size_t n_after;          /* how many of them were seen */
-    unsigned char *scratch;  /* inflate output, discarded */
-    int error;               /* the refusal, once failed */
+    bool z_ready;           /* inflateInit2() succeeded */
+    bool ended;             /* the first member's trailer was read */
+    unsigned char after[2]; /* the first bytes after the member */
+    size_t n_after;         /* how many of them were seen */
+    unsigned char *scratch; /* inflate output, discarded */
+    int error;              /* the refusal, once failed */
     struct berth_error failure;
 };
 
@@ -69,8 +69,8 @@ static int refuse_after(struct berth_gzframe *g, struct berth_error *reterr)
 {
     if (g->after[0] == GZIP_ID1 && g->n_after == 2 && g->after[1] == GZIP_ID2)
         return fail(g,
-                    berth_image_refuse(reterr, BERTH_IMAGE_GZIP_MEMBERS,
-                                       "a second gzip member at offset %llu", (unsigned long long)g->z.total_in),
+                    berth_image_refuse(reterr, BERTH_IMAGE_GZIP_MEMBERS, "a second gzip member at offset %llu",
+                                       (unsigned long long)g->z.total_in),
                     reterr);
     return fail(g,
                 berth_image_refuse(reterr, BERTH_IMAGE_GZIP_TRAILING_DATA, "bytes after the gzip member at offset %llu",

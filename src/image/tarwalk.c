@@ -371,11 +371,12 @@ static int header(struct berth_tarwalk *w, struct berth_error *reterr)
     int r;
 
     if (block_is_zero(h)) {
-        /* libarchive ends the archive at the first zero block (and skips a
-         * second one); GNU tar -i reads on.  So everything after it must be
-         * zero, and the marker needs both blocks (POSIX pax, ustar format). */
         if (w->have_pax || w->long_name || w->long_link)
             return berth_image_refuse(reterr, BERTH_IMAGE_ARCHIVE_INVALID, "extended header without its entry");
+        /* libarchive ends the archive at the first zero block (and skips a
+         * second one); GNU tar -i reads on.  So everything after it must be
+         * zero, and the marker needs both blocks (POSIX pax, ustar format):
+         * checked in berth_tarwalk_feed() and berth_tarwalk_finish(). */
         w->state = TW_END;
         return 0;
     }
@@ -539,7 +540,8 @@ int berth_tarwalk_finish(struct berth_tarwalk *w, struct berth_error *reterr)
     if (w->state == TW_END && w->end_zeros >= BLOCK)
         return 0;
     if (w->state == TW_END)
-        return fail(w, berth_image_refuse(reterr, BERTH_IMAGE_TAR_END_MISSING, "one zero block where two end the archive"),
+        return fail(w,
+                    berth_image_refuse(reterr, BERTH_IMAGE_TAR_END_MISSING, "one zero block where two end the archive"),
                     reterr);
     if (w->state == TW_HEADER && w->hdr_len == 0 && !w->have_pax && !w->long_name && !w->long_link)
         return fail(w, berth_image_refuse(reterr, BERTH_IMAGE_TAR_END_MISSING, "no end-of-archive marker"), reterr);
