@@ -456,7 +456,7 @@ static int header(struct berth_tarwalk *w, struct berth_error *reterr)
         return r;
     pending_reset(w);
     w->skip = padded(size);
-    w->state = TW_SKIP;
+    w->state = w->skip > 0 ? TW_SKIP : TW_HEADER; /* a stream may end right here */
     return 0;
 }
 

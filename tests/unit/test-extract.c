@@ -994,6 +994,10 @@ START_TEST(refuse_tar_end_missing)
     /* No end-of-archive marker at all. */
     tf_file(&t, "f", 0644, "x");
     expect_refusal_both(&t, "tar-end-missing");
+    /* The same after an entry without data (as "umoci insert" writes). */
+    tf_file(&t, "f", 0644, "x");
+    tf_symlink(&t, "l", "f");
+    expect_refusal_both(&t, "tar-end-missing");
     /* One zero block: libarchive's end, not POSIX's. */
     tf_file(&t, "f", 0644, "x");
     tf_raw(&t, zeros, 512);
@@ -1224,52 +1228,35 @@ END_TEST
 
 /* ---- layers real tools write ------------------------------------------- */
 
-/* The tree every tool archives, below tooldir/src. */
-static void make_tool_tree(bool long_names)
-{
-    char *p;
-
-    if (!tooldir)
-        tooldir = test_tmpdir();
-    p = test_path(tooldir, "src");
-    ck_assert_int_eq(mkdir(p, 0755), 0);
-    free(p);
-    p = test_path(tooldir, "src/d");
-    ck_assert_int_eq(mkdir(p, 0755), 0);
-    free(p);
-    p = test_path(tooldir, "src/d/f");
-    test_write_file(p, "hello\n", 6, 0644);
-    free(p);
-    p = test_path(tooldir, "src/l");
-    ck_assert_int_eq(symlink("d/f", p), 0);
-    free(p);
-    {
-        char *a = test_path(tooldir, "src/d/f"), *b = test_path(tooldir, "src/h");
-        ck_assert_int_eq(link(a, b), 0);
-        free(a);
-        free(b);
-    }
-    if (long_names) {
-        char name[300];
-        memset(name, 'n', 200);
-        memcpy(name, "src/d/", 6);
-        name[200] = '\0';
-        p = test_path(tooldir, name);
-        test_write_file(p, "long\n", 5, 0644);
-        free(p);
-    }
-}
-
 /* Run @cmd in tooldir (sh -c); true when it exited 0. */
-static bool run_in_tmp(const char *cmd)
+static bool run_in_tooldir(const char *cmd)
 {
     char *full = NULL;
     int st;
 
+    if (!tooldir)
+        tooldir = test_tmpdir();
     ck_assert_int_gt(asprintf(&full, "cd '%s' && %s", tooldir, cmd), 0);
     st = system(full);
     free(full);
     return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* The tree every tool archives, below tooldir/src: a directory, a file, a
+ * symlink and a hard link to it, with @long_names a 194-byte file name
+ * (more than ustar's 100-byte name field holds). */
+static void make_tool_tree(bool long_names)
+{
+    char name[200];
+
+    ck_assert(run_in_tooldir("mkdir -p src/d && printf 'hello\\n' >src/d/f && ln -s d/f src/l && ln src/d/f src/h"));
+    if (long_names) {
+        char cmd[300];
+        memset(name, 'n', 194);
+        name[194] = '\0';
+        snprintf(cmd, sizeof(cmd), "printf 'long\\n' >src/d/%s", name);
+        ck_assert(run_in_tooldir(cmd));
+    }
 }
 
 /* The bytes of tooldir/@name. */
@@ -1343,7 +1330,7 @@ START_TEST(accept_tool_layers)
         {"bsdtar (ustar)", "bsdtar --format ustar -C src -cf layer.tar d l h", false},
         {"bsdtar (gnutar)", "bsdtar --format gnutar -C src -cf layer.tar d l h", true},
     };
-    bool have_bsdtar = run_in_tmp("command -v bsdtar >/dev/null");
+    bool have_bsdtar = run_in_tooldir("command -v bsdtar >/dev/null");
 
     for (int pass = 0; pass < 2; pass++) {
         make_tool_tree(pass == 1);
@@ -1354,60 +1341,87 @@ START_TEST(accept_tool_layers)
                 fprintf(stderr, "%s: bsdtar is not installed (libarchive-tools), skipped\n", tools[i].what);
                 continue;
             }
-            ck_assert_msg(run_in_tmp(tools[i].cmd), "%s failed", tools[i].cmd);
+            ck_assert_msg(run_in_tooldir(tools[i].cmd), "%s failed", tools[i].cmd);
             expect_tool_layer(tools[i].what, NULL, "", tools[i].long_names);
-            ck_assert(run_in_tmp("gzip -n -9 -c layer.tar >layer.n.gz && gzip -1 -c layer.tar >layer.1.gz"));
+            ck_assert(run_in_tooldir("gzip -n -9 -c layer.tar >layer.n.gz && gzip -1 -c layer.tar >layer.1.gz"));
             expect_tool_layer(tools[i].what, "layer.n.gz", "", tools[i].long_names);
             expect_tool_layer(tools[i].what, "layer.1.gz", "", tools[i].long_names);
         }
-        ck_assert(run_in_tmp("rm -rf src layer.tar layer.n.gz layer.1.gz"));
+        ck_assert(run_in_tooldir("rm -rf src layer.tar layer.n.gz layer.1.gz"));
     }
 }
 END_TEST
 
-/* umoci writes its layers with Go's archive/tar and a parallel gzip: a layout
- * made with "umoci insert", whose one layer must pass. */
-START_TEST(accept_umoci_layer)
+/* Build image oci:t with umoci (Go's archive/tar and a parallel gzip): @how
+ * is the umoci step that adds the tree as its last layer; that layer goes
+ * to tooldir/layer.gz, its uncompressed stream to tooldir/layer.tar, and
+ * the DiffID umoci wrote must be that stream's digest. */
+static void umoci_layer(const char *how)
+{
+    char *cmd = NULL, *diff_hex;
+    size_t len, tlen;
+    unsigned char *tar;
+    uint8_t d[BERTH_SHA256_LEN];
+    char text[BERTH_DIGEST_BUFSZ];
+
+    ck_assert_int_gt(
+        asprintf(&cmd,
+                 "rm -rf oci bundle && umoci init --layout oci && umoci new --image oci:t && %s && "
+                 "m=$(jq -r '.manifests[0].digest' oci/index.json | cut -d: -f2) && "
+                 "l=$(jq -r '.layers[-1].digest' oci/blobs/sha256/$m | cut -d: -f2) && "
+                 "c=$(jq -r '.config.digest' oci/blobs/sha256/$m | cut -d: -f2) && "
+                 "cp oci/blobs/sha256/$l layer.gz && jq -r '.rootfs.diff_ids[-1]' oci/blobs/sha256/$c "
+                 "| cut -d: -f2 | tr -d '\\n' >diffid && gzip -dc layer.gz >layer.tar",
+                 how),
+        0);
+    ck_assert_msg(run_in_tooldir(cmd), "%s failed", cmd);
+    free(cmd);
+    diff_hex = (char *)read_tmp("diffid", &len);
+    ck_assert_uint_eq(len, 64);
+    tar = read_tmp("layer.tar", &tlen);
+    ck_assert_int_eq(berth_sha256(tar, tlen, d), 0);
+    berth_digest_format(d, text);
+    ck_assert_str_eq(text + strlen("sha256:"), diff_hex);
+    free(tar);
+    free(diff_hex);
+}
+
+START_TEST(umoci_layers)
 {
     const char *rootless = geteuid() == 0 ? "" : " --rootless";
-    char *cmd = NULL;
-    size_t len;
-    char *diff_hex;
+    char how[256];
+    size_t tlen;
+    unsigned char *tar;
+    bool marker;
 
-    if (!run_in_tmp("command -v umoci >/dev/null && command -v jq >/dev/null")) {
-        fprintf(stderr, "accept_umoci_layer: umoci or jq is not installed, skipped\n");
+    if (!run_in_tooldir("command -v umoci >/dev/null && command -v jq >/dev/null")) {
+        fprintf(stderr, "umoci_layers: umoci or jq is not installed, skipped\n");
         return;
     }
     make_tool_tree(true);
-    ck_assert_int_gt(
-        asprintf(&cmd,
-                 "umoci init --layout oci && umoci new --image oci:t && umoci insert%s --image oci:t src /srv && "
-                 "m=$(jq -r '.manifests[0].digest' oci/index.json | cut -d: -f2) && "
-                 "l=$(jq -r '.layers[0].digest' oci/blobs/sha256/$m | cut -d: -f2) && "
-                 "c=$(jq -r '.config.digest' oci/blobs/sha256/$m | cut -d: -f2) && "
-                 "cp oci/blobs/sha256/$l layer.gz && jq -r '.rootfs.diff_ids[0]' oci/blobs/sha256/$c "
-                 "| cut -d: -f2 | tr -d '\\n' >diffid && gzip -dc layer.gz >layer.tar",
-                 rootless),
-        0);
-    ck_assert_msg(run_in_tmp(cmd), "%s failed", cmd);
-    free(cmd);
-    /* The DiffID umoci wrote is the one our copy of the stream hashes to. */
-    diff_hex = (char *)read_tmp("diffid", &len);
-    ck_assert_uint_eq(len, 64);
-    {
-        size_t tlen;
-        unsigned char *tar = read_tmp("layer.tar", &tlen);
-        uint8_t d[BERTH_SHA256_LEN];
-        char text[BERTH_DIGEST_BUFSZ];
-        ck_assert_int_eq(berth_sha256(tar, tlen, d), 0);
-        berth_digest_format(d, text);
-        ck_assert_str_eq(text + strlen("sha256:"), diff_hex);
-        free(tar);
+    /* "umoci repack", the way images are built with umoci: accepted. */
+    snprintf(how, sizeof(how),
+             "umoci unpack%s --image oci:t bundle && mkdir bundle/rootfs/srv && cp -a src/. bundle/rootfs/srv/ && "
+             "umoci repack --image oci:t bundle",
+             rootless);
+    umoci_layer(how);
+    expect_tool_layer("umoci repack", "layer.gz", "srv/", true);
+    /* "umoci insert" (0.4.7) ends its layer without the end-of-archive
+     * marker: refused.  (Inserted at "/", it would also name the root entry
+     * "/", refused as "absolute-path"; "./" is the accepted form.) */
+    snprintf(how, sizeof(how), "umoci insert%s --image oci:t src /srv", rootless);
+    umoci_layer(how);
+    tar = read_tmp("layer.tar", &tlen);
+    marker = tlen >= 1024 && memcmp(tar + tlen - 1024, zeros, 1024) == 0;
+    if (marker)
+        expect_tool_layer("umoci insert", "layer.gz", "srv/", true);
+    else {
+        size_t glen;
+        unsigned char *gz = read_tmp("layer.gz", &glen);
+        expect_refusal_blob(gz, glen, BERTH_LAYER_GZIP, tar, tlen, "tar-end-missing");
+        free(gz);
     }
-    free(diff_hex);
-    /* At "/srv": inserted at "/", umoci writes a root entry named "/",
-     * which berth refuses ("absolute-path"; "./" is the accepted form). */
-    expect_tool_layer("umoci insert", "layer.gz", "srv/", true);
+    free(tar);
 }
 END_TEST
 
@@ -1530,7 +1544,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, refuse_mixed_long_names);
     tcase_add_test(tc, refuse_contiguous_file);
     tcase_add_test(tc, accept_tool_layers);
-    tcase_add_test(tc, accept_umoci_layer);
+    tcase_add_test(tc, umoci_layers);
     return s;
 }
 
