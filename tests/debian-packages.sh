@@ -6,12 +6,14 @@
 # (tests/require-tool.sh); tests/build/test-packages.sh checks that every
 # package named there is listed here.
 #
-#   BERTH_BUILD_PACKAGES  building berth: autotools, gcc, the libraries, Check
+#   BERTH_BUILD_PACKAGES  building berth: autotools, gcc, the libraries (zlib for
+#                         the gzip framing check), Check
 #   BERTH_RUN_PACKAGES    running jobs: the runtimes, the busybox test image,
 #                         and the tools the quickstart itself uses
 #   BERTH_TEST_PACKAGES   only the tests: the sanitizer and fuzzing
 #                         toolchain, the image builders and checkers (umoci,
-#                         skopeo, debootstrap, attr), openssl as an
+#                         skopeo, debootstrap, attr; bsdtar from
+#                         libarchive-tools for foreign layers), openssl as an
 #                         independent TLS peer, xz for the dist tarball,
 #                         passwd for the unprivileged distcheck, systemd for
 #                         the unit checks, groff for the man page lint, and
@@ -20,10 +22,10 @@
 # shellcheck disable=SC2034 # used by the scripts that source this file
 BERTH_BUILD_PACKAGES="autoconf automake libtool make pkg-config gcc libc6-dev
 libjansson-dev libsodium-dev libsqlite3-dev libssl-dev libsystemd-dev check
-libevent-dev libcurl4-openssl-dev libarchive-dev"
+libevent-dev libcurl4-openssl-dev libarchive-dev zlib1g-dev"
 BERTH_RUN_PACKAGES="runsc crun busybox-static jq curl procps"
-BERTH_TEST_PACKAGES="clang libclang-rt-14-dev llvm zlib1g-dev openssl xz-utils
-passwd systemd umoci skopeo debootstrap attr groff-base util-linux"
+BERTH_TEST_PACKAGES="clang libclang-rt-14-dev llvm openssl xz-utils passwd systemd
+umoci skopeo debootstrap attr groff-base util-linux libarchive-tools"
 
 # berth_missing_packages PACKAGE...: print the PACKAGEs that dpkg does not
 # have installed, on one line separated by spaces (an empty line when none

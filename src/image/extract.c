@@ -8,7 +8,11 @@
  * deadline and the expanded-byte budget, hashes every byte for the DiffID
  * and shows it to the tar header observer (tarwalk.h).  After the tar end
  * the rest of the stream is drained through the same path, so the DiffID
- * covers every byte.  Entries are checked here and written by rootfs.c.
+ * covers every byte and the observer sees the end-of-archive marker and
+ * whatever follows it.  For gzip, every compressed byte the outer reader
+ * takes is also shown to the gzip framing observer (gzframe.h), and after
+ * the outer reader's end the rest of the blob is read to it as well.
+ * Entries are checked here and written by rootfs.c.
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -25,6 +29,7 @@
 #include "clock.h"
 #include "extract.h"
 #include "fsutil.h"
+#include "gzframe.h"
 #include "macro.h"
 #include "refusal.h"
 #include "rootfs.h"
@@ -56,9 +61,11 @@ struct layer {
     struct archive *outer; /* gzip: the decompressing reader; NULL for plain tar */
     struct berth_sha256 *sha;
     struct berth_tarwalk *walk;
-    unsigned char *buf;  /* what source_read() last handed to libarchive */
-    unsigned char *zbuf; /* what blob_read() last handed to the gzip reader */
-    int refusal;         /* set by source_read(), with detail in err */
+    struct berth_gzframe *gz; /* gzip: the framing observer; NULL for plain tar */
+    uint64_t expanded;        /* uncompressed bytes of this layer so far */
+    unsigned char *buf;       /* what source_read() last handed to libarchive */
+    unsigned char *zbuf;      /* what blob_read() last handed to the gzip reader */
+    int refusal;              /* set by source_read(), with detail in err */
     struct berth_error err;
     json_t *explicit; /* paths of this layer's entries (duplicates) */
     json_t *touched;  /* the same plus every parent directory they imply */
@@ -109,6 +116,7 @@ static void layer_done(struct layer *l)
         archive_read_free(l->outer);
     berth_sha256_free(l->sha);
     berth_tarwalk_free(l->walk);
+    berth_gzframe_free(l->gz);
     free(l->buf);
     free(l->zbuf);
     json_decref(l->explicit);
@@ -138,6 +146,8 @@ static ssize_t source_pull(struct layer *l)
         return source_fail(l, berth_image_refuse(&l->err, BERTH_IMAGE_TIME_BUDGET, "layer %u", x->layer));
     if (l->outer) {
         n = archive_read_data(l->outer, l->buf, CHUNK);
+        if (n < 0 && l->refusal)
+            return -1; /* blob_read() refused: keep its reason */
         if (n < 0)
             return source_fail(l, berth_image_refuse(&l->err, BERTH_IMAGE_ARCHIVE_INVALID, "gzip: %s",
                                                      archive_error_string(l->outer) ?: "read error"));
@@ -154,6 +164,7 @@ static ssize_t source_pull(struct layer *l)
         return source_fail(l, berth_image_refuse(&l->err, BERTH_IMAGE_EXPANDED_BUDGET, "over %llu bytes",
                                                  (unsigned long long)x->limits.expanded_bytes));
     x->s.expanded_bytes += (uint64_t)n;
+    l->expanded += (uint64_t)n;
     r = berth_sha256_update(l->sha, l->buf, (size_t)n);
     if (r < 0)
         return source_fail(l, berth_error_set(&l->err, r, "hashing layer %u", x->layer));
@@ -698,6 +709,11 @@ static la_ssize_t blob_read(struct archive *a, void *userdata, const void **buf)
     while (n < 0 && errno == EINTR);
     if (n < 0)
         return source_fail(l, berth_error_set(&l->err, -errno, "reading layer %u: %m", l->x->layer));
+    if (n > 0) {
+        int r = berth_gzframe_feed(l->gz, l->zbuf, (size_t)n, &l->err);
+        if (r < 0)
+            return source_fail(l, r);
+    }
     *buf = l->zbuf;
     return n;
 }
@@ -728,6 +744,11 @@ static int open_gzip(struct layer *l, struct berth_error *reterr)
     if (archive_filter_count(l->outer) != 2 || archive_filter_code(l->outer, 0) != ARCHIVE_FILTER_GZIP)
         return berth_image_refuse(reterr, BERTH_IMAGE_ARCHIVE_INVALID, "not a single gzip stream");
     r = archive_read_next_header(l->outer, &e);
+    if (r != ARCHIVE_OK && l->refusal) {
+        if (reterr)
+            *reterr = l->err;
+        return l->refusal;
+    }
     if (r != ARCHIVE_OK)
         return berth_image_refuse(reterr, BERTH_IMAGE_ARCHIVE_INVALID, "gzip: %s",
                                   archive_error_string(l->outer) ?: "empty");
@@ -783,6 +804,23 @@ static int read_layer(struct layer *l, const uint8_t diff_id[BERTH_SHA256_LEN], 
             *reterr = l->err;
         return l->refusal;
     }
+    if (l->gz) {
+        /* The gzip reader may stop before the blob's end (it ignores bytes
+         * that start no member): the framing observer sees them all. */
+        const void *rest;
+        la_ssize_t m;
+
+        while ((m = blob_read(NULL, l, &rest)) > 0)
+            ;
+        if (m < 0) {
+            if (reterr)
+                *reterr = l->err;
+            return l->refusal;
+        }
+        r = berth_gzframe_finish(l->gz, l->expanded, reterr);
+        if (r < 0)
+            return r;
+    }
     r = berth_tarwalk_finish(l->walk, reterr);
     if (r < 0)
         return r;
@@ -816,6 +854,8 @@ int berth_extract_layer(struct berth_extract *x, int blobfd, enum berth_layer_co
         r = berth_tarwalk_new(&l.walk);
     if (r >= 0 && (!l.buf || !l.zbuf || !l.explicit || !l.touched))
         r = -ENOMEM;
+    if (r >= 0 && compression == BERTH_LAYER_GZIP)
+        r = berth_gzframe_new(&l.gz);
     if (r >= 0 && compression == BERTH_LAYER_GZIP)
         r = open_gzip(&l, reterr);
     if (r >= 0)

@@ -18,8 +18,15 @@
  * ("setuid"), extended attributes or ACLs ("xattr"), the same path twice in
  * one layer ("duplicate-entry"), PAX global headers ("pax-global"), a PAX
  * path or linkpath that differs from the ustar name where the ustar name
- * could have held it ("name-mismatch").  Hard links must name an existing
- * regular file already in the root ("hardlink-missing-target").  Whiteouts
+ * could have held it ("name-mismatch"), PAX and GNU long-name headers for
+ * one entry ("mixed-long-names"), type '7' ("unsupported-entry").  Framing
+ * (docs/images.md "Framing"): the tar stream must end with its two zero
+ * blocks ("tar-end-missing") followed by nothing but zero bytes
+ * ("tar-trailing-data"); a gzip layer must be exactly one gzip member
+ * ("gzip-multiple-members") with nothing after it ("gzip-trailing-data")
+ * and a right CRC32 and ISIZE (RFC 1952 2.3.1; "archive-invalid").
+ * Hard links must name an existing regular file already in the root
+ * ("hardlink-missing-target").  Whiteouts
  * (".wh.NAME", ".wh..wh..opq" per the OCI image-spec layer section) remove
  * only what lower layers created, are never created as files themselves,
  * and a malformed one (".wh." alone, ".wh..", ".wh...", any other ".wh..wh."

@@ -21,12 +21,15 @@
 #define LAYOUT_FILE_MAX 4096
 #define INDEX_DEPTH_MAX 2 /* index.json -> an image index -> a manifest */
 
-/* Open the layout's blob @digest (a regular file) for reading. */
+/* Open the layout's blob @digest for reading: a regular file with one link
+ * (another name could change it while it is read), reached without symlinks. */
 static int open_layout_blob(int layoutfd, const char *digest, int *ret_fd, struct berth_error *reterr)
 {
+    static const struct berth_file_expect expect = {.type = S_IFREG, .uid = BERTH_UID_ANY, .one_link = 1};
+    struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_close_ int fd = -1;
     char path[128];
-    struct stat st;
+    int r;
 
     snprintf(path, sizeof(path), "blobs/sha256/%s", digest + strlen("sha256:"));
     fd = berth_open_beneath(layoutfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, reterr);
@@ -39,10 +42,13 @@ static int open_layout_blob(int layoutfd, const char *digest, int *ret_fd, struc
         berth_error_prefix(reterr, "layout blob %s", digest);
         return fd;
     }
-    if (fstat(fd, &st) < 0)
-        return berth_error_set(reterr, -errno, "layout blob %s: %s", digest, strerror(errno));
-    if (!S_ISREG(st.st_mode))
+    r = berth_file_check(fd, path, &expect, NULL, &err);
+    if (r == -EBADFD)
         return berth_image_refuse(reterr, BERTH_IMAGE_INVALID_LAYOUT, "layout blob %s is not a regular file", digest);
+    if (r == -EMLINK)
+        return berth_image_refuse(reterr, BERTH_IMAGE_INVALID_LAYOUT, "layout blob %s has more than one link", digest);
+    if (r < 0)
+        return berth_error_set(reterr, r, "layout blob %s: %s", digest, err.message);
     *ret_fd = TAKE_FD(fd);
     return 0;
 }

@@ -33,7 +33,8 @@ struct berth_import_stats {
  * verifies digest and size while copying and never overwrites: the config
  * and layers first and the manifest last, so a manifest in the store means
  * its blobs are there.  Inside the layout, paths are opened beneath the
- * layout directory without following symlinks.
+ * layout directory without following symlinks, and a blob must be a
+ * regular file with exactly one link ("invalid-layout" otherwise).
  * @ret_digest: receives the manifest digest.
  * @ret_stats:  optional.
  * Return: 0; a refusal ("invalid-layout", "invalid-index", "platform",

@@ -9,6 +9,7 @@ IMAGE_SOURCES = \
 	src/image/blobstore.c src/image/blobstore.h \
 	src/image/budget.c src/image/budget.h \
 	src/image/extract.c src/image/extract.h \
+	src/image/gzframe.c src/image/gzframe.h \
 	src/image/import.c src/image/import.h \
 	src/image/oci.c src/image/oci.h \
 	src/image/refusal.c src/image/refusal.h \

@@ -45,6 +45,11 @@ static const char *const names[BERTH_IMAGE_REASON_COUNT] = {
     [BERTH_IMAGE_BLOB_MISSING] = "blob-missing",
     [BERTH_IMAGE_BLOB_CONFLICT] = "blob-conflict",
     [BERTH_IMAGE_UNSAFE_STORE] = "unsafe-store",
+    [BERTH_IMAGE_TAR_END_MISSING] = "tar-end-missing",
+    [BERTH_IMAGE_TAR_TRAILING_DATA] = "tar-trailing-data",
+    [BERTH_IMAGE_GZIP_MEMBERS] = "gzip-multiple-members",
+    [BERTH_IMAGE_GZIP_TRAILING_DATA] = "gzip-trailing-data",
+    [BERTH_IMAGE_MIXED_LONG_NAMES] = "mixed-long-names",
 };
 
 const char *berth_image_reason_name(enum berth_image_reason reason)

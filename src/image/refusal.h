@@ -57,6 +57,12 @@ enum berth_image_reason {
     BERTH_IMAGE_BLOB_MISSING,     /* "blob-missing" */
     BERTH_IMAGE_BLOB_CONFLICT,    /* "blob-conflict": a stored blob differs from the one imported */
     BERTH_IMAGE_UNSAFE_STORE,     /* "unsafe-store": wrong owner, mode, type or link count */
+    /* framing of one layer: exactly one tar stream, properly terminated, fills it */
+    BERTH_IMAGE_TAR_END_MISSING,    /* "tar-end-missing": no end-of-archive marker (two zero blocks) */
+    BERTH_IMAGE_TAR_TRAILING_DATA,  /* "tar-trailing-data": a non-zero byte after the first zero block */
+    BERTH_IMAGE_GZIP_MEMBERS,       /* "gzip-multiple-members": a second gzip member (RFC 1952 2.2) */
+    BERTH_IMAGE_GZIP_TRAILING_DATA, /* "gzip-trailing-data": bytes after the gzip member that are no member */
+    BERTH_IMAGE_MIXED_LONG_NAMES,   /* "mixed-long-names": PAX and GNU 'L'/'K' headers for one entry */
     BERTH_IMAGE_REASON_COUNT,
 };
 

@@ -17,7 +17,7 @@ enum tw_state {
     TW_HEADER, /* collecting a 512-byte header */
     TW_SKIP,   /* skipping member data and padding */
     TW_META,   /* collecting a PAX 'x' or GNU 'L'/'K' body, then its padding */
-    TW_END,    /* after the end-of-archive block */
+    TW_END,    /* after the first zero block: only zero bytes may follow */
     TW_FAILED, /* refused; every further call refuses */
 };
 
@@ -40,6 +40,7 @@ struct berth_tarwalk {
     int error;       /* the refusal, once failed */
     struct berth_error failure;
     uint64_t offset;                    /* stream bytes observed so far */
+    uint64_t end_zeros;                 /* TW_END: zero bytes seen after the first zero block */
     uint64_t chain_start;               /* where the current member's first header began */
     struct berth_tarwalk_member *queue; /* members seen, not yet taken */
     size_t q_head, q_len, q_cap;
@@ -106,11 +107,6 @@ int berth_tarwalk_next_member(struct berth_tarwalk *w, struct berth_tarwalk_memb
         return -ENOENT;
     *ret = w->queue[w->q_head++];
     return 0;
-}
-
-bool berth_tarwalk_ended(const struct berth_tarwalk *w)
-{
-    return w && w->state == TW_END;
 }
 
 /* Parse an octal numeric field (leading spaces, digits, then NUL/space or the end). */
@@ -247,25 +243,14 @@ static int check_names(struct berth_tarwalk *w, bool posix, struct berth_error *
     ulen += nlen;
     ustar[ulen] = '\0';
 
-    if (w->pax_path) {
-        if (w->long_name) {
-            if (!same_name(w->pax_path, strlen(w->pax_path), w->long_name, strlen(w->long_name)))
-                return berth_image_refuse(reterr, BERTH_IMAGE_NAME_MISMATCH, "PAX path and GNU long name differ");
-        } else if (fits_ustar(w->pax_path, posix) && !same_name(w->pax_path, strlen(w->pax_path), ustar, ulen))
-            return berth_image_refuse(reterr, BERTH_IMAGE_NAME_MISMATCH, "PAX path \"%.100s\" but ustar name \"%s\"",
-                                      w->pax_path, ustar);
-    }
-    if (w->pax_linkpath) {
-        const char *link = (const char *)h + 157;
-        size_t llen = field_len(h + 157, 100);
-
-        if (w->long_link) {
-            if (!same_name(w->pax_linkpath, strlen(w->pax_linkpath), w->long_link, strlen(w->long_link)))
-                return berth_image_refuse(reterr, BERTH_IMAGE_NAME_MISMATCH, "PAX linkpath and GNU long link differ");
-        } else if (fits_ustar(w->pax_linkpath, false) &&
-                   !same_name(w->pax_linkpath, strlen(w->pax_linkpath), link, llen))
-            return berth_image_refuse(reterr, BERTH_IMAGE_NAME_MISMATCH, "PAX linkpath and ustar linkname differ");
-    }
+    /* A PAX header and a GNU long name never both name one entry (refused
+     * as "mixed-long-names" when the second one arrives). */
+    if (w->pax_path && fits_ustar(w->pax_path, posix) && !same_name(w->pax_path, strlen(w->pax_path), ustar, ulen))
+        return berth_image_refuse(reterr, BERTH_IMAGE_NAME_MISMATCH, "PAX path \"%.100s\" but ustar name \"%s\"",
+                                  w->pax_path, ustar);
+    if (w->pax_linkpath && fits_ustar(w->pax_linkpath, false) &&
+        !same_name(w->pax_linkpath, strlen(w->pax_linkpath), (const char *)h + 157, field_len(h + 157, 100)))
+        return berth_image_refuse(reterr, BERTH_IMAGE_NAME_MISMATCH, "PAX linkpath and ustar linkname differ");
     return 0;
 }
 
@@ -386,6 +371,12 @@ static int header(struct berth_tarwalk *w, struct berth_error *reterr)
     int r;
 
     if (block_is_zero(h)) {
+        if (w->have_pax || w->long_name || w->long_link)
+            return berth_image_refuse(reterr, BERTH_IMAGE_ARCHIVE_INVALID, "extended header without its entry");
+        /* libarchive ends the archive at the first zero block (and skips a
+         * second one); GNU tar -i reads on.  So everything after it must be
+         * zero, and the marker needs both blocks (POSIX pax, ustar format):
+         * checked in berth_tarwalk_feed() and berth_tarwalk_finish(). */
         w->state = TW_END;
         return 0;
     }
@@ -402,6 +393,12 @@ static int header(struct berth_tarwalk *w, struct berth_error *reterr)
     case 'K':
         if ((type == 'x' && w->have_pax) || (type == 'L' && w->long_name) || (type == 'K' && w->long_link))
             return berth_image_refuse(reterr, BERTH_IMAGE_ARCHIVE_INVALID, "repeated '%c' header", type);
+        /* Readers disagree on which of the two names wins (libarchive: the
+         * PAX one; others: the last one read): one entry gets one kind. */
+        if (type == 'x' ? (w->long_name || w->long_link) : w->have_pax)
+            return berth_image_refuse(reterr, BERTH_IMAGE_MIXED_LONG_NAMES,
+                                      "a PAX header and a GNU '%c' header for one entry",
+                                      type == 'x' ? (w->long_name ? 'L' : 'K') : type);
         if (size > BERTH_TARWALK_META_MAX)
             return berth_image_refuse(reterr, BERTH_IMAGE_ARCHIVE_INVALID, "'%c' header over 1 MiB", type);
         if (type == 'x')
@@ -422,9 +419,13 @@ static int header(struct berth_tarwalk *w, struct berth_error *reterr)
             w->state = TW_HEADER;
         }
         return 0;
+    case '7':
+        /* POSIX reserves '7' for a file with an implementation-defined
+         * high-performance attribute, read as regular where unsupported:
+         * GNU tar and libarchive extract it, containerd and moby refuse it. */
+        return berth_image_refuse(reterr, BERTH_IMAGE_UNSUPPORTED_ENTRY, "contiguous file (tar type flag '7')");
     case '0':
     case '\0':
-    case '7':
     case '1':
     case '2':
     case '3':
@@ -436,7 +437,7 @@ static int header(struct berth_tarwalk *w, struct berth_error *reterr)
 
     if (w->pax_size_set)
         size = w->pax_size;
-    if (type == '0' || type == '\0' || type == '7') {
+    if (type == '0' || type == '\0') {
         /* libarchive turns a regular member whose name (PAX path, else GNU
          * long name, else prefix/name) ends in "/" into a directory and
          * reads its data as headers: refuse, whichever field says it. */
@@ -455,7 +456,7 @@ static int header(struct berth_tarwalk *w, struct berth_error *reterr)
         return r;
     pending_reset(w);
     w->skip = padded(size);
-    w->state = TW_SKIP;
+    w->state = w->skip > 0 ? TW_SKIP : TW_HEADER; /* a stream may end right here */
     return 0;
 }
 
@@ -508,7 +509,16 @@ int berth_tarwalk_feed(struct berth_tarwalk *w, const void *data, size_t len, st
                 w->state = w->skip > 0 ? TW_SKIP : TW_HEADER;
             }
             break;
-        case TW_END: n = len; break;
+        case TW_END:
+            for (n = 0; n < len; n++)
+                if (p[n])
+                    return fail(w,
+                                berth_image_refuse(reterr, BERTH_IMAGE_TAR_TRAILING_DATA,
+                                                   "non-zero byte at offset %llu, after the end of the archive",
+                                                   (unsigned long long)(w->offset + n)),
+                                reterr);
+            w->end_zeros += n;
+            break;
         default: return -EINVAL;
         }
         p += n;
@@ -527,8 +537,13 @@ int berth_tarwalk_finish(struct berth_tarwalk *w, struct berth_error *reterr)
             *reterr = w->failure;
         return w->error;
     }
-    if (w->state == TW_END ||
-        (w->state == TW_HEADER && w->hdr_len == 0 && !w->have_pax && !w->long_name && !w->long_link))
+    if (w->state == TW_END && w->end_zeros >= BLOCK)
         return 0;
+    if (w->state == TW_END)
+        return fail(w,
+                    berth_image_refuse(reterr, BERTH_IMAGE_TAR_END_MISSING, "one zero block where two end the archive"),
+                    reterr);
+    if (w->state == TW_HEADER && w->hdr_len == 0 && !w->have_pax && !w->long_name && !w->long_link)
+        return fail(w, berth_image_refuse(reterr, BERTH_IMAGE_TAR_END_MISSING, "no end-of-archive marker"), reterr);
     return fail(w, berth_image_refuse(reterr, BERTH_IMAGE_ARCHIVE_INVALID, "tar stream truncated"), reterr);
 }

@@ -14,7 +14,12 @@
  * disagree on where the next header starts: a non-regular entry with a
  * non-zero size, a regular entry whose name ends in "/" with data, a second
  * PAX or long-name header for the same entry, an unknown type flag, a
- * PAX record or long name over 1 MiB, or a bad checksum is refused.
+ * PAX record or long name over 1 MiB, or a bad checksum is refused.  It is
+ * also stricter about the framing, which libarchive does not check: the
+ * archive must end with the end-of-archive marker, two zero blocks (POSIX
+ * pax, "ustar Interchange Format"), where libarchive stops at the first
+ * one; anything after the first zero block must be zero bytes (padding to
+ * a record size, as GNU tar writes, is fine).
  *
  * Reason codes (refusal.h): "pax-global", "name-mismatch", "sparse-file"
  * (GNU 'S', PAX GNU.sparse.*, SCHILY.realsize, SUN.holesdata), "xattr" (PAX
@@ -22,10 +27,11 @@
  * "socket", "fifo", "device-node" (star's PAX SCHILY.filetype record: a
  * tar header has no socket type flag, this record is the only way a tar
  * stream can declare one), "invalid-path" (a NUL byte or invalid UTF-8 in
- * a PAX path), and
- * "unsupported-entry" (unknown type flag); everything else it cannot parse
- * is "archive-invalid".  After the end-of-archive block (one all-zero
- * block, as libarchive reads it) every further byte is ignored.
+ * a PAX path), "mixed-long-names" (a PAX 'x' header and a GNU 'L' or 'K'
+ * header before one entry), "tar-trailing-data" (a non-zero byte after the
+ * first zero block), "tar-end-missing" (at berth_tarwalk_finish()), and
+ * "unsupported-entry" (an unknown type flag, and '7': see header()); all
+ * else it cannot parse is "archive-invalid".
  *
  * An object is not thread-safe; separate objects are independent.
  */
@@ -60,8 +66,9 @@ void berth_tarwalk_free(struct berth_tarwalk *w);
 int berth_tarwalk_feed(struct berth_tarwalk *w, const void *data, size_t len, struct berth_error *reterr);
 
 /**
- * berth_tarwalk_finish() - the stream ended: refuses ("archive-invalid") a
- * stream that ends inside a header, a member's data or its padding.
+ * berth_tarwalk_finish() - the stream ended: refuses a stream that ends
+ * inside a header, a member's data or its padding ("archive-invalid"), or
+ * without both zero blocks of the end-of-archive marker ("tar-end-missing").
  * Return: 0 or the refusal.
  */
 int berth_tarwalk_finish(struct berth_tarwalk *w, struct berth_error *reterr);
@@ -86,8 +93,5 @@ struct berth_tarwalk_member {
  * Return: 0; -ENOENT when no member is pending; -EINVAL.
  */
 int berth_tarwalk_next_member(struct berth_tarwalk *w, struct berth_tarwalk_member *ret);
-
-/** berth_tarwalk_ended() - whether the end-of-archive block was seen. */
-bool berth_tarwalk_ended(const struct berth_tarwalk *w);
 
 #endif /* BERTH_IMAGE_TARWALK_H */

@@ -164,6 +164,14 @@ mv "$L2" "$TMP/moved-blob"
 ln -s "$TMP/moved-blob" "$L2"
 run 1 "$BERTHCTL" image import "$TMP/linked" --store "$TMP/store-l"
 stderr_has "invalid-layout"
+# A layout blob with a second hard link (another name could change it while
+# it is read): refused the same way, and nothing is imported.
+cp -r "$TMP/bb" "$TMP/hardlinked"
+ln "$TMP/hardlinked/blobs/sha256/$(basename "$LAYER")" "$TMP/hardlinked/extra-name"
+run 1 "$BERTHCTL" image import "$TMP/hardlinked" --store "$TMP/store-h"
+stderr_has "invalid-layout"
+stderr_has "more than one link"
+[ ! -e "$TMP/store-h/blobs/sha256/$(basename "$LAYER")" ] || fail "a hard-linked layer blob was imported"
 # A blob with other permissions: unsafe-store.
 chmod 0644 "$TMP/store-t/blobs/sha256/$(basename "$LAYER")"
 run 1 "$BERTHCTL" image stage "$DIGEST" --store "$TMP/store-t" --out "$TMP/r8"
