@@ -10,6 +10,11 @@ set -eu
 . "${BERTH_TOP_SRCDIR:?}/tests/require-tool.sh"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/berth-cli-XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
+# Under bash, a test that set -e stops without a fail() message still says
+# where: the line of the top-level command (or function call) that failed.
+if [ -n "${BASH_VERSION:-}" ]; then
+    trap 'printf "FAIL: %s: line %s exited %s (set -e)\n" "$0" "$LINENO" "$?" >&2' ERR
+fi
 chmod 0755 "$TMP"
 
 fail() {
