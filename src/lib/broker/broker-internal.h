@@ -10,6 +10,11 @@
 #include "placement.h"
 #include "registry.h"
 
+/* Back-off for unproven teardowns: 1 s doubling to 60 s, for this many jobs at once (more are asked every pass). */
+#define BROKER_TEARDOWN_RETRY_MAX 64
+#define BROKER_TEARDOWN_RETRY_FIRST_NS 1000000000LL
+#define BROKER_TEARDOWN_RETRY_MAX_NS (60LL * 1000000000LL)
+
 struct berth_broker {
     struct berth_broker_params p;
     struct berth_broker_backend *backends;
@@ -19,6 +24,11 @@ struct berth_broker {
     json_t *capabilities;             /* {backend: capabilities()} from that refresh */
     atomic_bool stopping;             /* berth_broker_stop() was called */
     char (*caps_errors)[512];         /* per backend: the last capabilities() error logged, "" when fine */
+    struct broker_teardown_retry {    /* jobs whose teardown was not proven: when to ask again (worker thread) */
+        char run_id[64];
+        unsigned attempts;
+        int64_t next_ns; /* CLOCK_MONOTONIC */
+    } teardown_retry[BROKER_TEARDOWN_RETRY_MAX];
 };
 
 /* The authenticated caller, resolved under the lock. */

@@ -447,6 +447,61 @@ static int finish(struct berth_broker *b, struct berth_job_record *rec, enum ber
     return 0;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Proof of teardown (plugin.h: cancel returns 0 only when every process of
+ * the job is gone).  An unproven teardown keeps the job reaping and is
+ * asked again with back-off. */
+
+static struct broker_teardown_retry *teardown_slot(struct berth_broker *b, const char *run_id, bool create)
+{
+    struct broker_teardown_retry *free_slot = NULL;
+
+    for (size_t i = 0; i < ELEMENTSOF(b->teardown_retry); i++) {
+        struct broker_teardown_retry *t = &b->teardown_retry[i];
+        if (streq(t->run_id, run_id))
+            return t;
+        if (!t->run_id[0] && !free_slot)
+            free_slot = t;
+    }
+    if (create && free_slot && strlen(run_id) < sizeof(free_slot->run_id)) {
+        snprintf(free_slot->run_id, sizeof(free_slot->run_id), "%s", run_id);
+        free_slot->attempts = 0;
+        free_slot->next_ns = 0;
+        return free_slot;
+    }
+    return NULL;
+}
+
+/* Whether the back-off lets @rec's teardown be asked about now. */
+static bool teardown_due(struct berth_broker *b, const struct berth_job_record *rec)
+{
+    struct broker_teardown_retry *t = teardown_slot(b, rec->run_id, false);
+    return !t || berth_deadline_passed(CLOCK_MONOTONIC, t->next_ns);
+}
+
+/* Note the answer of cancel() about @rec's teardown: 0 proven, else not. */
+static void teardown_note(struct berth_broker *b, const struct berth_job_record *rec, int r, const char *why)
+{
+    struct broker_teardown_retry *t = teardown_slot(b, rec->run_id, r < 0);
+    int64_t delay = BROKER_TEARDOWN_RETRY_FIRST_NS;
+
+    if (r >= 0 || r == -ENOENT) {
+        if (t)
+            memset(t, 0, sizeof(*t));
+        return;
+    }
+    if (t) {
+        for (unsigned i = 0; i < t->attempts && delay < BROKER_TEARDOWN_RETRY_MAX_NS; i++)
+            delay *= 2;
+        if (delay > BROKER_TEARDOWN_RETRY_MAX_NS)
+            delay = BROKER_TEARDOWN_RETRY_MAX_NS;
+        t->attempts++;
+        t->next_ns = berth_deadline_ns(CLOCK_MONOTONIC, delay);
+    }
+    berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: teardown not proven (attempt %u), stays reaping: %s",
+               rec->job_id, rec->run_id, t ? t->attempts : 0, why);
+}
+
 static const enum berth_job_state terminal_of[] = {
     0, 0, BERTH_JOB_EXITED, BERTH_JOB_FAILED, BERTH_JOB_CANCELLED, BERTH_JOB_EXPIRED};
 
@@ -463,17 +518,19 @@ static int reap(struct berth_broker *b, const struct berth_broker_backend *be, s
     const char *reason = NULL;
     int r;
 
+    if (!teardown_due(b, rec))
+        return 0;
     r = be->ops->cancel(be->state, rec->run_id, &err);
+    teardown_note(b, rec, r, err.message);
     if (r < 0 && r != -ENOENT) {
-        berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: backend %s cancel failed, will retry: %s",
-                   rec->job_id, rec->run_id, be->name, err.message);
         if (stats)
             stats->errors++;
         return 0;
     }
     r = r == -ENOENT ? -ENOENT : inspect(b, be, rec, &o);
     if (r == 0 && (terminal_of[o.state] == BERTH_JOB_EXITED ||
-                   (terminal_of[o.state] == BERTH_JOB_FAILED && !streq_ptr(o.reason, "supervisor_lost")))) {
+                   (terminal_of[o.state] == BERTH_JOB_FAILED && !streq_ptr(o.reason, "supervisor_lost") &&
+                    !(rec->cancel_requested && streq_ptr(o.reason, "runtime_lost"))))) {
         to = terminal_of[o.state]; /* it ended on its own before the stop reached it */
     } else if (rec->cancel_requested) {
         to = BERTH_JOB_CANCELLED;
@@ -541,6 +598,18 @@ static int reconcile_one(struct berth_broker *b, struct berth_job_record *rec, i
     if (r < 0 && stats)
         stats->errors++;
     if (r == 0 && o.state >= INSPECT_FIRST_TERMINAL) {
+        /* A terminal result only once the backend proved that nothing of the job runs. */
+        struct berth_error err = BERTH_ERROR_INIT;
+        int cr = teardown_due(b, rec) ? be->ops->cancel(be->state, rec->run_id, &err) : -EAGAIN;
+        if (cr != -EAGAIN)
+            teardown_note(b, rec, cr, err.message);
+        if (cr < 0 && cr != -ENOENT) {
+            outcome_clear(&o);
+            if (rec->state != BERTH_JOB_RUNNING)
+                return 0; /* finalizing: asked again on the next pass */
+            r = move(b, rec, BERTH_JOB_REAPING, NULL, NULL, NULL, reterr);
+            return r == -ESTALE ? 0 : r;
+        }
         if (rec->state == BERTH_JOB_RUNNING)
             r = move(b, rec, BERTH_JOB_FINALIZING, NULL, NULL, NULL, reterr);
         if (r == 0)
