@@ -12,7 +12,7 @@
  * `create` to `delete` and writes result.json.  inspect(), cancel() and
  * reap() only read and write the job directory; a shim that died without a
  * result is replaced by `berth-oci-shim cleanup`, which kills and deletes
- * the container and records "supervisor_lost".  Because the shim outlives
+ * the container and records "runtime_lost".  Because the shim outlives
  * berthd, a job keeps running across a berthd restart and its result is
  * found afterwards.
  */

@@ -198,8 +198,10 @@ static void child_ended(struct shim *s, pid_t w, int st)
         if (w != s->helpers[i])
             continue;
         s->helpers[i] = 0;
-        /* A runtime process that ends while the job runs and nobody stopped it: the sandbox is lost. */
-        if (!s->init_exited && !s->state) {
+        /* A runtime process killed (or failing) while the job runs and nobody
+         * stopped it: the sandbox is lost.  runsc-gofer exits 0 when the
+         * sandbox shuts down, which may be seen before the sandbox's own exit. */
+        if (!s->init_exited && !s->state && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
             logf_shim(s, "runtime process %d ended (%s %d) while the job ran: killing the job", (int)w,
                       WIFEXITED(st) ? "exit status" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
             s->state = "failed";
@@ -381,7 +383,8 @@ static int open_capture(struct shim *s, const char *name)
 }
 
 /* The runtime's processes the shim became parent of when `create` exited
- * (runsc-gofer; the init is watched on its own): /proc/PID/task/PID/children. */
+ * (runsc-gofer; the init is watched on its own): /proc/PID/task/PID/children
+ * (Documentation/filesystems/proc.rst), read before `start`. */
 static void note_helpers(struct shim *s)
 {
     char path[64], buf[512];
@@ -559,6 +562,8 @@ static int supervise(struct shim *s, int syncfd)
             return 0;
         }
     }
+    /* Now, before start: the sandbox's ptrace stubs, which die with it, must not count. */
+    note_helpers(s);
     {
         const char *start[] = {"start", s->id, NULL};
         if (berth_now_ns(CLOCK_REALTIME, &s->started_at, NULL) < 0)
@@ -575,7 +580,6 @@ static int supervise(struct shim *s, int syncfd)
             return 0;
         }
     }
-    note_helpers(s);
     write_json(s, OCI_JOB_STARTED, json_pack("{s:o}", "started_at", ns_json(s->started_at)));
     sync_line(syncfd, OCI_SHIM_SYNC_STARTED);
     logf_shim(s, "started, init pid %d", (int)s->init_pid);
