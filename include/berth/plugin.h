@@ -265,10 +265,23 @@ struct berth_host {
  *     released it.
  * @cancel: stop the job and every process it started; returns after they are
  *     gone.  Safe to retry.  0 when the job is stopped (or had already
- *     finished), -ENOENT when confirmed absent.
+ *     finished) *and* the plugin has proven that no process of its sandbox
+ *     remains (for runtime-oci: the shim has exited and the job's cgroup is
+ *     empty or gone in every hierarchy); -ENOENT when confirmed absent;
+ *     -EBUSY when that proof cannot be made now (a process is still there;
+ *     "delete succeeded" is not proof).  berthd calls cancel on a job that
+ *     inspect reports terminal before it records the result (proof of
+ *     teardown): on any error the job stays (or becomes) "reaping" and
+ *     cancel is asked again with back-off (1 s doubling to 60 s); the
+ *     result is recorded only after cancel returned 0 or -ENOENT.
+ *     Reasons runtime plugins report in inspect for their own failures:
+ *     "runtime_lost" (a runtime process -- sandbox, gofer, supervisor --
+ *     died under the job: state "failed") and "oom" (the memory limit
+ *     killed the job: state "exited").
  * @reap: release everything the job still holds (runtime state, scratch,
  *     cgroups) after its outcome was recorded.  Keeps the tombstone.  0 on
- *     success, -ENOENT when confirmed absent, -EBUSY when it still runs.
+ *     success, -ENOENT when confirmed absent, -EBUSY when it still runs or
+ *     its teardown is not proven (as for cancel).
  */
 struct berth_runtime_ops_v1 {
     int (*capabilities)(void *state, char **ret_json, size_t *ret_len, struct berth_error *reterr);

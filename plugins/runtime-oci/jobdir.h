@@ -8,7 +8,12 @@
  *   shim.json     what the shim runs (written by the plugin, 0600):
  *                 {"id", "bundle", "runtime": [argv prefix: path and global
  *                  flags], "unmount": [paths], "deadline_ns": "<ns>",
- *                  "output_bytes": N}
+ *                  "output_bytes": N, "bundle_params": {...} (binding.h),
+ *                  "cgroup": linux.cgroupsPath (cgroup.h),
+ *                  "isolation": "gvisor"|"native",
+ *                  "broker_public_key": base64url or absent}
+ *   dispatch.json the dispatch document start() received (0600): the shim
+ *                 verifies its receipt and rebuilds config.json from it
  *   bundle/       the OCI bundle: config.json (root.path is berthd's staged
  *                 rootfs, outside this directory)
  *   (no outputs/: /tmp/outputs is a tmpfs inside the sandbox, bundle.h)
@@ -30,6 +35,7 @@
 #define BERTH_OCI_JOBDIR_H
 
 #define OCI_JOB_SHIM_CONFIG "shim.json"
+#define OCI_JOB_DISPATCH "dispatch.json"
 #define OCI_JOB_BUNDLE "bundle"
 #define OCI_JOB_LOCK "lock"
 #define OCI_JOB_CONTROL "control"

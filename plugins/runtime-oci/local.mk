@@ -4,7 +4,13 @@
 # out (included by Makefile.am).
 
 OCI_CFLAGS = $(BERTH_CORE_CFLAGS) -I$(top_srcdir)/plugins/runtime-oci
+OCI_COMMON_FILES = plugins/runtime-oci/jobdir.h \
+	plugins/runtime-oci/ocicfg.c plugins/runtime-oci/ocicfg.h \
+	plugins/runtime-oci/binding.c plugins/runtime-oci/binding.h \
+	plugins/runtime-oci/cgroup.c plugins/runtime-oci/cgroup.h
 OCI_PLUGIN_FILES = \
+	plugins/runtime-oci/binding.c plugins/runtime-oci/binding.h \
+	plugins/runtime-oci/cgroup.c plugins/runtime-oci/cgroup.h \
 	plugins/runtime-oci/jobdir.h \
 	plugins/runtime-oci/ocicfg.c plugins/runtime-oci/ocicfg.h \
 	plugins/runtime-oci/runtime-oci.c \
@@ -12,14 +18,12 @@ OCI_PLUGIN_FILES = \
 
 if BERTH_PLUGIN_RUNTIME_OCI
 pkglibexec_PROGRAMS += plugins/runtime-oci/berth-oci-shim
-plugins_runtime_oci_berth_oci_shim_SOURCES = plugins/runtime-oci/shim.c plugins/runtime-oci/jobdir.h \
-	plugins/runtime-oci/ocicfg.c plugins/runtime-oci/ocicfg.h
+plugins_runtime_oci_berth_oci_shim_SOURCES = plugins/runtime-oci/shim.c $(OCI_COMMON_FILES)
 plugins_runtime_oci_berth_oci_shim_CFLAGS = $(OCI_CFLAGS)
 plugins_runtime_oci_berth_oci_shim_LDADD = $(BERTH_CORE_LIBS)
 
 plugin_LTLIBRARIES += plugins/runtime-oci/runtime-oci.la
-plugins_runtime_oci_runtime_oci_la_SOURCES = plugins/runtime-oci/runtime-oci.c \
-	plugins/runtime-oci/ocicfg.c plugins/runtime-oci/ocicfg.h plugins/runtime-oci/jobdir.h
+plugins_runtime_oci_runtime_oci_la_SOURCES = plugins/runtime-oci/runtime-oci.c $(OCI_COMMON_FILES)
 plugins_runtime_oci_runtime_oci_la_CFLAGS = $(OCI_CFLAGS) \
 	-DBERTH_OCI_SHIM_PATH=\"$(pkglibexecdir)/berth-oci-shim\"
 plugins_runtime_oci_runtime_oci_la_LDFLAGS = $(BERTH_PLUGIN_LDFLAGS)
@@ -37,7 +41,8 @@ tests_tools_mkbundle_LDADD = $(BERTH_CORE_LIBS)
 TESTS += tests/cli/test-bundle-runtimes.sh
 
 # Real jobs through berthd on runtime-oci with real runsc and crun (root).
-TESTS += tests/cli/test-runtime-oci.sh tests/cli/test-runtime-oci-disk.sh tests/cli/test-qualify.sh
+TESTS += tests/cli/test-runtime-oci.sh tests/cli/test-runtime-oci-disk.sh tests/cli/test-qualify.sh \
+	tests/cli/test-runtime-oci-teardown.sh
 # The plugin itself through the loader, on real crun (root).
 check_PROGRAMS += tests/unit/test-runtime-oci
 TESTS += tests/unit/test-runtime-oci
@@ -49,5 +54,5 @@ else
 EXTRA_DIST += $(OCI_PLUGIN_FILES)
 endif
 EXTRA_DIST += tests/cli/test-bundle-runtimes.sh tests/cli/test-runtime-oci.sh tests/cli/test-qualify.sh \
-	tests/cli/test-runtime-oci-disk.sh \
+	tests/cli/test-runtime-oci-disk.sh tests/cli/test-runtime-oci-teardown.sh \
 	tests/cli/oci-lib.sh tests/bench/overhead tests/unit/test-runtime-oci.c tests/tools/mkbundle.c

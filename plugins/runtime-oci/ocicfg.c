@@ -14,12 +14,22 @@
 #include "jsonobj.h"
 #include "macro.h"
 #include "ocicfg.h"
+#include "sign.h"
 
 #define WHAT "runtime-oci config"
 #define DEFAULT_START_TIMEOUT_NS (60LL * 1000000000LL)
 
-static const char *const members[] = {"gid",  "global_args",      "isolation",       "pids_ceiling", "runtime",
-                                      "shim", "start_timeout_ns", "state_directory", "uid",          "unmount",
+static const char *const members[] = {"broker_public_key",
+                                      "gid",
+                                      "global_args",
+                                      "isolation",
+                                      "pids_ceiling",
+                                      "runtime",
+                                      "shim",
+                                      "start_timeout_ns",
+                                      "state_directory",
+                                      "uid",
+                                      "unmount",
                                       NULL};
 static const char *const runtime_members[] = {"mode", "path", "sha256", "size", NULL};
 
@@ -82,6 +92,24 @@ static int parse_runtime(const json_t *rt, struct oci_config *c, struct berth_er
     return 0;
 }
 
+/* "broker_public_key": the key receipts must verify with (binding.h), optional. */
+static int parse_broker_key(struct oci_config *c, struct berth_error *reterr)
+{
+    const char *b64 = NULL;
+    int r;
+
+    if ((r = berth_json_string_member(c->doc, WHAT, "broker_public_key", false, &b64, reterr)) < 0)
+        return r;
+    if (!b64)
+        return 0;
+    if (berth_public_key_from_b64url(b64, c->broker_key) < 0)
+        return berth_error_set(reterr, -EBADMSG,
+                               WHAT ": broker_public_key must be 43 base64url characters (berthd's receipt key)");
+    c->broker_key_b64 = b64;
+    c->has_broker_key = true;
+    return 0;
+}
+
 int oci_config_parse(const char *json, size_t len, const char *default_shim, struct oci_config *ret,
                      struct berth_error *reterr)
 {
@@ -110,7 +138,8 @@ int oci_config_parse(const char *json, size_t len, const char *default_shim, str
         (r = berth_json_int_member(c.doc, WHAT, "gid", false, 1, 0xfffffffe, &gid, reterr)) < 0 ||
         (r = berth_json_int_member(c.doc, WHAT, "pids_ceiling", false, 1, 1 << 22, &c.pids_ceiling, reterr)) < 0 ||
         (r = berth_json_int_member(c.doc, WHAT, "start_timeout_ns", false, 1000000, 3600LL * 1000000000LL,
-                                   &c.start_timeout_ns, reterr)) < 0)
+                                   &c.start_timeout_ns, reterr)) < 0 ||
+        (r = parse_broker_key(&c, reterr)) < 0)
         goto fail;
     if (strcmp(c.isolation, "gvisor") != 0 && strcmp(c.isolation, "native") != 0) {
         r = berth_error_set(reterr, -EBADMSG, WHAT ": isolation must be \"gvisor\" or \"native\"");

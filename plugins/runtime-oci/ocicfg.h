@@ -13,7 +13,8 @@
  *    "unmount": ["/sys/fs/cgroup/unified"],                   (optional)
  *    "uid": 65534, "gid": 65534,                              (optional)
  *    "pids_ceiling": 4096,                                    (optional)
- *    "start_timeout_ns": 60000000000}                         (optional)
+ *    "start_timeout_ns": 60000000000,                         (optional)
+ *    "broker_public_key": "<43 base64url characters>"}        (optional)
  *
  * runtime      the OCI runtime binary, pinned: it must be a regular file
  *              owned by root (or by the user berthd runs as), with exactly
@@ -23,6 +24,14 @@
  *              ctime) changed.
  * global_args  flags given to every runtime subcommand; the plugin adds
  *              "--root STATE/root" itself.
+ * broker_public_key  berthd's receipt public key (the "broker_public_key"
+ *              of a client.json; `berthctl keygen` prints it as public_key):
+ *              with it, start() refuses (-EKEYREJECTED) and the shim
+ *              refuses before `create` a dispatch whose receipt does not
+ *              verify with it (binding.h).  The plugin cannot read berthd's
+ *              private key file, and must not: the key reaches it only
+ *              through this configuration.  Without it, receipts are not
+ *              verified (init logs a warning).
  * pids_ceiling when set, linux.resources.pids.limit is this ceiling and the
  *              job's limits.pids becomes RLIMIT_NPROC (gVisor counts host
  *              tasks in the pids cgroup; use it for runsc, never for a
@@ -39,6 +48,8 @@
 
 #include <berth/error.h>
 #include <berth/plugin.h>
+
+#include "sign.h"
 
 #define OCI_MAX_GLOBAL_ARGS 32
 
@@ -72,6 +83,9 @@ struct oci_config {
     uint32_t uid, gid;
     int64_t pids_ceiling; /* 0 = none */
     int64_t start_timeout_ns;
+    bool has_broker_key;
+    uint8_t broker_key[BERTH_ED25519_PUBLIC_LEN];
+    const char *broker_key_b64;
     struct oci_pin_cache pin_cache;
 };
 

@@ -12,7 +12,7 @@
  * `create` to `delete` and writes result.json.  inspect(), cancel() and
  * reap() only read and write the job directory; a shim that died without a
  * result is replaced by `berth-oci-shim cleanup`, which kills and deletes
- * the container and records "supervisor_lost".  Because the shim outlives
+ * the container and records "runtime_lost".  Because the shim outlives
  * berthd, a job keeps running across a berthd restart and its result is
  * found afterwards.
  */
@@ -31,8 +31,10 @@
 
 #include <berth/plugin.h>
 
+#include "binding.h"
 #include "bundle.h"
 #include "canon.h"
+#include "cgroup.h"
 #include "clock.h"
 #include "digest.h"
 #include "encoding.h"
@@ -52,6 +54,7 @@
 #define DISPATCH_MAX (2 * 1024 * 1024)
 #define CANCEL_WAIT_NS (3LL * 1000000000LL) /* then -ETIMEDOUT: berthd asks again on its next pass */
 #define REAP_WAIT_NS (10LL * 1000000000LL)  /* for a shim that wrote its result to exit */
+#define TEARDOWN_WAIT_NS (2LL * 1000000000LL) /* for the job's cgroup to empty after SIGKILL */
 #define VERSION_MAX 256
 
 extern char **environ;
@@ -283,6 +286,9 @@ static int oci_init(const struct berth_host *host, const char *config, size_t co
     /* A runtime that fails its pin is reported by capabilities(); berthd still starts. */
     if (check_runtime(o, &err) < 0)
         host->log(host, BERTH_LOG_WARNING, "%s", err.message);
+    if (!o->cfg.has_broker_key)
+        host->log(host, BERTH_LOG_WARNING,
+                  "no broker_public_key in its configuration: receipts are not verified before create");
     *ret_state = o;
     return 0;
 fail:
@@ -344,6 +350,8 @@ static int oci_capabilities(void *state, char **ret_json, size_t *ret_len, struc
 /* start                                                                      */
 
 struct dispatch {
+    const char *text; /* the document as berthd sent it (borrowed) */
+    size_t len;
     json_t *doc;
     const char *run_id;
     int64_t deadline;
@@ -359,13 +367,16 @@ static void dispatch_clear(struct dispatch *d)
     memset(d, 0, sizeof(*d));
 }
 
-static int dispatch_parse(const char *text, size_t len, struct dispatch *d, struct berth_error *reterr)
+static int dispatch_parse(const struct oci *o, const char *text, size_t len, struct dispatch *d,
+                          struct berth_error *reterr)
 {
     const json_t *receipt, *inputs;
     json_int_t sv;
     int r;
 
     memset(d, 0, sizeof(*d));
+    d->text = text;
+    d->len = len;
     if ((r = berth_json_parse(text, len, DISPATCH_MAX, &d->doc, reterr)) < 0)
         return r == -ENOMEM ? r : -EBADMSG;
     sv = json_integer_value(json_object_get(d->doc, "schema_version"));
@@ -386,17 +397,18 @@ static int dispatch_parse(const char *text, size_t len, struct dispatch *d, stru
     if (json_array_size(inputs) > 0)
         return berth_error_set(reterr, -EBADMSG,
                                "job inputs need an evidence store, which this host does not offer yet");
-    return 0;
+    /* The shim checks this again before create; refusing here creates nothing. */
+    return oci_binding_verify(d->doc, d->job, o->cfg.has_broker_key ? o->cfg.broker_key : NULL, reterr);
 }
 
 /* Write the bundle and shim.json into the new job directory @jobfd. */
 static int prepare(struct oci *o, const struct dispatch *d, int jobfd, const char *jobdir, struct berth_error *reterr)
 {
     _cleanup_free_ char *bundle = NULL;
-    _cleanup_json_ json_t *config = NULL, *shim = NULL;
+    _cleanup_json_ json_t *config = NULL, *shim = NULL, *params = NULL;
     _cleanup_free_ char *text = NULL;
     _cleanup_close_ int bundlefd = -1;
-    struct berth_bundle_params bp;
+    char cgroup[OCI_CGROUP_PATH_MAX];
     size_t len = 0;
     int r;
 
@@ -407,24 +419,24 @@ static int prepare(struct oci *o, const struct dispatch *d, int jobfd, const cha
     bundlefd = openat(jobfd, OCI_JOB_BUNDLE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (bundlefd < 0)
         return berth_error_set(reterr, -errno, "cannot prepare %s: %m", jobdir);
-    bp = (struct berth_bundle_params){
-        .job = d->job,
-        .effective = d->effective,
-        .rootfs = d->rootfs,
-        .uid = o->cfg.uid,
-        .gid = o->cfg.gid,
-        .nproc = o->cfg.pids_ceiling ? (uint64_t)d->job->limits.pids : 0,
-        .pids_ceiling = (uint64_t)o->cfg.pids_ceiling,
-    };
-    r = berth_bundle_config(&bp, &config, reterr);
-    if (r == -EPROTONOSUPPORT || r == -EINVAL)
-        r = -EBADMSG; /* this job cannot run here, now or later */
-    if (r < 0 || (r = berth_bundle_write(bundlefd, config, reterr)) < 0)
+    if ((r = oci_cgroup_path(o->cfg.state_directory, d->run_id, cgroup)) < 0)
+        return berth_error_set(reterr, r, "cannot name the job's cgroup: %s", strerror(-r));
+    /* What the shim rebuilds config.json from (binding.h). */
+    params = json_pack("{s:I, s:I, s:I, s:I, s:s}", "uid", (json_int_t)o->cfg.uid, "gid", (json_int_t)o->cfg.gid,
+                       "nproc", (json_int_t)(o->cfg.pids_ceiling ? d->job->limits.pids : 0), "pids_ceiling",
+                       (json_int_t)o->cfg.pids_ceiling, "cgroups_path", cgroup);
+    if (!params)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if ((r = oci_binding_config(d->doc, d->job, params, &config, reterr)) < 0 ||
+        (r = berth_bundle_write(bundlefd, config, reterr)) < 0 ||
+        (r = berth_publish_at(jobfd, OCI_JOB_DISPATCH, d->text, d->len, 0600, 0, reterr)) < 0)
         return r;
-    shim = json_pack("{s:s, s:s, s:o, s:{s:s, s:I, s:i}, s:O*, s:o, s:I}", "id", d->run_id, "bundle", bundle, "runtime",
-                     runtime_prefix(o), "pin", "sha256", o->cfg.pin.sha256, "size", (json_int_t)o->cfg.pin.size, "mode",
-                     (int)o->cfg.pin.mode, "unmount", o->cfg.unmount, "deadline_ns", berth_json_ns(d->deadline),
-                     "output_bytes", (json_int_t)d->job->limits.output_bytes);
+    shim = json_pack("{s:s, s:s, s:o, s:{s:s, s:I, s:i}, s:O*, s:o, s:I, s:O, s:s, s:s, s:s*}", "id", d->run_id,
+                     "bundle", bundle, "runtime", runtime_prefix(o), "pin", "sha256", o->cfg.pin.sha256, "size",
+                     (json_int_t)o->cfg.pin.size, "mode", (int)o->cfg.pin.mode, "unmount", o->cfg.unmount,
+                     "deadline_ns", berth_json_ns(d->deadline), "output_bytes", (json_int_t)d->job->limits.output_bytes,
+                     "bundle_params", params, "cgroup", cgroup, "isolation", o->cfg.isolation, "broker_public_key",
+                     o->cfg.broker_key_b64);
     if (!shim)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     if ((r = berth_json_serialize(shim, 0, &text, &len, reterr)) < 0 ||
@@ -512,7 +524,7 @@ static int oci_start(void *state, const char *dispatch, size_t dispatch_len, str
     int64_t now;
     int r;
 
-    r = dispatch_parse(dispatch, dispatch_len, &d, reterr);
+    r = dispatch_parse(o, dispatch, dispatch_len, &d, reterr);
     if (r < 0)
         goto out;
     if ((r = take_state_lock(o, reterr)) < 0)
@@ -688,6 +700,34 @@ static int oci_inspect(void *state, const char *job_id, char **ret_json, size_t 
     return give_json(json_incref(res), ret_json, ret_len, reterr);
 }
 
+/* Proof of teardown (plugin.h, cancel): the job's shim has exited (it
+ * reaped runsc-sandbox, runsc-gofer and everything else it was parent of)
+ * and no process is left in the job's cgroup in any hierarchy (cgroup.h;
+ * leftovers are killed, empty groups removed).  -EBUSY when either cannot
+ * be shown now: berthd keeps the job reaping and asks again. */
+static int prove_teardown(struct oci *o, int jobfd, const char *job_id, struct berth_error *reterr)
+{
+    char cgroup[OCI_CGROUP_PATH_MAX];
+    int r;
+
+    /* The shim writes result.json last and exits right after: wait for it. */
+    for (int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, REAP_WAIT_NS); shim_alive(jobfd) == 1;) {
+        if (berth_deadline_passed(CLOCK_MONOTONIC, until))
+            return berth_error_set(reterr, -EBUSY, "job %s: teardown not proven: its shim is still running", job_id);
+        usleep(10000);
+    }
+    if ((r = oci_cgroup_path(o->cfg.state_directory, job_id, cgroup)) < 0)
+        return berth_error_set(reterr, r, "job %s: cannot name its cgroup: %s", job_id, strerror(-r));
+    r = oci_cgroup_drain(OCI_CGROUP_ROOT, cgroup, TEARDOWN_WAIT_NS, reterr);
+    if (r < 0) {
+        berth_error_prefix(reterr, "job %s: teardown not proven", job_id);
+        if (reterr)
+            reterr->code = -EBUSY;
+        return -EBUSY; /* not knowing is not proof either */
+    }
+    return 0;
+}
+
 static int oci_cancel(void *state, const char *job_id, struct berth_error *reterr)
 {
     struct oci *o = state;
@@ -700,8 +740,11 @@ static int oci_cancel(void *state, const char *job_id, struct berth_error *reter
         return jobfd;
     while (!has_result(jobfd)) {
         r = shim_alive(jobfd);
-        if (r == 0)
-            return settle_orphan(o, job_id, reterr);
+        if (r == 0) {
+            if ((r = settle_orphan(o, job_id, reterr)) < 0)
+                return r;
+            break;
+        }
         if (r < 0)
             return berth_error_set(reterr, r, "job %s: cannot check its shim: %s", job_id, strerror(-r));
         {
@@ -715,7 +758,7 @@ static int oci_cancel(void *state, const char *job_id, struct berth_error *reter
                                    (long long)(CANCEL_WAIT_NS / BERTH_NS_PER_SEC));
         usleep(20000);
     }
-    return 0;
+    return prove_teardown(o, jobfd, job_id, reterr);
 }
 
 static int oci_reap(void *state, const char *job_id, struct berth_error *reterr)
@@ -729,12 +772,8 @@ static int oci_reap(void *state, const char *job_id, struct berth_error *reterr)
         return jobfd;
     if (!has_result(jobfd))
         return berth_error_set(reterr, -EBUSY, "job %s has not finished", job_id);
-    /* The shim writes result.json last and exits right after: wait for it. */
-    for (int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, REAP_WAIT_NS); shim_alive(jobfd) == 1;) {
-        if (berth_deadline_passed(CLOCK_MONOTONIC, until))
-            return berth_error_set(reterr, -EBUSY, "job %s: its shim is still running", job_id);
-        usleep(10000);
-    }
+    if ((r = prove_teardown(o, jobfd, job_id, reterr)) < 0)
+        return r;
     if ((r = berth_tree_clear(jobfd, reterr)) < 0)
         return r;
     return berth_publish_at(jobfd, OCI_JOB_REAPED, "", 0, 0600, 0, reterr);

@@ -20,7 +20,14 @@
  *
  * cleanup: for a job whose shim is gone without a result (killed, or the
  * machine rebooted): kill and delete the container, then record the job
- * failed with reason "supervisor_lost".
+ * failed with reason "runtime_lost".
+ *
+ * Honest statuses: the job fails with "runtime_lost" when a runtime process
+ * dies under it (runsc-sandbox killed by a signal, runsc-gofer ending while
+ * the job runs, or the shim itself: cleanup), and exits with reason "oom"
+ * when its cgroup's memory controller counted an OOM kill.  Before
+ * `create` the receipt and config.json are checked (binding.h); after
+ * `delete` the job's cgroup is drained (cgroup.h).
  *
  * The runtime's global flags are passed to every subcommand (runsc needs
  * them all each time).  With "unmount" in shim.json, the shim first enters a
@@ -50,17 +57,21 @@
 #include <unistd.h>
 
 #include "canon.h"
+#include "cgroup.h"
 #include "clock.h"
 #include "fsutil.h"
 #include "jobdir.h"
 #include "jsonobj.h"
 #include "macro.h"
 #include "ocicfg.h"
+#include "binding.h"
 
 #define KILL_RETRY_NS (2LL * 1000000000LL) /* kill --all again while the init lives */
 #define DRAIN_NS (2LL * 1000000000LL)      /* output still read after the init exited */
 #define REAP_NS (5LL * 1000000000LL)       /* waiting for the runtime's helpers (gofer) */
 #define COMMAND_TIMEOUT_NS (60LL * 1000000000LL)
+#define DRAIN_CGROUP_NS (2LL * 1000000000LL) /* cgroup members killed after delete */
+#define HELPERS_MAX 8
 
 extern char **environ;
 
@@ -83,6 +94,10 @@ struct shim {
     bool killed;                /* kill --all was run */
     int64_t kill_again_at;      /* CLOCK_MONOTONIC deadline (clock.h): kill again while the init lives */
     int64_t drain_until;        /* CLOCK_MONOTONIC deadline: output is read until then after the init exited */
+    const char *cgroup;         /* linux.cgroupsPath of the job (cgroup.h), or NULL */
+    bool gvisor;                /* the init is runsc-sandbox, not the job's own process */
+    pid_t helpers[HELPERS_MAX]; /* the runtime's other processes, children of the shim (runsc-gofer) */
+    size_t n_helpers;
 };
 
 static void logf_shim(struct shim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -179,6 +194,21 @@ static void kill_all(struct shim *s)
 /* Note that child @w ended with wait status @st: the init's is the job's. */
 static void child_ended(struct shim *s, pid_t w, int st)
 {
+    for (size_t i = 0; i < s->n_helpers; i++) {
+        if (w != s->helpers[i])
+            continue;
+        s->helpers[i] = 0;
+        /* A runtime process killed (or failing) while the job runs and nobody
+         * stopped it: the sandbox is lost.  runsc-gofer exits 0 when the
+         * sandbox shuts down, which may be seen before the sandbox's own exit. */
+        if (!s->init_exited && !s->state && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+            logf_shim(s, "runtime process %d ended (%s %d) while the job ran: killing the job", (int)w,
+                      WIFEXITED(st) ? "exit status" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+            s->state = "failed";
+            s->reason = "runtime_lost";
+            kill_all(s);
+        }
+    }
     if (w == s->init_pid && !s->init_exited) {
         s->init_exited = true;
         s->init_status = st;
@@ -352,6 +382,109 @@ static int open_capture(struct shim *s, const char *name)
     return fd;
 }
 
+/* The runtime's processes the shim became parent of when `create` exited
+ * (runsc-gofer; the init is watched on its own): /proc/PID/task/PID/children
+ * (Documentation/filesystems/proc.rst), read before `start`. */
+static void note_helpers(struct shim *s)
+{
+    char path[64], buf[512];
+    _cleanup_close_ int fd = -1;
+    ssize_t n;
+    char *p, *end;
+
+    snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) < 0) {
+        logf_shim(s, "cannot list the runtime's processes (%s): %m", path);
+        return;
+    }
+    buf[n] = '\0';
+    for (p = buf; s->n_helpers < HELPERS_MAX; p = end) {
+        long v = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (v > 1 && v != s->init_pid)
+            s->helpers[s->n_helpers++] = (pid_t)v;
+    }
+}
+
+/* The init ended without a verdict of the shim's own: whose end was it?
+ * The memory controller's oom_kill count of the job's cgroup says whether
+ * the memory limit killed it (for gVisor the host kills the whole sandbox,
+ * so the count is all it can tell: not which guest process grew).  For
+ * gVisor the init is runsc-sandbox, which exits with the guest's status
+ * (128 + signal for a signalled guest): a sandbox killed by a signal
+ * nobody sent through the runtime is the runtime's death, not the job's. */
+static void judge_end(struct shim *s)
+{
+    int64_t ooms;
+
+    if (s->state || !s->init_exited)
+        return;
+    ooms = s->cgroup ? oci_cgroup_oom_kills(OCI_CGROUP_ROOT, s->cgroup) : -ENOENT;
+    if (ooms > 0) {
+        logf_shim(s, "the memory limit killed %lld process(es) of the job", (long long)ooms);
+        s->state = "exited";
+        s->reason = "oom";
+    } else if (s->gvisor && WIFSIGNALED(s->init_status)) {
+        logf_shim(s, "runsc-sandbox was killed by signal %d: the sandbox is lost", WTERMSIG(s->init_status));
+        s->state = "failed";
+        s->reason = "runtime_lost";
+    }
+}
+
+/* After delete: nothing of the job may be left in its cgroup (cgroup.h). */
+static void drain_cgroup(struct shim *s)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+
+    if (s->cgroup && oci_cgroup_drain(OCI_CGROUP_ROOT, s->cgroup, DRAIN_CGROUP_NS, &err) < 0)
+        logf_shim(s, "teardown not proven: %s", err.message);
+}
+
+/* Before create: the receipt verifies with the broker key of shim.json and
+ * config.json is the deny-all spec rebuilt from the sealed job (binding.h).
+ * Returns NULL, or the reason code the job fails with. */
+static const char *check_binding(struct shim *s)
+{
+    struct berth_file_expect expect = {.type = S_IFREG, .uid = geteuid(), .mode_mask = 077, .max_size = 4 << 20};
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *text = NULL, *config = NULL, *cfgpath = NULL;
+    _cleanup_json_ json_t *doc = NULL;
+    struct berth_job *job = NULL;
+    const char *b64 = json_string_value(json_object_get(s->cfg, "broker_public_key"));
+    uint8_t pub[BERTH_ED25519_PUBLIC_LEN];
+    size_t len = 0, clen = 0;
+    const char *reason = NULL;
+    int r;
+
+    if (b64 && berth_public_key_from_b64url(b64, pub) < 0) {
+        logf_shim(s, "refusing the job: shim.json broker_public_key is not a key");
+        return "receipt_rejected";
+    }
+    if (asprintf(&cfgpath, "%s/config.json", OCI_JOB_BUNDLE) < 0)
+        return "binding_unreadable";
+    if (berth_read_file_at(s->jobfd, OCI_JOB_DISPATCH, &expect, &text, &len, &err) < 0 ||
+        berth_json_parse(text, len, 4 << 20, &doc, &err) < 0 ||
+        berth_job_from_json(json_object_get(doc, "job"), &job, &err) < 0 ||
+        berth_read_file_at(s->jobfd, cfgpath, &expect, &config, &clen, &err) < 0) {
+        logf_shim(s, "refusing the job: %s", err.message);
+        berth_job_free(job);
+        return "binding_unreadable";
+    }
+    if ((r = oci_binding_verify(doc, job, b64 ? pub : NULL, &err)) < 0)
+        reason = "receipt_rejected";
+    else if ((r = oci_binding_check_config(doc, job, json_object_get(s->cfg, "bundle_params"), config, clen, &err)) <
+             0)
+        reason = "config_mismatch";
+    else if (!b64)
+        logf_shim(s, "no broker_public_key configured: the receipt's signature was not checked");
+    if (reason)
+        logf_shim(s, "refusing the job before create: %s", err.message);
+    berth_job_free(job);
+    return reason;
+}
+
 static int supervise(struct shim *s, int syncfd)
 {
     _cleanup_close_ int out_r = -1, err_r = -1, sigfd = -1, timerfd = -1, ctlfd = -1;
@@ -401,6 +534,16 @@ static int supervise(struct shim *s, int syncfd)
 
     snprintf(pidfile, sizeof(pidfile), "%s/%s", s->jobdir, OCI_JOB_PIDFILE);
     {
+        const char *refused = check_binding(s);
+        if (refused) {
+            close(outp[1]);
+            close(errp[1]);
+            write_result(s, "failed", refused, -1);
+            sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
+            return 0;
+        }
+    }
+    {
         const char *create[] = {"create", "--bundle", s->bundle, "--pid-file", pidfile, s->id, NULL};
         /* The container inherits create's stdout and stderr: the pipes. */
         bool ok = runtime_ok(s, create, outp[1], errp[1]);
@@ -413,11 +556,14 @@ static int supervise(struct shim *s, int syncfd)
                 ;
             delete_container(s);
             reap_all(s);
+            drain_cgroup(s);
             write_result(s, "failed", "create_failed", -1);
             sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
             return 0;
         }
     }
+    /* Now, before start: the sandbox's ptrace stubs, which die with it, must not count. */
+    note_helpers(s);
     {
         const char *start[] = {"start", s->id, NULL};
         if (berth_now_ns(CLOCK_REALTIME, &s->started_at, NULL) < 0)
@@ -427,6 +573,7 @@ static int supervise(struct shim *s, int syncfd)
             reap_all(s);
             delete_container(s);
             reap_all(s);
+            drain_cgroup(s);
             s->started_at = -1;
             write_result(s, "failed", "start_failed", -1);
             sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
@@ -498,13 +645,17 @@ static int supervise(struct shim *s, int syncfd)
         ;
     while (err_open && pump(s, err_r, s->err_fd) && drain_more(err_r))
         ;
+    judge_end(s); /* before delete: the runtime removes the cgroup that counted OOM kills */
     reap_all(s);
     delete_container(s);
     reap_all(s);
+    drain_cgroup(s);
     if (WIFEXITED(s->init_status))
         code = WEXITSTATUS(s->init_status);
     else
         code = 128 + WTERMSIG(s->init_status);
+    if (streq_ptr(s->reason, "runtime_lost"))
+        code = -1; /* the sandbox's status, not the job's */
     logf_shim(s, "finished: %s, exit code %d", s->state ? s->state : "exited", code);
     write_result(s, s->state ? s->state : "exited", s->reason, code);
     return 0;
@@ -516,7 +667,8 @@ static int cleanup(struct shim *s)
     s->started_at = -1;
     kill_all(s);
     delete_container(s);
-    return write_result(s, "failed", "supervisor_lost", -1) < 0 ? 1 : 0;
+    drain_cgroup(s);
+    return write_result(s, "failed", "runtime_lost", -1) < 0 ? 1 : 0;
 }
 
 static int load_config(struct shim *s)
@@ -541,6 +693,10 @@ static int load_config(struct shim *s)
         return -EBADMSG;
     }
     (void)deadline;
+    s->cgroup = json_string_value(json_object_get(s->cfg, "cgroup"));
+    if (s->cgroup && (s->cgroup[0] != '/' || strstr(s->cgroup, "..")))
+        return fprintf(stderr, "berth-oci-shim: shim.json: cgroup must be an absolute path\n"), -EBADMSG;
+    s->gvisor = streq_ptr(json_string_value(json_object_get(s->cfg, "isolation")), "gvisor");
     prefix = json_object_get(s->cfg, "runtime");
     if (!json_is_array(prefix) || json_array_size(prefix) < 1 || json_array_size(prefix) > 64)
         return fprintf(stderr, "berth-oci-shim: shim.json: runtime must be 1 to 64 strings\n"), -EBADMSG;

@@ -230,14 +230,14 @@ run 1 CLIENT submit "$TMP/after-swap.job.json"
 stderr_has "no_backend"
 
 # A shim killed while its job runs: the next inspect finds its lock free, kills
-# and deletes the container, and the job fails with supervisor_lost.
+# and deletes the container, and the job fails with runtime_lost.
 bb_job orphan "sleep $((CANCEL + 1)); echo never"
 submit orphan
 wait_state dev orphan running
 shim=$(pgrep -f "oci-shim supervise .*$RUN_ID") || fail "no shim supervises $RUN_ID"
 kill -KILL $shim
 finish orphan
-[ "$(result orphan .status)/$(result orphan .reason)" = failed/supervisor_lost ] ||
+[ "$(result orphan .status)/$(result orphan .reason)" = failed/runtime_lost ] ||
     fail "orphan: $(cat "$TMP/orphan.out/result.json")"
 no_process "sleep $((CANCEL + 1))"
 no_process "$RUN_ID"

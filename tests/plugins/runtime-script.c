@@ -15,6 +15,8 @@
  *   ["spew", N]          exits 0 with N bytes of stdout (tests output bounds)
  *   ["refuse"]           start() refuses the document (-EBADMSG)
  *   ["flaky"]            the first start() fails with -EIO, the next succeeds
+ *   ["leftover"]         exits 0 at once, but cancel() says its teardown is
+ *                        not proven (-EBUSY) until "<run_id>.released" exists
  *   anything else        exits 0 with no output
  *
  * Everything is kept in files under the configured state_directory, so a
@@ -230,6 +232,10 @@ static int script_start(void *state, const char *dispatch, size_t dispatch_len, 
         json_decref(doc);
         return berth_error_set(reterr, -EIO, "a transient failure, on purpose");
     }
+    if (strcmp(argv0, "leftover") == 0 && mark(s, run_id, ".leftover", "", 0, reterr) < 0) {
+        json_decref(doc);
+        return -EIO;
+    }
     if (now_ns(s) < 0) {
         json_decref(doc);
         return berth_error_set(reterr, -EIO, "the host clock cannot be read");
@@ -382,7 +388,11 @@ static int script_cancel(void *state, const char *job_id, struct berth_error *re
         return berth_error_set(reterr, -ENOENT, "job %s was never started here", job_id);
     }
     r = mark(s, job_id, ".cancel", "", 0, reterr);
-    return r == -EEXIST ? 0 : r;
+    if (r < 0 && r != -EEXIST)
+        return r;
+    if (exists(s, job_id, ".leftover") && !exists(s, job_id, ".released"))
+        return berth_error_set(reterr, -EBUSY, "job %s: teardown not proven (a leftover process)", job_id);
+    return 0;
 }
 
 static int script_reap(void *state, const char *job_id, struct berth_error *reterr)

@@ -7,6 +7,8 @@
 #include "testutil.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "broker.h"
@@ -424,6 +426,44 @@ START_TEST(cancel_running)
     expect_status(&c, 202, NULL);
     ck_assert_str_eq(json_string_value(json_object_get(c.body, "state")), "cancelled");
     berth_reply_clear(&c);
+    berth_reply_clear(&r);
+}
+END_TEST
+
+/* Proof of teardown (plugin.h, cancel): a finished job whose backend cannot
+ * prove its teardown stays reaping with no result, and is asked again with
+ * back-off; once released it gets its own outcome. */
+START_TEST(unproven_teardown)
+{
+    _cleanup_free_ char *doc = job_doc("t1", "[\"leftover\"]", 60000000000LL);
+    struct berth_reply r = submit(FP_A, doc), res = {0}, ins = {0};
+    char line[128], *released = NULL;
+    int fd;
+
+    expect_status(&r, 201, NULL);
+    passes();
+    passes();
+    berth_broker_inspect(broker, FP_A, "t1", &ins);
+    ck_assert_str_eq(json_string_value(json_object_get(ins.body, "state")), "reaping");
+    berth_reply_clear(&ins);
+    berth_broker_result(broker, FP_A, "t1", &res);
+    expect_status(&res, 202, NULL);
+    berth_reply_clear(&res);
+    /* Back-off: the second pass right after the first did not ask again. */
+    snprintf(line, sizeof(line), "cancel %s", run_id_of(r.body));
+    ck_assert_int_eq(calls(line), 1);
+    ck_assert_int_gt(asprintf(&released, "%s/%s.released", state_dir, run_id_of(r.body)), 0);
+    fd = open(released, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    free(released);
+    usleep(1100000); /* the first back-off step (1 s) */
+    passes();
+    ck_assert_int_eq(calls(line), 2);
+    berth_broker_result(broker, FP_A, "t1", &res);
+    expect_status(&res, 200, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res.body, "result"), "status")), "exited");
+    berth_reply_clear(&res);
     berth_reply_clear(&r);
 }
 END_TEST
@@ -935,6 +975,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, admission);
     tcase_add_test(tc, cancel_before_start);
     tcase_add_test(tc, cancel_running);
+    tcase_add_test(tc, unproven_teardown);
     tcase_add_test(tc, deadline);
     tcase_add_test(tc, start_refused_and_flaky);
     tcase_add_test(tc, output_bound);

@@ -182,9 +182,6 @@ void broker_retry_succeeded(struct berth_broker *b, const struct berth_job_recor
 /* @run_id is terminal: forget its retries. */
 void broker_retry_forget(struct berth_broker *b, const char *run_id);
 
-/* How many job calls are failing now (for berth_broker_health()). */
-size_t broker_retry_count(struct berth_broker *b);
-
 void broker_retries_free(struct broker_retries *t);
 
 /* Call the fault hook. */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * broker-retry.c -- backoff for a backend call that fails for one job
- * (start, inspect, cancel): the call is tried again 250 ms later, then
- * doubling to 30 s, and the log gets one line when the job's calls start
- * failing and one when they work again, never one per reconcile pass.
+ * (start, inspect, cancel, which is also the proof of teardown): the call
+ * is tried again 250 ms later, then doubling to 30 s, and the log gets one
+ * line when the job's calls start failing and one when they work again,
+ * never one per reconcile pass.
  * Keyed by run id and operation; an entry exists only while it fails.
  */
 #include <stdlib.h>
@@ -71,7 +72,15 @@ void broker_retry_failed(struct berth_broker *b, const struct berth_job_record *
     if (e)
         began = berth_backoff_failed(&e->backoff, broker_mono_now());
     pthread_mutex_unlock(&b->lock);
-    if (began)
+    if (!began)
+        return;
+    /* A cancel that fails is a teardown not proven (plugin.h): the job gets no terminal result yet. */
+    if (op == BROKER_OP_CANCEL)
+        berth_logf(b->p.logger, BERTH_LOG_WARNING,
+                   "job %s run %s: teardown not proven by backend %s, so no result yet; will retry with backoff (up "
+                   "to %lld s): %s",
+                   rec->job_id, rec->run_id, backend, BERTH_BACKOFF_MAX_NS / BERTH_NS_PER_SEC, err->message);
+    else
         berth_logf(b->p.logger, BERTH_LOG_WARNING,
                    "job %s run %s: backend %s %s failed, will retry with backoff (up to %lld s): %s", rec->job_id,
                    rec->run_id, backend, op_names[op], BERTH_BACKOFF_MAX_NS / BERTH_NS_PER_SEC, err->message);
@@ -113,16 +122,6 @@ void broker_retry_forget(struct berth_broker *b, const char *run_id)
             i++;
     }
     pthread_mutex_unlock(&b->lock);
-}
-
-size_t broker_retry_count(struct berth_broker *b)
-{
-    size_t n;
-
-    pthread_mutex_lock(&b->lock);
-    n = b->retries.n;
-    pthread_mutex_unlock(&b->lock);
-    return n;
 }
 
 void broker_retries_free(struct broker_retries *t)

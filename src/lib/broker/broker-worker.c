@@ -567,6 +567,27 @@ static bool unrecorded(struct berth_broker *b, const char *run_id)
     return has;
 }
 
+/* Proof of teardown (plugin.h: cancel returns 0 only once every process of
+ * the job is gone): ask @be to stop @rec and prove it.  0 proven; -ENOENT
+ * the backend confirms it never had or has released the job; -EBUSY not
+ * proven (or not due: an unproven teardown is asked again after its
+ * backoff, broker-retry.c). */
+static int teardown(struct berth_broker *b, const struct berth_broker_backend *be, const struct berth_job_record *rec)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    int r;
+
+    if (!broker_retry_due(b, rec->run_id, BROKER_OP_CANCEL))
+        return -EBUSY;
+    r = be->ops->cancel(be->state, rec->run_id, &err);
+    if (r < 0 && r != -ENOENT) {
+        broker_retry_failed(b, rec, BROKER_OP_CANCEL, be->name, &err);
+        return -EBUSY;
+    }
+    broker_retry_succeeded(b, rec, BROKER_OP_CANCEL, be->name);
+    return r < 0 ? r : 0;
+}
+
 static const enum berth_job_state terminal_of[] = {
     0, 0, BERTH_JOB_EXITED, BERTH_JOB_FAILED, BERTH_JOB_CANCELLED, BERTH_JOB_EXPIRED};
 
@@ -577,25 +598,21 @@ static const enum berth_job_state terminal_of[] = {
 static int reap(struct berth_broker *b, const struct berth_broker_backend *be, struct berth_job_record *rec,
                 int64_t now, struct berth_pass_stats *stats, struct berth_error *reterr)
 {
-    struct berth_error err = BERTH_ERROR_INIT;
     struct outcome o = {0};
     enum berth_job_state to;
     const char *reason = NULL;
     int r;
 
-    if (!broker_retry_due(b, rec->run_id, BROKER_OP_CANCEL))
-        return 0;
-    r = be->ops->cancel(be->state, rec->run_id, &err);
-    if (r < 0 && r != -ENOENT) {
-        broker_retry_failed(b, rec, BROKER_OP_CANCEL, be->name, &err);
+    r = teardown(b, be, rec);
+    if (r == -EBUSY) {
         if (stats)
             stats->errors++;
         return 0;
     }
-    broker_retry_succeeded(b, rec, BROKER_OP_CANCEL, be->name);
     r = r == -ENOENT ? -ENOENT : inspect(b, be, rec, &o);
     if (r == 0 && (terminal_of[o.state] == BERTH_JOB_EXITED ||
-                   (terminal_of[o.state] == BERTH_JOB_FAILED && !streq_ptr(o.reason, "supervisor_lost")))) {
+                   (terminal_of[o.state] == BERTH_JOB_FAILED && !streq_ptr(o.reason, "supervisor_lost") &&
+                    !(rec->cancel_requested && streq_ptr(o.reason, "runtime_lost"))))) {
         to = terminal_of[o.state]; /* it ended on its own before the stop reached it */
     } else if (rec->cancel_requested) {
         to = BERTH_JOB_CANCELLED;
@@ -667,6 +684,16 @@ static int reconcile_one(struct berth_broker *b, struct berth_job_record *rec, i
     if (r < 0 && stats)
         stats->errors++;
     if (r == 0 && o.state >= INSPECT_FIRST_TERMINAL) {
+        /* A terminal result only once the backend proved that nothing of
+         * the job runs; until then a running job is reaping (and a
+         * finalizing one stays so), asked again after its backoff. */
+        if (teardown(b, be, rec) == -EBUSY) {
+            outcome_clear(&o);
+            if (rec->state != BERTH_JOB_RUNNING)
+                return 0;
+            r = move(b, rec, BERTH_JOB_REAPING, NULL, NULL, NULL, reterr);
+            return r == -ESTALE ? 0 : r;
+        }
         /* finish() records finalizing first: the result is signed and kept even when that cannot be recorded. */
         r = finish(b, rec, terminal_of[o.state], &o, NULL, stats, reterr);
     } else if (stop && rec->state == BERTH_JOB_RUNNING) {

@@ -25,6 +25,7 @@
 #include "jsonobj.h"
 #include "macro.h"
 #include "probes.h"
+#include "receipt.h"
 #include "tree.h"
 
 #define NS_PER_MS 1000000LL
@@ -299,11 +300,41 @@ static void fresh_ids(struct run *r)
     random_hex(r->token + strlen(TOKEN_PREFIX), TOKEN_BYTES);
 }
 
+/* The receipt envelope of a probe job: signed with the broker key when
+ * the parameters have one (berth_receipt_create()), else unsigned. */
+static int probe_receipt(struct run *r, const struct berth_job *job, int64_t now, int64_t wall_ns, json_t **ret,
+                         struct berth_error *reterr)
+{
+    _cleanup_json_ json_t *scope = json_array();
+    struct berth_receipt_params rp;
+
+    if (!r->p->key) {
+        *ret = json_pack("{s:{s:s, s:o}, s:s}", "receipt", "run_id", r->run_id, "deadline",
+                         berth_json_ns(now + wall_ns), "signature", "");
+        return *ret ? 0 : berth_error_set(reterr, -ENOMEM, "out of memory");
+    }
+    rp = (struct berth_receipt_params){
+        .broker = r->p->broker ? r->p->broker : "berth-qualify",
+        .job = job,
+        .run_id = r->run_id,
+        .who = {.principal = "berth-qualify", .scope = scope},
+        .pool = "qualify",
+        .placement_hash = "0000000000000000000000000000000000000000000000000000000000000000",
+        .backend = r->p->backend,
+        .plugin = "qualify",
+        .plugin_version = "qualify",
+        .accepted_at = now,
+        .deadline = now + wall_ns,
+    };
+    return scope ? berth_receipt_create(r->p->key, &rp, ret, reterr) : berth_error_set(reterr, -ENOMEM, "out of memory");
+}
+
 /* Start one probe job; 0 or -errno with reterr. */
 static int start_probe(struct run *r, const char *name, json_t *argv, int64_t wall_ns, int64_t output_bytes,
                        struct berth_error *reterr)
 {
     _cleanup_json_ json_t *job = NULL, *doc = NULL;
+    json_t *receipt = NULL;
     _cleanup_free_ char *text = NULL;
     struct berth_job *parsed = NULL;
     char id[BERTH_JOB_ID_MAX + 1];
@@ -322,15 +353,17 @@ static int start_probe(struct run *r, const char *name, json_t *argv, int64_t wa
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     if ((rc = berth_job_from_json(job, &parsed, reterr)) < 0)
         return rc;
-    berth_job_free(parsed);
     /* After the pack, which took @argv: an early return must not leak it. */
-    if ((rc = berth_now_ns(CLOCK_REALTIME, &now, reterr)) < 0)
+    if ((rc = berth_now_ns(CLOCK_REALTIME, &now, reterr)) < 0 ||
+        (rc = probe_receipt(r, parsed, now, wall_ns, &receipt, reterr)) < 0) {
+        berth_job_free(parsed);
         return rc;
-    doc = json_pack("{s:i, s:{s:{s:s, s:o}, s:s}, s:O, s:{s:s, s:{s:{}, s:s, s:i}, s:n, s:s, s:[]}, s:s}",
-                    "schema_version", 1, "receipt", "receipt", "run_id", r->run_id, "deadline",
-                    berth_json_ns(now + wall_ns), "signature", "", "job", job, "effective", "pool_hash", "00",
-                    "template", "env", "root", "/", "timeout_seconds", 600, "backend_override", "network_egress_class",
-                    "none", "credential_env", "rootfs", r->rootfs);
+    }
+    berth_job_free(parsed);
+    doc = json_pack("{s:i, s:o, s:O, s:{s:s, s:{s:{}, s:s, s:i}, s:n, s:s, s:[]}, s:s}", "schema_version", 1,
+                    "receipt", receipt, "job", job, "effective", "pool_hash", "00", "template", "env", "root", "/",
+                    "timeout_seconds", 600, "backend_override", "network_egress_class", "none", "credential_env",
+                    "rootfs", r->rootfs);
     if (!doc)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     if ((rc = berth_json_serialize(doc, 0, &text, &len, reterr)) < 0)

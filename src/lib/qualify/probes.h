@@ -35,6 +35,8 @@
 #include <berth/error.h>
 #include <berth/plugin.h>
 
+#include "sign.h"
+
 /**
  * struct berth_qualify_params - what berth_qualify_probes() needs (borrowed).
  * @backend:  the backend's name (for messages).
@@ -55,6 +57,11 @@ struct berth_qualify_params {
     const char *work_dir;
     void (*progress)(void *userdata, const char *name, const char *outcome, const char *detail);
     void *userdata;
+    /* Optional: sign each probe job's receipt with @key as broker @broker
+     * (a runtime that verifies receipts, such as runtime-oci with
+     * broker_public_key, refuses unsigned ones); NULL: an unsigned receipt. */
+    const struct berth_signing_key *key;
+    const char *broker;
 };
 
 /**

@@ -106,6 +106,8 @@ int berth_qualify_backend(const struct berth_qualify_backend_params *p, struct b
             .work_dir = p->work_dir,
             .progress = p->progress,
             .userdata = p->userdata,
+            .key = p->key,
+            .broker = p->broker,
         };
         if ((r = berth_qualify_probes(&qp, &out.probes, &out.passed, probe_sha256, reterr)) < 0) {
             berth_error_prefix(reterr, "cannot run the probes");

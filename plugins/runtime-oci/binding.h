@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * binding.h -- what binds a container to its receipt, shared by the
+ * runtime-oci plugin (start()) and berth-oci-shim (before `create`).  Not
+ * installed.
+ *
+ * The reference's rule (sandbox-broker, "Worker supervision"): before
+ * creating the sandbox, the driver checks the job binding and compares
+ * config.json against the deny-all OCI specification rebuilt from the
+ * sealed job and the staged paths.  Here:
+ *   1. the dispatch document's receipt envelope verifies with the broker
+ *      public key of the backend's configuration ("broker_public_key",
+ *      ocicfg.h), its key_id is that key's, and it covers exactly the
+ *      dispatch's job (id and digest) and names the run id;
+ *   2. config.json is byte for byte the canonical JSON that
+ *      berth_bundle_config() builds from that job, the dispatch's effective
+ *      manifest and rootfs, and the bundle parameters the plugin chose
+ *      (shim.json "bundle_params": {"uid", "gid", "nproc", "pids_ceiling",
+ *      "cgroups_path"}).
+ * Thread-safe (no state).
+ */
+#ifndef BERTH_OCI_BINDING_H
+#define BERTH_OCI_BINDING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include <berth/error.h>
+
+#include "job.h"
+#include "sign.h"
+
+/**
+ * oci_binding_verify() - check the receipt of the parsed dispatch document
+ * @dispatch against @job (parsed from its "job") and, when @pub is not
+ * NULL, against the broker public key @pub (32 raw bytes).  With @pub NULL
+ * only the shape, run id and job binding are checked, not the signature.
+ * Return: 0; -EKEYREJECTED when the signature, key id or job binding does
+ * not verify (reterr says which); -EBADMSG when the receipt is malformed.
+ */
+int oci_binding_verify(const json_t *dispatch, const struct berth_job *job, const uint8_t *pub,
+                       struct berth_error *reterr);
+
+/**
+ * oci_binding_config() - build the deny-all config.json for @dispatch's
+ * job @job with the bundle parameters @params (the object described
+ * above; the shim reads it from shim.json, the plugin writes it there).
+ * @ret: receives a new JSON object (json_decref()).
+ * Return: 0; -EBADMSG (a member of @params or @dispatch is missing or has
+ * the wrong type; a job this configuration cannot run); -ENOMEM.
+ */
+int oci_binding_config(const json_t *dispatch, const struct berth_job *job, const json_t *params, json_t **ret,
+                       struct berth_error *reterr);
+
+/**
+ * oci_binding_check_config() - compare @config_text (@len bytes, the
+ * bundle's config.json) with oci_binding_config() of the same inputs.
+ * Return: 0 when they are byte-identical canonical JSON; -EPERM when they
+ * differ (reterr names the first differing top-level member); the errors
+ * of oci_binding_config().
+ */
+int oci_binding_check_config(const json_t *dispatch, const struct berth_job *job, const json_t *params,
+                             const char *config_text, size_t len, struct berth_error *reterr);
+
+#endif /* BERTH_OCI_BINDING_H */

@@ -1,0 +1,193 @@
+# test-runtime-oci-teardown.sh -- issue 15 on real runsc (gVisor) and real
+# crun through the real berthd: a runtime process killed under a running job
+# ends it failed/runtime_lost; a job over its memory limit on crun ends
+# exited/oom; a teardown that cannot be proven (a process of the test's own
+# kept in the job's cgroup) keeps the job reaping until the process is gone;
+# a receipt signed by another key is refused by runtime-oci and by the shim,
+# and nothing is created.
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+. "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
+. "$BERTH_TOP_SRCDIR/tests/cli/berthd-lib.sh"
+. "$BERTH_TOP_SRCDIR/tests/cli/oci-lib.sh" # skips (77) unless root
+command -v runsc >/dev/null || { echo "SKIP: runsc is not installed"; exit 77; }
+command -v crun >/dev/null || { echo "SKIP: crun is not installed"; exit 77; }
+[ -d /sys/fs/cgroup/memory ] && [ -d /sys/fs/cgroup/freezer ] ||
+    { echo "SKIP: needs the cgroup v1 memory and freezer hierarchies (as runsc uses them here)"; exit 77; }
+
+oci_install runsc crun
+add_pool native crun
+add_pool gvisor runsc
+start_berthd
+
+# A sleep duration unique to this run, so that no other test's process matches.
+LONG=$((200000 + $$ % 50000 * 2))
+
+# job_cgroup BACKEND RUN_ID: the job's cgroupsPath (plugins/runtime-oci/cgroup.h).
+job_cgroup() {
+    echo "/berth/$(printf %s "$TMP/state-$1" | sha256sum | cut -c1-16)/$2"
+}
+
+# wait_for_state ID STATE [TRIES]: poll `berthctl inspect` (0.1 s apart) until ID is in STATE.
+wait_for_state() {
+    local i
+    for i in $(seq 1 "${3:-600}"); do
+        run_status_any CLIENT inspect "$1" --json
+        [ "$(jq -r .state "$TMP/stdout" 2>/dev/null)" = "$2" ] && return 0
+        sleep 0.1
+    done
+    fail "job $1 never reached $2: $(cat "$TMP/stdout" "$TMP/stderr")"
+}
+
+# --- kill -9 runsc-sandbox, then runsc-gofer, of a running job ---------------
+export POOL=gvisor
+for victim in runsc-sandbox runsc-gofer; do
+    bb_job "kill-$victim" "sleep $LONG; echo never"
+    submit "kill-$victim"
+    wait_state dev "kill-$victim" running
+    pid=
+    for i in $(seq 1 100); do
+        pid=$(pgrep -f "^$victim .*$RUN_ID" | head -n1)
+        [ -n "$pid" ] && break
+        sleep 0.1
+    done
+    [ -n "$pid" ] || fail "no $victim runs for $RUN_ID: $(pgrep -af runsc)"
+    kill -KILL "$pid"
+    finish "kill-$victim"
+    [ "$(result "kill-$victim" .status)/$(result "kill-$victim" .reason)" = failed/runtime_lost ] ||
+        fail "kill $victim: $(cat "$TMP/kill-$victim.out/result.json")"
+    [ "$(result "kill-$victim" .exit_code)" = null ] ||
+        fail "kill $victim: the sandbox's status is reported as the job's: $(result "kill-$victim" .exit_code)"
+    for i in $(seq 1 100); do
+        pgrep -f "sleep $LONG" >/dev/null || break
+        sleep 0.1
+    done
+    ! pgrep -f "$RUN_ID" >/dev/null || fail "kill $victim: processes of $RUN_ID remain: $(pgrep -af "$RUN_ID")"
+done
+
+# The job's own death by SIGKILL inside gVisor is the job's: exited 137, no reason.
+bb_job self-kill 'kill -9 $$'
+submit self-kill
+finish self-kill
+[ "$(result self-kill .status)/$(result self-kill .exit_code)/$(result self-kill .reason)" = exited/137/null ] ||
+    fail "self-kill: $(cat "$TMP/self-kill.out/result.json")"
+
+# --- crun: over the memory limit -> exited/oom ------------------------------
+POOL=native
+bb_job oom 'head -c 268435456 /dev/zero | tail -c 268435456 >/dev/null && echo survived'
+jq '.limits.memory_bytes = 33554432' "$TMP/oom.job.json" >"$TMP/oom.tmp" && mv "$TMP/oom.tmp" "$TMP/oom.job.json"
+submit oom
+finish oom
+[ "$(result oom .status)/$(result oom .reason)" = exited/oom ] || fail "oom: $(cat "$TMP/oom.out/result.json")"
+[ "$(cat "$TMP/oom.out/stdout")" != survived ] || fail "oom: the job was not limited"
+# A job that stays within its limit has no reason.
+bb_job no-oom 'head -c 1048576 /dev/zero | tail -c 1048576 >/dev/null; echo fine'
+submit no-oom
+finish no-oom
+[ "$(result no-oom .status)/$(result no-oom .reason)/$(cat "$TMP/no-oom.out/stdout")" = exited/null/fine ] ||
+    fail "no-oom: $(cat "$TMP/no-oom.out/result.json")"
+
+# --- a teardown that cannot be proven ----------------------------------------
+# A process of the test's own joins the job's memory cgroup and is frozen in a
+# freezer cgroup of the test's own (a frozen task does not die of SIGKILL
+# until it is thawed), so the runtime's delete and the plugin's drain cannot
+# empty the group: the job must stay reaping, with no result, until the test
+# thaws (and so releases) it.
+POOL=gvisor
+FRZ=/sys/fs/cgroup/freezer/berth-test-$$
+keeper=
+release() {
+    [ -d "$FRZ" ] || return 0
+    [ -n "$keeper" ] && kill -KILL "$keeper" 2>/dev/null
+    echo THAWED >"$FRZ/freezer.state" 2>/dev/null
+    for i in $(seq 1 50); do rmdir "$FRZ" 2>/dev/null && break; sleep 0.1; done
+}
+trap 'release; cleanup_berthd' EXIT
+bb_job unproven 'sleep 2; echo done'
+submit unproven
+wait_state dev unproven running
+cg=/sys/fs/cgroup/memory$(job_cgroup runsc "$RUN_ID")
+[ -d "$cg" ] || fail "the job's memory cgroup $cg does not exist: $(ls /sys/fs/cgroup/memory/berth/*)"
+sleep "$((LONG + 1))" &
+keeper=$!
+echo "$keeper" >"$cg/cgroup.procs"
+mkdir "$FRZ"
+echo "$keeper" >"$FRZ/cgroup.procs"
+echo FROZEN >"$FRZ/freezer.state"
+wait_for_state unproven reaping
+api dev GET /metrics
+grep -q '^berth_jobs{state="reaping"} 1$' "$TMP/body" || fail "metrics: $(grep berth_jobs "$TMP/body")"
+# Still reaping a while later: the plugin keeps saying the teardown is not proven.
+sleep 5
+run 0 CLIENT inspect unproven --json
+[ "$(jq -r .state "$TMP/stdout")" = reaping ] || fail "unproven: $(cat "$TMP/stdout")"
+log_has "job unproven run $RUN_ID: teardown not proven" || fail "berthd did not log the unproven teardown"
+grep -q "cgroup /sys/fs/cgroup/memory/berth/.*/$RUN_ID still holds 1 process (pid $keeper)" "$TMP/berthd.log" ||
+    fail "berthd did not say what is left: $(grep "$RUN_ID" "$TMP/berthd.log" | tail -n 3)"
+# Released: the job becomes terminal with its own outcome, and its group is gone.
+release
+finish unproven
+[ "$(result unproven .status)/$(result unproven .exit_code)/$(cat "$TMP/unproven.out/stdout")" = exited/0/done ] ||
+    fail "unproven: $(cat "$TMP/unproven.out/result.json")"
+[ ! -e "$cg" ] || fail "the job's cgroup $cg is left"
+
+# --- a receipt signed by another key ------------------------------------------
+run 0 "$BERTHCTL" keygen --out "$TMP/other.key" --json
+other=$(jq -r .public_key "$TMP/stdout")
+# The shim, driven directly: a real receipt (signed by berthd) against a
+# shim.json whose broker key is another one.  Nothing is created.
+bb_job forged 'echo ran'
+submit forged
+finish forged
+J=$TMP/forged-job
+mkdir -m 0700 "$J" "$J/bundle" "$TMP/forged-root"
+mkfifo -m 0600 "$J/control"
+echo '{}' >"$J/bundle/config.json"
+jq -n --slurpfile r "$TMP/forged.receipt.json" --slurpfile j "$TMP/forged.job.json" \
+    '{schema_version: 1, receipt: $r[0], job: $j[0], effective: {}, rootfs: "/nonexistent"}' >"$J/dispatch.json"
+jq -n --arg id "$RUN_ID" --arg b "$J/bundle" --arg root "$TMP/forged-root" --argjson pin "$(pin_json /usr/bin/runsc)" \
+    --arg key "$other" --arg dl "$(($(date +%s) + 60))000000000" \
+    '{id: $id, bundle: $b, runtime: [$pin.path, "--root", $root, "--network=none", "--platform=ptrace"],
+      pin: {sha256: $pin.sha256, size: $pin.size, mode: ($pin.mode | ltrimstr("0") | tonumber)},
+      deadline_ns: $dl, output_bytes: 65536, isolation: "gvisor", broker_public_key: $key,
+      bundle_params: {}}' >"$J/shim.json"
+# mode: an integer holding the permission bits (0755 = 493)
+jq '.pin.mode = 493' "$J/shim.json" >"$J/shim.tmp" && mv "$J/shim.tmp" "$J/shim.json"
+chmod 0600 "$J"/*.json "$J/bundle/config.json"
+run 0 "$BERTH_OCI_SHIM" supervise "$J" 3>"$TMP/forged.sync"
+for i in $(seq 1 100); do [ -e "$J/result.json" ] && break; sleep 0.1; done
+[ "$(jq -r '.state + "/" + .reason' "$J/result.json")" = failed/receipt_rejected ] ||
+    fail "forged: $(cat "$J/result.json" "$J/runtime.log")"
+grep -q "refusing the job before create: receipt rejected (broker_public_key)" "$J/runtime.log" ||
+    fail "forged: $(cat "$J/runtime.log")"
+[ ! -e "$J/init.pid" ] || fail "forged: the shim ran create"
+[ -z "$(ls -A "$TMP/forged-root")" ] || fail "forged: the runtime has state: $(ls -A "$TMP/forged-root")"
+# The same shim with berthd's key accepts the receipt and goes on to compare
+# config.json with the spec rebuilt from the sealed job, which differs here.
+rm -f "$J/result.json" "$J/runtime.log"
+jq --arg k "$(jq -r .broker_public_key "$INST/client.json")" \
+    '.broker_public_key = $k | .bundle_params = {uid: 65534, gid: 65534, nproc: 64, pids_ceiling: 4096,
+      outputs_dir: "/nonexistent", cgroups_path: "/berth/test"}' "$J/shim.json" >"$J/shim.tmp"
+mv "$J/shim.tmp" "$J/shim.json"
+chmod 0600 "$J/shim.json"
+jq '.effective = {template: {env: {}, root: "/", timeout_seconds: 600}, network_egress_class: "none",
+      credential_env: []}' "$J/dispatch.json" >"$J/d.tmp" && mv "$J/d.tmp" "$J/dispatch.json"
+chmod 0600 "$J/dispatch.json"
+run 0 "$BERTH_OCI_SHIM" supervise "$J" 3>"$TMP/forged.sync"
+for i in $(seq 1 100); do [ -e "$J/result.json" ] && break; sleep 0.1; done
+[ "$(jq -r '.state + "/" + .reason' "$J/result.json")" = failed/config_mismatch ] ||
+    fail "mismatch: $(cat "$J/result.json" "$J/runtime.log")"
+[ ! -e "$J/init.pid" ] || fail "mismatch: the shim ran create"
+
+# The plugin, through berthd: a backend whose broker_public_key is another
+# key refuses every dispatch before it creates anything.
+stop_berthd
+edit_config '.backends.runsc.config.broker_public_key = $k' --arg k "$other"
+start_berthd
+bb_job refused 'echo never'
+submit refused
+finish refused
+[ "$(result refused .status)/$(result refused .reason)" = failed/start_refused ] ||
+    fail "refused: $(cat "$TMP/refused.out/result.json")"
+log_has "receipt rejected \(broker_public_key\)" || fail "berthd did not log the rejected receipt"
+[ ! -e "$TMP/state-runsc/jobs/$RUN_ID" ] || fail "refused: the plugin created $TMP/state-runsc/jobs/$RUN_ID"
+stop_berthd
