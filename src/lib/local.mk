@@ -74,6 +74,7 @@ BERTH_BROKER_SOURCES = \
 	src/lib/broker/broker.c src/lib/broker/broker.h src/lib/broker/broker-internal.h \
 	src/lib/broker/broker-stage.c \
 	src/lib/broker/broker-storage.c \
+	src/lib/broker/broker-sweep.c \
 	src/lib/broker/broker-worker.c
 # berthd.json: read by berthd and "berthctl qualify", written by "berthctl dev-init".
 BERTH_CONFIG_SOURCES = \
