@@ -15,7 +15,7 @@ make_install "\"reconcile_interval_ns\": $INTERVAL_NS"
 publish "$INST/pools/default.json" jq '.max_concurrency = 1'
 start_berthd
 # berthd is ready only once its startup reconcile opened admission.
-grep -q "startup reconcile complete (0 open jobs checked): admission opens" "$TMP/berthd.log" ||
+grep -q "admission opens: the startup pass checked every open job (0)" "$TMP/berthd.log" ||
     fail "berthd was ready before its startup reconcile completed: $(cat "$TMP/berthd.log")"
 [ "$(grep -n "admission opens" "$TMP/berthd.log" | cut -d: -f1)" -lt "$(grep -n "ready: https://" "$TMP/berthd.log" | cut -d: -f1)" ] ||
     fail "ready was logged before admission opened"

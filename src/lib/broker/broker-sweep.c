@@ -231,7 +231,7 @@ void broker_sweep_cycle_end(struct berth_broker *b)
 {
     memset(&b->sweep.cursor, 0, sizeof(b->sweep.cursor));
     if (!b->sweep.cycle_error && !atomic_load(&b->sweep.admitting)) {
-        berth_logf(b->p.logger, BERTH_LOG_INFO, "startup reconcile complete (%zu open jobs checked): admission opens",
+        berth_logf(b->p.logger, BERTH_LOG_INFO, "admission opens: the startup pass checked every open job (%zu)",
                    b->sweep.cycle_visited);
         atomic_store(&b->sweep.admitting, true);
     }
