@@ -987,8 +987,8 @@ START_TEST(admission_waits_for_startup_pass)
 END_TEST
 
 /* The submitter's fingerprint is removed from the policy file mid-job: the
- * next reconcile pass cancels the running job and a queued one, and their
- * signed results say "revoked"; the other principal's job runs on. */
+ * next reconcile pass cancels the running job and a queued one (never
+ * started), and their signed results say "revoked". */
 START_TEST(revoked_mid_job)
 {
     struct berth_error err = BERTH_ERROR_INIT;
