@@ -38,6 +38,8 @@ TESTS += tests/cli/test-bundle-runtimes.sh
 
 # Real jobs through berthd on runtime-oci with real runsc and crun (root).
 TESTS += tests/cli/test-runtime-oci.sh tests/cli/test-qualify.sh
+# A principal revoked mid-job on real runsc (the sweeps, broker.h).
+TESTS += tests/cli/test-runsc-revoked.sh
 # The plugin itself through the loader, on real crun (root).
 check_PROGRAMS += tests/unit/test-runtime-oci
 TESTS += tests/unit/test-runtime-oci
@@ -49,4 +51,5 @@ else
 EXTRA_DIST += $(OCI_PLUGIN_FILES)
 endif
 EXTRA_DIST += tests/cli/test-bundle-runtimes.sh tests/cli/test-runtime-oci.sh tests/cli/test-qualify.sh \
+	tests/cli/test-runsc-revoked.sh \
 	tests/cli/oci-lib.sh tests/bench/overhead tests/unit/test-runtime-oci.c tests/tools/mkbundle.c
