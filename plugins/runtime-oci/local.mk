@@ -43,6 +43,8 @@ TESTS += tests/cli/test-bundle-runtimes.sh
 # Real jobs through berthd on runtime-oci with real runsc and crun (root).
 TESTS += tests/cli/test-runtime-oci.sh tests/cli/test-runtime-oci-disk.sh tests/cli/test-qualify.sh \
 	tests/cli/test-runtime-oci-teardown.sh
+# A principal revoked mid-job on real runsc (the sweeps, broker.h).
+TESTS += tests/cli/test-runsc-revoked.sh
 # The plugin itself through the loader, on real crun (root).
 check_PROGRAMS += tests/unit/test-runtime-oci
 TESTS += tests/unit/test-runtime-oci
@@ -55,4 +57,5 @@ EXTRA_DIST += $(OCI_PLUGIN_FILES)
 endif
 EXTRA_DIST += tests/cli/test-bundle-runtimes.sh tests/cli/test-runtime-oci.sh tests/cli/test-qualify.sh \
 	tests/cli/test-runtime-oci-disk.sh tests/cli/test-runtime-oci-teardown.sh \
+	tests/cli/test-runsc-revoked.sh \
 	tests/cli/oci-lib.sh tests/bench/overhead tests/unit/test-runtime-oci.c tests/tools/mkbundle.c

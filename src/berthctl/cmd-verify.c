@@ -203,6 +203,10 @@ int cmd_verify(struct bctl_globals *g, int argc, char **argv)
                json_string_value(json_object_get(body, "status")));
         if (json_is_integer(code))
             printf(", exit code %lld", (long long)json_integer_value(code));
+        if (json_is_string(json_object_get(body, "reason"))) {
+            fputs(", reason ", stdout);
+            bctl_fputs_clean(json_string_value(json_object_get(body, "reason")), stdout);
+        }
         printf(", signed by %s%s\n", json_string_value(json_object_get(body, "key_id")),
                receipt ? ", bound to the receipt" : "");
         r = BCTL_EXIT_OK;

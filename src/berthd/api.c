@@ -324,7 +324,8 @@ static bool audit_handler(struct request *rq, struct berth_reply *r)
     return true;
 }
 
-/* 200 {"status":"ok"}, or, on a full state filesystem, still 200 (reads
+/* 200 {"status":"ok"}, {"status":"starting", "message"} until admission
+ * opens (broker.h, "Sweeps"), or, on a full state filesystem, still 200 (reads
  * are served, so a load balancer keeps the server) with {"status":
  * "degraded", "reason", "message", "unrecorded_results", "retry_after_s"}. */
 static bool health_handler(struct request *rq, struct berth_reply *r)
@@ -332,8 +333,11 @@ static bool health_handler(struct request *rq, struct berth_reply *r)
     struct berth_broker_health h;
 
     r->status = 200;
-    if (berth_broker_health(rq->srv->broker, &h) < 0 || !h.degraded)
+    if (berth_broker_health(rq->srv->broker, &h) < 0 || (!h.degraded && !h.starting))
         r->body = json_pack("{s:s}", "status", "ok");
+    else if (!h.degraded)
+        r->body = json_pack("{s:s, s:s}", "status", "starting", "message",
+                            "the startup reconcile is checking the jobs of the last run: new jobs are refused");
     else
         r->body = json_pack("{s:s, s:s, s:s, s:I, s:I}", "status", "degraded", "reason", h.reason, "message", h.message,
                             "unrecorded_results", (json_int_t)h.unrecorded, "retry_after_s",
@@ -349,7 +353,7 @@ static bool metrics_handler(struct request *rq, struct berth_reply *r)
     struct berth_broker_health health;
 
     if (berth_broker_job_counts(srv->broker, jobs, NULL) < 0 || berth_broker_health(srv->broker, &health) < 0 ||
-        berthd_metrics_render(&srv->metrics, jobs, berth_policy_reloads(srv->policy), (unsigned)srv->slots.total,
+        berthd_metrics_render(&srv->metrics, jobs, berth_broker_policy_reloads(srv->broker), (unsigned)srv->slots.total,
                               &health, &out) < 0 ||
         berthd_refusals_render(&srv->refusals, srv->slots.unauthenticated, &out) < 0) {
         berth_buf_free(&out);

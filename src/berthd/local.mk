@@ -38,7 +38,8 @@ TESTS += \
 	tests/cli/test-berthd-crash.sh \
 	tests/cli/test-berthd-full-disk.sh \
 	tests/cli/test-berthd-hostile.sh \
-	tests/cli/test-berthd-frontdoor.sh
+	tests/cli/test-berthd-frontdoor.sh \
+	tests/cli/test-berthd-sweep.sh
 # The raw client of the front door tests: exact bytes over TLS, slot
 # holders, a request with a hard deadline (OpenSSL, no libevent).
 check_PROGRAMS += tests/cli/http-probe
@@ -60,4 +61,4 @@ tests_unit_test_slots_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/src/berthd
 endif
 EXTRA_DIST += tests/cli/test-berthd.sh tests/cli/test-berthd-config.sh tests/cli/test-berthd-crash.sh \
 	tests/cli/test-berthd-full-disk.sh tests/cli/full-disk-lib.sh tests/cli/test-berthd-hostile.sh \
-	tests/cli/test-berthd-frontdoor.sh
+	tests/cli/test-berthd-frontdoor.sh tests/cli/test-berthd-sweep.sh

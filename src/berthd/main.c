@@ -169,6 +169,21 @@ static void worker_failed(void *userdata)
     event_active(d->failed, EV_TIMEOUT, 0);
 }
 
+/* The startup reconcile completed (worker thread): berthd is ready. */
+static void worker_ready(void *userdata, const struct berth_pass_stats *st)
+{
+    struct daemon *d = userdata;
+
+    berth_logf(&d->logger, BERTH_LOG_INFO,
+               "recovered: %u exited, %u cancelled, %u expired, %u failed since the last run (%u no longer "
+               "qualified)",
+               st->finished, st->cancelled, st->expired, st->failed, st->swept);
+    berth_logf(&d->logger, BERTH_LOG_NOTICE, "ready: https://%s%s%s:%d/ (broker %s, key id %s, %zu backends)",
+               strchr(d->cfg.address, ':') ? "[" : "", d->cfg.address, strchr(d->cfg.address, ':') ? "]" : "",
+               berthd_server_port(d->server), d->cfg.broker_name, berth_signing_key_id(d->key), d->cfg.n_backends);
+    sd_notifyf(0, "READY=1\nSTATUS=serving on %s port %d", d->cfg.address, berthd_server_port(d->server));
+}
+
 static void wake_worker(void *userdata)
 {
     struct daemon *d = userdata;
@@ -454,16 +469,9 @@ static int start(struct daemon *d, bool check_only)
     if (register_pools(d) != 0)
         return 1;
     berth_broker_refresh_backends(d->broker);
-    {
-        /* Fails only when the journal cannot be trusted; what a full disk
-         * keeps from being recorded waits in memory (broker.h). */
-        struct berth_pass_stats st = {0};
-        if (berth_broker_reconcile(d->broker, &st, &err) < 0)
-            return fail(d, "startup reconcile", &err);
-        berth_logf(&d->logger, BERTH_LOG_INFO,
-                   "recovered: %u exited, %u cancelled, %u expired, %u failed since the last run", st.finished,
-                   st.cancelled, st.expired, st.failed);
-    }
+    /* The startup reconcile runs on the worker thread, page by page, while
+     * reads are served; new jobs get 503 "starting" until it completed
+     * without error, and only then is berthd ready (worker_ready()). */
 
     if (evthread_use_pthreads() < 0 || !(d->base = event_base_new()) || event_base_priority_init(d->base, BERTHD_PRIORITIES) < 0)
         return berth_logf(&d->logger, BERTH_LOG_ERR, "cannot create the event loop"), 1;
@@ -483,15 +491,13 @@ static int start(struct daemon *d, bool check_only)
         .logger = &d->logger,
         .interval_ns = d->cfg.reconcile_interval_ns,
         .on_failure = worker_failed,
+        .on_ready = worker_ready,
         .userdata = d,
     };
+    sd_notifyf(0, "STATUS=startup reconcile on %s port %d", d->cfg.address, berthd_server_port(d->server));
     if ((r = berthd_worker_start(&d->worker)) < 0)
         return berth_logf(&d->logger, BERTH_LOG_ERR, "cannot start the worker thread: %s", strerror(-r)), 1;
-    berthd_worker_wake(&d->worker); /* dispatch what recovery left accepted */
-    berth_logf(&d->logger, BERTH_LOG_NOTICE, "ready: https://%s%s%s:%d/ (broker %s, key id %s, %zu backends)",
-               strchr(d->cfg.address, ':') ? "[" : "", d->cfg.address, strchr(d->cfg.address, ':') ? "]" : "",
-               berthd_server_port(d->server), d->cfg.broker_name, berth_signing_key_id(d->key), d->cfg.n_backends);
-    sd_notifyf(0, "READY=1\nSTATUS=serving on %s port %d", d->cfg.address, berthd_server_port(d->server));
+    berthd_worker_wake(&d->worker); /* the startup reconcile, then dispatch what recovery left accepted */
     return 0;
 }
 

@@ -33,9 +33,8 @@ static bool secured_cb(struct berthd_conn *conn, SSL *ssl, void *arg)
 {
     struct client *cl = arg;
     struct berthd_server *srv = cl->srv;
-    const struct berth_policy *policy = NULL;
     char fp[BERTH_FINGERPRINT_LEN + 1];
-    int64_t now;
+    enum berth_front_door door;
     bool valid;
 
     (void)conn;
@@ -43,16 +42,13 @@ static bool secured_cb(struct berthd_conn *conn, SSL *ssl, void *arg)
         berthd_refusals_count(&srv->refusals, BERTHD_REFUSED_TLS, cl->slot.source);
         return false;
     }
-    /* A policy that cannot be read lets the connection through to the
-     * broker, whose refusal says what is wrong with the policy. */
-    if (berth_now_ns(CLOCK_REALTIME, &now, NULL) == 0 && berth_policy_current(srv->policy, now, &policy, NULL) == 0 &&
-        policy && !berth_policy_lists(policy, fp)) {
-        if (!policy->unlisted_health) {
-            berthd_refusals_count(&srv->refusals, BERTHD_REFUSED_UNLISTED, cl->slot.source);
-            return false;
-        }
-        cl->health_only = true;
+    /* Through the broker: the worker thread reads the same policy source. */
+    door = berth_broker_front_door(srv->broker, fp);
+    if (door == BERTH_DOOR_CLOSED) {
+        berthd_refusals_count(&srv->refusals, BERTHD_REFUSED_UNLISTED, cl->slot.source);
+        return false;
     }
+    cl->health_only = door == BERTH_DOOR_HEALTH;
     if (!berthd_slots_authenticate(&srv->slots, &cl->slot, fp, (size_t)srv->cfg->max_per_principal)) {
         berthd_refusals_count(&srv->refusals, BERTHD_REFUSED_PRINCIPAL_CAP, cl->slot.source);
         return false;

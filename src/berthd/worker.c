@@ -47,7 +47,21 @@ static void *worker_main(void *userdata)
                 w->on_failure(w->userdata);
             break;
         }
-        progress = st.started || st.finished || st.cancelled || st.expired || st.failed;
+        if (!w->ready) {
+            w->recovered.finished += st.finished;
+            w->recovered.cancelled += st.cancelled;
+            w->recovered.expired += st.expired;
+            w->recovered.failed += st.failed;
+            w->recovered.visited += st.visited;
+            w->recovered.swept += st.swept;
+            if (berth_broker_admitting(w->broker)) {
+                w->ready = true;
+                if (w->on_ready)
+                    w->on_ready(w->userdata, &w->recovered);
+            }
+        }
+        /* A full reconcile page: the round goes on at once, not after an interval. */
+        progress = st.started || st.finished || st.cancelled || st.expired || st.failed || st.swept || st.more;
         if (progress)
             berth_logf(w->logger, BERTH_LOG_DEBUG,
                        "pass: %u started, %u exited, %u cancelled, %u expired, %u failed, %u backend errors",
@@ -66,7 +80,8 @@ int berthd_worker_start(struct berthd_worker *w)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&w->cond, &attr);
     pthread_condattr_destroy(&attr);
-    w->woken = w->stop = false;
+    w->woken = w->stop = w->ready = false;
+    memset(&w->recovered, 0, sizeof(w->recovered));
     r = pthread_create(&w->thread, NULL, worker_main, w);
     if (r != 0) {
         pthread_cond_destroy(&w->cond);

@@ -3,7 +3,9 @@
  * worker.h -- the thread that talks to backends: every interval (or when
  * woken after a submission or cancellation) it refreshes backend
  * capabilities, reconciles and dispatches (broker.h).  It is the only
- * thread that calls plugins.
+ * thread that calls plugins.  Its first passes are the startup reconcile:
+ * while a round of reconcile pages goes on (a full page), the next pass
+ * runs at once, and on_ready is called when admission opens.
  */
 #ifndef BERTHD_WORKER_H
 #define BERTHD_WORKER_H
@@ -24,6 +26,12 @@ struct berthd_worker {
     bool woken, stop, running;
     int failure; /* the journal cannot be trusted (-EIO, -EBADMSG): the worker stopped, the daemon must stop */
     void (*on_failure)(void *userdata);
+    /* Called once, from the worker thread, when the startup reconcile has
+     * completed and admission opened (berth_broker_admitting()), with what
+     * the startup passes recorded. */
+    void (*on_ready)(void *userdata, const struct berth_pass_stats *recovered);
+    struct berth_pass_stats recovered; /* summed over the passes until then */
+    bool ready;
     void *userdata;
 };
 

@@ -76,6 +76,7 @@ BERTH_BROKER_SOURCES = \
 	src/lib/broker/broker-stage.c \
 	src/lib/broker/broker-retry.c \
 	src/lib/broker/broker-storage.c \
+	src/lib/broker/broker-sweep.c \
 	src/lib/broker/broker-worker.c
 # berthd.json: read by berthd and "berthctl qualify", written by "berthctl dev-init".
 BERTH_CONFIG_SOURCES = \

@@ -18,6 +18,7 @@
 #include "macro.h"
 #include "loader.h"
 #include "pooltest.h"
+#include "qualification.h"
 #include "receipt.h"
 #include "scripttest.h"
 
@@ -87,7 +88,8 @@ static void write_policy(const char *text)
     free(tmp);
 }
 
-static void open_broker(void)
+/* A new broker, before its startup reconcile: admission is closed. */
+static void open_broker_starting(void)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     const struct berth_plugin_info *info = berth_plugin_get_info(plugin);
@@ -115,6 +117,18 @@ static void open_broker(void)
 
     ck_assert_msg(berth_broker_new(&p, &broker, &err) == 0, "%s", err.message);
     ck_assert_int_eq(berth_broker_refresh_backends(broker), 0);
+}
+
+/* A new broker after its startup reconcile (one round of pages). */
+static void open_broker(void)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_pass_stats st = {.more = true};
+
+    open_broker_starting();
+    while (st.more)
+        ck_assert_msg(berth_broker_reconcile(broker, &st, &err) == 0, "%s", err.message);
+    ck_assert(berth_broker_admitting(broker));
 }
 
 static void load_plugin(void)
@@ -963,6 +977,280 @@ START_TEST(full_disk_degrades)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* Sweeps (broker.h): grants and qualifications rechecked, paged. */
+
+/* The signed result of run @run_id, read from the journal (its caller may
+ * be revoked), verified; its "result" body is returned (a new reference). */
+static json_t *journal_result(const char *run_id, const char *doc, const json_t *receipt)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_job_record rec = {0};
+    struct berth_job *job = NULL;
+    const json_t *body = NULL;
+    json_t *env, *ret;
+
+    ck_assert_int_eq(berth_jobstore_find_run(journal, run_id, &rec, &err), 0);
+    ck_assert_msg(berth_job_state_terminal(rec.state), "job %s is %s", run_id, berth_job_state_names[rec.state]);
+    env = test_json(rec.result);
+    ck_assert_int_eq(berth_job_parse(doc, strlen(doc), &job, &err), 0);
+    ck_assert_msg(berth_result_verify(env, berth_signing_key_public(key), job, receipt, &body, &err) == 0, "%s",
+                  err.message);
+    ret = json_incref((json_t *)body);
+    json_decref(env);
+    berth_job_free(job);
+    berth_job_record_clear(&rec);
+    return ret;
+}
+
+static void expect_cancelled(const char *run_id, const char *doc, const json_t *receipt, const char *reason)
+{
+    json_t *body = journal_result(run_id, doc, receipt);
+
+    ck_assert_str_eq(json_string_value(json_object_get(body, "status")), "cancelled");
+    ck_assert_str_eq(json_string_value(json_object_get(body, "reason")), reason);
+    json_decref(body);
+}
+
+/* Admission stays closed until the startup reconcile completed: new jobs
+ * get 503 "starting", health says so, dispatch starts nothing. */
+START_TEST(admission_waits_for_startup_pass)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *doc = job_doc("s1", "[\"echo\"]", 60000000000LL);
+    struct berth_pass_stats st = {0};
+    struct berth_broker_health h;
+    struct berth_reply r;
+
+    berth_broker_free(broker);
+    open_broker_starting();
+    ck_assert(!berth_broker_admitting(broker));
+    ck_assert_int_eq(berth_broker_health(broker, &h), 0);
+    ck_assert(h.starting);
+    r = submit(FP_A, doc);
+    expect_status(&r, 503, "starting");
+    berth_reply_clear(&r);
+    ck_assert_int_eq(berth_broker_dispatch(broker, &st, &err), 0);
+    ck_assert_uint_eq(st.started, 0);
+    ck_assert_msg(berth_broker_reconcile(broker, &st, &err) == 0, "%s", err.message);
+    ck_assert(!st.more);
+    ck_assert(berth_broker_admitting(broker));
+    ck_assert_int_eq(berth_broker_health(broker, &h), 0);
+    ck_assert(!h.starting);
+    r = submit(FP_A, doc);
+    expect_status(&r, 201, NULL);
+    berth_reply_clear(&r);
+}
+END_TEST
+
+/* The submitter's fingerprint is removed from the policy file mid-job: the
+ * next reconcile pass cancels the running job and a queued one (never
+ * started), and their signed results say "revoked". */
+START_TEST(revoked_mid_job)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *doc = job_doc("v1", "[\"sleep\"]", 60000000000LL);
+    _cleanup_free_ char *queued = job_doc("v2", "[\"sleep\"]", 60000000000LL);
+    struct berth_reply r = submit(FP_A, doc), q = {0};
+    struct berth_job_record rec = {0};
+    struct berth_pass_stats st = {0};
+    char line[128];
+
+    expect_status(&r, 201, NULL);
+    passes();
+    ck_assert_int_eq(berth_jobstore_find_run(journal, run_id_of(r.body), &rec, &err), 0);
+    ck_assert_int_eq(rec.state, BERTH_JOB_RUNNING);
+    ck_assert_str_eq(rec.fingerprint, FP_A);
+    berth_job_record_clear(&rec);
+    q = submit(FP_A, queued);
+    expect_status(&q, 201, NULL);
+    /* Nothing changed yet: a pass leaves both alone. */
+    ck_assert_int_eq(berth_broker_reconcile(broker, &st, &err), 0);
+    ck_assert_uint_eq(st.swept, 0);
+    write_policy(POLICY_B_ONLY);
+    ck_assert_msg(berth_broker_reconcile(broker, &st, &err) == 0, "%s", err.message);
+    ck_assert_uint_eq(st.swept, 2);
+    expect_cancelled(run_id_of(r.body), doc, r.body, "revoked");
+    expect_cancelled(run_id_of(q.body), queued, q.body, "revoked");
+    snprintf(line, sizeof(line), "cancel %s", run_id_of(r.body));
+    ck_assert_int_eq(calls(line), 1);
+    snprintf(line, sizeof(line), "start %s new", run_id_of(q.body));
+    ck_assert_int_eq(calls(line), 0);
+    berth_reply_clear(&q);
+    berth_reply_clear(&r);
+}
+END_TEST
+
+/* A grant that no longer allows the job's image revokes it, too. */
+START_TEST(revoked_by_narrower_grant)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *doc = job_doc("v3", "[\"sleep\"]", 60000000000LL);
+    struct berth_reply r = submit(FP_A, doc);
+    char policy_text[4096];
+
+    expect_status(&r, 201, NULL);
+    passes();
+    snprintf(policy_text, sizeof(policy_text),
+             "{\"schema_version\":1,\"not_before\":\"0\",\"not_after\":\"" FAR_FUTURE "\",\"subjects\":["
+             "{\"principal\":\"alice\",\"scope\":[\"team\"],\"fingerprints\":[\"" FP_A "\"],\"pools\":[\"sample\"],"
+             "\"images\":[],\"limits\":" SAMPLE_LIMITS ",\"not_before\":\"0\",\"not_after\":\"" FAR_FUTURE "\","
+             "\"admin\":true}]}");
+    write_policy(policy_text);
+    ck_assert_msg(berth_broker_reconcile(broker, NULL, &err) == 0, "%s", err.message);
+    expect_cancelled(run_id_of(r.body), doc, r.body, "revoked");
+    berth_reply_clear(&r);
+}
+END_TEST
+
+#define QUAL_RUNTIME_SHA256 "sha256:1234567890123456789012345678901234567890123456789012345678901234"
+#define QUAL_RUNTIME ",\"runtime\":{\"path\":\"/usr/bin/fake\",\"version\":\"1\",\"sha256\":\"" QUAL_RUNTIME_SHA256 "\"}"
+
+/* Record a passed qualification of backend "script" as berthd computes
+ * its binding, valid until @expires_ns. */
+static void store_qualification(int64_t qualified_ns, int64_t expires_ns)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_json_ json_t *caps = NULL, *body = NULL, *env = NULL;
+    _cleanup_free_ char *text = NULL;
+    char digest[BERTH_DIGEST_BUFSZ];
+    size_t len = 0;
+
+    ck_assert_int_eq(berth_plugin_runtime_ops(plugin)->capabilities(berth_plugin_state(plugin), &text, &len, &err), 0);
+    caps = test_json(text);
+    ck_assert_int_eq(berth_qualification_config_digest(NULL, NULL, caps, digest, &err), 0);
+    body = berth_qualification_body("test-broker", "script", "runtime-script", "1.0.0", digest, QUAL_RUNTIME_SHA256,
+                                    true, caps, json_array(), qualified_ns, expires_ns - qualified_ns);
+    ck_assert_ptr_nonnull(body);
+    ck_assert_int_eq(berth_qualification_seal(key, json_incref(body), &env, &err), 0);
+    ck_assert_msg(berth_qualification_store(journal, env, &err) == 0, "%s", err.message);
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* A qualification expires while jobs queue: dispatch starts none of them
+ * on it (each is cancelled with "qualification_expired"), and the running
+ * job is cancelled by the next reconcile pass with the same reason. */
+START_TEST(qualification_expires_while_queued)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *d1 = job_doc("q1", "[\"sleep\"]", 60000000000LL);
+    _cleanup_free_ char *d2 = job_doc("q2", "[\"echo\"]", 60000000000LL);
+    _cleanup_free_ char *d3 = job_doc("q3", "[\"echo\"]", 60000000000LL);
+    struct berth_reply r1, r2, r3, x = {0};
+    struct berth_pass_stats st = {0};
+    const json_t *qual;
+    int64_t expires = now_ns() + 1500000000LL;
+    char line[128];
+
+    berth_broker_free(broker);
+    berth_plugin_unload(plugin);
+    require_qualification = true;
+    script_config = QUAL_RUNTIME;
+    load_plugin();
+    store_qualification(now_ns() - 1000000000LL, expires);
+    open_broker();
+    berth_broker_capabilities(broker, FP_A, &x);
+    qual = json_object_get(json_object_get(json_object_get(x.body, "backends"), "script"), "qualification");
+    ck_assert_msg(json_is_object(qual), "the backend is not qualified");
+    berth_reply_clear(&x);
+    r1 = submit(FP_A, d1);
+    expect_status(&r1, 201, NULL);
+    ck_assert_int_eq(berth_broker_dispatch(broker, &st, &err), 0);
+    ck_assert_uint_eq(st.started, 1);
+    r2 = submit(FP_A, d2);
+    expect_status(&r2, 201, NULL);
+    r3 = submit(FP_A, d3);
+    expect_status(&r3, 201, NULL);
+    ck_assert(json_is_string(json_object_get(json_object_get(json_object_get(r2.body, "receipt"), "runtime"),
+                                             "qualification")));
+    while (now_ns() <= expires)
+        usleep(50000);
+    /* Dispatch first, with the offers of before the expiry: it checks the record's expiry itself. */
+    memset(&st, 0, sizeof(st));
+    ck_assert_msg(berth_broker_dispatch(broker, &st, &err) == 0, "%s", err.message);
+    ck_assert_uint_eq(st.started, 0);
+    ck_assert_uint_eq(st.swept, 2);
+    snprintf(line, sizeof(line), "start %s new", run_id_of(r2.body));
+    ck_assert_int_eq(calls(line), 0);
+    snprintf(line, sizeof(line), "start %s new", run_id_of(r3.body));
+    ck_assert_int_eq(calls(line), 0);
+    expect_cancelled(run_id_of(r2.body), d2, r2.body, "qualification_expired");
+    expect_cancelled(run_id_of(r3.body), d3, r3.body, "qualification_expired");
+    /* The running one: the next reconcile pass. */
+    ck_assert_int_eq(berth_broker_refresh_backends(broker), 0);
+    ck_assert_msg(berth_broker_reconcile(broker, NULL, &err) == 0, "%s", err.message);
+    expect_cancelled(run_id_of(r1.body), d1, r1.body, "qualification_expired");
+    berth_reply_clear(&r1);
+    berth_reply_clear(&r2);
+    berth_reply_clear(&r3);
+}
+END_TEST
+
+#define PAGED_JOBS 300
+
+/* More open jobs than a page: a pass visits at most 256 of them and the
+ * cursor covers every one over successive passes (here: all of them are
+ * revoked, 256 by the first pass, the rest by the second). */
+START_TEST(paged_passes)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_submission *v = calloc(PAGED_JOBS, sizeof(*v));
+    char *docs[PAGED_JOBS];
+    struct berth_pass_stats st = {0};
+    int64_t counts[BERTH_JOB_STATE_COUNT];
+    size_t i;
+
+    ck_assert_ptr_nonnull(v);
+    berth_broker_free(broker);
+    max_active = max_retained = PAGED_JOBS + 10;
+    open_broker();
+    for (i = 0; i < PAGED_JOBS; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "p%03zu", i);
+        docs[i] = job_doc(id, "[\"sleep\"]", 60000000000LL);
+        v[i] = (struct berth_submission){.fingerprint = FP_A, .body = docs[i], .len = strlen(docs[i])};
+    }
+    ck_assert_int_eq(berth_broker_submit_batch(broker, v, PAGED_JOBS), 0);
+    for (i = 0; i < PAGED_JOBS; i++) {
+        expect_status(&v[i].reply, 201, NULL);
+        berth_reply_clear(&v[i].reply);
+    }
+    /* A round over unchanged jobs: 256, then the rest. */
+    ck_assert_int_eq(berth_broker_reconcile(broker, &st, &err), 0);
+    ck_assert_uint_eq(st.visited, 256);
+    ck_assert(st.more);
+    memset(&st, 0, sizeof(st));
+    ck_assert_int_eq(berth_broker_reconcile(broker, &st, &err), 0);
+    ck_assert_uint_eq(st.visited, PAGED_JOBS - 256);
+    ck_assert(!st.more);
+    /* Revoked: each pass cancels at most a page. */
+    write_policy(POLICY_B_ONLY);
+    memset(&st, 0, sizeof(st));
+    ck_assert_int_eq(berth_broker_reconcile(broker, &st, &err), 0);
+    ck_assert_uint_eq(st.visited, 256);
+    ck_assert_uint_eq(st.swept, 256);
+    ck_assert_int_eq(berth_broker_job_counts(broker, counts, &err), 0);
+    ck_assert_int_eq(counts[BERTH_JOB_CANCELLED], 256);
+    ck_assert_int_eq(counts[BERTH_JOB_ACCEPTED], PAGED_JOBS - 256);
+    memset(&st, 0, sizeof(st));
+    ck_assert_int_eq(berth_broker_reconcile(broker, &st, &err), 0);
+    ck_assert_uint_eq(st.swept, PAGED_JOBS - 256);
+    ck_assert(!st.more);
+    ck_assert_int_eq(berth_broker_job_counts(broker, counts, &err), 0);
+    ck_assert_int_eq(counts[BERTH_JOB_CANCELLED], PAGED_JOBS);
+    for (i = 0; i < PAGED_JOBS; i++)
+        free(docs[i]);
+    free(v);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("broker");
@@ -983,6 +1271,14 @@ static Suite *make_suite(void)
     tcase_add_test(tc, restart);
     tcase_add_test(tc, pools_and_audit);
     tcase_add_test(tc, pool_concurrency);
+    tc = test_case(s, "sweeps");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, admission_waits_for_startup_pass);
+    tcase_add_test(tc, revoked_mid_job);
+    tcase_add_test(tc, revoked_by_narrower_grant);
+    tcase_add_test(tc, qualification_expires_while_queued);
+    tcase_add_test(tc, paged_passes);
     /* Alone in its case: it runs about a hundred refreshes. */
     tc = test_case(s, "self-qualification");
     tcase_add_checked_fixture(tc, setup, teardown);

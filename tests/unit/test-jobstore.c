@@ -43,6 +43,7 @@ static struct berth_job_record record(const char *id, char run_id[BERTH_RUN_ID_L
     rec.backend = (char *)"fixture";
     rec.effective = (char *)"{\"template\":{}}";
     rec.pool = (char *)"sample";
+    rec.fingerprint = (char *)"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
     rec.accepted_at = 100;
     rec.deadline = 200;
     return rec;
@@ -161,7 +162,7 @@ START_TEST(state_machine)
     /* Terminal is final. */
     ck_assert_int_eq(berth_jobstore_transition(j, run_id, 5, BERTH_JOB_FAILED, NULL, 150, &err), -EINVAL);
     /* A cancel request on a terminal job changes nothing. */
-    ck_assert_int_eq(berth_jobstore_request_cancel(j, run_id, 160, &err), 0);
+    ck_assert_int_eq(berth_jobstore_request_cancel(j, run_id, NULL, 160, &err), 0);
     ck_assert_int_eq(berth_jobstore_find_run(j, run_id, &got, &err), 0);
     ck_assert_int_eq(got.revision, 5);
     ck_assert(!got.cancel_requested);
@@ -198,8 +199,8 @@ START_TEST(cancel_and_open)
     ck_assert_int_eq(berth_jobstore_insert(j, &rc, 16, 100, &err), 0);
     ck_assert_int_eq(berth_jobstore_transition(j, c, 1, BERTH_JOB_FAILED, "{}", 110, &err), 0);
     /* The intent is recorded once and bumps the revision. */
-    ck_assert_int_eq(berth_jobstore_request_cancel(j, a, 120, &err), 0);
-    ck_assert_int_eq(berth_jobstore_request_cancel(j, a, 130, &err), 0);
+    ck_assert_int_eq(berth_jobstore_request_cancel(j, a, NULL, 120, &err), 0);
+    ck_assert_int_eq(berth_jobstore_request_cancel(j, a, NULL, 130, &err), 0);
     ck_assert_int_eq(berth_jobstore_find_run(j, a, &got, &err), 0);
     ck_assert(got.cancel_requested);
     ck_assert_int_eq(got.revision, 2);
@@ -207,7 +208,122 @@ START_TEST(cancel_and_open)
     berth_job_record_clear(&got);
     ck_assert_int_eq(berth_jobstore_foreach_open(j, collect, seen, &err), 0);
     ck_assert_str_eq(seen, "b;a!");
-    ck_assert_int_eq(berth_jobstore_request_cancel(j, "r-none", 1, &err), -ENOENT);
+    ck_assert_int_eq(berth_jobstore_request_cancel(j, "r-none", NULL, 1, &err), -ENOENT);
+}
+END_TEST
+
+/* berthd's own cancellation keeps its reason; the first reason stays. */
+START_TEST(cancel_reason)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    char a[BERTH_RUN_ID_LEN + 1], b[BERTH_RUN_ID_LEN + 1];
+    struct berth_job_record ra = record("a", a), rb = record("b", b), got;
+
+    ck_assert_int_eq(berth_jobstore_insert(j, &ra, 16, 100, &err), 0);
+    ck_assert_int_eq(berth_jobstore_insert(j, &rb, 16, 100, &err), 0);
+    ck_assert_int_eq(berth_jobstore_request_cancel(j, a, "revoked", 120, &err), 0);
+    ck_assert_int_eq(berth_jobstore_request_cancel(j, a, "qualification_expired", 130, &err), 0);
+    ck_assert_int_eq(berth_jobstore_request_cancel(j, b, NULL, 120, &err), 0);
+    ck_assert_int_eq(berth_jobstore_find_run(j, a, &got, &err), 0);
+    ck_assert(got.cancel_requested);
+    ck_assert_str_eq(got.cancel_reason, "revoked");
+    ck_assert_str_eq(got.fingerprint, ra.fingerprint);
+    berth_job_record_clear(&got);
+    ck_assert_int_eq(berth_jobstore_find_run(j, b, &got, &err), 0);
+    ck_assert(got.cancel_requested);
+    ck_assert_ptr_null(got.cancel_reason);
+    berth_job_record_clear(&got);
+    rb.fingerprint = NULL;
+    ck_assert_int_eq(berth_jobstore_insert(j, &rb, 16, 100, &err), -EINVAL);
+}
+END_TEST
+
+struct page_seen {
+    char (*ids)[16];
+    size_t n;
+};
+
+static int page_collect(void *userdata, const struct berth_job_record *rec)
+{
+    struct page_seen *p = userdata;
+
+    snprintf(p->ids[p->n++], sizeof(p->ids[0]), "%s", rec->job_id);
+    return 0;
+}
+
+#define PAGED_OPEN 600
+
+/* Keyset pages of open records: at most the limit each, in (accepted_at,
+ * run_id) order, every open record exactly once, terminal ones never, on
+ * the partial index. */
+START_TEST(paged_open)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_job_cursor cursor = {0};
+    struct page_seen seen = {.ids = calloc(PAGED_OPEN + 64, sizeof(*seen.ids))};
+    static char runs[PAGED_OPEN + 40][BERTH_RUN_ID_LEN + 1];
+    static char ids[PAGED_OPEN + 40][16];
+    size_t i, count = 0, pages = 0, total = PAGED_OPEN + 40;
+    sqlite3_stmt *q = NULL;
+    bool uses_index = false;
+
+    ck_assert_ptr_nonnull(seen.ids);
+    ck_assert_int_eq(berth_journal_begin(j, &err), 0);
+    for (i = 0; i < total; i++) {
+        struct berth_job_record rec;
+        snprintf(ids[i], sizeof(ids[i]), "j%04zu", i);
+        rec = record(ids[i], runs[i]);
+        rec.accepted_at = 1000 + (int64_t)(i / 3); /* ties on accepted_at: run_id orders them */
+        ck_assert_msg(berth_jobstore_insert(j, &rec, 100000, 100000, &err) == 0, "%s", err.message);
+    }
+    /* Every 16th record is terminal: never in a page. */
+    for (i = 0; i < total; i += 16)
+        ck_assert_int_eq(berth_jobstore_transition(j, runs[i], 1, BERTH_JOB_FAILED, "{}", 5, &err), 0);
+    ck_assert_int_eq(berth_journal_commit(j, &err), 0);
+
+    do {
+        size_t before = seen.n;
+        ck_assert_msg(berth_jobstore_page_open(j, &cursor, BERTH_JOBSTORE_PAGE_MAX, page_collect, &seen, &count,
+                                               &err) == 0,
+                      "%s", err.message);
+        ck_assert_uint_le(count, BERTH_JOBSTORE_PAGE_MAX);
+        ck_assert_uint_eq(count, seen.n - before);
+        pages++;
+        ck_assert_uint_lt(pages, 10);
+    } while (count == BERTH_JOBSTORE_PAGE_MAX);
+    ck_assert_uint_eq(seen.n, total - (total + 15) / 16);
+    ck_assert_uint_eq(pages, (seen.n + BERTH_JOBSTORE_PAGE_MAX) / BERTH_JOBSTORE_PAGE_MAX);
+    /* Exactly the open ones, each once, oldest first (accepted_at = 1000 + n / 3 for "jn"). */
+    {
+        static bool got[PAGED_OPEN + 40];
+        long last = -1;
+        for (i = 0; i < seen.n; i++) {
+            long n = strtol(seen.ids[i] + 1, NULL, 10);
+            ck_assert(n >= 0 && n < (long)total && n % 16 != 0 && !got[n]);
+            got[n] = true;
+            ck_assert_int_ge(n / 3, last);
+            last = n / 3;
+        }
+    }
+    /* The cursor went past the end: a further page is empty until it is reset. */
+    ck_assert_int_eq(berth_jobstore_page_open(j, &cursor, 5, page_collect, &seen, &count, &err), 0);
+    ck_assert_uint_eq(count, 0);
+    ck_assert_int_eq(berth_jobstore_page_open(j, &cursor, 0, page_collect, &seen, &count, &err), -EINVAL);
+    ck_assert_int_eq(berth_jobstore_page_open(j, &cursor, BERTH_JOBSTORE_PAGE_MAX + 1, page_collect, &seen, &count, &err),
+                     -EINVAL);
+    /* The page query runs on the partial index. */
+    ck_assert_int_eq(sqlite3_prepare_v2(berth_journal_db(j),
+                                        "EXPLAIN QUERY PLAN SELECT run_id FROM jobs INDEXED BY jobs_open_order "
+                                        "WHERE state NOT IN ('exited','failed','cancelled','expired') "
+                                        "AND (accepted_at, run_id) > (?, ?) ORDER BY accepted_at, run_id LIMIT 256",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+    while (sqlite3_step(q) == SQLITE_ROW)
+        if (strstr((const char *)sqlite3_column_text(q, 3), "jobs_open_order"))
+            uses_index = true;
+    sqlite3_finalize(q);
+    ck_assert(uses_index);
+    free(seen.ids);
 }
 END_TEST
 
@@ -247,6 +363,8 @@ static Suite *make_suite(void)
     tcase_add_test(tc, admission_limits);
     tcase_add_test(tc, state_machine);
     tcase_add_test(tc, cancel_and_open);
+    tcase_add_test(tc, cancel_reason);
+    tcase_add_test(tc, paged_open);
     tcase_add_test(tc, durable);
     return s;
 }

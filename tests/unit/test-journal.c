@@ -210,7 +210,7 @@ START_TEST(foreign_and_newer)
     berth_journal_close(j);
     raw_sql(newer, "PRAGMA user_version = 99");
     ck_assert_int_eq(open_at(newer, 0, &j, &err), -EPROTONOSUPPORT);
-    ck_assert_ptr_nonnull(strstr(err.message, "has journal format 99; this berth understands formats up to 3"));
+    ck_assert_ptr_nonnull(strstr(err.message, "has journal format 99; this berth understands formats up to 4"));
 
     raw_sql(newer, "PRAGMA user_version = -1");
     ck_assert_int_eq(open_at(newer, 0, &j, &err), -EBADMSG);

@@ -49,6 +49,15 @@ struct broker_retries {
     size_t n, cap;
 };
 
+/* The reconcile sweeps (broker-sweep.c); worker thread only, but for
+ * @admitting, which any thread reads. */
+struct broker_sweep {
+    struct berth_job_cursor cursor; /* where the next reconcile page starts */
+    bool cycle_error;               /* this round of pages left a job undecided */
+    size_t cycle_visited;           /* jobs this round of pages visited */
+    atomic_bool admitting;          /* a whole round completed without error: new jobs are accepted */
+};
+
 struct berth_broker {
     struct berth_broker_params p;
     struct berth_broker_backend *backends;
@@ -60,6 +69,7 @@ struct berth_broker {
     char (*caps_errors)[512];         /* per backend: the last capabilities() error logged, "" when fine */
     struct broker_storage storage;    /* under the lock */
     struct broker_retries retries;    /* under the lock */
+    struct broker_sweep sweep;
 };
 
 /* The authenticated caller, resolved under the lock. */
@@ -74,6 +84,38 @@ void broker_caller_clear(struct broker_caller *c);
  * @reply with 403 and returns -EACCES when denied. */
 int broker_authenticate(struct berth_broker *b, const char *fingerprint, struct broker_caller *c,
                         struct berth_reply *reply);
+
+/* Whether @s covers @job (pool, image, limits): NULL, or @buf (@size
+ * bytes) holding what it lacks (broker-sweep.c). */
+const char *broker_grant_gap(const struct berth_subject *s, const struct berth_job *job, char *buf, size_t size);
+
+/* Record the intent to cancel @rec (lock held): a priority write with its
+ * job.cancel_requested audit event by @actor; @reason NULL for a caller's
+ * cancellation, else berthd's own reason code (the result's reason). */
+int broker_record_cancel(struct berth_broker *b, const struct berth_job_record *rec, const char *actor,
+                         const char *reason, int64_t now, struct berth_error *reterr);
+
+/* --- broker-sweep.c: does an open job still qualify? (lock not held) --- */
+
+/* 0 with *@ret_reason NULL (it does) or "revoked" / "qualification_expired"
+ * and @why (@why_size bytes) saying what changed; -EIO or -EBADMSG (the
+ * journal); other errors: undecided now (-ENOMEM, -EAGAIN: a backend's
+ * capabilities are unknown, -EUCLEAN: a damaged stored job or receipt). */
+int broker_sweep_verdict(struct berth_broker *b, const struct berth_job_record *rec, int64_t now,
+                         const char **ret_reason, char *why, size_t why_size, struct berth_error *reterr);
+
+/* Judge an accepted, claimed or running @rec that nobody cancelled yet and
+ * record berthd's cancellation when it no longer qualifies (@rec follows:
+ * cancel_requested, cancel_reason, revision).  An undecided job is logged
+ * and counted, and keeps the round from opening admission.
+ * Return: 0 (judged: @rec->cancel_requested says how); 1 (undecided);
+ * -EIO or -EBADMSG. */
+int broker_sweep_job(struct berth_broker *b, struct berth_job_record *rec, int64_t now, struct berth_pass_stats *stats,
+                     struct berth_error *reterr);
+
+/* A round of reconcile pages reached the end: the cursor starts again, and
+ * admission opens when the round had no error. */
+void broker_sweep_cycle_end(struct berth_broker *b);
 
 /* Fill @reply with an error. */
 void broker_fail(struct berth_reply *reply, int status, const char *code, const char *fmt, ...)

@@ -315,6 +315,7 @@ int berth_broker_health(struct berth_broker *b, struct berth_broker_health *ret)
     ret->unrecorded = s->n_unrecorded;
     ret->reserve_bytes = berth_journal_reserve_size(b->p.journal);
     ret->reserve_held = berth_journal_reserve_held(b->p.journal);
+    ret->starting = !atomic_load(&b->sweep.admitting);
     if (ret->degraded) {
         ret->reason = "storage_full";
         ret->retry_in_ns = berth_backoff_wait_ns(s->journal_full ? &s->check : &s->stage, broker_mono_now());

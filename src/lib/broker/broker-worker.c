@@ -174,6 +174,19 @@ static void snapshot_clear(struct snapshot *s)
     memset(s, 0, sizeof(*s));
 }
 
+/* The next reconcile page from the sweep cursor; *@ret_n = its length. */
+static int take_page(struct berth_broker *b, struct snapshot *s, size_t *ret_n, struct berth_error *reterr)
+{
+    int r;
+
+    pthread_mutex_lock(&b->lock);
+    r = berth_jobstore_page_open(b->p.journal, &b->sweep.cursor, BERTH_JOBSTORE_PAGE_MAX, snap_one, s, ret_n, reterr);
+    pthread_mutex_unlock(&b->lock);
+    if (r == -ENOMEM)
+        berth_error_set(reterr, r, "out of memory");
+    return r;
+}
+
 static int take_snapshot(struct berth_broker *b, struct snapshot *s, struct berth_error *reterr)
 {
     int r;
@@ -616,7 +629,7 @@ static int reap(struct berth_broker *b, const struct berth_broker_backend *be, s
         to = terminal_of[o.state]; /* it ended on its own before the stop reached it */
     } else if (rec->cancel_requested) {
         to = BERTH_JOB_CANCELLED;
-        reason = "cancelled";
+        reason = rec->cancel_reason ? rec->cancel_reason : "cancelled";
     } else if (now > rec->deadline) {
         to = BERTH_JOB_EXPIRED;
         reason = "deadline";
@@ -640,7 +653,8 @@ static int reconcile_one(struct berth_broker *b, struct berth_job_record *rec, i
     if (rec->state == BERTH_JOB_ACCEPTED) {
         /* Never started: decide without any backend. */
         if (rec->cancel_requested)
-            return finish(b, rec, BERTH_JOB_CANCELLED, NULL, "cancelled_before_start", stats, reterr);
+            return finish(b, rec, BERTH_JOB_CANCELLED, NULL,
+                          rec->cancel_reason ? rec->cancel_reason : "cancelled_before_start", stats, reterr);
         if (now > rec->deadline)
             return finish(b, rec, BERTH_JOB_EXPIRED, NULL, "deadline_before_start", stats, reterr);
         return 0;
@@ -712,23 +726,30 @@ int berth_broker_reconcile(struct berth_broker *b, struct berth_pass_stats *stat
 {
     struct snapshot s = {0};
     int64_t now;
-    size_t i;
+    size_t i, n = 0;
     int r;
 
     if (!b)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
     r = record_unrecorded(b, stats, reterr);
     if (r == 0)
-        r = take_snapshot(b, &s, reterr);
+        r = take_page(b, &s, &n, reterr);
     if (r == 0)
         r = berth_now_ns(CLOCK_REALTIME, &now, reterr);
+    b->sweep.cycle_visited += n;
+    if (stats) {
+        stats->visited += (unsigned)n;
+        stats->more = n == BERTH_JOBSTORE_PAGE_MAX;
+    }
     for (i = 0; r == 0 && i < s.n && !atomic_load(&b->stopping); i++) {
         struct berth_error err = BERTH_ERROR_INIT;
         int rr;
 
         if (unrecorded(b, s.v[i].run_id))
             continue; /* its result is signed and waits for space */
-        rr = reconcile_one(b, &s.v[i], now, stats, &err);
+        rr = broker_sweep_job(b, &s.v[i], now, stats, &err);
+        if (rr >= 0) /* an undecided job is still reconciled */
+            rr = reconcile_one(b, &s.v[i], now, stats, &err);
         /* A journal that cannot be trusted stops the pass; anything else (a
          * full filesystem included) is this job's problem only. */
         if (rr == -EIO || rr == -EBADMSG) {
@@ -738,7 +759,33 @@ int berth_broker_reconcile(struct berth_broker *b, struct berth_pass_stats *stat
         }
     }
     snapshot_clear(&s);
+    if (r < 0 || atomic_load(&b->stopping))
+        b->sweep.cycle_error = true; /* the round is not whole */
+    else if (n < BERTH_JOBSTORE_PAGE_MAX)
+        broker_sweep_cycle_end(b);
     return r;
+}
+
+/* Dispatch's recheck of a queued job (accepted or claimed): 1 when it no
+ * longer qualifies and berthd recorded its cancellation (an accepted one is
+ * finished at once: it never reached the backend; a claimed one is
+ * reaped by reconcile), 0 when it may go on, or -EIO/-EBADMSG.  A job that
+ * cannot be judged now waits (1: it is not started on this pass). */
+static int dispatch_refused(struct berth_broker *b, struct berth_job_record *rec, int64_t now,
+                            struct berth_pass_stats *stats, struct berth_error *reterr)
+{
+    int r = broker_sweep_job(b, rec, now, stats, reterr);
+
+    if (r != 0)
+        return r; /* undecided (1) or the journal */
+    if (!rec->cancel_requested)
+        return 0;
+    if (rec->state == BERTH_JOB_ACCEPTED) {
+        r = finish(b, rec, BERTH_JOB_CANCELLED, NULL, rec->cancel_reason, stats, reterr);
+        if (r < 0)
+            return r == -ESTALE ? 1 : r;
+    }
+    return 1;
 }
 
 /* The document a runtime's start() receives (plugin.h). */
@@ -769,6 +816,10 @@ static int dispatch_one(struct berth_broker *b, struct berth_job_record *rec, in
 
     if (rec->cancel_requested || now > rec->deadline || !be)
         return 0; /* reconcile's business */
+    if (rec->state != BERTH_JOB_ACCEPTED && rec->state != BERTH_JOB_CLAIMED)
+        return 0;
+    if ((r = dispatch_refused(b, rec, now, stats, reterr)) != 0)
+        return r < 0 ? r : 0;
     if (rec->state == BERTH_JOB_ACCEPTED) {
         r = move(b, rec, BERTH_JOB_CLAIMED, NULL, NULL, NULL, reterr);
         if (r < 0)
@@ -805,6 +856,9 @@ static int dispatch_one(struct berth_broker *b, struct berth_job_record *rec, in
     r = dispatch_doc(rec, job, rootfs, &doc, &len, reterr);
     if (r < 0)
         return finish(b, rec, BERTH_JOB_FAILED, NULL, "damaged_record", stats, reterr);
+    /* Staging takes time: the qualification or the grant may have ended meanwhile. */
+    if ((r = berth_now_ns(CLOCK_REALTIME, &now, reterr)) < 0 || (r = dispatch_refused(b, rec, now, stats, reterr)) != 0)
+        return r < 0 ? r : 0;
     r = be->ops->start(be->state, doc, len, &err);
     if (r == -EBADMSG || r == -EKEYREJECTED || r == -ETIME || r == -EPERM) {
         berth_logf(b->p.logger, BERTH_LOG_ERR, "job %s run %s: backend %s refused to start it: %s", rec->job_id,
@@ -865,6 +919,9 @@ int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats
      * claimed before waits, so that nothing runs that the journal could
      * not follow (and start() is not retried on every pass meanwhile). */
     if (broker_storage_journal_full(b))
+        return 0;
+    /* Nothing starts before the startup reconcile has checked every open job. */
+    if (!berth_broker_admitting(b))
         return 0;
     r = take_snapshot(b, &s, reterr);
     /* Without the whole of limits and in_use a pool's max_concurrency could

@@ -109,6 +109,7 @@ int berth_broker_new(const struct berth_broker_params *p, struct berth_broker **
         return r;
     }
     broker_storage_init(b);
+    atomic_init(&b->sweep.admitting, false);
     *ret = b;
     return 0;
 }
@@ -180,21 +181,12 @@ int broker_authenticate(struct berth_broker *b, const char *fingerprint, struct 
 /* Whether the job @job may run for @subject now; fills @reply when not. */
 static bool granted(const struct berth_subject *s, const struct berth_job *job, struct berth_reply *reply)
 {
-    const char *name = NULL;
+    char gap[sizeof(reply->message)];
 
-    if (!berth_subject_allows_pool(s, job->pool)) {
-        broker_fail(reply, 403, "denied", "pool %s is not granted to %s", job->pool, s->principal);
-        return false;
-    }
-    if (!berth_subject_allows_image(s, job->image)) {
-        broker_fail(reply, 403, "denied", "image %s is not granted to %s", job->image, s->principal);
-        return false;
-    }
-    if (!berth_limits_within(&job->limits, &s->limits, &name)) {
-        broker_fail(reply, 403, "denied", "limits.%s is above the grant's ceiling", name);
-        return false;
-    }
-    return true;
+    if (!broker_grant_gap(s, job, gap, sizeof(gap)))
+        return true;
+    broker_fail(reply, 403, "denied", "%s", gap);
+    return false;
 }
 
 /* A new job declaring inputs needs an evidence store to stage them read-only
@@ -345,6 +337,14 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_
         r = 0;
         goto out;
     }
+    /* Until the startup reconcile has checked every open job, nothing new. */
+    if (!berth_broker_admitting(b)) {
+        broker_fail(&s->reply, 503, "starting",
+                    "the broker is still checking the jobs of its last run (startup reconcile); retry in a moment");
+        s->reply.retry_after_s = 1;
+        r = 0;
+        goto out;
+    }
     /* A new job on a full state filesystem: refused before anything is written. */
     if (broker_storage_degraded(b)) {
         broker_storage_refuse(b, &s->reply);
@@ -425,6 +425,7 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_
         .backend = (char *)be->name,
         .effective = effective_text,
         .pool = (char *)job->pool,
+        .fingerprint = (char *)s->fingerprint,
         .accepted_at = now,
         .deadline = rp.deadline,
     };
@@ -609,16 +610,28 @@ void berth_broker_inspect(struct berth_broker *b, const char *fingerprint, const
 struct cancel_write {
     struct berth_broker *b;
     const struct berth_job_record *rec;
-    const char *actor;
+    const char *actor, *reason;
     int64_t now;
 };
 
 static int cancel_write(struct berth_journal *j, void *userdata, struct berth_error *reterr)
 {
     struct cancel_write *c = userdata;
-    int r = berth_jobstore_request_cancel(j, c->rec->run_id, c->now, reterr);
+    json_t *extra = NULL;
+    int r = berth_jobstore_request_cancel(j, c->rec->run_id, c->reason, c->now, reterr);
 
-    return r < 0 ? r : broker_audit(c->b, "job.cancel_requested", c->rec, c->actor, NULL, reterr);
+    if (r == 0 && c->reason && !(extra = json_pack("{s:s}", "reason", c->reason)))
+        r = berth_error_set(reterr, -ENOMEM, "out of memory");
+    return r < 0 ? r : broker_audit(c->b, "job.cancel_requested", c->rec, c->actor, extra, reterr);
+}
+
+int broker_record_cancel(struct berth_broker *b, const struct berth_job_record *rec, const char *actor,
+                         const char *reason, int64_t now, struct berth_error *reterr)
+{
+    struct cancel_write cw = {.b = b, .rec = rec, .actor = actor, .reason = reason, .now = now};
+
+    /* A priority write: it may use the journal's space reserve on a full filesystem. */
+    return broker_journal_write(b, true, cancel_write, &cw, "a cancellation", reterr);
 }
 
 void berth_broker_cancel(struct berth_broker *b, const char *fingerprint, const char *job_id, struct berth_reply *reply)
@@ -626,20 +639,18 @@ void berth_broker_cancel(struct berth_broker *b, const char *fingerprint, const 
     struct berth_error err = BERTH_ERROR_INIT;
     struct broker_caller caller;
     struct berth_job_record rec = {0};
-    struct cancel_write cw = {.b = b, .rec = &rec};
     bool wake = false;
+    int64_t now;
     int r;
 
     pthread_mutex_lock(&b->lock);
     if (find_job(b, fingerprint, job_id, &caller, &rec, reply) == 0) {
-        cw.actor = caller.subject->principal;
         if (berth_job_state_terminal(rec.state) || rec.cancel_requested) {
             succeed(reply, 202,
                     json_pack("{s:s, s:s, s:b}", "id", rec.job_id, "state", berth_job_state_names[rec.state],
                               "cancel_requested", rec.cancel_requested));
-        } else if ((r = berth_now_ns(CLOCK_REALTIME, &cw.now, &err)) < 0 ||
-                   /* A priority write: it may use the journal's space reserve on a full filesystem. */
-                   (r = broker_journal_write(b, true, cancel_write, &cw, "a cancellation", &err)) < 0) {
+        } else if ((r = berth_now_ns(CLOCK_REALTIME, &now, &err)) < 0 ||
+                   (r = broker_record_cancel(b, &rec, caller.subject->principal, NULL, now, &err)) < 0) {
             if (!berth_space_error(r))
                 berth_logf(b->p.logger, BERTH_LOG_ERR, "recording the cancellation of %s failed: %s", rec.run_id,
                            err.message);

@@ -51,6 +51,41 @@
  *     one line when they start failing and one when they work again.
  * Only a journal that cannot be trusted stops the worker: -EIO (a read or
  * an fsync failed) and -EBADMSG (corruption) from reconcile or dispatch.
+ *
+ * Sweeps.  Every reconcile pass visits one page of at most
+ * BERTH_JOBSTORE_PAGE_MAX (256) open jobs, from a cursor kept across passes
+ * (jobstore.h, berth_jobstore_page_open()); a page shorter than that ends
+ * a round and the cursor starts again.  For each accepted, claimed or
+ * running job nobody has cancelled, the pass rechecks
+ *   - the grant: the host policy in force now (reloaded when its file
+ *     changed; a missing, malformed or expired policy grants nothing) has
+ *     a subject, valid now, that lists the certificate fingerprint the job
+ *     was submitted with, for the job's principal and scope, and still
+ *     allows its pool, its image and its limits;
+ *   - the qualification, for a backend with require_qualification: the
+ *     qualification the receipt names passed, has not expired, and binds
+ *     the runtime binary, configuration and kernel of the qualification
+ *     berthd offers for the backend now (qualification.h).
+ * A job that fails either is cancelled by berthd (recorded as a priority
+ * write with a job.cancel_requested audit event by "berthd"), stopped and
+ * reaped like a caller's cancellation; its signed result has status
+ * "cancelled" and reason "revoked" (the grant) or "qualification_expired".
+ * Dispatch rechecks both before it claims a queued job and again just
+ * before start(), so a queued job whose qualification expired is never
+ * started on it; it is cancelled, not held: its receipt binds the
+ * qualification it was accepted under, and a later qualification is not
+ * the one the receipt names (reference: "Before dispatch, the launcher ...
+ * enforces ... runtime qualification expiry"; sweeps "cancel and reap work
+ * that no longer qualifies").  A job that cannot be judged now (out of
+ * memory, a backend whose capabilities fail) is left alone and counted as
+ * an error of its round.
+ *
+ * Admission: a new broker refuses new submissions with 503 "starting"
+ * (identical retries of accepted jobs still get their receipts) and
+ * dispatch starts nothing, until a whole round of reconcile pages has
+ * completed without error; from then on admission stays open (a journal
+ * that cannot be trusted stops berthd instead).  See
+ * berth_broker_admitting().
  */
 #ifndef BERTH_BROKER_H
 #define BERTH_BROKER_H
@@ -84,7 +119,8 @@
  * @status:  HTTP status code (200, 201, 202, 400, 403, 404, 409, 413, 500, 503).
  * @error:   NULL on success, else a stable error code ("denied", "malformed",
  *           "conflict", "not_found", "full" (the journal holds its limit of
- *           jobs), "storage_full" (the state filesystem is out of space or
+ *           jobs), "starting" (the startup reconcile has not completed:
+ *           retry), "storage_full" (the state filesystem is out of space or
  *           quota; the message says "retry in N s"), "busy", ...).
  * @message: human-readable; never holds secrets or host paths.
  * @body:    success body (owned), or NULL.
@@ -198,8 +234,8 @@ void berth_broker_free(struct berth_broker *b);
  * @reply:       filled by berth_broker_submit_batch(): 201 with the receipt
  *               (new), 200 with the stored receipt (identical retry), 400,
  *               403, 409 (same id, different digest; nothing recorded),
- *               413, 503 (full, storage_full or busy, journal failure, no
- *               backend).
+ *               413, 503 (starting, full, storage_full or busy, journal
+ *               failure, no backend).
  * @note:        the broker's own (the log line of an acceptance, written
  *               once its commit succeeded); callers leave it alone.
  */
@@ -310,6 +346,7 @@ int berth_broker_job_counts(struct berth_broker *b, int64_t counts[BERTH_JOB_STA
  * @unrecorded:     signed results waiting in memory for the journal.
  * @reserve_bytes:  the journal's space reserve as configured (0: none) ...
  * @reserve_held:   ... and whether it is whole on disk now.
+ * @starting:       admission has not opened yet (berth_broker_admitting()).
  */
 struct berth_broker_health {
     bool degraded;
@@ -321,6 +358,7 @@ struct berth_broker_health {
     uint64_t unrecorded;
     uint64_t reserve_bytes;
     bool reserve_held;
+    bool starting;
 };
 
 /**
@@ -336,10 +374,43 @@ int berth_broker_health(struct berth_broker *b, struct berth_broker_health *ret)
  */
 void berth_broker_stop(struct berth_broker *b);
 
-/** What one reconcile or dispatch pass did. */
+/**
+ * struct berth_pass_stats - what one reconcile or dispatch pass did (each
+ * pass adds to the counts).
+ * @visited: open jobs a reconcile pass looked at (at most one page).
+ * @more:    the last reconcile page was full: the round goes on.
+ * @swept:   jobs berthd cancelled because they no longer qualify.
+ */
 struct berth_pass_stats {
     unsigned started, finished, cancelled, expired, failed, errors;
+    unsigned visited, swept;
+    bool more;
 };
+
+/**
+ * berth_broker_admitting() - whether new submissions are accepted: false
+ * until a whole round of reconcile pages completed without error (see
+ * "Sweeps" above), then true.  Any thread.  False for NULL.
+ */
+bool berth_broker_admitting(struct berth_broker *b);
+
+/** What the front door does with a verified client certificate. */
+enum berth_front_door {
+    BERTH_DOOR_OPEN,   /* listed, or no usable policy (the broker's refusal says why) */
+    BERTH_DOOR_HEALTH, /* not listed; the policy serves unlisted clients /v1/health only */
+    BERTH_DOOR_CLOSED, /* not listed: close the connection */
+};
+
+/**
+ * berth_broker_front_door() - judge @fingerprint (64 lowercase hex) by the
+ * host policy in force now (policy.h, "unlisted_clients").  Any thread: the
+ * policy source is read under the broker's lock, as the worker's sweeps
+ * read it.
+ */
+enum berth_front_door berth_broker_front_door(struct berth_broker *b, const char *fingerprint);
+
+/** berth_broker_policy_reloads() - berth_policy_reloads() under the broker's lock; any thread. */
+uint64_t berth_broker_policy_reloads(struct berth_broker *b);
 
 /**
  * berth_broker_refresh_backends() - ask every backend for its capabilities
@@ -354,11 +425,13 @@ struct berth_pass_stats {
 int berth_broker_refresh_backends(struct berth_broker *b);
 
 /**
- * berth_broker_reconcile() - one pass over unfinished jobs (worker thread
- * only): expire or cancel accepted jobs past their deadline or with a
+ * berth_broker_reconcile() - one pass over the next page of unfinished
+ * jobs (worker thread only): cancel those that no longer qualify (see
+ * "Sweeps"), expire or cancel accepted jobs past their deadline or with a
  * cancellation recorded, ask backends about claimed and running ones,
  * cancel those past their deadline or cancelled, and record signed terminal
- * results.  Never starts a job.  @stats may be NULL.  First, when storage
+ * results; @stats->more says whether the round goes on.  Never starts a
+ * job.  @stats may be NULL.  First, when storage
  * is degraded and a check is due, it checks whether space returned, and
  * then records the unrecorded results (counted in @stats when recorded).
  * Return: 0; -EIO or -EBADMSG (the journal cannot be trusted: the caller
@@ -369,9 +442,11 @@ int berth_broker_refresh_backends(struct berth_broker *b);
 int berth_broker_reconcile(struct berth_broker *b, struct berth_pass_stats *stats, struct berth_error *reterr);
 
 /**
- * berth_broker_dispatch() - start accepted jobs (worker thread only):
- * record "claimed", call the backend's start with the dispatch document
- * {schema_version, receipt, job, effective}, record "running".  A claimed
+ * berth_broker_dispatch() - start accepted jobs (worker thread only;
+ * nothing before admission opens): recheck the job qualifies (see
+ * "Sweeps"), record "claimed", stage, recheck, call the backend's start
+ * with the dispatch document {schema_version, receipt, job, effective},
+ * record "running".  A claimed
  * job whose start was cut short is started again (start is idempotent).
  * Staging failures back off (see above).
  * Return: 0; -EIO or -EBADMSG, as berth_broker_reconcile().

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* jobstore.c -- durable job records; see jobstore.h. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,13 +51,16 @@ void berth_job_record_clear(struct berth_job_record *rec)
     free(rec->result);
     free(rec->effective);
     free(rec->pool);
+    free(rec->fingerprint);
+    free(rec->cancel_reason);
     memset(rec, 0, sizeof(*rec));
 }
 
 int berth_job_record_copy(struct berth_job_record *dst, const struct berth_job_record *src)
 {
     char **const fields[] = {&dst->principal, &dst->scope,   &dst->job_id,    &dst->run_id, &dst->job_digest, &dst->job,
-                             &dst->receipt,   &dst->backend, &dst->effective, &dst->pool,   &dst->result};
+                             &dst->receipt,   &dst->backend, &dst->effective, &dst->pool,   &dst->result,
+                             &dst->fingerprint, &dst->cancel_reason};
     size_t i;
 
     *dst = *src; /* the scalars; every string is replaced below */
@@ -104,7 +108,7 @@ int berth_run_id(const char *broker_key_id, const char *principal, const char *s
 
 #define COLUMNS                                                                                                        \
     "principal, scope, job_id, run_id, job_digest, job, receipt, backend, state, revision, accepted_at, deadline, "    \
-    "cancel_requested, result, updated_at, effective, pool"
+    "cancel_requested, result, updated_at, effective, pool, fingerprint, cancel_reason"
 
 static char *col_text(sqlite3_stmt *st, int i)
 {
@@ -135,8 +139,11 @@ static int read_row(sqlite3_stmt *st, struct berth_job_record *rec)
     rec->updated_at = sqlite3_column_int64(st, 14);
     rec->effective = col_text(st, 15);
     rec->pool = col_text(st, 16);
+    rec->fingerprint = col_text(st, 17);
+    rec->cancel_reason = col_text(st, 18);
     if (idx < 0 || !rec->principal || !rec->scope || !rec->job_id || !rec->run_id || !rec->job_digest || !rec->job ||
-        !rec->receipt || !rec->backend || !rec->effective || !rec->pool) {
+        !rec->receipt || !rec->backend || !rec->effective || !rec->pool || !rec->fingerprint ||
+        (sqlite3_column_type(st, 18) != SQLITE_NULL && !rec->cancel_reason)) {
         berth_job_record_clear(rec);
         return idx < 0 ? -EBADMSG : -ENOMEM;
     }
@@ -212,7 +219,7 @@ int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record
     int rc, r;
 
     if (!j || !rec || !rec->principal || !rec->scope || !rec->job_id || !rec->run_id || !rec->job_digest || !rec->job ||
-        !rec->receipt || !rec->backend || !rec->effective || !rec->pool)
+        !rec->receipt || !rec->backend || !rec->effective || !rec->pool || !rec->fingerprint)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
     if ((r = count(j, "SELECT count(*) FROM jobs WHERE state NOT IN ('exited','failed','cancelled','expired')", &active,
                    reterr)) < 0 ||
@@ -227,14 +234,15 @@ int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record
         return berth_error_set(reterr, -EAGAIN, "%lld jobs are active, the limit", (long long)active);
     if (sqlite3_prepare_v2(berth_journal_db(j),
                            "INSERT INTO jobs (" COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'accepted', 1, ?, ?, 0, "
-                           "NULL, ?, ?, ?)",
+                           "NULL, ?, ?, ?, ?, NULL)",
                            -1, &st, NULL) != SQLITE_OK)
         return berth_journal_error(j, "recording a job", reterr);
     r = BERTH_JOURNAL_BIND(j, st, "recording a job", reterr, BERTH_SQL_TEXT(rec->principal), BERTH_SQL_TEXT(rec->scope),
                            BERTH_SQL_TEXT(rec->job_id), BERTH_SQL_TEXT(rec->run_id), BERTH_SQL_TEXT(rec->job_digest),
                            BERTH_SQL_TEXT(rec->job), BERTH_SQL_TEXT(rec->receipt), BERTH_SQL_TEXT(rec->backend),
                            BERTH_SQL_INT(rec->accepted_at), BERTH_SQL_INT(rec->deadline),
-                           BERTH_SQL_INT(rec->accepted_at), BERTH_SQL_TEXT(rec->effective), BERTH_SQL_TEXT(rec->pool));
+                           BERTH_SQL_INT(rec->accepted_at), BERTH_SQL_TEXT(rec->effective), BERTH_SQL_TEXT(rec->pool),
+                           BERTH_SQL_TEXT(rec->fingerprint));
     if (r < 0) {
         sqlite3_finalize(st);
         return r;
@@ -247,21 +255,22 @@ int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record
 }
 
 static int update(struct berth_journal *j, const char *run_id, int64_t expected_revision, const char *state,
-                  const char *result, bool cancel, int64_t now_ns, struct berth_error *reterr)
+                  const char *result, bool cancel, const char *cancel_reason, int64_t now_ns,
+                  struct berth_error *reterr)
 {
     sqlite3_stmt *st = NULL;
     int rc, r;
 
     if (sqlite3_prepare_v2(berth_journal_db(j),
                            "UPDATE jobs SET state = ?, result = coalesce(?, result), revision = revision + 1, "
-                           "cancel_requested = cancel_requested OR ?, updated_at = ? "
-                           "WHERE run_id = ? AND revision = ?",
+                           "cancel_requested = cancel_requested OR ?, cancel_reason = coalesce(cancel_reason, ?), "
+                           "updated_at = ? WHERE run_id = ? AND revision = ?",
                            -1, &st, NULL) != SQLITE_OK)
         return berth_journal_error(j, "updating a job", reterr);
     /* A NULL result binds NULL: coalesce() keeps the stored one. */
     r = BERTH_JOURNAL_BIND(j, st, "updating a job", reterr, BERTH_SQL_TEXT(state), BERTH_SQL_TEXT(result),
-                           BERTH_SQL_INT(cancel), BERTH_SQL_INT(now_ns), BERTH_SQL_TEXT(run_id),
-                           BERTH_SQL_INT(expected_revision));
+                           BERTH_SQL_INT(cancel), BERTH_SQL_TEXT(cancel_reason), BERTH_SQL_INT(now_ns),
+                           BERTH_SQL_TEXT(run_id), BERTH_SQL_INT(expected_revision));
     if (r < 0) {
         sqlite3_finalize(st);
         return r;
@@ -299,10 +308,10 @@ int berth_jobstore_transition(struct berth_journal *j, const char *run_id, int64
         return r;
     }
     berth_job_record_clear(&cur);
-    return update(j, run_id, expected_revision, berth_job_state_names[to], result, false, now_ns, reterr);
+    return update(j, run_id, expected_revision, berth_job_state_names[to], result, false, NULL, now_ns, reterr);
 }
 
-int berth_jobstore_request_cancel(struct berth_journal *j, const char *run_id, int64_t now_ns,
+int berth_jobstore_request_cancel(struct berth_journal *j, const char *run_id, const char *reason, int64_t now_ns,
                                   struct berth_error *reterr)
 {
     struct berth_job_record cur;
@@ -314,7 +323,7 @@ int berth_jobstore_request_cancel(struct berth_journal *j, const char *run_id, i
     if (r < 0)
         return r;
     if (!berth_job_state_terminal(cur.state) && !cur.cancel_requested)
-        r = update(j, run_id, cur.revision, berth_job_state_names[cur.state], NULL, true, now_ns, reterr);
+        r = update(j, run_id, cur.revision, berth_job_state_names[cur.state], NULL, true, reason, now_ns, reterr);
     berth_job_record_clear(&cur);
     return r;
 }
@@ -368,4 +377,44 @@ int berth_jobstore_counts(struct berth_journal *j, int64_t counts[BERTH_JOB_STAT
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : berth_journal_error(j, "counting jobs", reterr);
+}
+
+int berth_jobstore_page_open(struct berth_journal *j, struct berth_job_cursor *cursor, size_t limit,
+                             int (*fn)(void *userdata, const struct berth_job_record *rec), void *userdata,
+                             size_t *ret_count, struct berth_error *reterr)
+{
+    sqlite3_stmt *st = NULL;
+    size_t n = 0;
+    int rc = SQLITE_DONE, r;
+
+    if (!j || !cursor || !fn || limit < 1 || limit > BERTH_JOBSTORE_PAGE_MAX)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    /* The WHERE clause repeats the partial index's, so that SQLite uses it. */
+    if (sqlite3_prepare_v2(berth_journal_db(j),
+                           "SELECT " COLUMNS " FROM jobs INDEXED BY jobs_open_order "
+                           "WHERE state NOT IN ('exited','failed','cancelled','expired') "
+                           "AND (accepted_at, run_id) > (?, ?) ORDER BY accepted_at, run_id LIMIT ?",
+                           -1, &st, NULL) != SQLITE_OK)
+        return berth_journal_error(j, "reading a page of jobs", reterr);
+    r = BERTH_JOURNAL_BIND(j, st, "reading a page of jobs", reterr, BERTH_SQL_INT(cursor->accepted_at),
+                           BERTH_SQL_TEXT(cursor->run_id), BERTH_SQL_INT((int64_t)limit));
+    while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct berth_job_record rec;
+        r = read_row(st, &rec);
+        if (r < 0) {
+            r = berth_error_set(reterr, r, "a stored job record is damaged");
+            break;
+        }
+        cursor->accepted_at = rec.accepted_at;
+        snprintf(cursor->run_id, sizeof(cursor->run_id), "%s", rec.run_id);
+        n++;
+        r = fn(userdata, &rec);
+        berth_job_record_clear(&rec);
+    }
+    if (r == 0 && rc != SQLITE_DONE)
+        r = berth_journal_error(j, "reading a page of jobs", reterr);
+    sqlite3_finalize(st);
+    if (ret_count)
+        *ret_count = n;
+    return r;
 }

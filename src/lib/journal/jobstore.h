@@ -25,6 +25,7 @@
 #define BERTH_JOBSTORE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -60,6 +61,12 @@ bool berth_job_transition_allowed(enum berth_job_state from, enum berth_job_stat
  * @job, @receipt, @result: canonical JSON text (result NULL until terminal).
  * @effective: canonical JSON of the effective manifest placement chose.
  * @pool: the pool the job was placed in.
+ * @fingerprint: the submitter's certificate fingerprint (64 lowercase hex),
+ *           "" for records older than journal format 4.
+ * @cancel_reason: NULL when a cancellation was asked for by a caller (or
+ *           none was), else the short code of why berthd cancels the job
+ *           itself ("revoked", "qualification_expired"); the signed result
+ *           carries it as its reason.
  */
 struct berth_job_record {
     char *principal;
@@ -79,6 +86,8 @@ struct berth_job_record {
     bool cancel_requested;
     char *result;
     int64_t updated_at;
+    char *fingerprint;
+    char *cancel_reason;
 };
 
 void berth_job_record_clear(struct berth_job_record *rec);
@@ -121,7 +130,8 @@ int berth_jobstore_find_run(struct berth_journal *j, const char *run_id, struct 
                             struct berth_error *reterr);
 
 /**
- * berth_jobstore_insert() - add a new record in state accepted, revision 1,
+ * berth_jobstore_insert() - add a new record in state accepted, revision 1
+ * (@rec->fingerprint required; @rec->cancel_reason ignored),
  * unless that would pass @max_active non-terminal records (-EAGAIN) or
  * @max_retained records in all (-EOVERFLOW; nothing is ever deleted to
  * make room; -ENOSPC and -EDQUOT mean a full filesystem, journal.h).
@@ -141,9 +151,12 @@ int berth_jobstore_transition(struct berth_journal *j, const char *run_id, int64
 
 /**
  * berth_jobstore_request_cancel() - mark the record cancel_requested (and bump
- * its revision) unless it is terminal.  Return: 0, -ENOENT, journal errors.
+ * its revision) unless it is terminal or marked already.
+ * @reason: NULL for a caller's cancellation, else berthd's own reason code
+ *          (stored as cancel_reason; the first cancellation's reason stays).
+ * Return: 0, -ENOENT, journal errors.
  */
-int berth_jobstore_request_cancel(struct berth_journal *j, const char *run_id, int64_t now_ns,
+int berth_jobstore_request_cancel(struct berth_journal *j, const char *run_id, const char *reason, int64_t now_ns,
                                   struct berth_error *reterr);
 
 /**
@@ -152,6 +165,36 @@ int berth_jobstore_request_cancel(struct berth_journal *j, const char *run_id, i
  */
 int berth_jobstore_foreach_open(struct berth_journal *j, int (*fn)(void *userdata, const struct berth_job_record *rec),
                                 void *userdata, struct berth_error *reterr);
+
+/** Largest page berth_jobstore_page_open() returns. */
+#define BERTH_JOBSTORE_PAGE_MAX 256
+
+/**
+ * struct berth_job_cursor - a position in the keyset order of open records,
+ * (accepted_at, run_id) ascending.  All zero (run_id "") is the start.
+ */
+struct berth_job_cursor {
+    int64_t accepted_at;
+    char run_id[BERTH_RUN_ID_LEN + 1];
+};
+
+/**
+ * berth_jobstore_page_open() - call @fn with at most @limit non-terminal
+ * records that come after @cursor in (accepted_at, run_id) order, oldest
+ * first, and move @cursor to the last one visited.  A keyset query on the
+ * partial index jobs_open_order: its cost grows with the page, not with the
+ * records before the cursor or the terminal ones.  Records inserted behind
+ * the cursor are visited after it comes round again (the caller resets it
+ * to the start when a page comes back short).
+ * @limit:      1..BERTH_JOBSTORE_PAGE_MAX.
+ * @ret_count:  how many records @fn was called with (may be NULL).
+ * Return: 0 (a page shorter than @limit means the end was reached);
+ * -EINVAL; -EBADMSG (a damaged record); @fn's error; journal errors.
+ * @cursor is moved past every record @fn was called with, even on error.
+ */
+int berth_jobstore_page_open(struct berth_journal *j, struct berth_job_cursor *cursor, size_t limit,
+                             int (*fn)(void *userdata, const struct berth_job_record *rec), void *userdata,
+                             size_t *ret_count, struct berth_error *reterr);
 
 /** berth_jobstore_counts() - records per state (array of BERTH_JOB_STATE_COUNT). */
 int berth_jobstore_counts(struct berth_journal *j, int64_t counts[BERTH_JOB_STATE_COUNT], struct berth_error *reterr);

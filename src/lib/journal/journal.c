@@ -74,6 +74,13 @@ static const char *const migrations[] = {
     "  envelope TEXT NOT NULL"
     ") STRICT;"
     "CREATE INDEX qualifications_backend ON qualifications (backend, expires_at);",
+    /* 4: reconcile sweeps: who submitted (the certificate fingerprint, '' for
+     * older rows), why berthd itself cancelled a job, and the keyset order
+     * the sweeps page through (jobstore.h, berth_jobstore_page_open()). */
+    "ALTER TABLE jobs ADD COLUMN fingerprint TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE jobs ADD COLUMN cancel_reason TEXT;"
+    "CREATE INDEX jobs_open_order ON jobs (accepted_at, run_id)"
+    "  WHERE state NOT IN ('exited','failed','cancelled','expired');",
 };
 
 _Static_assert(ELEMENTSOF(migrations) == BERTH_JOURNAL_FORMAT, "one migration per format version");

@@ -242,3 +242,38 @@ int berth_qualification_current(struct berth_journal *j, const char *backend, co
         return -ENOENT;
     return rc == SQLITE_ROW ? 0 : berth_journal_error(j, "reading qualifications", reterr);
 }
+
+int berth_qualification_lookup(struct berth_journal *j, const char *id, struct berth_qualification_binding *ret,
+                               struct berth_error *reterr)
+{
+    sqlite3_stmt *st = NULL;
+    int rc, r;
+
+    if (!j || !id || !ret)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (sqlite3_prepare_v2(berth_journal_db(j),
+                           "SELECT backend, runtime_sha256, config_digest, kernel, passed, expires_at "
+                           "FROM qualifications WHERE id = ?",
+                           -1, &st, NULL) != SQLITE_OK)
+        return berth_journal_error(j, "reading qualifications", reterr);
+    r = BERTH_JOURNAL_BIND(j, st, "reading qualifications", reterr, BERTH_SQL_TEXT(id));
+    if (r < 0) {
+        sqlite3_finalize(st);
+        return r;
+    }
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        memset(ret, 0, sizeof(*ret));
+        snprintf(ret->backend, sizeof(ret->backend), "%s", (const char *)sqlite3_column_text(st, 0) ?: "");
+        snprintf(ret->runtime_sha256, sizeof(ret->runtime_sha256), "%s",
+                 (const char *)sqlite3_column_text(st, 1) ?: "");
+        snprintf(ret->config_digest, sizeof(ret->config_digest), "%s", (const char *)sqlite3_column_text(st, 2) ?: "");
+        snprintf(ret->kernel, sizeof(ret->kernel), "%s", (const char *)sqlite3_column_text(st, 3) ?: "");
+        ret->passed = sqlite3_column_int(st, 4) == 1;
+        ret->expires_ns = sqlite3_column_int64(st, 5);
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_DONE)
+        return berth_error_set(reterr, -ENOENT, "no qualification %s is recorded", id);
+    return rc == SQLITE_ROW ? 0 : berth_journal_error(j, "reading qualifications", reterr);
+}

@@ -87,6 +87,29 @@ int berth_qualification_current(struct berth_journal *j, const char *backend, co
                                 struct berth_error *reterr);
 
 /**
+ * struct berth_qualification_binding - what one recorded qualification
+ * covers, for the reconcile sweeps (broker.h).  Strings are copies in
+ * fixed buffers.
+ */
+struct berth_qualification_binding {
+    char backend[256];
+    char runtime_sha256[BERTH_DIGEST_BUFSZ];
+    char config_digest[BERTH_DIGEST_BUFSZ];
+    char kernel[256];
+    bool passed;
+    int64_t expires_ns;
+};
+
+/**
+ * berth_qualification_lookup() - the record with id @id (a receipt's
+ * runtime.qualification), whatever its age or outcome.
+ * Return: 0 with @ret filled; -ENOENT (no such record); -EINVAL; journal
+ * errors.  Not thread-safe (the journal).
+ */
+int berth_qualification_lookup(struct berth_journal *j, const char *id, struct berth_qualification_binding *ret,
+                               struct berth_error *reterr);
+
+/**
  * berth_qualification_body() - the unsigned record of a passed probe run.
  * @caps: the backend's capabilities document (its runtime and isolation are
  *        copied); @probes: what berth_qualify_probes() returned (referenced).
