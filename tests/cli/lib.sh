@@ -13,7 +13,7 @@ trap 'rm -rf "$TMP"' EXIT
 # Under bash, a test that set -e stops without a fail() message still says
 # where: the line of the top-level command (or function call) that failed.
 if [ -n "${BASH_VERSION:-}" ]; then
-    trap 'printf "FAIL: %s: line %s exited %s (set -e)\n" "$0" "$LINENO" "$?" >&2' ERR
+    trap '_err_st=$?; case $- in *e*) printf "FAIL: %s: line %s exited %s (set -e)\n" "$0" "$LINENO" "$_err_st" >&2 ;; esac' ERR
 fi
 chmod 0755 "$TMP"
 

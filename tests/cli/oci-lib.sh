@@ -70,7 +70,8 @@ oci_install() {
     run 0 "$BERTHCTL" dev-init "$INST" --port "$PORT" --principal dev --image "$DIGEST" "${args[@]}" \
         --plugin-dir "$PLUGINS"
     edit_config '.backends[].require_qualification = false'
-    # The shim verifies every receipt with berthd's public key (binding.h).
+    # The shim verifies every receipt with berthd's public key (binding.h);
+    # dev-init writes it for --runtime backends only, these are --backend.
     edit_config '.backends[].config.broker_public_key = $k' --arg k "$(jq -r .broker_public_key "$INST/client.json")"
     run 0 "$BERTHCTL" image import "$TMP/bb" --store "$INST/images"
 }

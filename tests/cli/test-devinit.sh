@@ -354,14 +354,16 @@ R=$TMP/rtinst
 run 0 "$BERTHCTL" dev-init "$R" --no-image-source --runtime "gvisor,$TMP/rt/runsc" \
     --backend script=runtime-script --runtime "crun,$TMP/rt/crun"
 canonical "$R/berthd.json" >"$TMP/berthd.canon"
-grep -qF '"gvisor":{"config":{"global_args":["--network=none","--platform=ptrace"],"isolation":"gvisor","pids_ceiling":4096,"runtime":'"$(pin_of "$TMP/rt/runsc")"',"state_directory":"'"$R"'/runtime/gvisor"},"plugin":"runtime-oci","qualify_at_startup":true,"require_qualification":true}' \
+# Each runtime backend gets berthd's receipt public key (the client's copy).
+KEY=$(jq -r .broker_public_key "$R/client.json")
+grep -qF '"gvisor":{"config":{"broker_public_key":"'"$KEY"'","global_args":["--network=none","--platform=ptrace"],"isolation":"gvisor","pids_ceiling":4096,"runtime":'"$(pin_of "$TMP/rt/runsc")"',"state_directory":"'"$R"'/runtime/gvisor"},"plugin":"runtime-oci","qualify_at_startup":true,"require_qualification":true}' \
     "$TMP/berthd.canon" || fail "runsc backend: $(cat "$TMP/berthd.canon")"
 if mountpoint -q /sys/fs/cgroup/unified 2>/dev/null; then
     crun_unmount='"unmount":["/sys/fs/cgroup/unified"]'
 else
     crun_unmount=
 fi
-grep -qF '"crun":{"config":{"isolation":"native","runtime":'"$(pin_of "$TMP/rt/crun")"',"state_directory":"'"$R"'/runtime/crun"'"${crun_unmount:+,$crun_unmount}"'},"plugin":"runtime-oci","qualify_at_startup":true,"require_qualification":true}' \
+grep -qF '"crun":{"config":{"broker_public_key":"'"$KEY"'","isolation":"native","runtime":'"$(pin_of "$TMP/rt/crun")"',"state_directory":"'"$R"'/runtime/crun"'"${crun_unmount:+,$crun_unmount}"'},"plugin":"runtime-oci","qualify_at_startup":true,"require_qualification":true}' \
     "$TMP/berthd.canon" || fail "crun backend: $(cat "$TMP/berthd.canon")"
 grep -qF '"script":{"config":{},"plugin":"runtime-script","require_qualification":false}' "$TMP/berthd.canon" ||
     fail "script backend: $(cat "$TMP/berthd.canon")"

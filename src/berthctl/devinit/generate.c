@@ -152,8 +152,8 @@ bool devinit_image_plugin_present(const struct devinit_opts *o)
  * --runtime gets its state directory runtime/NAME and is qualified at
  * startup.  Return: 0, -ENOMEM (and -EINVAL from the writer for a bug here).
  */
-static int berthd_document(const struct devinit_opts *o, const struct plan *p, const char *dir, json_t **ret,
-                           struct berth_error *reterr)
+static int berthd_document(const struct devinit_opts *o, const struct plan *p, const char *dir, const char *pub_b64,
+                           json_t **ret, struct berth_error *reterr)
 {
     _cleanup_free_ char *state = devinit_path_join(dir, devinit_subdir_names[SUB_STATE]),
                         *pools = devinit_path_join(dir, devinit_subdir_names[SUB_POOLS]),
@@ -193,7 +193,9 @@ static int berthd_document(const struct devinit_opts *o, const struct plan *p, c
                 runtime_state = NULL;
                 return berth_error_set(reterr, -ENOMEM, "out of memory");
             }
-            if (json_object_set_new(config, "state_directory", json_string(runtime_state)) < 0)
+            /* runtime-oci's shim verifies each receipt with berthd's key before it creates anything. */
+            if (json_object_set_new(config, "state_directory", json_string(runtime_state)) < 0 ||
+                json_object_set_new(config, "broker_public_key", json_string(pub_b64)) < 0)
                 return berth_error_set(reterr, -ENOMEM, "out of memory");
             bc->config = config;
             bc->require_qualification = bc->qualify_at_startup = true;
@@ -336,7 +338,7 @@ int devinit_generate(const struct devinit_opts *o, const struct target *t, struc
     if ((r = berth_public_key_to_b64url(berth_signing_key_public(p->receipt), pub_b64)) < 0)
         return berth_error_set(reterr, r, "encoding the receipt public key failed");
 
-    if ((r = berthd_document(o, p, t->dir, &berthd, reterr)) < 0)
+    if ((r = berthd_document(o, p, t->dir, pub_b64, &berthd, reterr)) < 0)
         return r;
     client = client_config(o, p, pub_b64);
     policy = host_policy(o, fingerprints, now_ns - (int64_t)BACKDATE_S * NS_PER_S, now_ns + VALIDITY_S * NS_PER_S);
