@@ -1111,7 +1111,7 @@ END_TEST
 static void store_qualification(int64_t qualified_ns, int64_t expires_ns)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    _cleanup_json_ json_t *caps = NULL, *body = NULL, *env = NULL;
+    _cleanup_json_ json_t *caps = NULL, *body = NULL, *env = NULL, *probes = json_array();
     _cleanup_free_ char *text = NULL;
     char digest[BERTH_DIGEST_BUFSZ];
     size_t len = 0;
@@ -1120,9 +1120,10 @@ static void store_qualification(int64_t qualified_ns, int64_t expires_ns)
     caps = test_json(text);
     ck_assert_int_eq(berth_qualification_config_digest(NULL, NULL, caps, digest, &err), 0);
     body = berth_qualification_body("test-broker", "script", "runtime-script", "1.0.0", digest, QUAL_RUNTIME_SHA256,
-                                    true, caps, json_array(), qualified_ns, expires_ns - qualified_ns);
+                                    true, caps, probes, qualified_ns, expires_ns - qualified_ns);
     ck_assert_ptr_nonnull(body);
-    ck_assert_int_eq(berth_qualification_seal(key, json_incref(body), &env, &err), 0);
+    /* Both take references of their own: probes and body stay ours to release. */
+    ck_assert_int_eq(berth_qualification_seal(key, body, &env, &err), 0);
     ck_assert_msg(berth_qualification_store(journal, env, &err) == 0, "%s", err.message);
 }
 

@@ -48,7 +48,8 @@
 /**
  * berth_qualification_seal() - complete @body (adds kind, schema_version,
  * key_id and id) and sign it.
- * @body: the record's other members (see above); a reference is taken.
+ * @body: the record's other members (see above); not changed (a copy is
+ *        sealed), the caller keeps its reference.
  * @ret: receives the envelope.
  * Return: 0; -EBADMSG (a required member is missing or of the wrong type);
  * -ENOMEM; the errors of berth_envelope_seal().  Thread-safe.
