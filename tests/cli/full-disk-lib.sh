@@ -1,7 +1,13 @@
 # full-disk-lib.sh -- helpers of the full state filesystem tests
 # (test-berthd-full-disk.sh, test-berthd-full-disk-stage.sh): 8 MiB tmpfs
 # mounts removed on exit, filling one, and berthd log, API and metric probes.
-# Source after lib.sh and berthd-lib.sh; needs root (mount -t tmpfs).
+# Source after lib.sh and berthd-lib.sh; needs root (mount -t tmpfs), and
+# skips the test otherwise.
+
+if [ "$(id -u)" != 0 ]; then
+    echo "SKIP: needs root to mount a tmpfs"
+    exit 77
+fi
 
 MOUNTS=
 cleanup_full_disk() {

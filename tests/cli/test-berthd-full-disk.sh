@@ -5,12 +5,8 @@
 # 503 storage_full and never logs "accepted" for them, restarts on the full
 # disk, and once space returns records every kept result exactly once.
 # Staging on a full disk: test-berthd-full-disk-stage.sh.
-# Needs root (mount -t tmpfs); skipped otherwise.
+# Needs root (mount -t tmpfs); skipped otherwise (full-disk-lib.sh).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
-if [ "$(id -u)" != 0 ]; then
-    echo "SKIP: needs root to mount a tmpfs"
-    exit 77
-fi
 . "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
 . "$BERTH_TOP_SRCDIR/tests/cli/berthd-lib.sh"
 . "$BERTH_TOP_SRCDIR/tests/cli/full-disk-lib.sh"
