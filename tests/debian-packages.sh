@@ -17,7 +17,8 @@
 #                         independent TLS peer, xz for the dist tarball,
 #                         passwd for the unprivileged distcheck, systemd for
 #                         the unit checks, groff for the man page lint, and
-#                         util-linux (flock; Essential, so always there)
+#                         util-linux (flock; Essential, so always there);
+#                         sqlite3 for the benchmarks that read the journal
 
 # shellcheck disable=SC2034 # used by the scripts that source this file
 BERTH_BUILD_PACKAGES="autoconf automake libtool make pkg-config gcc libc6-dev
@@ -25,7 +26,7 @@ libjansson-dev libsodium-dev libsqlite3-dev libssl-dev libsystemd-dev check
 libevent-dev libcurl4-openssl-dev libarchive-dev zlib1g-dev"
 BERTH_RUN_PACKAGES="runsc crun busybox-static jq curl procps"
 BERTH_TEST_PACKAGES="clang libclang-rt-14-dev llvm openssl xz-utils passwd systemd
-umoci skopeo debootstrap attr groff-base util-linux libarchive-tools"
+umoci skopeo debootstrap attr groff-base util-linux libarchive-tools sqlite3"
 
 # berth_missing_packages PACKAGE...: print the PACKAGEs that dpkg does not
 # have installed, on one line separated by spaces (an empty line when none

@@ -50,7 +50,8 @@
  *     integers in +/-(2^53-1) -- no whitespace, members sorted by UTF-16 code
  *     units, only the required string escapes.  Input JSON need not be
  *     NUL-terminated; host->canonicalize() produces and checks the form.
- *   - ABI 1.0 fixes the functions, their arguments and return codes.  The
+ *   - ABI 1.0 fixes the functions, their arguments and return codes; 1.1
+ *     appends ops (each says so) and keeps everything of 1.0.  The
  *     JSON documents runtime plugins exchange with berthd (dispatch, inspect)
  *     carry their own schema_version; version 1 is specified with struct
  *     berth_runtime_ops_v1 below.  A plugin ignores members it does not know
@@ -69,9 +70,19 @@
  *     [A-Za-z0-9._-].
  *
  * Threading
- *   The core never calls into one instance (one state pointer) from two
- *   threads at once.  Different instances may be called concurrently, so a
- *   plugin must keep all mutable data in its state, never in globals.
+ *   Different instances may be called concurrently, so a plugin must keep
+ *   all mutable data in its state, never in globals.  Within one instance
+ *   (one state pointer) the core never calls from two threads at once,
+ *   with one exception since ABI 1.1: a runtime plugin whose ops table sets
+ *   BERTH_RUNTIME_CONCURRENT in `flags` declares that every op of its
+ *   runtime instances may be called from several threads at once, also
+ *   for the same job id (berthd starts, stops and reaps jobs on several
+ *   threads; it still never runs start and cancel of one job at the same
+ *   time).  Without the flag -- a 1.0 plugin, or a 1.1 plugin that leaves
+ *   `flags` 0 -- the core serializes every call into the instance, as in
+ *   1.0.  Image sources, evidence stores and containment instances are
+ *   always called one thread at a time.  The host functions (struct
+ *   berth_host) may be called from any thread.
  */
 #ifndef BERTH_PLUGIN_H
 #define BERTH_PLUGIN_H
@@ -93,7 +104,7 @@ extern "C" {
 /** ABI major version: bumped only for incompatible changes. */
 #define BERTH_PLUGIN_ABI_MAJOR 1
 /** ABI minor version: bumped when something is appended. */
-#define BERTH_PLUGIN_ABI_MINOR 0
+#define BERTH_PLUGIN_ABI_MINOR 1
 /** Pack a major and minor version the way struct berth_plugin stores them. */
 #define BERTH_PLUGIN_ABI_PACK(major, minor) ((uint32_t)(((major) << 16) | ((minor)&0xffff)))
 /** The ABI version this header describes, packed as major << 16 | minor. */
@@ -181,6 +192,34 @@ enum berth_plugin_kind {
  *           the directory.  Without BERTH_PUBLISH_REPLACE in @flags an
  *           existing @name is never touched and -EEXIST is returned.  On any
  *           failure the temporary file is removed and @name is unchanged.
+ *
+ * Appended in ABI 1.1 (present only when host->struct_size reaches its end,
+ * see BERTH_HOST_HAS()):
+ *
+ * @job_changed: tell the core that the state of job @job_id of this
+ *           instance may have changed (for a runtime: it exited, failed or
+ *           its sandbox went away), so that the core looks at it soon
+ *           instead of at its next reconcile pass.  @job_id is the id the
+ *           core passed to start() (at most 128 bytes of [A-Za-z0-9._-]);
+ *           anything else, and an id the instance does not run, is
+ *           ignored.  May be called from any thread -- one of the core's
+ *           during an op, or a thread of the plugin's own -- at any time
+ *           between the return of init() and the call of fini() (not from
+ *           within fini), as often as the plugin likes: calls for a job the
+ *           core has not looked at yet are coalesced into one look.  It
+ *           never blocks for long (it takes a short internal lock and
+ *           wakes the core's backend thread), never fails, allocates
+ *           nothing the plugin must free and never calls back into the
+ *           plugin: the core later calls inspect() (and what follows from
+ *           it) from its own thread, as on any reconcile pass, and the
+ *           call does not wait for that, so a plugin may hold its own locks
+ *           while it calls job_changed.  It is
+ *           a hint, not a transfer of state: the plugin's inspect() stays
+ *           the only truth, and a call that is lost (before the core is
+ *           ready, when its queue is full, or one the plugin never made)
+ *           only costs the time until the reconcile timer's next pass,
+ *           which keeps polling every job, notified or not.  A plugin built
+ *           for ABI 1.0 never calls it and is polled as before.
  */
 struct berth_host {
     uint32_t struct_size;
@@ -199,7 +238,19 @@ struct berth_host {
                      char **ret_buf, size_t *ret_len, struct berth_error *reterr);
     int (*publish_file)(const struct berth_host *host, int dirfd, const char *name, const void *data, size_t len,
                         uint32_t mode, uint32_t flags, struct berth_error *reterr);
+    /* ABI 1.1 */
+    void (*job_changed)(const struct berth_host *host, const char *job_id);
 };
+
+/**
+ * BERTH_HOST_HAS() - whether the host table @host (a const struct
+ * berth_host *) has the member @field: its end lies within
+ * host->struct_size, so a core older than the member never made it.  Use it
+ * before calling a member appended after ABI 1.0, for example
+ * `if (BERTH_HOST_HAS(host, job_changed) && host->job_changed) ...`.
+ */
+#define BERTH_HOST_HAS(host, field)                                                                                    \
+    ((host)->struct_size >= offsetof(struct berth_host, field) + sizeof((host)->field))
 
 /* ------------------------------------------------------------------------- */
 /* Ops tables, one per kind.  Every member listed is required (non-NULL) in   */
@@ -211,7 +262,12 @@ struct berth_host {
  * @capabilities: describe the backend as a JSON object: `backend` (what
  *     drives the sandboxes, e.g. "oci" for an OCI runtime CLI), `isolation` ("gvisor", "native", ...), `egress_classes`
  *     it can enforce (subset of "none", "loopback", "restricted", "open"),
- *     `capabilities` (names such as "exec", "file_rw"), `limits` (maxima it
+ *     `capabilities` (names such as "exec", "file_rw"; since ABI 1.1
+ *     "inputs": the backend bind-mounts the staged inputs of the dispatch's
+ *     inputs_dir read-only, and "outputs": it captures declared outputs,
+ *     reports them in inspect and implements open_output; berthd places a
+ *     job with inputs or outputs only on a backend that reports the
+ *     matching name), `limits` (maxima it
  *     can enforce) and `qualification` ({"id", "expires_ns"} or
  *     "unqualified").  Placement trusts only what this reports.  A backend
  *     that drives a runtime binary also reports `runtime` ({"path",
@@ -233,7 +289,19 @@ struct berth_host {
  *        "rootfs":    absolute path of the job's image, staged by berthd
  *                     from its image source (a directory, mode 0755, in a
  *                     private directory berthd owns; the plugin must not
- *                     modify it; absent when berthd has no image source)}
+ *                     modify it: it is staged once per image and shared
+ *                     by every job of that image, so it is mounted
+ *                     read-only and nothing is created in it; absent when
+ *                     berthd has no image source),
+ *        "inputs_dir": (ABI 1.1) absolute path of a directory (mode 0700,
+ *                     root's) berthd made for this job, holding one regular
+ *                     file (mode 0444) per entry of job.inputs, named by
+ *                     its index ("0", "1", ...) and already verified
+ *                     against its ref's digest and size; absent when the
+ *                     job has no inputs.  The plugin bind-mounts file i
+ *                     read-only (ro, nosuid, nodev) at job.inputs[i].path
+ *                     and never modifies or removes the directory: berthd
+ *                     removes it after the job was reaped.}
  *
  *     The job id every other op takes is receipt.receipt.run_id ("r" and
  *     32 hex digits: unique per principal, scope and client job id); the
@@ -246,7 +314,9 @@ struct berth_host {
  *     passed; -EPERM: the backend refuses to run anything now (for example
  *     its runtime binary no longer matches its pin).  berthd turns those
  *     four into a failed result and retries any other error later (so only
- *     return them when retrying cannot help).
+ *     return them when retrying cannot help).  A job with inputs but no
+ *     inputs_dir, or with inputs or outputs on a backend that does not
+ *     report "inputs" / "outputs", is -EBADMSG.
  * @inspect: report the job as a JSON object, schema_version 1:
  *
  *       {"schema_version": 1,
@@ -256,11 +326,25 @@ struct berth_host {
  *        "stdout": base64url (RFC 4648 section 5, no padding),
  *        "stderr": base64url,
  *        "outputs": [{"id", "digest": "sha256:...", "size"}],
+ *        "output_error": {"id", "problem"},  (ABI 1.1; only when invalid)
  *        "started_at": ns string or null, "finished_at": ns string}
  *
  *     Only "state" is required while the job runs; the outcome members
  *     once it is terminal.  stdout and stderr together must stay within the
  *     job's limits.output_bytes (berthd records output_limit otherwise).
+ *     "outputs" (ABI 1.1, backends reporting the "outputs" capability)
+ *     lists each declared output (job.outputs) the plugin captured after
+ *     the sandbox stopped, in declaration order: "id" as declared, the
+ *     sha256 "digest" and "size" in bytes of the file the job left at its
+ *     path under /tmp/outputs/.  Outputs are captured only for a job that
+ *     exited on its own (state "exited", reason null), whatever its exit
+ *     code; otherwise "outputs" is [].  Every declared output must be
+ *     valid: the first one that is not is reported as "output_error" with
+ *     its "id" and a "problem" -- "missing" (no such file), "too_large"
+ *     (over its max_bytes), "symlink" (a symbolic link on its path),
+ *     "hard_link" (more than one link), "not_regular" (a directory, FIFO,
+ *     socket or device) or "unreadable" (any other failure to open or read
+ *     it exactly) -- and "outputs" is then [].
  *     -ENOENT only when the plugin is sure it never saw the id or has
  *     released it.
  * @cancel: stop the job and every process it started; returns after they are
@@ -279,9 +363,40 @@ struct berth_host {
  *     died under the job: state "failed") and "oom" (the memory limit
  *     killed the job: state "exited").
  * @reap: release everything the job still holds (runtime state, scratch,
- *     cgroups) after its outcome was recorded.  Keeps the tombstone.  0 on
- *     success, -ENOENT when confirmed absent, -EBUSY when it still runs or
- *     its teardown is not proven (as for cancel).
+ *     cgroups, captured outputs) after its outcome was recorded.  Keeps the
+ *     tombstone.  0 on success, -ENOENT when confirmed absent, -EBUSY when
+ *     it still runs or its teardown is not proven (as for cancel), or a
+ *     descriptor open_output() returned is still open.  The dispatch's
+ *     inputs_dir is left alone (berthd owns it).
+ *
+ * Appended in ABI 1.1; NULL in a 1.0 plugin (ops_size says), and then the
+ * core treats the feature as unsupported:
+ *
+ * @open_output: a read-only descriptor of the captured declared output
+ *     @output_id (a job.outputs[].id) of job @job_id, once inspect reports
+ *     the job terminal.  On success *@ret_fd is a new descriptor
+ *     (O_RDONLY | O_CLOEXEC, positioned at offset 0; the caller closes it)
+ *     of the very file the plugin checked -- a regular file with one link,
+ *     reached without any symbolic link, at most its max_bytes -- and
+ *     *@ret_size its size in bytes, equal to the "size" inspect reported.
+ *     The digest is not recomputed: whoever stores the bytes verifies them
+ *     against inspect's "digest".  Callable again (each call returns a
+ *     fresh descriptor), also from another instance on the same state
+ *     after a berthd restart, until reap.  Returns 0; -ENOENT when the
+ *     job or that output is absent (not declared, not captured, reaped,
+ *     or its storage is gone); -EBUSY while the job runs; -EBADMSG when
+ *     the file no longer passes the checks or its size changed since it
+ *     was captured; -EINVAL (NULL arguments); -errno of open/fstat.
+ *     Nothing is written to @ret_fd or @ret_size on failure.
+ * @forget: retention: drop what the plugin keeps of the reaped job @job_id
+ *     (its tombstone).  After it the plugin no longer knows the id: a later
+ *     start of it would run it again, so berthd calls forget only after its
+ *     own journal remembers the job (a pruned job's identity tombstone).
+ *     Returns 0; -ENOENT when the id was never known or is already
+ *     forgotten; -EBUSY when the job has not been reaped yet; -errno when
+ *     the tombstone cannot be removed.
+ * @flags: (ABI 1.1, not a function) BERTH_RUNTIME_CONCURRENT or 0; 0 (and
+ *     absent in a 1.0 table) keeps the instance's calls serialized.
  */
 struct berth_runtime_ops_v1 {
     int (*capabilities)(void *state, char **ret_json, size_t *ret_len, struct berth_error *reterr);
@@ -289,7 +404,22 @@ struct berth_runtime_ops_v1 {
     int (*inspect)(void *state, const char *job_id, char **ret_json, size_t *ret_len, struct berth_error *reterr);
     int (*cancel)(void *state, const char *job_id, struct berth_error *reterr);
     int (*reap)(void *state, const char *job_id, struct berth_error *reterr);
+    /* ABI 1.1 */
+    int (*open_output)(void *state, const char *job_id, const char *output_id, int *ret_fd, uint64_t *ret_size,
+                       struct berth_error *reterr);
+    int (*forget)(void *state, const char *job_id, struct berth_error *reterr);
+    uint64_t flags; /* ABI 1.1: BERTH_RUNTIME_* below; 0 in a 1.0 plugin */
 };
+
+/**
+ * BERTH_RUNTIME_CONCURRENT - a struct berth_runtime_ops_v1 flag (ABI 1.1):
+ * every op may be called on one instance from several threads at once
+ * (see "Threading").  Unknown flags are ignored by the core.
+ */
+#define BERTH_RUNTIME_CONCURRENT ((uint64_t)1 << 0)
+
+/** Size of a runtime ops table of ABI 1.0 (the smallest the loader accepts). */
+#define BERTH_RUNTIME_OPS_V1_0_SIZE (offsetof(struct berth_runtime_ops_v1, reap) + sizeof(void (*)(void)))
 
 /**
  * struct berth_image_source_ops_v1 - a source of OCI images, by digest only.
@@ -318,22 +448,127 @@ struct berth_image_source_ops_v1 {
                  char **ret_json, size_t *ret_len, struct berth_error *reterr);
 };
 
+/** Largest JSON document (meta, key, query) an evidence op accepts, bytes. */
+#define BERTH_EVIDENCE_DOC_MAX 65536
+/** Longest @reason of berth_evidence_store_ops_v1.remove, bytes. */
+#define BERTH_EVIDENCE_REASON_MAX 1024
+/** Most objects one list() page or one prune() call may return. */
+#define BERTH_EVIDENCE_PAGE_MAX 1000
+
 /**
  * struct berth_evidence_store_ops_v1 - content-addressed evidence (job inputs
- * and captured outputs).
+ * and captured outputs), owned by a principal and a scope.
  *
- * @put: store the bytes readable from @data_fd (read to EOF) described by
- *     @meta (JSON: media type, expected size and digest, owner principal and
- *     scope) and return the evidence reference as JSON.  The digest and size
- *     are verified before the reference is returned.
- * @get: write the referenced bytes to @out_fd, at most @max_bytes; -EFBIG if
- *     the object is larger, -ENOENT if absent, -EIDRM if deleted (tombstoned).
- * @stat: return the reference's metadata as JSON (size, digest, media type,
- *     created time) without reading content.
- * @remove: the "delete" operation: drop the content and leave a tombstone
- *     recording @reason (a short operator-facing string).  Safe to retry.
- * @tombstone: return the tombstone of a deleted reference as JSON; -ENOENT
- *     when the reference was never deleted.
+ * An object is named by its *key*, the JSON object (members in any order;
+ * canonical JSON is what the core sends)
+ *
+ *     {"digest": "sha256:<64 lowercase hex>", "principal": P, "scope": [S...]}
+ *
+ * (P: 1 to 128 of [A-Za-z0-9._@-]; scope: 1 to 16 strings of 1 to 128
+ * bytes, in order).  The same bytes stored by two owners are two objects
+ * (the store may keep one copy of the content).  An object is immutable: it
+ * is created by put() and only ever removed, by remove() (a "deleted"
+ * tombstone: the key can never be stored again) or by prune() (an "expired"
+ * tombstone: it may be stored again).
+ *
+ * Every JSON argument is at most BERTH_EVIDENCE_DOC_MAX bytes and parsed
+ * strictly: unknown members, duplicate keys, wrong types and values outside
+ * the rules are -EINVAL with reterr naming the member (never -EBADMSG, which
+ * is about content).  Times are nanoseconds since the Unix epoch written as
+ * decimal strings ("1796342400000000000"), sizes are bytes.  Every op may
+ * also fail with -ENOMEM, and with -EIO when the store itself failed (a
+ * read, a write or an fsync of its metadata or content); none of them
+ * retains a descriptor it was given.  The core serialises calls into one
+ * instance (see "Threading" above).
+ *
+ * @put: store the bytes of @data_fd described by @meta,
+ *
+ *       {"digest": "sha256:...", "size": N, "media_type": "type/subtype",
+ *        "principal": P, "scope": [...],
+ *        "retain_until": "<ns>"}          optional: absent keeps it until removed
+ *
+ *     (media_type: 1 to 255 bytes of printable ASCII with a "/").  @data_fd
+ *     is read with pread(2) from offset 0 to end of file (its position is
+ *     neither used nor moved); the plugin verifies that exactly "size"
+ *     bytes are there and that their SHA-256 is "digest", then publishes the
+ *     object atomically: a crash at any point leaves either nothing visible
+ *     or the whole object.  When @data_fd came from upload() of the same
+ *     instance, the plugin publishes that very file without copying it; the
+ *     caller must not write to it any more and closes it after put()
+ *     returns, whatever the result.  On success *@ret_ref receives the
+ *     reference {"digest", "size", "media_type"} (malloc'd canonical JSON,
+ *     *@ret_len its length).  An identical retry (the key exists with the
+ *     same size and media type) reads nothing and returns 0 and the same
+ *     reference; its retain_until extends the retention (a later time wins,
+ *     absent -- forever -- wins over any time).
+ *     Errors: -EINVAL @meta invalid; -EFBIG "size" is over the store's
+ *     max_object_bytes (nothing is read); -EIDRM the key was removed (a
+ *     "deleted" tombstone: refused forever, also across restarts);
+ *     -EEXIST the key exists with another size or media type; -EBADMSG the
+ *     bytes do not match "size" or "digest" (nothing is stored); -ENOSPC /
+ *     -EDQUOT the store's filesystem is full (nothing is stored); the
+ *     pread(2) error of @data_fd.
+ * @get: write the content of the object @ref (a key) to @out_fd, from its
+ *     current position with write(2) (a pipe or socket will do), verifying
+ *     length and digest while streaming.  -EFBIG its size is over
+ *     @max_bytes (nothing written); -ENOENT no such object; -EIDRM it was
+ *     removed or expired (a tombstone exists); -EBADMSG the stored content
+ *     does not match its digest or size (the store is corrupt; what was
+ *     written to @out_fd must be discarded); the write(2) error of @out_fd
+ *     (for example -EPIPE); -EINVAL @ref invalid.
+ * @stat: *@ret_json receives the object's metadata without reading its
+ *     content: {"digest", "size", "media_type", "principal", "scope",
+ *     "created_at": "<ns>", "retain_until": "<ns>" or null}.  -ENOENT no
+ *     such object; -EIDRM a tombstone exists; -EINVAL @ref invalid.
+ * @remove: the "delete" operation.  @ref is a key with one more member,
+ *     "actor" (who deletes, 1 to 128 of [A-Za-z0-9._@-]); @reason is a
+ *     NUL-terminated operator-facing text of 1 to BERTH_EVIDENCE_REASON_MAX
+ *     bytes of UTF-8 without control characters.  Drops the content (once
+ *     no other owner's object shares it) and records the tombstone {actor,
+ *     reason, deleted_at, kind "deleted"}, durably, before returning 0.
+ *     Works for a key that was never stored (the tombstone then stops a
+ *     later put), turns an "expired" tombstone into a "deleted" one, and
+ *     an identical or different repeat on a deleted key is 0 and keeps the
+ *     first tombstone.  -EINVAL @ref or @reason invalid.
+ * @tombstone: *@ret_json receives the key's tombstone: {"digest",
+ *     "principal", "scope", "actor", "reason", "deleted_at": "<ns>",
+ *     "kind": "deleted" | "expired"}.  -ENOENT there is none (the key was
+ *     never removed, or was stored again after it expired); -EINVAL.
+ *
+ * The members below were appended in ABI 1.1: they are NULL in a plugin
+ * built for 1.0, and the core then treats the feature as unsupported.
+ *
+ * @upload: *@ret_fd receives a new unnamed regular file (open(2) with
+ *     O_TMPFILE, O_RDWR | O_CLOEXEC, mode 0600) on the store's own
+ *     filesystem, owned by the caller, who writes an upload into it and then
+ *     passes it to put() (which links it into the store without copying).
+ *     Nothing of it is ever visible in the store unless put() succeeds, and
+ *     nothing remains of it when the process dies.  -EOPNOTSUPP the store
+ *     cannot (its filesystem has no O_TMPFILE; the caller uses a temporary
+ *     file of its own and put() copies it); -ENOSPC, -EDQUOT, -EMFILE, or
+ *     another open(2) error.
+ * @list: one page of objects.  @query is {"principal": P (optional: absent
+ *     lists every owner, for administrators), "after": cursor (optional),
+ *     "limit": 1 to BERTH_EVIDENCE_PAGE_MAX}; *@ret_json receives
+ *     {"objects": [stat documents], "next": cursor or null}.  Objects come
+ *     in a stable order (principal, scope, digest); "next" is an opaque
+ *     string to pass as "after" for the following page, null after the
+ *     last.  Objects stored or removed between pages may or may not be
+ *     seen; none is seen twice.  -EINVAL @query invalid, including a cursor
+ *     this store did not make or made for another principal.
+ * @usage: what an owner, or the whole store, holds: @query is
+ *     {"principal": P} (all of P's scopes) or {} (every owner); *@ret_json
+ *     receives {"objects": N, "bytes": N, "tombstones": N}, where "bytes"
+ *     adds up the sizes of the objects (each owner's object counted once
+ *     for that owner, whether or not its content is shared).  -EINVAL.
+ * @prune: retention: remove up to @max (1 to BERTH_EVIDENCE_PAGE_MAX)
+ *     objects whose retain_until is at or before @now_ns, oldest expiry
+ *     first, each leaving a tombstone of kind "expired" with actor
+ *     "retention" and reason "retention", which does not stop a later put
+ *     of the same key.  *@ret_json receives {"pruned": [{"digest",
+ *     "principal", "scope", "size"}], "more": true when more objects have
+ *     expired than were pruned}.  What was pruned is durable when it
+ *     returns 0.  -EINVAL (@max or @now_ns out of range).
  */
 struct berth_evidence_store_ops_v1 {
     int (*put)(void *state, const char *meta, size_t meta_len, int data_fd, char **ret_ref, size_t *ret_len,
@@ -345,7 +580,18 @@ struct berth_evidence_store_ops_v1 {
     int (*remove)(void *state, const char *ref, size_t ref_len, const char *reason, struct berth_error *reterr);
     int (*tombstone)(void *state, const char *ref, size_t ref_len, char **ret_json, size_t *ret_len,
                      struct berth_error *reterr);
+    /* ABI 1.1 */
+    int (*upload)(void *state, int *ret_fd, struct berth_error *reterr);
+    int (*list)(void *state, const char *query, size_t query_len, char **ret_json, size_t *ret_len,
+                struct berth_error *reterr);
+    int (*usage)(void *state, const char *query, size_t query_len, char **ret_json, size_t *ret_len,
+                 struct berth_error *reterr);
+    int (*prune)(void *state, int64_t now_ns, uint32_t max, char **ret_json, size_t *ret_len,
+                 struct berth_error *reterr);
 };
+
+/** Size of the evidence ops table of ABI 1.0 (up to and including tombstone). */
+#define BERTH_EVIDENCE_STORE_OPS_V1_0_SIZE (offsetof(struct berth_evidence_store_ops_v1, upload))
 
 /**
  * struct berth_containment_ops_v1 - confines host-side processes of one job

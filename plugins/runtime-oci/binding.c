@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* binding.c -- receipt and config.json binding of a container; see binding.h. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "binding.h"
 #include "bundle.h"
 #include "canon.h"
+#include "fsutil.h"
 #include "jsonobj.h"
 #include "macro.h"
 #include "receipt.h"
@@ -34,12 +40,48 @@ int oci_binding_verify(const json_t *dispatch, const struct berth_job *job, cons
     return 0;
 }
 
+#define MAX_INPUTS BERTH_JOB_MAX_INPUTS
+
+/* The inputs of @job as staged in the dispatch's inputs_dir: file i is job.inputs[i]. */
+struct inputs {
+    struct berth_bundle_input list[MAX_INPUTS];
+    char paths[MAX_INPUTS][4096];
+    size_t n;
+};
+
+static int staged_inputs(const json_t *dispatch, const struct berth_job *job, struct inputs *in,
+                         struct berth_error *reterr)
+{
+    const json_t *list = json_object_get(job->doc, "inputs"), *v;
+    const char *dir = json_string_value(json_object_get(dispatch, "inputs_dir"));
+    size_t i;
+
+    in->n = 0;
+    if (json_array_size(list) == 0)
+        return 0;
+    if (!dir || dir[0] != '/' || strlen(dir) > 4000)
+        return berth_error_set(reterr, -EBADMSG, "the job has inputs but the dispatch names no absolute inputs_dir");
+    if (json_array_size(list) > MAX_INPUTS)
+        return berth_error_set(reterr, -EBADMSG, "more than %d inputs", MAX_INPUTS);
+    json_array_foreach(list, i, v)
+    {
+        snprintf(in->paths[i], sizeof(in->paths[i]), "%s/%zu", dir, i);
+        in->list[i] = (struct berth_bundle_input){json_string_value(json_object_get(v, "path")), in->paths[i]};
+    }
+    in->n = json_array_size(list);
+    return 0;
+}
+
 int oci_binding_config(const json_t *dispatch, const struct berth_job *job, const json_t *params, json_t **ret,
                        struct berth_error *reterr)
 {
     struct berth_bundle_params bp = {.job = job};
     int64_t uid = 0, gid = 0, nproc = 0, pids = 0;
+    _cleanup_free_ struct inputs *in = calloc(1, sizeof(*in));
     int r;
+
+    if (!in)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
 
     if (!json_is_object(params))
         return berth_error_set(reterr, -EBADMSG, WHAT " missing");
@@ -47,8 +89,12 @@ int oci_binding_config(const json_t *dispatch, const struct berth_job *job, cons
         (r = berth_json_int_member(params, WHAT, "gid", true, 1, 0xfffffffe, &gid, reterr)) < 0 ||
         (r = berth_json_int_member(params, WHAT, "nproc", true, 0, INT64_MAX, &nproc, reterr)) < 0 ||
         (r = berth_json_int_member(params, WHAT, "pids_ceiling", true, 0, INT64_MAX, &pids, reterr)) < 0 ||
-        (r = berth_json_string_member(params, WHAT, "cgroups_path", true, &bp.cgroups_path, reterr)) < 0)
+        (r = berth_json_string_member(params, WHAT, "cgroups_path", true, &bp.cgroups_path, reterr)) < 0 ||
+        (r = berth_json_string_member(params, WHAT, "outputs_dir", false, &bp.outputs_dir, reterr)) < 0 ||
+        (r = staged_inputs(dispatch, job, in, reterr)) < 0)
         return r == -ENOMEM ? r : -EBADMSG;
+    bp.inputs = in->list;
+    bp.n_inputs = in->n;
     bp.uid = (uint32_t)uid;
     bp.gid = (uint32_t)gid;
     bp.nproc = (uint64_t)nproc;
@@ -59,6 +105,52 @@ int oci_binding_config(const json_t *dispatch, const struct berth_job *job, cons
     if (r == -EPROTONOSUPPORT || r == -EINVAL)
         r = -EBADMSG; /* this job cannot run here, now or later */
     return r;
+}
+
+int oci_binding_check_inputs(const json_t *dispatch, const struct berth_job *job, struct berth_error *reterr)
+{
+    const json_t *list = json_object_get(job->doc, "inputs"), *v;
+    const char *dir = json_string_value(json_object_get(dispatch, "inputs_dir"));
+    _cleanup_close_ int dirfd = -1;
+    struct stat st;
+    size_t i;
+    int r;
+
+    if (json_array_size(list) == 0)
+        return 0;
+    if (!dir || dir[0] != '/')
+        return berth_error_set(reterr, -EBADMSG, "the job has inputs but the dispatch names no absolute inputs_dir");
+    dirfd = berth_open_trusted(dir, O_RDONLY | O_DIRECTORY, 0, reterr);
+    if (dirfd < 0)
+        return dirfd == -ENOENT || dirfd == -ELOOP || dirfd == -ENOTDIR ? -EBADMSG : dirfd;
+    {
+        const struct berth_file_expect private_dir = {.type = S_IFDIR, .uid = geteuid(), .mode_mask = 077};
+        if ((r = berth_file_check(dirfd, dir, &private_dir, NULL, reterr)) < 0)
+            return r == -ENOMEM ? r : -EBADMSG;
+    }
+    json_array_foreach(list, i, v)
+    {
+        const struct berth_file_expect staged = {.type = S_IFREG, .uid = geteuid(), .mode_mask = 0222, .one_link = 1};
+        int64_t size = json_integer_value(json_object_get(json_object_get(v, "ref"), "size"));
+        char name[24];
+        _cleanup_close_ int fd = -1;
+
+        snprintf(name, sizeof(name), "%zu", i);
+        /* O_PATH: nothing but a regular file is opened for reading, ever. */
+        fd = berth_open_beneath(dirfd, name, O_PATH | O_NOFOLLOW, 0, reterr);
+        if (fd < 0) {
+            berth_error_prefix(reterr, "staged input %zu", i);
+            return fd == -ENOMEM ? fd : -EBADMSG;
+        }
+        if ((r = berth_file_check(fd, name, &staged, &st, reterr)) < 0) {
+            berth_error_prefix(reterr, "staged input %zu in %s", i, dir);
+            return r == -ENOMEM ? r : -EBADMSG;
+        }
+        if (st.st_size != size)
+            return berth_error_set(reterr, -EBADMSG, "staged input %zu in %s is %lld bytes; job.inputs[%zu] says %lld",
+                                   i, dir, (long long)st.st_size, i, (long long)size);
+    }
+    return 0;
 }
 
 int oci_binding_check_config(const json_t *dispatch, const struct berth_job *job, const json_t *params,

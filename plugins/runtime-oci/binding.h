@@ -14,9 +14,11 @@
  *      dispatch's job (id and digest) and names the run id;
  *   2. config.json is byte for byte the canonical JSON that
  *      berth_bundle_config() builds from that job, the dispatch's effective
- *      manifest and rootfs, and the bundle parameters the plugin chose
- *      (shim.json "bundle_params": {"uid", "gid", "nproc", "pids_ceiling",
- *      "cgroups_path"}).
+ *      manifest, rootfs and inputs_dir (input i is the file inputs_dir/i,
+ *      bound at job.inputs[i].path), and the bundle parameters the plugin
+ *      chose (shim.json "bundle_params": {"uid", "gid", "nproc",
+ *      "pids_ceiling", "cgroups_path", "outputs_dir" (the job's outputs
+ *      tmpfs, outmount.h; absent when it has no room for outputs)}).
  * Thread-safe (no state).
  */
 #ifndef BERTH_OCI_BINDING_H
@@ -49,10 +51,24 @@ int oci_binding_verify(const json_t *dispatch, const struct berth_job *job, cons
  * above; the shim reads it from shim.json, the plugin writes it there).
  * @ret: receives a new JSON object (json_decref()).
  * Return: 0; -EBADMSG (a member of @params or @dispatch is missing or has
- * the wrong type; a job this configuration cannot run); -ENOMEM.
+ * the wrong type, a job with inputs but no absolute inputs_dir; a job this
+ * configuration cannot run); -ENOMEM.
  */
 int oci_binding_config(const json_t *dispatch, const struct berth_job *job, const json_t *params, json_t **ret,
                        struct berth_error *reterr);
+
+/**
+ * oci_binding_check_inputs() - check the staged inputs the configuration
+ * binds (above): inputs_dir is a directory of the caller's (euid), reached
+ * without symlinks, not accessible to group or others, and file i is a
+ * regular file of the caller's with one link, no write permission for
+ * anyone, and exactly job.inputs[i].ref.size bytes.  The content is not
+ * hashed again (berthd verified it when it staged it).
+ * Return: 0 (also for a job without inputs); -EBADMSG when the dispatch
+ * names no inputs_dir for a job with inputs, or a file is absent or not as
+ * described (reterr says which); -errno when the directory cannot be read.
+ */
+int oci_binding_check_inputs(const json_t *dispatch, const struct berth_job *job, struct berth_error *reterr);
 
 /**
  * oci_binding_check_config() - compare @config_text (@len bytes, the

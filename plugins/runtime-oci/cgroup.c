@@ -18,7 +18,7 @@
 #include "macro.h"
 
 #define PROCS_MAX 4096         /* pids looked at per group per round */
-#define DRAIN_POLL_US 20000    /* between kill rounds */
+#define DRAIN_POLL_US 20000    /* between kill rounds, at most (from 1 ms, doubling) */
 #define FILE_MAX (64 * 1024)   /* a cgroup control file read whole */
 #define DEPTH_MAX 16           /* groups below the job's group */
 
@@ -146,7 +146,7 @@ static int drain_one(int hier, const char *hier_name, const char *path, int64_t 
 
     if (grp < 0)
         return errno == ENOENT ? 0 : berth_error_set(reterr, -errno, "cgroup %s%s: %m", hier_name, path);
-    for (;;) {
+    for (useconds_t nap_us = 1000;; nap_us = nap_us < DRAIN_POLL_US / 2 ? nap_us * 2 : DRAIN_POLL_US) {
         left = 0;
         first = 0;
         if ((r = kill_round(grp, 0, &left, &first)) < 0)
@@ -155,7 +155,7 @@ static int drain_one(int hier, const char *hier_name, const char *path, int64_t 
             return 0;
         if (berth_deadline_passed(CLOCK_MONOTONIC, until))
             break;
-        usleep(DRAIN_POLL_US);
+        usleep(nap_us);
     }
     if (left > 0)
         return berth_error_set(reterr, -EBUSY, "cgroup %s%s still holds %d process%s (pid %d)", hier_name, path, left,

@@ -11,12 +11,19 @@
  *                  "output_bytes": N, "bundle_params": {...} (binding.h),
  *                  "cgroup": linux.cgroupsPath (cgroup.h),
  *                  "isolation": "gvisor"|"native",
- *                  "broker_public_key": base64url or absent}
+ *                  "broker_public_key": base64url or absent,
+ *                  "outputs_mount": {"size", "nr_inodes", "uid", "gid"}
+ *                  when start() mounts the outputs tmpfs (written before
+ *                  it mounts it), absent when the job has no room for
+ *                  outputs}
  *   dispatch.json the dispatch document start() received (0600): the shim
  *                 verifies its receipt and rebuilds config.json from it
  *   bundle/       the OCI bundle: config.json (root.path is berthd's staged
  *                 rootfs, outside this directory)
- *   (no outputs/: /tmp/outputs is a tmpfs inside the sandbox, bundle.h)
+ *   outputs/      the job's outputs tmpfs (outmount.h), bound at
+ *                 /tmp/outputs; mounted from start() until reap()
+ *                 (bundle_params.outputs_dir names it); absent when the job
+ *                 has no room for outputs (artifact_bytes under 64 KiB)
  *   lock          flock(2)ed by the shim for as long as it lives: a lock that
  *                 can be taken means no shim supervises the job any more
  *   control       a FIFO the shim reads: "cancel\n" asks it to kill the job
@@ -27,9 +34,15 @@
  *   result.json   the outcome, written once, atomically:
  *                 {"state": "exited"|"failed"|"cancelled"|"expired",
  *                  "exit_code": 0..255 or null, "reason": code or null,
- *                  "started_at": "<ns>" or null, "finished_at": "<ns>"}
- *   reaped        after reap(): everything else is gone; inspect says
- *                 -ENOENT, start says "already started".
+ *                  "started_at": "<ns>" or null, "finished_at": "<ns>",
+ *                  "outputs": [{"id", "digest", "size"}],
+ *                  "output_error": {"id", "problem"} (only when one is
+ *                  invalid; outputs is [] then)}
+ *                 the outputs checked after the sandbox stopped
+ *                 (outcheck.h), for a job that exited on its own
+ *   reaped        after reap(): everything else is gone (the outputs tmpfs
+ *                 unmounted); inspect says -ENOENT, start says "already
+ *                 started"; forget() removes it and the directory.
  */
 #ifndef BERTH_OCI_JOBDIR_H
 #define BERTH_OCI_JOBDIR_H
@@ -46,9 +59,10 @@
 #define OCI_JOB_STARTED "started.json"
 #define OCI_JOB_RESULT "result.json"
 #define OCI_JOB_REAPED "reaped"
+#define OCI_JOB_OUTPUTS "outputs"
 
 #define OCI_SHIM_CONFIG_MAX (64 * 1024)
-#define OCI_RESULT_MAX (4 * 1024)
+#define OCI_RESULT_MAX (16 * 1024) /* room for 16 outputs */
 
 /* The sync pipe from the shim to start(): fd 3 in the shim; one line. */
 #define OCI_SHIM_SYNC_FD 3

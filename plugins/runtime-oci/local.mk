@@ -7,14 +7,19 @@ OCI_CFLAGS = $(BERTH_CORE_CFLAGS) -I$(top_srcdir)/plugins/runtime-oci
 OCI_COMMON_FILES = plugins/runtime-oci/jobdir.h \
 	plugins/runtime-oci/ocicfg.c plugins/runtime-oci/ocicfg.h \
 	plugins/runtime-oci/binding.c plugins/runtime-oci/binding.h \
-	plugins/runtime-oci/cgroup.c plugins/runtime-oci/cgroup.h
+	plugins/runtime-oci/cgroup.c plugins/runtime-oci/cgroup.h \
+	plugins/runtime-oci/outcheck.c plugins/runtime-oci/outcheck.h \
+	plugins/runtime-oci/outmount.c plugins/runtime-oci/outmount.h
 OCI_PLUGIN_FILES = \
 	plugins/runtime-oci/binding.c plugins/runtime-oci/binding.h \
 	plugins/runtime-oci/cgroup.c plugins/runtime-oci/cgroup.h \
 	plugins/runtime-oci/jobdir.h \
 	plugins/runtime-oci/ocicfg.c plugins/runtime-oci/ocicfg.h \
+	plugins/runtime-oci/outcheck.c plugins/runtime-oci/outcheck.h \
+	plugins/runtime-oci/outmount.c plugins/runtime-oci/outmount.h \
 	plugins/runtime-oci/runtime-oci.c \
-	plugins/runtime-oci/shim.c
+	plugins/runtime-oci/shim.c \
+	plugins/runtime-oci/watch.c plugins/runtime-oci/watch.h
 
 if BERTH_PLUGIN_RUNTIME_OCI
 pkglibexec_PROGRAMS += plugins/runtime-oci/berth-oci-shim
@@ -23,13 +28,26 @@ plugins_runtime_oci_berth_oci_shim_CFLAGS = $(OCI_CFLAGS)
 plugins_runtime_oci_berth_oci_shim_LDADD = $(BERTH_CORE_LIBS)
 
 plugin_LTLIBRARIES += plugins/runtime-oci/runtime-oci.la
-plugins_runtime_oci_runtime_oci_la_SOURCES = plugins/runtime-oci/runtime-oci.c $(OCI_COMMON_FILES)
+plugins_runtime_oci_runtime_oci_la_SOURCES = plugins/runtime-oci/runtime-oci.c \
+	plugins/runtime-oci/watch.c plugins/runtime-oci/watch.h $(OCI_COMMON_FILES)
 plugins_runtime_oci_runtime_oci_la_CFLAGS = $(OCI_CFLAGS) \
 	-DBERTH_OCI_SHIM_PATH=\"$(pkglibexecdir)/berth-oci-shim\"
 plugins_runtime_oci_runtime_oci_la_LDFLAGS = $(BERTH_PLUGIN_LDFLAGS)
 plugins_runtime_oci_runtime_oci_la_LIBADD = $(BERTH_CORE_LIBS)
 
 if ENABLE_TESTS
+# The reader of declared outputs on a real directory tree (no root needed).
+check_PROGRAMS += tests/unit/test-outcheck
+TESTS += tests/unit/test-outcheck
+tests_unit_test_outcheck_SOURCES = tests/unit/test-outcheck.c plugins/runtime-oci/outcheck.c \
+	plugins/runtime-oci/outcheck.h
+tests_unit_test_outcheck_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/plugins/runtime-oci
+# The runtime pin's file identity, which spares the shim a second hash.
+check_PROGRAMS += tests/unit/test-ocipin
+TESTS += tests/unit/test-ocipin
+tests_unit_test_ocipin_SOURCES = tests/unit/test-ocipin.c plugins/runtime-oci/ocicfg.c plugins/runtime-oci/ocicfg.h
+tests_unit_test_ocipin_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/plugins/runtime-oci
+
 if BERTH_PLUGIN_IMAGE_OCI_LOCAL
 # The tests stage images, so they need the image library too.
 # Real bundles for real runtimes: the deny-all config.json (job/bundle.h) of
@@ -40,11 +58,29 @@ tests_tools_mkbundle_CFLAGS = $(BERTH_CORE_CFLAGS)
 tests_tools_mkbundle_LDADD = $(BERTH_CORE_LIBS)
 TESTS += tests/cli/test-bundle-runtimes.sh
 
+# The plugin driven directly (no berthd), one operation per run, for the
+# inputs and outputs tests on real runsc and crun (root).
+check_PROGRAMS += tests/tools/oci-drive
+tests_tools_oci_drive_SOURCES = tests/tools/oci-drive.c
+tests_tools_oci_drive_CFLAGS = $(BERTH_CORE_CFLAGS)
+tests_tools_oci_drive_LDADD = $(BERTH_CORE_LIBS)
+TESTS += tests/cli/test-runtime-oci-io.sh
+
 # Real jobs through berthd on runtime-oci with real runsc and crun (root).
 TESTS += tests/cli/test-runtime-oci.sh tests/cli/test-runtime-oci-disk.sh tests/cli/test-qualify.sh \
 	tests/cli/test-runtime-oci-teardown.sh
 # A principal revoked mid-job on real runsc (the sweeps, broker.h).
 TESTS += tests/cli/test-runsc-revoked.sh
+# Retention on real runsc: the runtime tombstone is pruned with its job (broker.h).
+TESTS += tests/cli/test-berthd-retention-oci.sh
+# The plugin's exit notifications on real runsc and crun (watch.h, broker.h "Events").
+TESTS += tests/cli/test-berthd-events-oci.sh
+# One staged root per image, shared, checked and evicted (rootcache.h), on runsc and crun.
+TESTS += tests/cli/test-berthd-roots-oci.sh
+if BERTH_PLUGIN_EVIDENCE_SQLITE
+# Jobs with inputs and outputs through berthd and the evidence store, on runsc and crun.
+TESTS += tests/cli/test-berthd-jobio-oci.sh
+endif
 # The plugin itself through the loader, on real crun (root).
 check_PROGRAMS += tests/unit/test-runtime-oci
 TESTS += tests/unit/test-runtime-oci
@@ -57,5 +93,7 @@ EXTRA_DIST += $(OCI_PLUGIN_FILES)
 endif
 EXTRA_DIST += tests/cli/test-bundle-runtimes.sh tests/cli/test-runtime-oci.sh tests/cli/test-qualify.sh \
 	tests/cli/test-runtime-oci-disk.sh tests/cli/test-runtime-oci-teardown.sh \
-	tests/cli/test-runsc-revoked.sh \
-	tests/cli/oci-lib.sh tests/bench/overhead tests/unit/test-runtime-oci.c tests/tools/mkbundle.c
+	tests/cli/test-runsc-revoked.sh tests/cli/test-berthd-retention-oci.sh tests/cli/test-berthd-jobio-oci.sh \
+	tests/cli/test-berthd-events-oci.sh tests/cli/test-berthd-roots-oci.sh \
+	tests/cli/oci-lib.sh tests/bench/overhead tests/bench/direct-lib.sh tests/bench/starts tests/unit/test-runtime-oci.c tests/tools/mkbundle.c \
+	tests/cli/test-runtime-oci-io.sh tests/tools/oci-drive.c tests/unit/test-outcheck.c tests/unit/test-ocipin.c

@@ -189,6 +189,13 @@ void oci_config_clear(struct oci_config *c)
     memset(c, 0, sizeof(*c));
 }
 
+bool oci_pin_identity_matches(const struct oci_pin_cache *cache, const struct stat *st)
+{
+    return cache->valid && cache->dev == st->st_dev && cache->ino == st->st_ino && cache->size == st->st_size &&
+           cache->mtime_ns == (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec &&
+           cache->ctime_ns == (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
+}
+
 int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struct oci_pin_cache *cache,
                       struct berth_error *reterr)
 {
@@ -219,8 +226,7 @@ int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struc
     ctime = (int64_t)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
     /* The same file as last time gets the same digest without being read
      * again (a broken pin is reported on every pass; it must stay cheap). */
-    if (cache && cache->valid && cache->dev == st.st_dev && cache->ino == st.st_ino && cache->size == st.st_size &&
-        cache->mtime_ns == mtime && cache->ctime_ns == ctime) {
+    if (cache && oci_pin_identity_matches(cache, &st)) {
         memcpy(digest, cache->digest, sizeof(digest));
     } else {
         if ((r = berth_digest_fd(fd, digest)) < 0)
@@ -248,4 +254,43 @@ int oci_pin_check(struct oci_config *c, struct berth_error *reterr)
     if (fd < 0)
         return fd;
     return oci_pin_verify_fd(fd, c->pin.path, &c->pin, &c->pin_cache, reterr);
+}
+
+json_t *oci_pin_identity_json(const struct oci_pin_cache *cache)
+{
+    /* Decimal strings (berth_json_ns()): canonical JSON keeps integers
+     * within 2^53, and times in nanoseconds and inode numbers are larger.  A
+     * value that is negative or beyond INT64_MAX (never seen) sends no
+     * identity, and the shim hashes the runtime itself. */
+    if (!cache->valid || (uint64_t)cache->dev > INT64_MAX || (uint64_t)cache->ino > INT64_MAX || cache->size < 0 ||
+        cache->mtime_ns < 0 || cache->ctime_ns < 0)
+        return NULL;
+    return json_pack("{s:o, s:o, s:o, s:o, s:o}", "dev", berth_json_ns((int64_t)cache->dev), "ino",
+                     berth_json_ns((int64_t)cache->ino), "size", berth_json_ns((int64_t)cache->size), "mtime_ns",
+                     berth_json_ns(cache->mtime_ns), "ctime_ns", berth_json_ns(cache->ctime_ns));
+}
+
+int oci_pin_identity_parse(const json_t *identity, const char *digest, struct oci_pin_cache *ret,
+                           struct berth_error *reterr)
+{
+    static const char *const identity_members[] = {"dev", "ino", "size", "mtime_ns", "ctime_ns", NULL};
+    int64_t v[ELEMENTSOF(identity_members) - 1];
+    int r;
+
+    if ((r = berth_json_only_members(identity, "shim.pin.identity", identity_members, reterr)) < 0)
+        return r;
+    for (size_t i = 0; i < ELEMENTSOF(v); i++)
+        if (berth_json_ns_value(json_object_get(identity, identity_members[i]), &v[i]) < 0)
+            return berth_error_set(reterr, -EBADMSG, "shim.pin.identity.%s must be a decimal string",
+                                   identity_members[i]);
+    if (strlen(digest) >= sizeof(ret->digest))
+        return berth_error_set(reterr, -EBADMSG, "shim.pin: sha256 is too long");
+    *ret = (struct oci_pin_cache){.dev = (dev_t)v[0],
+                                  .ino = (ino_t)v[1],
+                                  .size = (off_t)v[2],
+                                  .mtime_ns = v[3],
+                                  .ctime_ns = v[4],
+                                  .valid = true};
+    memcpy(ret->digest, digest, strlen(digest) + 1);
+    return 0;
 }

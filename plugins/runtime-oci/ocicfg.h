@@ -42,6 +42,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <jansson.h>
@@ -102,6 +103,15 @@ int oci_config_parse(const char *json, size_t len, const char *default_shim, str
 void oci_config_clear(struct oci_config *c);
 
 /**
+ * oci_pin_identity_matches() - whether @st (fstat(2) of the runtime) is the
+ * file @cache describes: same device, inode, size, mtime and ctime (to the
+ * nanosecond).  Writing a file changes its mtime and ctime, and setting the
+ * mtime back (utimensat(2)) changes the ctime, so a file changed since it
+ * was hashed does not match.  False when @cache is not valid.
+ */
+bool oci_pin_identity_matches(const struct oci_pin_cache *cache, const struct stat *st);
+
+/**
  * oci_pin_verify_fd() - check the open runtime binary @fd, opened at the
  * absolute @path, against the trusted-file rule (berth_trusted_file_check():
  * a regular file with one link, root's or the caller's, not writable by group
@@ -120,5 +130,25 @@ int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struc
  * Return: as oci_pin_verify_fd(); -errno when it cannot be opened or read.
  */
 int oci_pin_check(struct oci_config *c, struct berth_error *reterr);
+
+/**
+ * oci_pin_identity_json() - the file identity @cache holds (device, inode,
+ * size, mtime and ctime in nanoseconds), as the JSON object shim.json carries
+ * under "pin"."identity", so that the shim, which checks the runtime again
+ * before it runs it, hashes it only when it is no longer the file the plugin
+ * hashed.  The caller must have checked that @cache->digest is the pin's.
+ * Return: a new object (the caller owns it), or NULL when @cache is not valid
+ * or memory ran out.
+ */
+json_t *oci_pin_identity_json(const struct oci_pin_cache *cache);
+
+/**
+ * oci_pin_identity_parse() - read an object oci_pin_identity_json() made
+ * into @ret, with @digest (the pin's) as the digest of that file.
+ * Return: 0; -EBADMSG when a member is missing, unknown or out of range
+ * (reterr names it).
+ */
+int oci_pin_identity_parse(const json_t *identity, const char *digest, struct oci_pin_cache *ret,
+                           struct berth_error *reterr);
 
 #endif /* BERTH_OCI_CFG_H */

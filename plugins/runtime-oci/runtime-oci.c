@@ -15,10 +15,19 @@
  * the container and records "runtime_lost".  Because the shim outlives
  * berthd, a job keeps running across a berthd restart and its result is
  * found afterwards.
+ *
+ * Inputs and outputs (ABI 1.1): the staged inputs berthd names in the
+ * dispatch's inputs_dir are bound read-only (bundle.h, binding.h); a job
+ * with room for outputs gets a tmpfs of its own in its job directory
+ * (outmount.h), mounted here before the shim runs, whose declared outputs
+ * the shim checks and hashes after the sandbox stopped (outcheck.h) into
+ * result.json; open_output() hands out checked descriptors of them until
+ * reap() unmounts it, and forget() drops the tombstone.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +54,10 @@
 #include "jsonobj.h"
 #include "macro.h"
 #include "ocicfg.h"
+#include "outcheck.h"
+#include "outmount.h"
 #include "tree.h"
+#include "watch.h"
 
 #ifndef BERTH_OCI_SHIM_PATH
 #error "BERTH_OCI_SHIM_PATH must name the installed berth-oci-shim"
@@ -67,6 +79,13 @@ struct oci {
     bool locked;
     char version[VERSION_MAX];
     char shim_sha256[BERTH_DIGEST_BUFSZ]; /* bound into qualifications (capabilities().shim_sha256) */
+    struct oci_watch *watch;              /* tells berthd when a job's result appears (watch.h), or NULL */
+    /* The ops run on several threads at once (BERTH_RUNTIME_CONCURRENT):
+     * this lock guards what they share and change -- locked, version and
+     * cfg.pin_cache.  Everything else of the instance is set by init and
+     * only read afterwards, and each job's own files are changed only by
+     * the op berthd runs for that job (never two at once for one job). */
+    pthread_mutex_t lock;
 };
 
 static bool run_id_ok(const char *id)
@@ -170,7 +189,7 @@ static void first_line(int exec_fd, char *const argv[], char buf[VERSION_MAX])
 
 /* Check the runtime against its pin and, when it passes, read the first
  * line of `runtime --version` (for capabilities) from the very file checked. */
-static int check_runtime(struct oci *o, struct berth_error *reterr)
+static int verify_runtime(struct oci *o, struct berth_error *reterr)
 {
     char *argv[] = {(char *)o->cfg.pin.path, "--version", NULL};
     _cleanup_close_ int fd = -1;
@@ -187,6 +206,33 @@ static int check_runtime(struct oci *o, struct berth_error *reterr)
             snprintf(o->version, sizeof(o->version), "unknown");
     }
     return 0;
+}
+
+/* verify_runtime() under the instance's lock; @version (VERSION_MAX bytes) gets its version. */
+static int check_runtime(struct oci *o, char *version, struct berth_error *reterr)
+{
+    int r;
+
+    pthread_mutex_lock(&o->lock);
+    r = verify_runtime(o, reterr);
+    snprintf(version, VERSION_MAX, "%s", o->version);
+    pthread_mutex_unlock(&o->lock);
+    return r;
+}
+
+/* oci_pin_check() under the instance's lock (it updates the pin cache);
+ * on success *ret_seen (optional) gets the identity and digest of the file
+ * it checked, which then is the pin's. */
+static int pin_check(struct oci *o, struct oci_pin_cache *ret_seen, struct berth_error *reterr)
+{
+    int r;
+
+    pthread_mutex_lock(&o->lock);
+    r = oci_pin_check(&o->cfg, reterr);
+    if (r == 0 && ret_seen)
+        *ret_seen = o->cfg.pin_cache;
+    pthread_mutex_unlock(&o->lock);
+    return r;
 }
 
 /* The shim must be trusted like the runtime (it runs as root) and answer as berth-oci-shim. */
@@ -223,7 +269,7 @@ static int check_shim(struct oci *o, struct berth_error *reterr)
  * operation but capabilities() needs the lock first (-EAGAIN until then).
  * Held under another name, two backends share the directory: refused.
  */
-static int take_state_lock(struct oci *o, struct berth_error *reterr)
+static int claim_state_dir(struct oci *o, struct berth_error *reterr)
 {
     char owner[128] = "";
     _cleanup_free_ char *text = NULL;
@@ -248,17 +294,30 @@ static int take_state_lock(struct oci *o, struct berth_error *reterr)
                            o->cfg.state_directory, owner);
 }
 
+/* claim_state_dir() under the instance's lock. */
+static int take_state_lock(struct oci *o, struct berth_error *reterr)
+{
+    int r;
+
+    pthread_mutex_lock(&o->lock);
+    r = claim_state_dir(o, reterr);
+    pthread_mutex_unlock(&o->lock);
+    return r;
+}
+
 static int oci_init(const struct berth_host *host, const char *config, size_t config_len, void **ret_state,
                     struct berth_error *reterr)
 {
     struct oci *o = calloc(1, sizeof(*o));
     struct berth_error err = BERTH_ERROR_INIT;
+    char version[VERSION_MAX];
     int r;
 
     if (!o)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     o->host = host;
     o->jobsfd = o->lockfd = -1;
+    pthread_mutex_init(&o->lock, NULL);
     if ((r = oci_config_parse(config, config_len, BERTH_OCI_SHIM_PATH, &o->cfg, reterr)) < 0)
         goto fail;
     if (asprintf(&o->jobs_dir, "%s/jobs", o->cfg.state_directory) < 0 ||
@@ -284,11 +343,14 @@ static int oci_init(const struct berth_host *host, const char *config, size_t co
     if ((r = take_state_lock(o, reterr)) < 0 && r != -EAGAIN)
         goto fail;
     /* A runtime that fails its pin is reported by capabilities(); berthd still starts. */
-    if (check_runtime(o, &err) < 0)
+    if (check_runtime(o, version, &err) < 0)
         host->log(host, BERTH_LOG_WARNING, "%s", err.message);
     if (!o->cfg.has_broker_key)
         host->log(host, BERTH_LOG_WARNING,
                   "no broker_public_key in its configuration: receipts are not verified before create");
+    /* Without the watcher berthd still finds every result, on its reconcile passes. */
+    if (oci_watch_start(host, &o->watch, &err) < 0)
+        host->log(host, BERTH_LOG_WARNING, "job exits are not notified, only polled: %s", err.message);
     *ret_state = o;
     return 0;
 fail:
@@ -299,6 +361,7 @@ fail:
     free(o->jobs_dir);
     free(o->root_dir);
     oci_config_clear(&o->cfg);
+    pthread_mutex_destroy(&o->lock);
     free(o);
     return r;
 }
@@ -309,11 +372,13 @@ static void oci_fini(void *state)
 
     if (!o)
         return;
+    oci_watch_stop(o->watch); /* first: its thread calls the host, never after fini */
     close(o->jobsfd);
     close(o->lockfd);
     free(o->jobs_dir);
     free(o->root_dir);
     oci_config_clear(&o->cfg);
+    pthread_mutex_destroy(&o->lock);
     free(o);
 }
 
@@ -331,16 +396,17 @@ static int give_json(json_t *doc, char **ret_json, size_t *ret_len, struct berth
 static int oci_capabilities(void *state, char **ret_json, size_t *ret_len, struct berth_error *reterr)
 {
     struct oci *o = state;
+    char version[VERSION_MAX];
     int r;
 
-    r = check_runtime(o, reterr);
+    r = check_runtime(o, version, reterr);
     if (r < 0)
         return r;
     return give_json(
-        json_pack("{s:s, s:{s:s, s:s, s:s}, s:s, s:s, s:[s, s], s:[s, s], s:{s:I, s:I, s:I, s:I}, s:s}", "backend",
-                  "oci", "runtime", "path", o->cfg.pin.path, "version", o->version, "sha256", o->cfg.pin.sha256,
+        json_pack("{s:s, s:{s:s, s:s, s:s}, s:s, s:s, s:[s, s], s:[s, s, s, s], s:{s:I, s:I, s:I, s:I}, s:s}", "backend",
+                  "oci", "runtime", "path", o->cfg.pin.path, "version", version, "sha256", o->cfg.pin.sha256,
                   "shim_sha256", o->shim_sha256, "isolation", o->cfg.isolation, "egress_classes", "none", "loopback",
-                  "capabilities", "exec", "file_rw", "limits", "output_bytes", (json_int_t)BERTH_LIMIT_OUTPUT_BYTES_MAX,
+                  "capabilities", "exec", "file_rw", "inputs", "outputs", "limits", "output_bytes", (json_int_t)BERTH_LIMIT_OUTPUT_BYTES_MAX,
                   "pids", (json_int_t)BERTH_LIMIT_PIDS_MAX, "memory_bytes", (json_int_t)BERTH_LIMIT_MEMORY_BYTES_MAX,
                   "scratch_bytes", (json_int_t)BERTH_LIMIT_SCRATCH_BYTES_MAX, "qualification", "unqualified"),
         ret_json, ret_len, reterr);
@@ -358,6 +424,7 @@ struct dispatch {
     struct berth_job *job;
     const json_t *effective;
     const char *rootfs;
+    struct oci_pin_cache pin_seen; /* the runtime as start() checked it */
 };
 
 static void dispatch_clear(struct dispatch *d)
@@ -370,7 +437,7 @@ static void dispatch_clear(struct dispatch *d)
 static int dispatch_parse(const struct oci *o, const char *text, size_t len, struct dispatch *d,
                           struct berth_error *reterr)
 {
-    const json_t *receipt, *inputs;
+    const json_t *receipt;
     json_int_t sv;
     int r;
 
@@ -393,27 +460,38 @@ static int dispatch_parse(const struct oci *o, const char *text, size_t len, str
                                "(\"images\" in berthd.json) to run jobs on an OCI runtime");
     if ((r = berth_job_from_json(json_object_get(d->doc, "job"), &d->job, reterr)) < 0)
         return r == -ENOMEM ? r : -EBADMSG;
-    inputs = json_object_get(d->job->doc, "inputs");
-    if (json_array_size(inputs) > 0)
-        return berth_error_set(reterr, -EBADMSG,
-                               "job inputs need an evidence store, which this host does not offer yet");
-    /* The shim checks this again before create; refusing here creates nothing. */
+    /* The shim checks these again before create; refusing here creates nothing. */
+    if ((r = oci_binding_check_inputs(d->doc, d->job, reterr)) < 0)
+        return r;
     return oci_binding_verify(d->doc, d->job, o->cfg.has_broker_key ? o->cfg.broker_key : NULL, reterr);
 }
 
-/* Write the bundle and shim.json into the new job directory @jobfd. */
-static int prepare(struct oci *o, const struct dispatch *d, int jobfd, const char *jobdir, struct berth_error *reterr)
+/* Write the bundle and shim.json into the new job directory @jobfd, and,
+ * for a job with room for outputs (@outputs bytes, 0 for none), the empty
+ * mount point of its outputs tmpfs, which shim.json announces before
+ * start() mounts it. */
+static int prepare(struct oci *o, const struct dispatch *d, int jobfd, const char *jobdir, uint64_t outputs,
+                   struct berth_error *reterr)
 {
-    _cleanup_free_ char *bundle = NULL;
-    _cleanup_json_ json_t *config = NULL, *shim = NULL, *params = NULL;
+    _cleanup_free_ char *bundle = NULL, *outputs_dir = NULL;
+    _cleanup_json_ json_t *config = NULL, *shim = NULL, *params = NULL, *mount = NULL;
     _cleanup_free_ char *text = NULL;
     _cleanup_close_ int bundlefd = -1;
     char cgroup[OCI_CGROUP_PATH_MAX];
     size_t len = 0;
     int r;
 
-    if (asprintf(&bundle, "%s/%s", jobdir, OCI_JOB_BUNDLE) < 0)
+    if (asprintf(&bundle, "%s/%s", jobdir, OCI_JOB_BUNDLE) < 0 ||
+        (outputs && asprintf(&outputs_dir, "%s/%s", jobdir, OCI_JOB_OUTPUTS) < 0))
         return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if (outputs) {
+        mount = json_pack("{s:I, s:i, s:I, s:I}", "size", (json_int_t)outputs, "nr_inodes", OCI_OUTPUTS_INODES, "uid",
+                          (json_int_t)o->cfg.uid, "gid", (json_int_t)o->cfg.gid);
+        if (!mount)
+            return berth_error_set(reterr, -ENOMEM, "out of memory");
+        if (mkdirat(jobfd, OCI_JOB_OUTPUTS, 0700) < 0)
+            return berth_error_set(reterr, -errno, "cannot create %s: %m", outputs_dir);
+    }
     if (mkdirat(jobfd, OCI_JOB_BUNDLE, 0700) < 0)
         return berth_error_set(reterr, -errno, "cannot create the bundle in %s: %m", jobdir);
     bundlefd = openat(jobfd, OCI_JOB_BUNDLE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -422,21 +500,25 @@ static int prepare(struct oci *o, const struct dispatch *d, int jobfd, const cha
     if ((r = oci_cgroup_path(o->cfg.state_directory, d->run_id, cgroup)) < 0)
         return berth_error_set(reterr, r, "cannot name the job's cgroup: %s", strerror(-r));
     /* What the shim rebuilds config.json from (binding.h). */
-    params = json_pack("{s:I, s:I, s:I, s:I, s:s}", "uid", (json_int_t)o->cfg.uid, "gid", (json_int_t)o->cfg.gid,
+    params = json_pack("{s:I, s:I, s:I, s:I, s:s, s:s*}", "uid", (json_int_t)o->cfg.uid, "gid", (json_int_t)o->cfg.gid,
                        "nproc", (json_int_t)(o->cfg.pids_ceiling ? d->job->limits.pids : 0), "pids_ceiling",
-                       (json_int_t)o->cfg.pids_ceiling, "cgroups_path", cgroup);
+                       (json_int_t)o->cfg.pids_ceiling, "cgroups_path", cgroup, "outputs_dir", outputs_dir);
     if (!params)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     if ((r = oci_binding_config(d->doc, d->job, params, &config, reterr)) < 0 ||
         (r = berth_bundle_write(bundlefd, config, reterr)) < 0 ||
         (r = berth_publish_at(jobfd, OCI_JOB_DISPATCH, d->text, d->len, 0600, 0, reterr)) < 0)
         return r;
-    shim = json_pack("{s:s, s:s, s:o, s:{s:s, s:I, s:i}, s:O*, s:o, s:I, s:O, s:s, s:s, s:s*}", "id", d->run_id,
-                     "bundle", bundle, "runtime", runtime_prefix(o), "pin", "sha256", o->cfg.pin.sha256, "size",
-                     (json_int_t)o->cfg.pin.size, "mode", (int)o->cfg.pin.mode, "unmount", o->cfg.unmount,
+    /* "identity": the file start() just hashed, so the shim hashes the
+     * runtime again only when the file at the path is another one. */
+    shim = json_pack("{s:s, s:s, s:o, s:{s:s, s:I, s:i, s:o*}, s:O*, s:o, s:I, s:O, s:s, s:s, s:s*, s:O*}", "id",
+                     d->run_id, "bundle", bundle, "runtime", runtime_prefix(o), "pin", "sha256", o->cfg.pin.sha256,
+                     "size", (json_int_t)o->cfg.pin.size, "mode", (int)o->cfg.pin.mode, "identity",
+                     streq(d->pin_seen.digest, o->cfg.pin.sha256) ? oci_pin_identity_json(&d->pin_seen) : NULL,
+                     "unmount", o->cfg.unmount,
                      "deadline_ns", berth_json_ns(d->deadline), "output_bytes", (json_int_t)d->job->limits.output_bytes,
                      "bundle_params", params, "cgroup", cgroup, "isolation", o->cfg.isolation, "broker_public_key",
-                     o->cfg.broker_key_b64);
+                     o->cfg.broker_key_b64, "outputs_mount", mount);
     if (!shim)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     if ((r = berth_json_serialize(shim, 0, &text, &len, reterr)) < 0 ||
@@ -514,10 +596,23 @@ static int await_shim(struct oci *o, int fd, const char *jobdir, struct berth_er
                            OCI_JOB_RUNTIME_LOG);
 }
 
+/* Undo a start() that ran nothing: the outputs tmpfs (if it was mounted),
+ * then the job directory, so that the id is released. */
+static void unclaim(struct oci *o, int jobfd, const char *jobdir, const char *run_id)
+{
+    _cleanup_free_ char *mnt = NULL;
+
+    if (asprintf(&mnt, "%s/%s", jobdir, OCI_JOB_OUTPUTS) >= 0)
+        (void)oci_outputs_release(jobfd, OCI_JOB_OUTPUTS, mnt, NULL);
+    (void)berth_tree_clear(jobfd, NULL);
+    (void)unlinkat(o->jobsfd, run_id, AT_REMOVEDIR);
+}
+
 static int oci_start(void *state, const char *dispatch, size_t dispatch_len, struct berth_error *reterr)
 {
     struct oci *o = state;
     struct dispatch d;
+    struct berth_bundle_bounds bounds;
     _cleanup_free_ char *jobdir = NULL;
     _cleanup_close_ int jobfd = -1;
     int p[2] = {-1, -1};
@@ -539,7 +634,7 @@ static int oci_start(void *state, const char *dispatch, size_t dispatch_len, str
         r = berth_error_set(reterr, -ETIME, "the job's deadline has passed");
         goto out;
     }
-    if ((r = oci_pin_check(&o->cfg, reterr)) < 0)
+    if ((r = pin_check(o, &d.pin_seen, reterr)) < 0)
         goto out;
     if (asprintf(&jobdir, "%s/%s", o->jobs_dir, d.run_id) < 0) {
         r = berth_error_set(reterr, -ENOMEM, "out of memory");
@@ -554,11 +649,16 @@ static int oci_start(void *state, const char *dispatch, size_t dispatch_len, str
         r = berth_error_set(reterr, -errno, "cannot open %s: %m", jobdir);
         goto out;
     }
-    r = prepare(o, &d, jobfd, jobdir, reterr);
+    if ((r = berth_bundle_writable_bounds(&d.job->limits, &bounds)) < 0) {
+        r = berth_error_set(reterr, -EBADMSG, "the job's limits are invalid");
+        goto out;
+    }
+    r = prepare(o, &d, jobfd, jobdir, bounds.outputs, reterr);
+    if (r == 0 && bounds.outputs)
+        r = oci_outputs_mount(jobfd, OCI_JOB_OUTPUTS, bounds.outputs, o->cfg.uid, o->cfg.gid, reterr);
     if (r < 0) {
         /* Nothing ran: release the id so that a retry (or nothing) is clean. */
-        (void)berth_tree_clear(jobfd, NULL);
-        (void)unlinkat(o->jobsfd, d.run_id, AT_REMOVEDIR);
+        unclaim(o, jobfd, jobdir, d.run_id);
         goto out;
     }
     if (pipe2(p, O_CLOEXEC) < 0) {
@@ -572,8 +672,10 @@ static int oci_start(void *state, const char *dispatch, size_t dispatch_len, str
     if (r == 0)
         r = await_shim(o, p[0], jobdir, reterr);
     close(p[0]);
-    if (r == 0)
+    if (r == 0) {
         o->host->log(o->host, BERTH_LOG_INFO, "job %s started by %s", d.run_id, o->cfg.pin.path);
+        oci_watch_job(o->watch, jobfd, d.run_id); /* berthd hears of its end at once */
+    }
 out:
     dispatch_clear(&d);
     return r;
@@ -582,7 +684,8 @@ out:
 /* ------------------------------------------------------------------------- */
 /* inspect, cancel, reap                                                      */
 
-static int open_job(struct oci *o, const char *job_id, struct berth_error *reterr)
+/* The job directory of @job_id, reaped or not (the state lock taken). */
+static int open_job_dir(struct oci *o, const char *job_id, struct berth_error *reterr)
 {
     int fd, r;
 
@@ -593,6 +696,16 @@ static int open_job(struct oci *o, const char *job_id, struct berth_error *reter
     fd = openat(o->jobsfd, job_id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return berth_error_set(reterr, -errno, errno == ENOENT ? "no job %s here" : "job %s: %m", job_id);
+    return fd;
+}
+
+/* The job directory of @job_id; -ENOENT when the job was reaped. */
+static int open_job(struct oci *o, const char *job_id, struct berth_error *reterr)
+{
+    int fd = open_job_dir(o, job_id, reterr);
+
+    if (fd < 0)
+        return fd;
     if (faccessat(fd, OCI_JOB_REAPED, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
         close(fd);
         return berth_error_set(reterr, -ENOENT, "job %s was reaped", job_id);
@@ -657,15 +770,28 @@ static json_t *capture_b64(int jobfd, const char *name, size_t max)
     return json_string(b64);
 }
 
+/* The job's result.json, parsed: -EBUSY while the job has none (it runs). */
+static int read_result(int jobfd, const char *job_id, json_t **ret, struct berth_error *reterr)
+{
+    struct berth_file_expect expect = {.type = S_IFREG, .uid = geteuid(), .max_size = OCI_RESULT_MAX};
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    int r;
+
+    r = berth_read_file_at(jobfd, OCI_JOB_RESULT, &expect, &text, &len, reterr);
+    if (r == -ENOENT)
+        return berth_error_set(reterr, -EBUSY, "job %s has not finished", job_id);
+    if (r < 0)
+        return r;
+    return berth_json_parse(text, len, OCI_RESULT_MAX, ret, reterr);
+}
+
 static int oci_inspect(void *state, const char *job_id, char **ret_json, size_t *ret_len, struct berth_error *reterr)
 {
     struct oci *o = state;
-    struct berth_file_expect expect = {.type = S_IFREG, .uid = geteuid(), .max_size = OCI_RESULT_MAX};
     _cleanup_close_ int jobfd = -1;
-    _cleanup_free_ char *text = NULL;
     _cleanup_json_ json_t *res = NULL;
     json_t *out, *err;
-    size_t len = 0;
     int r;
 
     jobfd = open_job(o, job_id, reterr);
@@ -677,15 +803,15 @@ static int oci_inspect(void *state, const char *job_id, char **ret_json, size_t 
             return berth_error_set(reterr, r, "job %s: cannot check its shim: %s", job_id, strerror(-r));
         if (r == 1) {
             bool started = faccessat(jobfd, OCI_JOB_STARTED, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+            oci_watch_job(o->watch, jobfd, job_id); /* again after a berthd restart; idempotent */
             return give_json(json_pack("{s:i, s:s}", "schema_version", 1, "state", started ? "running" : "starting"),
                              ret_json, ret_len, reterr);
         }
         if ((r = settle_orphan(o, job_id, reterr)) < 0)
             return r == -ENOENT ? -EIO : r;
     }
-    if ((r = berth_read_file_at(jobfd, OCI_JOB_RESULT, &expect, &text, &len, reterr)) < 0 ||
-        (r = berth_json_parse(text, len, OCI_RESULT_MAX, &res, reterr)) < 0)
-        return r == -ENOENT ? -EIO : r;
+    if ((r = read_result(jobfd, job_id, &res, reterr)) < 0)
+        return r == -EBUSY ? -EIO : r; /* settled above: a result must be there */
     out = capture_b64(jobfd, OCI_JOB_STDOUT, BERTH_LIMIT_OUTPUT_BYTES_MAX);
     err = capture_b64(jobfd, OCI_JOB_STDERR, BERTH_LIMIT_OUTPUT_BYTES_MAX);
     if (!out || !err) {
@@ -693,11 +819,97 @@ static int oci_inspect(void *state, const char *job_id, char **ret_json, size_t 
         json_decref(err);
         return berth_error_set(reterr, -EIO, "job %s: cannot read its output", job_id);
     }
+    /* The shim wrote outputs (and output_error) into result.json; a result
+     * of a job that captured nothing, or of an older shim, has none. */
     if (json_object_set_new(res, "schema_version", json_integer(1)) < 0 ||
         json_object_set_new(res, "stdout", out) < 0 || json_object_set_new(res, "stderr", err) < 0 ||
-        json_object_set_new(res, "outputs", json_array()) < 0)
+        (!json_object_get(res, "outputs") && json_object_set_new(res, "outputs", json_array()) < 0))
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     return give_json(json_incref(res), ret_json, ret_len, reterr);
+}
+
+/* The declared output @output_id of @job_id's dispatch: its path and max_bytes. */
+static int declared_output(int jobfd, const char *job_id, const char *output_id, const char **ret_relpath,
+                           uint64_t *ret_max, json_t **ret_doc, struct berth_error *reterr)
+{
+    struct berth_file_expect expect = {.type = S_IFREG, .uid = geteuid(), .max_size = DISPATCH_MAX};
+    _cleanup_free_ char *text = NULL;
+    _cleanup_json_ json_t *doc = NULL;
+    const json_t *v;
+    size_t len = 0, i;
+    int r;
+
+    if ((r = berth_read_file_at(jobfd, OCI_JOB_DISPATCH, &expect, &text, &len, reterr)) < 0 ||
+        (r = berth_json_parse(text, len, DISPATCH_MAX, &doc, reterr)) < 0)
+        return r == -ENOENT ? -EIO : r;
+    json_array_foreach(json_object_get(json_object_get(doc, "job"), "outputs"), i, v)
+    {
+        const char *rel = oci_output_relpath(json_string_value(json_object_get(v, "path")));
+        if (!streq_ptr(json_string_value(json_object_get(v, "id")), output_id))
+            continue;
+        if (!rel || !json_is_integer(json_object_get(v, "max_bytes")))
+            return berth_error_set(reterr, -EIO, "job %s: output %s is malformed in its dispatch", job_id, output_id);
+        *ret_relpath = rel;
+        *ret_max = (uint64_t)json_integer_value(json_object_get(v, "max_bytes"));
+        *ret_doc = TAKE_PTR(doc);
+        return 0;
+    }
+    return berth_error_set(reterr, -ENOENT, "job %s declares no output %s", job_id, output_id);
+}
+
+/* The size result.json recorded for the captured output @output_id. */
+static int captured_size(const json_t *result, const char *job_id, const char *output_id, uint64_t *ret,
+                         struct berth_error *reterr)
+{
+    const json_t *v;
+    size_t i;
+
+    json_array_foreach(json_object_get(result, "outputs"), i, v)
+    {
+        if (streq_ptr(json_string_value(json_object_get(v, "id")), output_id) &&
+            json_is_integer(json_object_get(v, "size"))) {
+            *ret = (uint64_t)json_integer_value(json_object_get(v, "size"));
+            return 0;
+        }
+    }
+    return berth_error_set(reterr, -ENOENT, "job %s: output %s was not captured", job_id, output_id);
+}
+
+static int oci_open_output(void *state, const char *job_id, const char *output_id, int *ret_fd, uint64_t *ret_size,
+                           struct berth_error *reterr)
+{
+    struct oci *o = state;
+    _cleanup_close_ int jobfd = -1, rootfd = -1, fd = -1;
+    _cleanup_json_ json_t *result = NULL, *dispatch = NULL;
+    enum oci_output_problem problem;
+    const char *relpath = NULL;
+    uint64_t max = 0, want = 0, size = 0;
+    int r;
+
+    if (!output_id || !ret_fd || !ret_size)
+        return berth_error_set(reterr, -EINVAL, "invalid arguments");
+    jobfd = open_job(o, job_id, reterr);
+    if (jobfd < 0)
+        return jobfd;
+    if ((r = read_result(jobfd, job_id, &result, reterr)) < 0 ||
+        (r = captured_size(result, job_id, output_id, &want, reterr)) < 0 ||
+        (r = declared_output(jobfd, job_id, output_id, &relpath, &max, &dispatch, reterr)) < 0)
+        return r;
+    /* Its storage: the job's outputs tmpfs, still mounted (a reboot takes it). */
+    if (oci_outputs_mounted(jobfd, OCI_JOB_OUTPUTS) != 1)
+        return berth_error_set(reterr, -ENOENT, "job %s: its outputs tmpfs is gone", job_id);
+    rootfd = berth_open_beneath(jobfd, OCI_JOB_OUTPUTS, O_PATH | O_DIRECTORY, 0, reterr);
+    if (rootfd < 0)
+        return rootfd;
+    if ((r = oci_output_open(rootfd, relpath, max, &fd, &size, &problem)) < 0)
+        return berth_error_set(reterr, -EBADMSG, "job %s: output %s is no longer as captured (%s)", job_id,
+                               output_id, oci_output_problem_name(problem));
+    if (size != want)
+        return berth_error_set(reterr, -EBADMSG, "job %s: output %s is %llu bytes, captured with %llu", job_id,
+                               output_id, (unsigned long long)size, (unsigned long long)want);
+    *ret_size = size;
+    *ret_fd = TAKE_FD(fd);
+    return 0;
 }
 
 /* Proof of teardown (plugin.h, cancel): the job's shim has exited (it
@@ -710,11 +922,15 @@ static int prove_teardown(struct oci *o, int jobfd, const char *job_id, struct b
     char cgroup[OCI_CGROUP_PATH_MAX];
     int r;
 
-    /* The shim writes result.json last and exits right after: wait for it. */
-    for (int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, REAP_WAIT_NS); shim_alive(jobfd) == 1;) {
+    /* The shim writes result.json last and exits right after, which
+     * releases its lock (flock(2) has no timed wait): look again after
+     * 100 us, doubling to 10 ms, so the usual sub-millisecond gap costs
+     * about that, not a fixed tick. */
+    for (int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, REAP_WAIT_NS), nap_us = 100; shim_alive(jobfd) == 1;) {
         if (berth_deadline_passed(CLOCK_MONOTONIC, until))
             return berth_error_set(reterr, -EBUSY, "job %s: teardown not proven: its shim is still running", job_id);
-        usleep(10000);
+        usleep((useconds_t)nap_us);
+        nap_us = nap_us < 10000 ? nap_us * 2 : 10000;
     }
     if ((r = oci_cgroup_path(o->cfg.state_directory, job_id, cgroup)) < 0)
         return berth_error_set(reterr, r, "job %s: cannot name its cgroup: %s", job_id, strerror(-r));
@@ -765,6 +981,7 @@ static int oci_reap(void *state, const char *job_id, struct berth_error *reterr)
 {
     struct oci *o = state;
     _cleanup_close_ int jobfd = -1;
+    _cleanup_free_ char *outputs = NULL;
     int r;
 
     jobfd = open_job(o, job_id, reterr);
@@ -774,9 +991,42 @@ static int oci_reap(void *state, const char *job_id, struct berth_error *reterr)
         return berth_error_set(reterr, -EBUSY, "job %s has not finished", job_id);
     if ((r = prove_teardown(o, jobfd, job_id, reterr)) < 0)
         return r;
+    /* The outputs tmpfs goes first (never walked into by the tree clear),
+     * proven unmounted; berthd's inputs_dir is only no longer referenced. */
+    if (asprintf(&outputs, "%s/%s/%s", o->jobs_dir, job_id, OCI_JOB_OUTPUTS) < 0)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if ((r = oci_outputs_release(jobfd, OCI_JOB_OUTPUTS, outputs, reterr)) < 0) {
+        berth_error_prefix(reterr, "job %s", job_id);
+        return r;
+    }
     if ((r = berth_tree_clear(jobfd, reterr)) < 0)
         return r;
     return berth_publish_at(jobfd, OCI_JOB_REAPED, "", 0, 0600, 0, reterr);
+}
+
+/* Retention (plugin.h, forget): the job directory, the tombstone, goes
+ * once the job is reaped ("reaped" is all that is left in it).  It is
+ * emptied first and removed last, so a forget cut short leaves a directory
+ * that a second forget removes. */
+static int oci_forget(void *state, const char *job_id, struct berth_error *reterr)
+{
+    struct oci *o = state;
+    _cleanup_close_ int jobfd = -1;
+    int r;
+
+    jobfd = open_job_dir(o, job_id, reterr);
+    if (jobfd < 0)
+        return jobfd;
+    if (faccessat(jobfd, OCI_JOB_REAPED, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+        return berth_error_set(reterr, errno == ENOENT ? -EBUSY : -errno,
+                               errno == ENOENT ? "job %s is not reaped yet" : "job %s: %m", job_id);
+    if ((r = berth_tree_clear(jobfd, reterr)) < 0)
+        return r;
+    if (unlinkat(o->jobsfd, job_id, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        return berth_error_set(reterr, -errno, "cannot remove the job directory of %s: %m", job_id);
+    if (fsync(o->jobsfd) < 0)
+        return berth_error_set(reterr, -errno, "fsync %s: %m", o->jobs_dir);
+    return 0;
 }
 
 static const struct berth_runtime_ops_v1 oci_ops = {
@@ -785,6 +1035,9 @@ static const struct berth_runtime_ops_v1 oci_ops = {
     .inspect = oci_inspect,
     .cancel = oci_cancel,
     .reap = oci_reap,
+    .open_output = oci_open_output,
+    .forget = oci_forget,
+    .flags = BERTH_RUNTIME_CONCURRENT, /* see struct oci's lock */
 };
 
 static const struct berth_plugin oci_plugin = {

@@ -26,8 +26,10 @@
  * dies under it (runsc-sandbox killed by a signal, runsc-gofer ending while
  * the job runs, or the shim itself: cleanup), and exits with reason "oom"
  * when its cgroup's memory controller counted an OOM kill.  Before
- * `create` the receipt and config.json are checked (binding.h); after
- * `delete` the job's cgroup is drained (cgroup.h).
+ * `create` the receipt, config.json, the staged inputs and the outputs
+ * tmpfs are checked (binding.h, outmount.h); after `delete` the job's
+ * cgroup is drained (cgroup.h), and the declared outputs of a job that
+ * exited on its own are checked and hashed into result.json (outcheck.h).
  *
  * The runtime's global flags are passed to every subcommand (runsc needs
  * them all each time).  With "unmount" in shim.json, the shim first enters a
@@ -49,7 +51,10 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/pidfd.h>
 #include <sys/signalfd.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -64,6 +69,8 @@
 #include "jsonobj.h"
 #include "macro.h"
 #include "ocicfg.h"
+#include "outcheck.h"
+#include "outmount.h"
 #include "binding.h"
 
 #define KILL_RETRY_NS (2LL * 1000000000LL) /* kill --all again while the init lives */
@@ -86,6 +93,7 @@ struct shim {
     int64_t deadline_ns, output_bytes, written;
     int out_fd, err_fd; /* the capture files */
     int log_fd;         /* runtime.log */
+    int sigfd;          /* signalfd of SIGCHLD and the termination signals, once supervise set it up */
     pid_t init_pid;
     bool init_exited;
     int init_status;
@@ -98,6 +106,10 @@ struct shim {
     bool gvisor;                /* the init is runsc-sandbox, not the job's own process */
     pid_t helpers[HELPERS_MAX]; /* the runtime's other processes, children of the shim (runsc-gofer) */
     size_t n_helpers;
+    json_t *dispatch;       /* dispatch.json, once check_binding() read it */
+    struct berth_job *job;  /* its sealed job */
+    json_t *outputs;        /* result.json "outputs" (an array) */
+    json_t *output_error;   /* result.json "output_error", or NULL */
 };
 
 static void logf_shim(struct shim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -118,12 +130,27 @@ static void logf_shim(struct shim *s, const char *fmt, ...)
         (void)berth_write_all(s->log_fd, line, (size_t)n);
 }
 
+/* Wait until @fd (a pidfd or the signalfd) is readable, or until @until
+ * (CLOCK_MONOTONIC, clock.h) passed, at most 1 s; without @fd (-1), 5 ms. */
+static void wait_readable(int fd, int64_t until)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int64_t now = 0, ms = 5;
+
+    if (fd >= 0 && berth_now_ns(CLOCK_MONOTONIC, &now, NULL) == 0)
+        ms = until > now ? (until - now + 999999) / 1000000 : 0;
+    if (ms > 1000)
+        ms = 1000;
+    (void)poll(&p, fd >= 0 ? 1 : 0, (int)ms);
+}
+
 /* Run the runtime with @args appended to its prefix; stdio as given (-1 =
  * /dev/null, and stderr -1 = runtime.log).  Returns the wait status, or -errno. */
 static int run_runtime(struct shim *s, const char *const *args, int out, int err)
 {
     size_t n = s->n_prefix, i;
     int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, COMMAND_TIMEOUT_NS);
+    _cleanup_close_ int pidfd = -1;
     bool killed = false;
     pid_t pid;
     int st;
@@ -155,7 +182,11 @@ static int run_runtime(struct shim *s, const char *const *args, int out, int err
         (void)!write(2, msg, strlen(msg));
         _exit(127);
     }
-    /* Only this pid: the container's init and helpers are reaped elsewhere. */
+    /* Only this pid: the container's init and helpers are reaped elsewhere.
+     * Its pidfd turns readable when it exits (pidfd_open(2)), so the wait
+     * ends at its exit, not at the next tick of a poll loop; without one
+     * (pidfd_open fails only on a kernel before 5.3) it naps 5 ms a turn. */
+    pidfd = pidfd_open(pid, 0);
     for (;;) {
         pid_t w = waitpid(pid, &st, WNOHANG);
         if (w == pid)
@@ -168,7 +199,7 @@ static int run_runtime(struct shim *s, const char *const *args, int out, int err
             kill(pid, SIGKILL);
             killed = true;
         }
-        usleep(5000);
+        wait_readable(pidfd, killed ? berth_deadline_ns(CLOCK_MONOTONIC, BERTH_NS_PER_SEC) : until);
     }
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         logf_shim(s, "%s %s: %s %d", s->argv[0], args[0], WIFEXITED(st) ? "exit status" : "signal",
@@ -232,19 +263,23 @@ static void reap_all(struct shim *s)
     int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, REAP_NS);
 
     for (;;) {
+        struct signalfd_siginfo si;
         int st;
-        pid_t w = waitpid(-1, &st, WNOHANG);
-        if (w > 0) {
+        pid_t w;
+
+        /* Queued SIGCHLDs are read before waitpid(): one for a child that
+         * exits after it leaves the signalfd readable for the wait below. */
+        while (s->sigfd >= 0 && read(s->sigfd, &si, sizeof(si)) == sizeof(si))
+            ;
+        while ((w = waitpid(-1, &st, WNOHANG)) > 0)
             child_ended(s, w, st);
-            continue;
-        }
         if (w < 0 && errno == ECHILD)
             return;
         if (berth_deadline_passed(CLOCK_MONOTONIC, until)) {
             logf_shim(s, "helper processes still running after %lld s", (long long)(REAP_NS / BERTH_NS_PER_SEC));
             return;
         }
-        usleep(10000);
+        wait_readable(s->sigfd, until);
     }
 }
 
@@ -279,10 +314,12 @@ static int write_result(struct shim *s, const char *state, const char *reason, i
     if (berth_now_ns(CLOCK_REALTIME, &finished_at, NULL) < 0)
         finished_at = -1; /* null: berthd records the time it learns of the result */
     return write_json(s, OCI_JOB_RESULT,
-                      json_pack("{s:s, s:o, s:o, s:o, s:o}", "state", state, "exit_code",
+                      json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:O*}", "state", state, "exit_code",
                                 exit_code >= 0 ? json_integer(exit_code) : json_null(), "reason",
                                 reason ? json_string(reason) : json_null(), "started_at", ns_json(s->started_at),
-                                "finished_at", ns_json(finished_at)));
+                                "finished_at", ns_json(finished_at), "outputs",
+                                s->outputs ? json_incref(s->outputs) : json_array(), "output_error",
+                                s->output_error));
 }
 
 /* Copy what a pipe has into its capture file, within the combined bound.
@@ -442,9 +479,80 @@ static void drain_cgroup(struct shim *s)
         logf_shim(s, "teardown not proven: %s", err.message);
 }
 
-/* Before create: the receipt verifies with the broker key of shim.json and
- * config.json is the deny-all spec rebuilt from the sealed job (binding.h).
- * Returns NULL, or the reason code the job fails with. */
+/* Before create: the outputs tmpfs shim.json announces is mounted, so
+ * that nothing the job writes to /tmp/outputs can reach the job directory's
+ * own filesystem.  Returns NULL or the reason code the job fails with. */
+static const char *check_outputs_mount(struct shim *s)
+{
+    const json_t *m = json_object_get(s->cfg, "outputs_mount");
+    struct statfs fs;
+    _cleanup_close_ int rootfd = -1;
+    int r;
+
+    if (!m)
+        return NULL;
+    r = oci_outputs_mounted(s->jobfd, OCI_JOB_OUTPUTS);
+    rootfd = r == 1 ? berth_open_beneath(s->jobfd, OCI_JOB_OUTPUTS, O_RDONLY | O_DIRECTORY, 0, NULL) : -1;
+    if (rootfd < 0 || fstatfs(rootfd, &fs) < 0 || fs.f_type != TMPFS_MAGIC ||
+        (uint64_t)fs.f_blocks * (uint64_t)fs.f_bsize !=
+            (uint64_t)json_integer_value(json_object_get(m, "size"))) {
+        logf_shim(s, "refusing the job before create: its outputs tmpfs (%s/%s) is not mounted as shim.json says",
+                  s->jobdir, OCI_JOB_OUTPUTS);
+        return "outputs_unmounted";
+    }
+    return NULL;
+}
+
+/* After the sandbox stopped: check and hash every declared output, in
+ * order (outcheck.h), into s->outputs, or name the first invalid one in
+ * s->output_error (s->outputs is then []). */
+static void capture_outputs(struct shim *s)
+{
+    const json_t *declared = s->job ? json_object_get(s->job->doc, "outputs") : NULL, *v;
+    _cleanup_close_ int rootfd = -1;
+    size_t i;
+
+    s->outputs = json_array();
+    if (json_array_size(declared) == 0 || !s->outputs)
+        return;
+    /* No outputs tmpfs (no room for outputs): the job could write none. */
+    if (oci_outputs_mounted(s->jobfd, OCI_JOB_OUTPUTS) == 1)
+        rootfd = berth_open_beneath(s->jobfd, OCI_JOB_OUTPUTS, O_PATH | O_DIRECTORY, 0, NULL);
+    json_array_foreach(declared, i, v)
+    {
+        const char *id = json_string_value(json_object_get(v, "id"));
+        const char *rel = oci_output_relpath(json_string_value(json_object_get(v, "path")));
+        enum oci_output_problem problem = OCI_OUTPUT_MISSING;
+        char digest[BERTH_DIGEST_BUFSZ];
+        uint64_t size = 0;
+        int r = -ENOENT;
+
+        if (rootfd >= 0 && rel)
+            r = oci_output_capture(rootfd, rel, (uint64_t)json_integer_value(json_object_get(v, "max_bytes")), digest,
+                                   &size, &problem);
+        else if (!rel)
+            problem = OCI_OUTPUT_UNREADABLE;
+        if (r < 0) {
+            logf_shim(s, "output %s (%s) is invalid: %s (%s)", id ? id : "?", rel ? rel : "?",
+                      oci_output_problem_name(problem), strerror(-r));
+            json_array_clear(s->outputs);
+            s->output_error = json_pack("{s:s, s:s}", "id", id ? id : "", "problem", oci_output_problem_name(problem));
+            return;
+        }
+        if (json_array_append_new(s->outputs, json_pack("{s:s, s:s, s:I}", "id", id, "digest", digest, "size",
+                                                        (json_int_t)size)) < 0) {
+            json_array_clear(s->outputs);
+            s->output_error = json_pack("{s:s, s:s}", "id", id, "problem", "unreadable");
+            return;
+        }
+    }
+    logf_shim(s, "captured %zu output(s)", json_array_size(s->outputs));
+}
+
+/* Before create: the receipt verifies with the broker key of shim.json,
+ * config.json is the deny-all spec rebuilt from the sealed job and the
+ * staged inputs it binds are there (binding.h).  Keeps the dispatch and its
+ * job in @s.  Returns NULL, or the reason code the job fails with. */
 static const char *check_binding(struct shim *s)
 {
     struct berth_file_expect expect = {.type = S_IFREG, .uid = geteuid(), .mode_mask = 077, .max_size = 4 << 20};
@@ -477,12 +585,15 @@ static const char *check_binding(struct shim *s)
     else if ((r = oci_binding_check_config(doc, job, json_object_get(s->cfg, "bundle_params"), config, clen, &err)) <
              0)
         reason = "config_mismatch";
+    else if ((r = oci_binding_check_inputs(doc, job, &err)) < 0)
+        reason = "inputs_unavailable";
     else if (!b64)
         logf_shim(s, "no broker_public_key configured: the receipt's signature was not checked");
     if (reason)
         logf_shim(s, "refusing the job before create: %s", err.message);
-    berth_job_free(job);
-    return reason;
+    s->dispatch = TAKE_PTR(doc);
+    s->job = job;
+    return reason ? reason : check_outputs_mount(s);
 }
 
 static int supervise(struct shim *s, int syncfd)
@@ -517,6 +628,7 @@ static int supervise(struct shim *s, int syncfd)
         sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
         return 1;
     }
+    s->sigfd = sigfd;
     out_r = outp[0];
     err_r = errp[0];
     if (fcntl(out_r, F_SETFL, O_NONBLOCK) < 0 || fcntl(err_r, F_SETFL, O_NONBLOCK) < 0) {
@@ -650,6 +762,9 @@ static int supervise(struct shim *s, int syncfd)
     delete_container(s);
     reap_all(s);
     drain_cgroup(s);
+    /* Only a job that ended on its own has outputs (whatever its exit code). */
+    if (!s->state)
+        capture_outputs(s);
     if (WIFEXITED(s->init_status))
         code = WEXITSTATUS(s->init_status);
     else
@@ -715,6 +830,8 @@ static int load_config(struct shim *s)
     {
         const json_t *pin = json_object_get(s->cfg, "pin");
         struct oci_pin want = {.path = s->argv[0]};
+        struct oci_pin_cache seen = {0};
+        const json_t *identity;
         int64_t mode = 0;
         const char *sha = NULL;
 
@@ -726,8 +843,16 @@ static int load_config(struct shim *s)
         }
         snprintf(want.sha256, sizeof(want.sha256), "%s", sha);
         want.mode = (uint32_t)mode;
+        /* The file the plugin hashed for this start is not read again; any
+         * other file at the path (another inode, size, mtime or ctime) is. */
+        identity = json_object_get(pin, "identity");
+        if (identity && oci_pin_identity_parse(identity, want.sha256, &seen, &err) < 0) {
+            fprintf(stderr, "berth-oci-shim: shim.json: %s\n", err.message);
+            return -EBADMSG;
+        }
         s->runtime_fd = berth_open_trusted(want.path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, &err);
-        if (s->runtime_fd < 0 || oci_pin_verify_fd(s->runtime_fd, want.path, &want, NULL, &err) < 0) {
+        if (s->runtime_fd < 0 ||
+            oci_pin_verify_fd(s->runtime_fd, want.path, &want, identity ? &seen : NULL, &err) < 0) {
             logf_shim(s, "refusing to run the runtime: %s", err.message);
             return -EPERM;
         }
@@ -786,7 +911,7 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
-    struct shim s = {.jobfd = -1, .out_fd = -1, .err_fd = -1, .log_fd = -1, .runtime_fd = -1, .started_at = -1};
+    struct shim s = {.jobfd = -1, .out_fd = -1, .err_fd = -1, .log_fd = -1, .runtime_fd = -1, .sigfd = -1, .started_at = -1};
     _cleanup_close_ int lockfd = -1;
     bool sup;
     int syncfd = -1, r;
@@ -872,6 +997,10 @@ int main(int argc, char **argv)
     }
     r = sup ? supervise(&s, syncfd) : cleanup(&s);
     json_decref(s.cfg);
+    json_decref(s.dispatch);
+    json_decref(s.outputs);
+    json_decref(s.output_error);
+    berth_job_free(s.job);
     free(s.argv);
     return r;
 }

@@ -45,8 +45,10 @@ static const struct {
     {"collect", cmd_job, "fetch, verify and save a job's signed result"},
     {"dev-init", cmd_devinit, "write a complete local installation for trying berth"},
     {"digest", cmd_digest, "print the sha256 digest of a file or JSON document"},
+    {"evidence", cmd_evidence, "upload, download, delete and list evidence on berthd"},
     {"image", cmd_image, "import, inspect and stage OCI images in the local store"},
     {"inspect", cmd_job, "show a job's state and receipt"},
+    {"journal", cmd_journal, "show berthd's journal and retention figures (admin)"},
     {"keygen", cmd_keygen, "create an Ed25519 signing key"},
     {"plugins", cmd_plugins, "list plugins and whether they would load"},
     {"policy", cmd_policy, "grant an imported image in the host policy (allow-image)"},
@@ -66,9 +68,10 @@ static void help(FILE *out)
     fprintf(out, "Usage: berthctl [--version] [--help] VERB [ARGS...]\n"
                  "\n"
                  "berthctl is the command-line client and offline toolbox of berth, the\n"
-                 "sandbox broker.  submit, inspect, wait, cancel, collect, capabilities and\n"
-                 "pool with --config talk to berthd over HTTPS (client certificate, pinned\n"
-                 "broker key); the other verbs work on local files and need no daemon.\n"
+                 "sandbox broker.  submit, inspect, wait, cancel, collect, capabilities,\n"
+                 "evidence and pool with --config talk to berthd over HTTPS (client\n"
+                 "certificate, pinned broker key); the other verbs work on local files and\n"
+                 "need no daemon.\n"
                  "\n"
                  "Verbs:\n");
     for (i = 0; i < ELEMENTSOF(verbs); i++)

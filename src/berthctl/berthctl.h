@@ -71,13 +71,17 @@ int bctl_global_option(struct bctl_globals *g, const char *verb, int c, const ch
 int cmd_canon(struct bctl_globals *g, int argc, char **argv);
 int cmd_devinit(struct bctl_globals *g, int argc, char **argv);
 int cmd_digest(struct bctl_globals *g, int argc, char **argv);
+int cmd_evidence(struct bctl_globals *g, int argc, char **argv);
 int cmd_keygen(struct bctl_globals *g, int argc, char **argv);
 int cmd_plugins(struct bctl_globals *g, int argc, char **argv);
 int cmd_policy(struct bctl_globals *g, int argc, char **argv);
 int cmd_pool(struct bctl_globals *g, int argc, char **argv);
 int cmd_audit(struct bctl_globals *g, int argc, char **argv);
 int cmd_image(struct bctl_globals *g, int argc, char **argv);
+/* berthctl image cache ls|prune (cmd-image-cache.c): @action is "ls" or "prune". */
+int cmd_image_cache(const struct bctl_globals *g, const char *action);
 int cmd_job(struct bctl_globals *g, int argc, char **argv);
+int cmd_journal(struct bctl_globals *g, int argc, char **argv);
 int cmd_verify(struct bctl_globals *g, int argc, char **argv);
 int cmd_qualify(struct bctl_globals *g, int argc, char **argv);
 

@@ -174,6 +174,11 @@ int bctl_client_open(const struct bctl_globals *g, const char *verb, struct bctl
     return BCTL_EXIT_OK;
 }
 
+void bctl_client_set_wait(struct bctl_client *c, int64_t wait_ns)
+{
+    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)((c->timeout_ns + (wait_ns > 0 ? wait_ns : 0)) / 1000000));
+}
+
 static size_t collect(char *data, size_t size, size_t n, void *userdata)
 {
     struct berth_buf *b = userdata;
@@ -183,52 +188,91 @@ static size_t collect(char *data, size_t size, size_t n, void *userdata)
     return size * n;
 }
 
-int bctl_client_request(struct bctl_client *c, const char *method, const char *path, const char *body, size_t len,
-                        long *ret_status, json_t **ret_body, char **ret_text, size_t *ret_text_len,
-                        struct berth_error *reterr)
+/*
+ * Set up one transfer of @method on @path with the request @headers (NULL
+ * or NULL-terminated, appended to the standard ones), the body @body when
+ * not NULL, and the reply body going to @write (@userdata); then run it.
+ * Return: 0 with *@ret_status; -EIO (@reterr says why; @write_error names
+ * what a CURLE_WRITE_ERROR means).
+ */
+static int perform(struct bctl_client *c, const char *method, const char *path, const char *const *headers,
+                   const char *content_type, const char *body, size_t len, curl_write_callback write, void *userdata,
+                   const char *write_error, long *ret_status, struct berth_error *reterr)
 {
-    struct berth_buf reply = BERTH_BUF_INIT(BCTL_REPLY_MAX);
-    struct curl_slist *headers = NULL;
+    struct curl_slist *list = NULL, *l;
     _cleanup_free_ char *url = NULL;
     CURLcode rc;
     long status = 0;
+    size_t i;
     int r = 0;
 
     if (asprintf(&url, "%s%s", c->url, path) < 0)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
-    headers = curl_slist_append(headers, "Accept: application/json");
-    if (body)
-        headers = curl_slist_append(headers, "Content-Type: application/json");
-    headers = curl_slist_append(headers, "Expect:");
+    list = curl_slist_append(list, "Accept: application/json");
+    if (list && body && content_type) {
+        char type[128];
+        snprintf(type, sizeof(type), "Content-Type: %s", content_type);
+        list = (l = curl_slist_append(list, type)) ? l : NULL;
+    }
+    if (list)
+        list = (l = curl_slist_append(list, "Expect:")) ? l : NULL;
+    for (i = 0; list && headers && headers[i]; i++)
+        list = (l = curl_slist_append(list, headers[i])) ? l : NULL;
+    if (!list)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
     c->errbuf[0] = '\0';
     curl_easy_setopt(c->curl, CURLOPT_URL, url);
-    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &reply);
-    if (streq(method, "POST")) {
+    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, list);
+    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, write);
+    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, userdata);
+    if (body || !streq(method, "GET")) {
         curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
         curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body ? body : "");
         curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? len : 0));
+        curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, streq(method, "POST") ? NULL : method);
     } else {
         curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
+        curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, NULL);
     }
     rc = curl_easy_perform(c->curl);
-    curl_slist_free_all(headers);
+    curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, NULL);
     curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, NULL);
-    if (rc != CURLE_OK) {
-        r = berth_error_set(reterr, -EIO, "%s %s: %s", method, url,
-                            rc == CURLE_WRITE_ERROR ? "the reply is larger than berthctl accepts"
-                                                    : (c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc)));
-        berth_buf_free(&reply);
-        return r;
-    }
+    curl_slist_free_all(list);
+    if (rc != CURLE_OK)
+        return berth_error_set(reterr, -EIO, "%s %s: %s", method, url,
+                               rc == CURLE_WRITE_ERROR ? write_error
+                                                       : (c->errbuf[0] ? c->errbuf : curl_easy_strerror(rc)));
     curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-    if (status >= 300 && status < 400) {
-        berth_buf_free(&reply);
+    if (status >= 300 && status < 400)
         return berth_error_set(reterr, -EIO,
                                "%s %s: the broker answered with a redirect (%ld), which berthctl "
                                "refuses",
                                method, url, status);
+    *ret_status = status;
+    return r;
+}
+
+int bctl_client_request(struct bctl_client *c, const char *method, const char *path, const char *body, size_t len,
+                        long *ret_status, json_t **ret_body, char **ret_text, size_t *ret_text_len,
+                        struct berth_error *reterr)
+{
+    return bctl_client_send(c, method, path, NULL, "application/json", body, len, ret_status, ret_body, ret_text,
+                            ret_text_len, reterr);
+}
+
+int bctl_client_send(struct bctl_client *c, const char *method, const char *path, const char *const *headers,
+                     const char *content_type, const char *body, size_t len, long *ret_status, json_t **ret_body,
+                     char **ret_text, size_t *ret_text_len, struct berth_error *reterr)
+{
+    struct berth_buf reply = BERTH_BUF_INIT(BCTL_REPLY_MAX);
+    long status = 0;
+    int r;
+
+    r = perform(c, method, path, headers, content_type, body, len, collect, &reply,
+                "the reply is larger than berthctl accepts", &status, reterr);
+    if (r < 0) {
+        berth_buf_free(&reply);
+        return r;
     }
     *ret_status = status;
     if (ret_body) {
@@ -253,4 +297,78 @@ int bctl_client_fail(const char *verb, long status, const json_t *body)
     if (code && message)
         return bctl_error(verb, "%ld %s: %s", status, code, message);
     return bctl_error(verb, "the broker answered %ld", status);
+}
+
+/* A download: the body of a 200 goes to the file, any other reply is collected. */
+struct download {
+    struct bctl_client *c;
+    int fd;
+    uint64_t max_bytes, written;
+    struct berth_sha256 *hash;
+    struct berth_buf error;
+    bool status_known, ok, too_large, write_failed;
+    int write_errno;
+};
+
+static size_t download_write(char *data, size_t size, size_t n, void *userdata)
+{
+    struct download *d = userdata;
+    size_t len = size * n;
+    long status = 0;
+    int r;
+
+    if (!d->status_known) {
+        curl_easy_getinfo(d->c->curl, CURLINFO_RESPONSE_CODE, &status);
+        d->ok = status == 200;
+        d->status_known = true;
+    }
+    if (!d->ok)
+        return berth_buf_append(&d->error, data, len) < 0 ? 0 : len;
+    if (len > d->max_bytes - d->written) {
+        d->too_large = true;
+        return 0;
+    }
+    if (d->hash && berth_sha256_update(d->hash, data, len) < 0) {
+        d->write_failed = true;
+        d->write_errno = ENOMEM;
+        return 0;
+    }
+    if ((r = berth_write_all(d->fd, data, len)) < 0) {
+        d->write_failed = true;
+        d->write_errno = -r;
+        return 0;
+    }
+    d->written += len;
+    return len;
+}
+
+int bctl_client_download(struct bctl_client *c, const char *path, int fd, uint64_t max_bytes,
+                         struct berth_sha256 *hash, uint64_t *ret_bytes, long *ret_status, json_t **ret_error,
+                         struct berth_error *reterr)
+{
+    struct download d = {.c = c, .fd = fd, .max_bytes = max_bytes, .hash = hash, .error = BERTH_BUF_INIT(65536)};
+    char what[128];
+    long status = 0;
+    int r;
+
+    /* A large body may take longer than the client's timeout: only a stalled one fails. */
+    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, 0L);
+    curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_TIME, (long)(c->timeout_ns / 1000000000));
+    snprintf(what, sizeof(what), "the reply is larger than %llu bytes", (unsigned long long)max_bytes);
+    r = perform(c, "GET", path, NULL, NULL, NULL, 0, download_write, &d, what, &status, reterr);
+    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)(c->timeout_ns / 1000000));
+    curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_LIMIT, 0L);
+    curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_TIME, 0L);
+    if (r < 0 && d.write_failed)
+        r = berth_error_set(reterr, -d.write_errno, "writing what arrived failed: %s", strerror(d.write_errno));
+    if (r == 0) {
+        *ret_status = status;
+        *ret_bytes = d.written;
+        *ret_error = NULL;
+        if (status != 200 && d.error.len)
+            berth_json_parse(d.error.data, d.error.len, 65536, ret_error, NULL);
+    }
+    berth_buf_free(&d.error);
+    return r;
 }

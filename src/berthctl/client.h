@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "berthctl.h"
+#include "digest.h"
 #include "sign.h"
 
 #define BCTL_CLIENT_CONFIG_MAX (64 * 1024)
@@ -51,6 +52,42 @@ const uint8_t *bctl_client_broker_key(const struct bctl_client *c);
 int bctl_client_request(struct bctl_client *c, const char *method, const char *path, const char *body, size_t len,
                         long *ret_status, json_t **ret_body, char **ret_text, size_t *ret_text_len,
                         struct berth_error *reterr);
+
+/**
+ * bctl_client_set_wait() - the next requests may take @wait_ns (>= 0) more
+ * than the configured timeout_ns before they fail: a long poll
+ * (GET .../result?wait_ns=N) is answered only at its bound.  0 restores
+ * the configured timeout.
+ */
+void bctl_client_set_wait(struct bctl_client *c, int64_t wait_ns);
+
+/**
+ * bctl_client_send() - bctl_client_request() with any method ("GET",
+ * "POST", "PUT", "PATCH", "DELETE"), more request header lines @headers
+ * ("Name: value" strings, NULL-terminated, or NULL) and the body's
+ * @content_type (used when @body is not NULL).  A method other than GET
+ * always sends a body (empty when @body is NULL).
+ */
+int bctl_client_send(struct bctl_client *c, const char *method, const char *path, const char *const *headers,
+                     const char *content_type, const char *body, size_t len, long *ret_status, json_t **ret_body,
+                     char **ret_text, size_t *ret_text_len, struct berth_error *reterr);
+
+/**
+ * bctl_client_download() - GET @path and, when the broker answers 200,
+ * write the body to @fd as it arrives (never all in memory), adding it to
+ * @hash (may be NULL).  Any other status's body (at most 64 KiB) is parsed
+ * as JSON into *@ret_error (NULL when it is not JSON) and nothing is
+ * written.  Instead of the client's timeout, only a transfer that moves no
+ * byte for that long fails.
+ * @max_bytes: a longer body fails the transfer (-EIO).
+ * @ret_bytes: bytes written to @fd.
+ * Return: 0 when a reply arrived whole (whatever its status; a body cut
+ * short of its Content-Length is -EIO); -EIO; the write(2) error of @fd;
+ * -ENOMEM.  On failure some bytes may have been written to @fd.
+ */
+int bctl_client_download(struct bctl_client *c, const char *path, int fd, uint64_t max_bytes,
+                         struct berth_sha256 *hash, uint64_t *ret_bytes, long *ret_status, json_t **ret_error,
+                         struct berth_error *reterr);
 
 /**
  * bctl_client_fail() - print the error of a non-success reply

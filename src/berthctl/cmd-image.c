@@ -26,6 +26,7 @@ static void help(FILE *out)
             "       berthctl image stage DIGEST --out=NEWDIR [--store=DIR] [--max-compressed-bytes=N]\n"
             "                            [--max-expanded-bytes=N] [--max-entries=N] [--max-layers=N]\n"
             "                            [--timeout=SECONDS]\n"
+            "       berthctl [--config=CLIENT.json] image cache ls|prune [--json]\n"
             "\n"
             "Manage the local OCI blob store that the image-oci-local plugin serves jobs'\n"
             "images from.  A job names its image by OCI manifest digest (sha256:<hex>);\n"
@@ -52,6 +53,14 @@ static void help(FILE *out)
             "           removed again and one line says why:\n"
             "             refused: <reason-code>: <detail>\n"
             "           The reason codes are stable; docs/images.md lists them.\n"
+            "  cache    ask berthd (an admin grant is needed) for its root cache: each\n"
+            "           image is staged once into one sealed, read-only root that every job\n"
+            "           of it shares.  \"ls\" (GET /v1/images/cache) lists the roots: digest,\n"
+            "           file bytes, entries, running jobs using it, when last used, and\n"
+            "           whether this berthd has verified its whole tree; then the total and\n"
+            "           the bound (berthd.json root_cache_bytes).  \"prune\" (POST\n"
+            "           /v1/images/cache/prune) removes every root no running job uses and\n"
+            "           lists what is left.  --json prints berthd's document.\n"
             "\n"
             "Options:\n"
             "      --store=DIR               the blob store (default %s); its\n"
@@ -313,10 +322,15 @@ int cmd_image(struct bctl_globals *g, int argc, char **argv)
         }
     }
     if (optind >= argc)
-        return bctl_usage_error("image", "needs a subcommand: import, inspect or stage");
+        return bctl_usage_error("image", "needs a subcommand: import, inspect, stage or cache");
     sub = argv[optind];
+    if (streq(sub, "cache")) {
+        if (argc - optind != 2)
+            return bctl_usage_error("image", "cache takes exactly one of ls or prune");
+        return cmd_image_cache(g, argv[optind + 1]);
+    }
     if (!streq(sub, "import") && !streq(sub, "inspect") && !streq(sub, "stage"))
-        return bctl_usage_error("image", "unknown subcommand \"%s\" (import, inspect or stage)", sub);
+        return bctl_usage_error("image", "unknown subcommand \"%s\" (import, inspect, stage or cache)", sub);
     if (argc - optind != 2)
         return bctl_usage_error("image", "%s takes exactly one argument", sub);
     if (!streq(sub, "import")) {
@@ -336,5 +350,5 @@ int cmd_image(struct bctl_globals *g, int argc, char **argv)
             return bctl_usage_error("image", "stage needs --out=NEWDIR");
         return do_stage(store, argv[optind + 1], out, &limits);
     }
-    return bctl_usage_error("image", "unknown subcommand \"%s\" (import, inspect or stage)", sub);
+    return bctl_usage_error("image", "unknown subcommand \"%s\" (import, inspect, stage or cache)", sub);
 }

@@ -17,6 +17,7 @@
 #include "canon.h"
 #include "client.h"
 #include "clock.h"
+#include "digest.h"
 #include "encoding.h"
 #include "enrol.h"
 #include "fsutil.h"
@@ -26,6 +27,8 @@
 #include "receipt.h"
 
 #define DEFAULT_WAIT_SECONDS 600
+#define LONG_POLL_MAX_NS (60LL * BERTH_NS_PER_SEC) /* the most berthd parks one request (docs/api.md) */
+#define EARLY_PAUSE_MS 100 /* after a 202 that came before its bound (berthd shutting down) */
 
 static void help_jobs(const char *verb)
 {
@@ -47,16 +50,23 @@ static void help_jobs(const char *verb)
            "                    document is safe: the broker answers with the same receipt.\n"
            "                    --wait then waits for the result as \"wait\" does.\n"
            "  inspect ID        print the job's state, revision and receipt\n"
-           "  wait ID           poll until the job has a signed result (at most --timeout\n"
-           "                    seconds, default %d), verify it, write the job's stdout to\n"
+           "  wait ID           wait until the job has a signed result (at most --timeout\n"
+           "                    seconds, default %d; berthd answers the moment the result\n"
+           "                    is signed: a long poll of up to 60 s per request, asked\n"
+           "                    again until the timeout), verify it, write the job's stdout to\n"
            "                    standard output and its stderr to standard error, and\n"
            "                    summarise on standard error; --json prints the result\n"
            "                    document instead\n"
            "  cancel ID         ask the broker to cancel the job (recorded before the\n"
            "                    sandbox is stopped) and print its state\n"
            "  collect ID        fetch and verify the final result; with --out=DIR write\n"
-           "                    DIR/result.json, DIR/receipt.json, DIR/stdout and DIR/stderr\n"
-           "                    (DIR is created 0700; existing files are never overwritten)\n"
+           "                    DIR/result.json, DIR/receipt.json, DIR/stdout, DIR/stderr\n"
+           "                    and, for each output the result lists, DIR/outputs/ID,\n"
+           "                    fetched and checked against the digest and size in the\n"
+           "                    signed result before anything is written (a mismatch, or\n"
+           "                    the broker finding its stored copy corrupt, is exit\n"
+           "                    status 3).  DIR is created 0700; existing files are never\n"
+           "                    overwritten\n"
            "  capabilities      print what this client may do: principal, scope, granted\n"
            "                    pools and images, limits ceiling, backends\n"
            "\n"
@@ -156,7 +166,7 @@ static int write_b64(FILE *out, const json_t *v)
 /* Fetch and verify the final result of @id (binding it to its receipt and,
  * when known, to @job); 1 with nothing in *@ret while it is still pending. */
 static int fetch_result(struct bctl_client *c, const char *verb, const char *id, const struct berth_job *job,
-                        json_t **ret_result, json_t **ret_receipt, char ret_state[32])
+                        int64_t wait_ns, json_t **ret_result, json_t **ret_receipt, char ret_state[32])
 {
     struct berth_error err = BERTH_ERROR_INIT;
     char path[256];
@@ -164,8 +174,13 @@ static int fetch_result(struct bctl_client *c, const char *verb, const char *id,
     long status = 0;
     int r;
 
-    snprintf(path, sizeof(path), "/v1/jobs/%s/result", id);
+    if (wait_ns > 0)
+        snprintf(path, sizeof(path), "/v1/jobs/%s/result?wait_ns=%lld", id, (long long)wait_ns);
+    else
+        snprintf(path, sizeof(path), "/v1/jobs/%s/result", id);
+    bctl_client_set_wait(c, wait_ns);
     r = get(c, verb, path, 200, 202, &status, &result);
+    bctl_client_set_wait(c, 0);
     if (r != BCTL_EXIT_OK)
         return r;
     if (status == 202) {
@@ -204,17 +219,26 @@ static int wait_result(const struct bctl_globals *g, struct bctl_client *c, cons
     const json_t *body, *code;
     const char *status;
     char state[32] = "";
-    long delay = 50;
     int r;
 
+    /* A long poll: berthd answers the moment the result is signed, or at
+     * the bound asked for (the time left, at most 60 s per request). */
     for (;;) {
-        r = fetch_result(c, verb, id, job, &result, &receipt, state);
+        int64_t now = 0, asked, asked_at;
+
+        if (berth_now_ns(CLOCK_MONOTONIC, &now, NULL) < 0)
+            now = deadline;
+        asked = deadline - now;
+        asked = asked > LONG_POLL_MAX_NS ? LONG_POLL_MAX_NS : asked > 0 ? asked : 0;
+        asked_at = now;
+        r = fetch_result(c, verb, id, job, asked, &result, &receipt, state);
         if (r != -1)
             break;
         if (berth_deadline_passed(CLOCK_MONOTONIC, deadline))
             return bctl_error(verb, "job %s is still %s after %ld seconds", id, state, timeout_s);
-        sleep_ms(delay);
-        delay = delay < 500 ? delay * 2 : 500;
+        /* Answered before its bound (berthd is shutting down): do not ask again in a tight loop. */
+        if (berth_now_ns(CLOCK_MONOTONIC, &now, NULL) == 0 && now - asked_at < asked)
+            sleep_ms(EARLY_PAUSE_MS);
     }
     if (r != BCTL_EXIT_OK)
         return r;
@@ -357,6 +381,66 @@ static int write_b64_out(const char *verb, int dirfd, const char *dir, const cha
     return write_out(verb, dirfd, dir, name, raw, len);
 }
 
+/* The captured outputs of the signed result @body, each fetched into a
+ * temporary file of DIR/outputs (@dirfd) and checked against the digest
+ * and size the result names; @ret (n entries) keeps them for
+ * publish_outputs().  Nothing is published here. */
+static int fetch_outputs(struct bctl_client *c, const char *verb, const char *id, const json_t *body, int dirfd,
+                         const char *dir, struct berth_publish *ret)
+{
+    const json_t *o;
+    size_t i;
+
+    json_array_foreach(json_object_get(body, "outputs"), i, o)
+    {
+        struct berth_error err = BERTH_ERROR_INIT;
+        const char *oid = json_string_value(json_object_get(o, "id"));
+        const char *digest = json_string_value(json_object_get(o, "digest"));
+        uint64_t size = (uint64_t)json_integer_value(json_object_get(o, "size")), got = 0;
+        json_t *reply = NULL;
+        char path[512];
+        long status = 0;
+        int r;
+
+        if (!berth_job_id_valid(oid))
+            return bctl_error(verb, "the result names an output \"%s\" berthctl will not write", oid ?: "");
+        if (berth_publish_begin(dirfd, oid, &ret[i], &err) < 0)
+            return bctl_error(verb, "%s/outputs/%s: %s", dir, oid, err.message);
+        snprintf(path, sizeof(path), "/v1/jobs/%s/outputs/%s", id, oid);
+        if (bctl_client_download(c, path, ret[i].fd, size, NULL, &got, &status, &reply, &err) < 0)
+            return bctl_error(verb, "output %s: %s", oid, err.message);
+        if (status != 200) {
+            r = bctl_client_fail(verb, status, reply);
+            /* The broker found the stored bytes are not the ones its result signed. */
+            if (streq_ptr(json_string_value(json_object_get(reply, "error")), "corrupt"))
+                r = BCTL_EXIT_VERIFY;
+            json_decref(reply);
+            return r;
+        }
+        if (berth_digest_fd_matches(ret[i].fd, size, digest, &err) < 0) {
+            bctl_error(verb, "output %s does not match the signed result: %s", oid, err.message);
+            return BCTL_EXIT_VERIFY;
+        }
+    }
+    return BCTL_EXIT_OK;
+}
+
+/* Give the @n fetched outputs of @p their names (or, @commit false, drop them). */
+static int publish_outputs(const char *verb, const char *dir, struct berth_publish *p, size_t n, bool commit)
+{
+    int r = BCTL_EXIT_OK;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        struct berth_error err = BERTH_ERROR_INIT;
+        if (!commit || r != BCTL_EXIT_OK)
+            berth_publish_abort(&p[i]);
+        else if (p[i].fd >= 0 && berth_publish_commit(&p[i], 0600, 0, &err) < 0)
+            r = bctl_error(verb, "%s/outputs/%s: %s", dir, p[i].name, err.message);
+    }
+    return r;
+}
+
 static int do_collect(const struct bctl_globals *g, struct bctl_client *c, const char *verb, const char *id,
                       const char *out)
 {
@@ -364,10 +448,12 @@ static int do_collect(const struct bctl_globals *g, struct bctl_client *c, const
     json_t *result = NULL, *receipt = NULL;
     const json_t *body;
     char state[32] = "";
-    _cleanup_close_ int dirfd = -1;
+    _cleanup_close_ int dirfd = -1, outfd = -1;
+    _cleanup_free_ struct berth_publish *outs = NULL;
+    size_t n_outs = 0, i;
     int r;
 
-    r = fetch_result(c, verb, id, NULL, &result, &receipt, state);
+    r = fetch_result(c, verb, id, NULL, 0, &result, &receipt, state);
     if (r == -1)
         return bctl_error(verb, "job %s has no result yet (it is %s)", id, state);
     if (r != BCTL_EXIT_OK)
@@ -386,15 +472,41 @@ static int do_collect(const struct bctl_globals *g, struct bctl_client *c, const
         goto done;
     }
     body = json_object_get(result, "result");
+    /* Outputs first, each checked against the signed result before anything is written. */
+    n_outs = json_array_size(json_object_get(body, "outputs"));
+    if (n_outs) {
+        outs = calloc(n_outs, sizeof(*outs));
+        if (!outs) {
+            r = bctl_error(verb, "out of memory");
+            goto done;
+        }
+        for (i = 0; i < n_outs; i++)
+            outs[i].fd = -1;
+        if (mkdirat(dirfd, "outputs", 0700) < 0 && errno != EEXIST) {
+            r = bctl_error(verb, "%s/outputs: %s", out, strerror(errno));
+            goto done;
+        }
+        outfd = berth_open_beneath(dirfd, "outputs", O_RDONLY | O_DIRECTORY, 0, &err);
+        if (outfd < 0) {
+            r = bctl_error(verb, "%s/outputs: %s", out, err.message);
+            goto done;
+        }
+        if ((r = fetch_outputs(c, verb, id, body, outfd, out, outs)) != BCTL_EXIT_OK)
+            goto done;
+    }
     if ((r = write_json_out(verb, dirfd, out, "result.json", result)) != BCTL_EXIT_OK ||
         (r = write_json_out(verb, dirfd, out, "receipt.json", receipt)) != BCTL_EXIT_OK ||
         (r = write_b64_out(verb, dirfd, out, "stdout", json_object_get(body, "stdout"))) != BCTL_EXIT_OK ||
         (r = write_b64_out(verb, dirfd, out, "stderr", json_object_get(body, "stderr"))) != BCTL_EXIT_OK)
         goto done;
+    if ((r = publish_outputs(verb, out, outs, n_outs, true)) != BCTL_EXIT_OK)
+        goto done;
     if (!g->json)
-        printf("job %s: %s; result, receipt, stdout and stderr written to %s\n", id,
-               json_string_value(json_object_get(body, "status")), out);
+        printf("job %s: %s; result, receipt, stdout and stderr%s written to %s\n", id,
+               json_string_value(json_object_get(body, "status")), n_outs ? " and its outputs, verified," : "", out);
 done:
+    if (outs)
+        publish_outputs(verb, out, outs, n_outs, false);
     json_decref(result);
     json_decref(receipt);
     return r;

@@ -4,6 +4,7 @@
  * checks of broker-signed documents with the broker's public key alone.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,9 @@
 
 #include "berthctl.h"
 #include "canon.h"
+#include "digest.h"
+#include "enrol.h"
+#include "fsutil.h"
 #include "job.h"
 #include "jsonobj.h"
 #include "macro.h"
@@ -23,7 +27,8 @@
 static void help(void)
 {
     printf("Usage: berthctl receipt verify FILE --pubkey=PUB [--job=JOB.json] [--json]\n"
-           "       berthctl result verify FILE --job=JOB.json --pubkey=PUB [--receipt=RECEIPT.json] [--json]\n"
+           "       berthctl result verify FILE --job=JOB.json --pubkey=PUB [--receipt=RECEIPT.json]\n"
+           "                              [--outputs=DIR] [--json]\n"
            "       berthctl qualification verify FILE --pubkey=PUB [--json]\n"
            "\n"
            "Check a receipt, result or backend qualification (berthctl qualify --out)\n"
@@ -39,6 +44,10 @@ static void help(void)
            "                      for result verify, where it also bounds the output size\n"
            "  --receipt=FILE      result verify only: the result must carry this receipt's\n"
            "                      digest\n"
+           "  --outputs=DIR       result verify only: every output the result lists must be\n"
+           "                      the file DIR/ID (no symlink) with exactly the size and\n"
+           "                      digest the result signs (berthctl collect --out writes\n"
+           "                      them to OUT/outputs)\n"
            "\n"
            "On success the document's main facts are printed (--json: the verified body).\n"
            "Exit status: 0 verified; 3 the document does not verify; 1 a file cannot be\n"
@@ -116,6 +125,38 @@ static int read_pubkey(const char *verb, const char *file, uint8_t pub[BERTH_ED2
     return BCTL_EXIT_OK;
 }
 
+/* Every output the verified result @body lists is DIR/<id> with its size and digest. */
+static int check_outputs(const char *verb, const char *dir, const json_t *body)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_close_ int dirfd = -1;
+    const json_t *o;
+    size_t i;
+
+    dirfd = berth_open_trusted(dir, O_RDONLY | O_DIRECTORY, 0, &err);
+    if (dirfd < 0)
+        return bctl_error(verb, "--outputs %s: %s", dir, err.message);
+    json_array_foreach(json_object_get(body, "outputs"), i, o)
+    {
+        const char *id = json_string_value(json_object_get(o, "id"));
+        _cleanup_close_ int fd = -1;
+
+        if (!berth_job_id_valid(id)) {
+            bctl_error(verb, "output \"%s\" is not a file name", id);
+            return BCTL_EXIT_VERIFY;
+        }
+        fd = berth_open_beneath(dirfd, id, O_RDONLY, 0, &err);
+        if (fd < 0 || berth_digest_fd_matches(fd, (uint64_t)json_integer_value(json_object_get(o, "size")),
+                                              json_string_value(json_object_get(o, "digest")), &err) < 0) {
+            bctl_error(verb, "output %s (%s/%s) does NOT verify: %s", id, dir, id, err.message);
+            return BCTL_EXIT_VERIFY;
+        }
+        printf("output %s verified: %s, %lld bytes\n", id, json_string_value(json_object_get(o, "digest")),
+               (long long)json_integer_value(json_object_get(o, "size")));
+    }
+    return BCTL_EXIT_OK;
+}
+
 static int read_job(const char *verb, const char *file, struct berth_job **ret)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -131,18 +172,19 @@ static int read_job(const char *verb, const char *file, struct berth_job **ret)
 
 int cmd_verify(struct bctl_globals *g, int argc, char **argv)
 {
-    enum { OPT_PUBKEY = 0x200, OPT_JOB, OPT_RECEIPT };
+    enum { OPT_PUBKEY = 0x200, OPT_JOB, OPT_RECEIPT, OPT_OUTPUTS };
     static const struct option options[] = {
         {"help", no_argument, NULL, 'h'},
         {"pubkey", required_argument, NULL, OPT_PUBKEY},
         {"job", required_argument, NULL, OPT_JOB},
         {"receipt", required_argument, NULL, OPT_RECEIPT},
+        {"outputs", required_argument, NULL, OPT_OUTPUTS},
         BCTL_GLOBAL_OPTIONS,
         {},
     };
     const char *verb = argv[0] + strlen("berthctl ");
     bool is_result = streq(verb, "result"), is_qualification = streq(verb, "qualification");
-    const char *pubkey = NULL, *job_file = NULL, *receipt_file = NULL;
+    const char *pubkey = NULL, *job_file = NULL, *receipt_file = NULL, *outputs_dir = NULL;
     struct berth_error err = BERTH_ERROR_INIT;
     uint8_t pub[BERTH_ED25519_PUBLIC_LEN];
     struct berth_job *job = NULL;
@@ -164,6 +206,11 @@ int cmd_verify(struct bctl_globals *g, int argc, char **argv)
             if (!is_result)
                 return bctl_usage_error(verb, "--receipt belongs to result verify");
             receipt_file = optarg;
+            break;
+        case OPT_OUTPUTS:
+            if (!is_result)
+                return bctl_usage_error(verb, "--outputs belongs to result verify");
+            outputs_dir = optarg;
             break;
         default: return bctl_usage_hint(verb);
         }
@@ -193,6 +240,8 @@ int cmd_verify(struct bctl_globals *g, int argc, char **argv)
         r = BCTL_EXIT_VERIFY;
         goto out;
     }
+    if (outputs_dir && (r = check_outputs(verb, outputs_dir, body)) != BCTL_EXIT_OK)
+        goto out;
     if (g->json) {
         r = bctl_print_json(verb, body, true);
     } else if (is_qualification) {

@@ -8,7 +8,9 @@ src_berthctl_berthctl_SOURCES = \
 	src/berthctl/cmd-audit.c \
 	src/berthctl/cmd-canon.c \
 	src/berthctl/cmd-digest.c \
+	src/berthctl/cmd-evidence.c \
 	src/berthctl/cmd-job.c \
+	src/berthctl/cmd-journal.c \
 	src/berthctl/cmd-keygen.c \
 	src/berthctl/cmd-plugins.c \
 	src/berthctl/cmd-policy.c \
@@ -32,11 +34,11 @@ src_berthctl_berthctl_CFLAGS = $(BERTH_CORE_CFLAGS) $(LIBCURL_CFLAGS) \
 	-DBERTH_PROBE_PATH=\"$(pkglibexecdir)/berth-probe\"
 src_berthctl_berthctl_LDADD = $(BERTH_CORE_LIBS) $(OPENSSL_LIBS) $(LIBCURL_LIBS)
 if BERTH_PLUGIN_IMAGE_OCI_LOCAL
-src_berthctl_berthctl_SOURCES += src/berthctl/cmd-image.c
+src_berthctl_berthctl_SOURCES += src/berthctl/cmd-image.c src/berthctl/cmd-image-cache.c
 src_berthctl_berthctl_CFLAGS += -DBERTH_WITH_IMAGE $(IMAGE_CFLAGS)
 src_berthctl_berthctl_LDADD += $(IMAGE_LIBS)
 else
-EXTRA_DIST += src/berthctl/cmd-image.c
+EXTRA_DIST += src/berthctl/cmd-image.c src/berthctl/cmd-image-cache.c
 endif
 
 if ENABLE_TESTS

@@ -17,15 +17,20 @@
 #include "buf.h"
 #include "canon.h"
 #include "clock.h"
+#include "digest.h"
 #include "enrol.h"
 #include "job.h"
 #include "macro.h"
 #include "pool.h"
+#include "reply-encode.h"
 #include "server-internal.h"
 #include "tls.h"
+#include "uuid.h"
 
 #define BATCH_MAX 256   /* submissions per journal commit */
 #define AUDIT_PAGE 1000 /* audit events per reply */
+#define ROUTE_PARAMS 2  /* {...} segments of a route, at most */
+#define ROUTE_PARAM_SIZE (BERTH_JOB_ID_MAX + 1)
 
 /* Seconds since @start (CLOCK_MONOTONIC ns), for logs and metrics only: 0
  * when either reading failed. */
@@ -41,17 +46,30 @@ static double elapsed(int64_t start)
 /* ------------------------------------------------------------------------ */
 /* Replies                                                                   */
 
+/* A reply's metrics and its log line. */
+static void account(struct berthd_server *srv, const char *method, const struct berth_reply *reply, int64_t start,
+                    bool submission, const char *path)
+{
+    double secs = elapsed(start);
+
+    berthd_metrics_count_reply(&srv->metrics, reply->status, reply->error, secs, submission);
+    berth_logf(srv->logger, reply->status >= 500 ? BERTH_LOG_WARNING : BERTH_LOG_INFO, "%s %s %s %d %s%s%.1f ms",
+               reply->principal[0] ? reply->principal : "-", method, path, reply->status,
+               reply->error ? reply->error : "", reply->error ? " " : "", secs * 1000);
+}
+
 /* Send @reply on @cl: its JSON, or for a successful reply with text, the
- * text as @text_type.  @close: the connection closes after it. */
+ * text as @text_type, with @extra header lines (conn.h) when not NULL.
+ * @close: the connection closes after it. */
 static void send_reply_as(struct berthd_server *srv, struct client *cl, const char *method, struct berth_reply *reply,
-                          int64_t start, bool submission, const char *path, const char *text_type, bool close)
+                          int64_t start, bool submission, const char *path, const char *text_type, bool close,
+                          const char *extra)
 {
     _cleanup_free_ char *text = NULL;
     const char *type = "application/json";
     const char *body;
     char shown_method[16];
     size_t len = 0;
-    double secs;
 
     /* @method may be the request's own, which the reply releases. */
     snprintf(shown_method, sizeof(shown_method), "%s", method);
@@ -61,37 +79,37 @@ static void send_reply_as(struct berthd_server *srv, struct client *cl, const ch
         len = reply->text_len;
         type = text_type;
     } else {
-        json_t *doc = berth_reply_json(reply);
-        if (!doc || berth_json_serialize(doc, 0, &text, &len, NULL) < 0) {
-            reply->status = 500;
-            free(text);
-            text = strdup("{\"error\":\"internal\",\"message\":\"the reply could not be encoded\"}");
-            len = text ? strlen(text) : 0;
-        }
-        json_decref(doc);
-        /* The JSON and its newline, in one piece. */
-        if (text) {
-            char *t = realloc(text, len + 2);
-            if (t) {
-                t[len++] = '\n';
-                t[len] = '\0';
-                text = t;
-            }
-        }
+        text = berthd_reply_encode(reply, &len);
         body = text ? text : "";
     }
-    berthd_conn_reply(cl->conn, reply->status, type, body, len, reply->retry_after_s, close || srv->shutting_down);
-    secs = elapsed(start);
-    berthd_metrics_count_reply(&srv->metrics, reply->status, reply->error, secs, submission);
-    berth_logf(srv->logger, reply->status >= 500 ? BERTH_LOG_WARNING : BERTH_LOG_INFO, "%s %s %s %d %s%s%.1f ms",
-               reply->principal[0] ? reply->principal : "-", shown_method, path, reply->status,
-               reply->error ? reply->error : "", reply->error ? " " : "", secs * 1000);
+    /* Counted before it is sent: @method and @path may live in the request the reply frees. */
+    account(srv, shown_method, reply, start, submission, path);
+    berthd_fconn_reply(cl->conn, TAKE_PTR(cl->rq), reply->status, type, body, len, reply->retry_after_s,
+                       close || srv->shutting_down, extra);
 }
 
 static void send_reply(struct berthd_server *srv, struct client *cl, const char *method, struct berth_reply *reply,
                        int64_t start, bool submission, const char *path)
 {
-    send_reply_as(srv, cl, method, reply, start, submission, path, "application/x-ndjson", false);
+    send_reply_as(srv, cl, method, reply, start, submission, path, "application/x-ndjson", false, NULL);
+}
+
+void berthd_api_send(struct berthd_server *srv, struct client *cl, const char *method, struct berth_reply *reply,
+                     int64_t start, const char *path, const char *extra_headers)
+{
+    send_reply_as(srv, cl, method, reply, start, false, path, "application/x-ndjson", false, extra_headers);
+}
+
+void berthd_api_send_fd(struct berthd_server *srv, struct client *cl, const char *method, struct berth_reply *reply,
+                        int fd, uint64_t size, int64_t start, const char *path, const char *extra_headers,
+                        void (*released)(void *arg), void *arg)
+{
+    char shown_method[16];
+
+    snprintf(shown_method, sizeof(shown_method), "%s", method);
+    account(srv, shown_method, reply, start, false, path);
+    berthd_fconn_reply_fd(cl->conn, TAKE_PTR(cl->rq), reply->status, "application/octet-stream", fd, size,
+                          extra_headers, released, arg);
 }
 
 static void reply_error(struct berthd_server *srv, struct client *cl, const char *method, int64_t start, int status,
@@ -102,7 +120,7 @@ static void reply_error(struct berthd_server *srv, struct client *cl, const char
     r.status = status;
     r.error = code;
     snprintf(r.message, sizeof(r.message), "%s", message);
-    send_reply_as(srv, cl, method, &r, start, false, path, "application/x-ndjson", close);
+    send_reply_as(srv, cl, method, &r, start, false, path, "application/x-ndjson", close, NULL);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -225,22 +243,6 @@ static void shown_path(const char *path, char *shown, size_t size)
     shown[o] = '\0';
 }
 
-/* One request on its way through the route table. */
-struct request {
-    struct berthd_server *srv;
-    struct client *cl;
-    const struct berthd_conn_request *in;
-    const char *query; /* after the '?', or NULL */
-    const char *fp;    /* the client certificate's fingerprint */
-    const char *param; /* the {job} or {pool} segment of the path */
-    const char *shown; /* the path as logs show it */
-    int64_t start;     /* CLOCK_MONOTONIC ns, -1 if unreadable */
-};
-
-/* A route's handler fills @r, which is then sent; it returns false instead
- * when it has taken the reply over (a submission waits for its batch). */
-typedef bool route_handler(struct request *rq, struct berth_reply *r);
-
 /*
  * struct route - one entry of the route table.
  * @method:    the one method served.
@@ -271,12 +273,6 @@ static bool submit_handler(struct request *rq, struct berth_reply *r)
 static bool inspect_handler(struct request *rq, struct berth_reply *r)
 {
     berth_broker_inspect(rq->srv->broker, rq->fp, rq->param, r);
-    return true;
-}
-
-static bool result_handler(struct request *rq, struct berth_reply *r)
-{
-    berth_broker_result(rq->srv->broker, rq->fp, rq->param, r);
     return true;
 }
 
@@ -324,6 +320,25 @@ static bool audit_handler(struct request *rq, struct berth_reply *r)
     return true;
 }
 
+static bool journal_stats_handler(struct request *rq, struct berth_reply *r)
+{
+    berth_broker_journal_stats(rq->srv->broker, rq->fp, r);
+    return true;
+}
+
+/* The root cache (admin): GET lists it, POST .../prune removes the unused roots first. */
+static bool root_cache_handler(struct request *rq, struct berth_reply *r)
+{
+    berth_broker_root_cache(rq->srv->broker, rq->fp, false, r);
+    return true;
+}
+
+static bool root_cache_prune_handler(struct request *rq, struct berth_reply *r)
+{
+    berth_broker_root_cache(rq->srv->broker, rq->fp, true, r);
+    return true;
+}
+
 /* 200 {"status":"ok"}, {"status":"starting", "message"} until admission
  * opens (broker.h, "Sweeps"), or, on a full state filesystem, still 200 (reads
  * are served, so a load balancer keeps the server) with {"status":
@@ -355,7 +370,9 @@ static bool metrics_handler(struct request *rq, struct berth_reply *r)
     if (berth_broker_job_counts(srv->broker, jobs, NULL) < 0 || berth_broker_health(srv->broker, &health) < 0 ||
         berthd_metrics_render(&srv->metrics, jobs, berth_broker_policy_reloads(srv->broker), (unsigned)srv->slots.total,
                               &health, &out) < 0 ||
-        berthd_refusals_render(&srv->refusals, srv->slots.unauthenticated, &out) < 0) {
+        berthd_refusals_render(&srv->refusals, srv->slots.unauthenticated, &out) < 0 ||
+        berthd_front_render(srv->front, &out) < 0 ||
+        berthd_result_waits_render(srv, &out) < 0) {
         berth_buf_free(&out);
         r->status = 503;
         r->error = "journal";
@@ -372,42 +389,69 @@ static bool metrics_handler(struct request *rq, struct berth_reply *r)
 static const struct route routes[] = {
     {BERTHD_HTTP_POST, "/v1/jobs", submit_handler, .hidden = true},
     {BERTHD_HTTP_GET, "/v1/jobs/{job}", inspect_handler},
-    {BERTHD_HTTP_GET, "/v1/jobs/{job}/result", result_handler},
+    {BERTHD_HTTP_GET, "/v1/jobs/{job}/result", berthd_result_handler},
+    {BERTHD_HTTP_GET, "/v1/jobs/{job}/outputs/{output}", berthd_job_output_handler},
     {BERTHD_HTTP_POST, "/v1/jobs/{job}/cancel", cancel_handler},
     {BERTHD_HTTP_GET, "/v1/capabilities", capabilities_handler},
     {BERTHD_HTTP_GET, "/v1/pools", pool_list_handler},
     {BERTHD_HTTP_POST, "/v1/pools", pool_register_handler},
     {BERTHD_HTTP_GET, "/v1/pools/{pool}", pool_show_handler},
     {BERTHD_HTTP_GET, "/v1/audit", audit_handler},
+    {BERTHD_HTTP_GET, "/v1/journal/stats", journal_stats_handler},
+    {BERTHD_HTTP_GET, "/v1/images/cache", root_cache_handler},
+    {BERTHD_HTTP_POST, "/v1/images/cache/prune", root_cache_prune_handler},
     {BERTHD_HTTP_GET, "/v1/health", health_handler},
+    {BERTHD_HTTP_GET, "/v1/evidence", berthd_evidence_list_handler},
+    {BERTHD_HTTP_POST, "/v1/evidence/uploads", berthd_evidence_start_handler},
+    {BERTHD_HTTP_GET, "/v1/evidence/uploads/{upload}", berthd_evidence_status_handler},
+    {BERTHD_HTTP_PATCH, "/v1/evidence/uploads/{upload}", berthd_evidence_chunk_handler},
+    {BERTHD_HTTP_PUT, "/v1/evidence/uploads/{upload}", berthd_evidence_commit_handler},
+    {BERTHD_HTTP_DELETE, "/v1/evidence/uploads/{upload}", berthd_evidence_cancel_handler},
+    {BERTHD_HTTP_GET, "/v1/evidence/{digest}", berthd_evidence_get_handler},
+    {BERTHD_HTTP_DELETE, "/v1/evidence/{digest}", berthd_evidence_delete_handler},
     {BERTHD_HTTP_GET, "/metrics", metrics_handler, .admin = "metrics need an admin grant",
      .text_type = "text/plain; version=0.0.4"},
 };
 
-/* Whether @value is a valid {@kind} (@len bytes: "job" or "pool"). */
+/* Whether @kind (@len bytes) is @name. */
+static bool kind_is(const char *kind, size_t len, const char *name)
+{
+    return len == strlen(name) && strncmp(kind, name, len) == 0;
+}
+
+/* Whether @value is a valid {@kind} (@len bytes: "job", "pool", "upload" or "digest"). */
 static bool param_valid(const char *kind, size_t len, const char *value)
 {
-    if (len == strlen("job") && strncmp(kind, "job", len) == 0)
+    uint8_t raw[BERTH_SHA256_LEN];
+
+    if (kind_is(kind, len, "job") || kind_is(kind, len, "output"))
         return berth_job_id_valid(value);
-    if (len == strlen("pool") && strncmp(kind, "pool", len) == 0)
+    if (kind_is(kind, len, "pool"))
         return berth_pool_name_valid(value);
+    if (kind_is(kind, len, "upload"))
+        return berthd_uuid_valid(value);
+    if (kind_is(kind, len, "digest"))
+        return berth_digest_parse(value, raw) == 0;
     return false;
 }
 
-/* Whether @path is @pattern; a "{job}" or "{pool}" segment is copied into
- * @param (@size bytes), and must fit and be valid. */
-static bool route_match(const char *pattern, const char *path, char *param, size_t size)
+/* Whether @path is @pattern; a "{job}", "{pool}", "{upload}", "{digest}"
+ * or "{output}" segment is copied into the next of the ROUTE_PARAMS
+ * @params, and must fit and be valid. */
+static bool route_match(const char *pattern, const char *path, char (*params)[ROUTE_PARAM_SIZE])
 {
+    size_t n = 0;
+
     while (*pattern) {
         if (*pattern == '{') {
             const char *kind = pattern + 1, *close = strchr(kind, '}');
             size_t len = strcspn(path, "/");
 
-            if (!close || len >= size)
+            if (!close || len >= ROUTE_PARAM_SIZE || n == ROUTE_PARAMS)
                 return false;
-            memcpy(param, path, len);
-            param[len] = '\0';
-            if (!param_valid(kind, (size_t)(close - kind), param))
+            memcpy(params[n], path, len);
+            params[n][len] = '\0';
+            if (!param_valid(kind, (size_t)(close - kind), params[n++]))
                 return false;
             pattern = close + 1;
             path += len;
@@ -419,14 +463,14 @@ static bool route_match(const char *pattern, const char *path, char *param, size
 }
 
 /* The route for @method and @path, or NULL with *@ret_status 404 or 405. */
-static const struct route *route_find(enum berthd_http_method method, const char *path, char *param, size_t size,
-                                      int *ret_status)
+static const struct route *route_find(enum berthd_http_method method, const char *path,
+                                      char (*params)[ROUTE_PARAM_SIZE], int *ret_status)
 {
     size_t i;
 
     *ret_status = 404;
     for (i = 0; i < ELEMENTSOF(routes); i++) {
-        if (!route_match(routes[i].pattern, path, param, size))
+        if (!route_match(routes[i].pattern, path, params))
             continue;
         if (routes[i].method == method)
             return &routes[i];
@@ -509,32 +553,37 @@ static bool known_method(const char *name)
     return false;
 }
 
-void berthd_api_refused(struct berthd_conn *conn, const struct berthd_http_refusal *why, void *arg)
+void berthd_api_refused(struct client *cl, const struct berthd_http_refusal *why, int64_t start)
 {
-    struct client *cl = arg;
-    int64_t start;
+    struct berth_reply r = {0};
 
-    (void)conn;
-    if (berth_now_ns(CLOCK_MONOTONIC, &start, NULL) < 0)
-        start = -1;
-    reply_error(cl->srv, cl, "-", start, why->status, why->code, why->message, "-", true);
+    r.status = why->status;
+    r.error = why->code;
+    snprintf(r.message, sizeof(r.message), "%s", why->message);
+    account(cl->srv, "-", &r, start, false, "-");
 }
 
-void berthd_api_request(struct berthd_conn *conn, const struct berthd_conn_request *in, void *arg)
+void berthd_api_request(struct client *cl, struct berthd_front_request *frq)
 {
-    struct client *cl = arg;
+    const struct berthd_conn_request *in = &frq->in;
     struct berthd_server *srv = cl->srv;
     const char *method = in->head->method_name;
     _cleanup_free_ char *path = NULL;
     struct berth_reply r = {0};
-    char fp[BERTH_FINGERPRINT_LEN + 1], param[BERTH_JOB_ID_MAX + 1], shown[64];
+    char params[ROUTE_PARAMS][ROUTE_PARAM_SIZE], shown[64];
     const struct route *rt;
-    struct request rq = {.srv = srv, .cl = cl, .in = in, .fp = fp, .param = param, .shown = shown, .start = in->start};
+    struct request rq = {.srv = srv,
+                         .cl = cl,
+                         .in = in,
+                         .fp = frq->fingerprint,
+                         .param = params[0],
+                         .param2 = params[1],
+                         .shown = shown,
+                         .start = in->start};
     const char *q;
-    bool valid = false;
     int status;
 
-    (void)conn;
+    cl->rq = frq; /* answered (and freed) by the one reply */
     /* Logs name the route, never a query string. */
     q = strchr(in->head->target, '?');
     path = strndup(in->head->target, q ? (size_t)(q - in->head->target) : strlen(in->head->target));
@@ -548,25 +597,27 @@ void berthd_api_request(struct berthd_conn *conn, const struct berthd_conn_reque
         reply_error(srv, cl, method, rq.start, 503, "shutting_down", "berthd is shutting down; retry", shown, true);
         return;
     }
-    /* Only GET and POST are routed.  Another method of RFC 9110 gets 405 on
-     * a route (404 elsewhere), one berthd does not know 501; either closes
-     * the connection, so that no body it may have is read as a request. */
+    /* Only GET, POST, PUT, PATCH and DELETE are routed.  Another method of
+     * RFC 9110 gets 405 on a route (404 elsewhere), one berthd does not know
+     * 501; either closes the connection, so that no body it may have is
+     * read as a request. */
     if (in->head->method == BERTHD_HTTP_OTHER) {
         if (!known_method(method))
-            reply_error(srv, cl, method, rq.start, 501, "not_implemented", "berthd serves only GET and POST", shown,
-                        true);
-        else if (route_find(in->head->method, path, param, sizeof(param), &status), status == 405)
+            reply_error(srv, cl, method, rq.start, 501, "not_implemented",
+                        "berthd serves only GET, POST, PUT, PATCH and DELETE", shown, true);
+        else if (route_find(in->head->method, path, params, &status), status == 405)
             reply_error(srv, cl, method, rq.start, 405, "method_not_allowed", "that method is not allowed here",
                         shown, true);
         else
             reply_error(srv, cl, method, rq.start, 404, "not_found", "no such resource", shown, true);
         return;
     }
-    if (berthd_tls_peer(berthd_conn_ssl(cl->conn), fp, &valid) < 0) {
+    /* The front thread read the certificate when the request arrived. */
+    if (!frq->peer_ok) {
         reply_error(srv, cl, method, rq.start, 403, "denied", "no verified client certificate", shown, true);
         return;
     }
-    if (!valid) {
+    if (!frq->peer_valid) {
         reply_error(srv, cl, method, rq.start, 403, "denied", "the client certificate is outside its validity period",
                     shown, false);
         return;
@@ -576,18 +627,21 @@ void berthd_api_request(struct berthd_conn *conn, const struct berthd_conn_reque
                     "the client certificate is not in the host policy: only /v1/health is served", shown, true);
         return;
     }
-    rt = route_find(in->head->method, path, param, sizeof(param), &status);
+    rt = route_find(in->head->method, path, params, &status);
     if (!rt) {
+        /* PUT, PATCH and DELETE off their routes close, as every other method does. */
+        bool close = in->head->method != BERTHD_HTTP_GET && in->head->method != BERTHD_HTTP_POST;
+
         if (status == 405)
             reply_error(srv, cl, method, rq.start, 405, "method_not_allowed", "that method is not allowed here", shown,
-                        false);
+                        close);
         else
-            reply_error(srv, cl, method, rq.start, 404, "not_found", "no such resource", shown, false);
+            reply_error(srv, cl, method, rq.start, 404, "not_found", "no such resource", shown, close);
         return;
     }
     if ((!rt->admin || admin_granted(&rq, rt, &r)) && !rt->handler(&rq, &r))
         return; /* the handler replies */
     send_reply_as(srv, cl, method, &r, rq.start, false, shown, rt->text_type ? rt->text_type : "application/x-ndjson",
-                  false);
+                  false, NULL);
     berth_reply_clear(&r);
 }

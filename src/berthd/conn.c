@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -18,9 +19,13 @@
 
 #define LINGER_NS (1000LL * 1000 * 1000) /* how long a closing connection drains the client's bytes */
 #define READ_SLACK 65536                 /* input buffered beyond the largest header block, bytes */
-#define REPLY_HEAD_MAX 512               /* the status line and headers of a reply, bytes */
+#define REPLY_HEAD_MAX 1024              /* the status line and headers of a reply, bytes */
+#define EXTRA_HEADERS_MAX 512            /* a reply's extra header lines, bytes */
+#define SEND_PIECE (256 * 1024)          /* a streamed body is read from its file in pieces of this ... */
+#define SEND_HIGH (512 * 1024)           /* ... while less than this is waiting to be sent ... */
+#define SEND_LOW (128 * 1024)            /* ... refilled when the output drains below this */
 
-enum phase { PHASE_HANDSHAKE, PHASE_WAITING, PHASE_HEAD, PHASE_BODY, PHASE_BUSY, PHASE_LINGER };
+enum phase { PHASE_HANDSHAKE, PHASE_WAITING, PHASE_HEAD, PHASE_BODY, PHASE_BUSY, PHASE_SENDING, PHASE_LINGER };
 
 struct berthd_conn {
     struct bufferevent *bev;
@@ -44,6 +49,12 @@ struct berthd_conn {
     bool have_head;
     struct berthd_http_chunked chunked;
     struct berth_buf body;
+    int send_fd;               /* PHASE_SENDING: the file the reply body comes from, else -1 */
+    void (*send_released)(void *arg); /* called once send_fd is closed */
+    void *send_arg;
+    uint64_t send_off, send_end; /* its next byte and its end */
+    int64_t last_tx;           /* when the streamed body last moved */
+    size_t send_pending;       /* bytes waiting in the output then */
 };
 
 /* The clock for deadlines; a clock that cannot be read counts as far in the
@@ -53,6 +64,18 @@ static int64_t now_ns(void)
     int64_t now;
 
     return berth_now_ns(CLOCK_MONOTONIC, &now, NULL) < 0 ? INT64_MAX / 2 : now;
+}
+
+static void send_fd_close(struct berthd_conn *c)
+{
+    void (*released)(void *arg) = c->send_released;
+
+    if (c->send_fd >= 0)
+        close(c->send_fd);
+    c->send_fd = -1;
+    c->send_released = NULL;
+    if (released)
+        released(c->send_arg);
 }
 
 static void request_reset(struct berthd_conn *c)
@@ -99,6 +122,7 @@ void berthd_conn_close(struct berthd_conn *c)
     if (c->dead)
         return;
     c->dead = true;
+    send_fd_close(c);
     bufferevent_setcb(c->bev, NULL, NULL, NULL, NULL);
     bufferevent_disable(c->bev, EV_READ | EV_WRITE);
     evtimer_del(c->timer);
@@ -115,6 +139,7 @@ void berthd_conn_free(struct berthd_conn *c)
         return;
     request_reset(c);
     berth_buf_free(&c->body);
+    send_fd_close(c);
     if (c->bev)
         bufferevent_free(c->bev); /* with it the SSL object and the socket */
     if (c->timer)
@@ -166,6 +191,10 @@ static bool next_deadline(const struct berthd_conn *c, int64_t *ret_at, enum ber
         *ret_at = c->start + LINGER_NS;
         *ret_why = BERTHD_REFUSED_COUNT;
         return true;
+    case PHASE_SENDING:
+        *ret_at = c->last_tx + cfg->inactivity_timeout_ns;
+        *ret_why = BERTHD_REFUSED_INACTIVE;
+        return true;
     case PHASE_BUSY:
         break;
     }
@@ -195,6 +224,13 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd, (void)what;
     if (c->dead || !next_deadline(c, &at, &why))
         return;
+    if (c->phase == PHASE_SENDING && evbuffer_get_length(bufferevent_get_output(c->bev)) != c->send_pending) {
+        /* The client took bytes since: the streamed body moves. */
+        c->send_pending = evbuffer_get_length(bufferevent_get_output(c->bev));
+        c->last_tx = now_ns();
+        arm(c);
+        return;
+    }
     if (now_ns() < at) {
         arm(c); /* bytes arrived since: the inactivity deadline moved */
         return;
@@ -226,6 +262,7 @@ static const char *reason_phrase(int status)
     case 413: return "Content Too Large";
     case 414: return "URI Too Long";
     case 415: return "Unsupported Media Type";
+    case 416: return "Range Not Satisfiable";
     case 417: return "Expectation Failed";
     case 422: return "Unprocessable Content";
     case 429: return "Too Many Requests";
@@ -262,59 +299,196 @@ static int send_bytes(struct berthd_conn *c, const char *p, size_t len)
     return bufferevent_write(c->bev, p, len) < 0 ? -ENOMEM : 0;
 }
 
-void berthd_conn_reply(struct berthd_conn *c, int status, const char *content_type, const char *body, size_t len,
-                       unsigned retry_after_s, bool close)
+/* Whether @extra is NULL or header lines "Name: value" CRLF of printable ASCII, within bounds. */
+static bool extra_headers_ok(const char *extra)
 {
-    struct berth_buf out = BERTH_BUF_INIT(0);
-    char head[REPLY_HEAD_MAX], date[64], retry[40] = "";
-    bool is_head = c->have_head && streq(c->head.method_name, "HEAD");
-    int n, r;
+    size_t i;
 
-    if (c->dead || !c->answering)
-        return;
+    if (!extra)
+        return true;
+    if (strlen(extra) > EXTRA_HEADERS_MAX)
+        return false;
+    for (i = 0; extra[i]; i++) {
+        unsigned char ch = (unsigned char)extra[i];
+        if (ch == '\r' && extra[i + 1] == '\n' && i > 0) {
+            i++;
+            continue;
+        }
+        if (ch < 0x20 || ch > 0x7e)
+            return false;
+    }
+    return i == 0 || (i >= 2 && extra[i - 1] == '\n');
+}
+
+/* The status line and headers of a reply with a @len byte body, into @out;
+ * the request is answered from now on.  Return: 0, or -ENOMEM / -EINVAL
+ * (the caller closes the connection: a reply is never half sent). */
+static int reply_head(struct berthd_conn *c, int status, const char *content_type, uint64_t len,
+                      unsigned retry_after_s, bool close, const char *extra, struct berth_buf *out)
+{
+    char head[REPLY_HEAD_MAX], date[64], retry[40] = "";
+    int n;
+
     c->answering = false;
     if (close || !c->have_head || !c->head.keep_alive)
         c->close_after = true;
+    if (!extra_headers_ok(extra))
+        return -EINVAL;
     http_date(date);
     if (retry_after_s)
         snprintf(retry, sizeof(retry), "Retry-After: %u\r\n", retry_after_s);
     n = snprintf(head, sizeof(head),
-                 "HTTP/1.1 %d %s\r\n%s%s%sContent-Type: %s\r\nContent-Length: %zu\r\nCache-Control: no-store\r\n"
-                 "X-Content-Type-Options: nosniff\r\n%s%s\r\n",
+                 "HTTP/1.1 %d %s\r\n%s%s%sContent-Type: %s\r\nContent-Length: %llu\r\nCache-Control: no-store\r\n"
+                 "X-Content-Type-Options: nosniff\r\n%s%s%s\r\n",
                  status, reason_phrase(status), date[0] ? "Date: " : "", date, date[0] ? "\r\n" : "",
-                 content_type ? content_type : "application/json", len, retry,
+                 content_type ? content_type : "application/json", (unsigned long long)len, retry, extra ? extra : "",
                  c->close_after ? "Connection: close\r\n" : "");
-    if (n < 0 || (size_t)n >= sizeof(head) || berth_buf_append(&out, head, (size_t)n) < 0 ||
-        (!is_head && len && berth_buf_append(&out, body, len) < 0)) {
-        berth_buf_free(&out);
-        berthd_conn_close(c); /* a reply that cannot be written is not half sent */
+    if (n < 0 || (size_t)n >= sizeof(head))
+        return -EINVAL;
+    return berth_buf_append(out, head, (size_t)n) < 0 ? -ENOMEM : 0;
+}
+
+/* The whole reply is in the output buffer: linger once it is out, or wait for the next request. */
+static void reply_queued(struct berthd_conn *c)
+{
+    if (c->dead)
+        return;
+    bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+    c->start = now_ns();
+    if (c->close_after) {
+        c->phase = PHASE_BUSY; /* write_cb lingers once the reply is out */
+        evtimer_del(c->timer);
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+            begin_linger(c);
         return;
     }
-    /* The next state first: writing may call write_cb (or event_cb) at once. */
+    c->phase = PHASE_WAITING;
+    arm(c);
+    /* A pipelined request may already be waiting: look at it on the next turn. */
+    if (evbuffer_get_length(bufferevent_get_input(c->bev)))
+        bufferevent_trigger(c->bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+}
+
+/* Start a reply: @out holds what to send first.  The next state is set
+ * before writing, which may call write_cb (or event_cb) at once. */
+static void reply_send(struct berthd_conn *c, struct berth_buf *out, bool streaming)
+{
+    int r;
+
     request_reset(c);
     c->served = true;
-    c->start = now_ns();
-    c->phase = c->close_after ? PHASE_BUSY : PHASE_WAITING; /* busy: linger once the reply is out */
+    c->start = c->last_tx = now_ns();
+    c->phase = streaming ? PHASE_SENDING : c->close_after ? PHASE_BUSY : PHASE_WAITING;
     evtimer_del(c->timer);
-    r = send_bytes(c, out.data, out.len);
-    berth_buf_free(&out);
+    r = send_bytes(c, out->data, out->len);
+    berth_buf_free(out);
     if (r < 0) {
         berthd_conn_close(c);
         return;
     }
-    if (c->dead)
+    if (c->dead || streaming)
         return;
     if (c->close_after) {
         if (c->phase == PHASE_BUSY && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
             begin_linger(c);
         return;
     }
-    if (c->phase != PHASE_WAITING)
+    if (c->phase == PHASE_WAITING)
+        reply_queued(c);
+}
+
+void berthd_conn_reply_extra(struct berthd_conn *c, int status, const char *content_type, const char *body, size_t len,
+                             unsigned retry_after_s, bool close, const char *extra_headers)
+{
+    struct berth_buf out = BERTH_BUF_INIT(0);
+    bool is_head = c->have_head && streq(c->head.method_name, "HEAD");
+
+    if (c->dead || !c->answering)
         return;
-    arm(c);
-    /* A pipelined request may already be waiting: look at it on the next turn. */
-    if (evbuffer_get_length(bufferevent_get_input(c->bev)))
-        bufferevent_trigger(c->bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+    if (reply_head(c, status, content_type, len, retry_after_s, close, extra_headers, &out) < 0 ||
+        (!is_head && len && berth_buf_append(&out, body, len) < 0)) {
+        berth_buf_free(&out);
+        berthd_conn_close(c); /* a reply that cannot be written is not half sent */
+        return;
+    }
+    reply_send(c, &out, false);
+}
+
+void berthd_conn_reply(struct berthd_conn *c, int status, const char *content_type, const char *body, size_t len,
+                       unsigned retry_after_s, bool close)
+{
+    berthd_conn_reply_extra(c, status, content_type, body, len, retry_after_s, close, NULL);
+}
+
+/* Top up the output from the streamed file; when all of it is queued, the reply is done. */
+static void send_more(struct berthd_conn *c)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    struct evbuffer_iovec v;
+    ssize_t n;
+
+    while (c->send_off < c->send_end && evbuffer_get_length(out) < SEND_HIGH) {
+        uint64_t want = c->send_end - c->send_off < SEND_PIECE ? c->send_end - c->send_off : SEND_PIECE;
+
+        if (evbuffer_reserve_space(out, (ev_ssize_t)want, &v, 1) < 1) {
+            berthd_conn_close(c);
+            return;
+        }
+        do
+            n = pread(c->send_fd, v.iov_base, (size_t)want, (off_t)c->send_off);
+        while (n < 0 && errno == EINTR);
+        if (n <= 0) {
+            /* The file shrank or failed: the client sees a body shorter than its Content-Length. */
+            berthd_conn_close(c);
+            return;
+        }
+        v.iov_len = (size_t)n;
+        if (evbuffer_commit_space(out, &v, 1) < 0) {
+            berthd_conn_close(c);
+            return;
+        }
+        c->send_off += (uint64_t)n;
+    }
+    c->send_pending = evbuffer_get_length(out);
+    if (c->send_off == c->send_end) {
+        send_fd_close(c);
+        reply_queued(c);
+    }
+}
+
+void berthd_conn_reply_fd(struct berthd_conn *c, int status, const char *content_type, int fd, uint64_t size,
+                          const char *extra_headers, void (*released)(void *arg), void *arg)
+{
+    struct berth_buf out = BERTH_BUF_INIT(0);
+    bool is_head = c->have_head && streq(c->head.method_name, "HEAD");
+
+    if (c->dead || !c->answering) {
+        close(fd);
+        if (released)
+            released(arg);
+        return;
+    }
+    c->send_fd = fd;
+    c->send_released = released;
+    c->send_arg = arg;
+    if (reply_head(c, status, content_type, size, 0, false, extra_headers, &out) < 0) {
+        berth_buf_free(&out);
+        berthd_conn_close(c); /* closes @fd */
+        return;
+    }
+    if (is_head || size == 0) {
+        send_fd_close(c);
+        reply_send(c, &out, false);
+        return;
+    }
+    c->send_off = 0;
+    c->send_end = size;
+    bufferevent_setwatermark(c->bev, EV_WRITE, SEND_LOW, 0);
+    reply_send(c, &out, true);
+    if (!c->dead && c->phase == PHASE_SENDING) {
+        arm(c);
+        send_more(c);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -473,6 +647,11 @@ static void write_cb(struct bufferevent *bev, void *arg)
 {
     struct berthd_conn *c = arg;
 
+    if (!c->dead && c->phase == PHASE_SENDING) {
+        c->last_tx = now_ns();
+        send_more(c);
+        return;
+    }
     if (!c->dead && c->close_after && !c->answering && c->phase == PHASE_BUSY &&
         evbuffer_get_length(bufferevent_get_output(bev)) == 0)
         begin_linger(c);
@@ -512,7 +691,8 @@ void berthd_conn_close_when_idle(struct berthd_conn *c)
 {
     if (c->dead)
         return;
-    if (c->phase == PHASE_BUSY && (c->answering || evbuffer_get_length(bufferevent_get_output(c->bev)))) {
+    if ((c->phase == PHASE_BUSY || c->phase == PHASE_SENDING) &&
+        (c->answering || c->phase == PHASE_SENDING || evbuffer_get_length(bufferevent_get_output(c->bev)))) {
         c->close_after = true; /* after the reply in progress */
         return;
     }
@@ -543,6 +723,7 @@ int berthd_conn_new(struct event_base *base, evutil_socket_t fd, SSL_CTX *ctx, c
     c->limits.max_fields = (size_t)cfg->max_header_fields;
     c->limits.max_body_bytes = (uint64_t)cfg->max_body_bytes;
     c->body = (struct berth_buf)BERTH_BUF_INIT((size_t)cfg->max_body_bytes + 1);
+    c->send_fd = -1;
     c->accepted = c->start = c->last_rx = now_ns();
     c->phase = PHASE_HANDSHAKE;
     c->timer = evtimer_new(base, timer_cb, c);

@@ -22,6 +22,11 @@
  *              byte at all also closes the connection.
  *   busy       the request is being answered; no deadline (the reply is the
  *              daemon's to give).  Bytes of a pipelined next request wait.
+ *   sending    a reply body streamed from a file (berthd_conn_reply_fd()):
+ *              it is read in pieces as the client takes it, so at most
+ *              about 512 KiB of it is buffered; when the client takes
+ *              nothing for http.inactivity_timeout_ns the connection closes
+ *              (the client sees a body shorter than its Content-Length).
  *   linger     after a reply that closes the connection: the reply is flushed,
  *              TLS close_notify sent and the write side shut; what the client
  *              still sends is read and discarded for up to one second, so
@@ -131,6 +136,34 @@ int berthd_conn_new(struct event_base *base, evutil_socket_t fd, SSL_CTX *ctx, c
  */
 void berthd_conn_reply(struct berthd_conn *c, int status, const char *content_type, const char *body, size_t len,
                        unsigned retry_after_s, bool close);
+
+/**
+ * berthd_conn_reply_extra() - berthd_conn_reply() with more header lines:
+ * @extra_headers is NULL or "Name: value" CRLF lines (printable ASCII, at
+ * most 512 bytes; anything else is a programming error and closes the
+ * connection without a reply), sent after the standard ones.
+ */
+void berthd_conn_reply_extra(struct berthd_conn *c, int status, const char *content_type, const char *body, size_t len,
+                             unsigned retry_after_s, bool close, const char *extra_headers);
+
+/**
+ * berthd_conn_reply_fd() - answer with the first @size bytes of the file
+ * @fd as the body, streamed: read with pread(2) from offset 0 in pieces
+ * of 256 KiB while less than 512 KiB wait to be sent (so a 1 GiB body
+ * costs no more memory than a small one), headers as berthd_conn_reply()
+ * plus @extra_headers (as berthd_conn_reply_extra()).  The connection owns
+ * @fd from the call on and closes it when the body is sent or the
+ * connection closes.  If the file yields fewer bytes than @size, or the
+ * client takes nothing for http.inactivity_timeout_ns, the connection is
+ * closed mid-body.  A reply to HEAD sends no body.  Like
+ * berthd_conn_reply(), it does nothing (but close @fd) on a connection
+ * with no request to answer.
+ * @released: optional; called with @arg once, right after @fd is closed
+ *            (the body sent, or the connection closed), so that the owner
+ *            can count what is in flight.
+ */
+void berthd_conn_reply_fd(struct berthd_conn *c, int status, const char *content_type, int fd, uint64_t size,
+                          const char *extra_headers, void (*released)(void *arg), void *arg);
 
 /**
  * berthd_conn_close() - close @c now, without a reply (eviction, shutdown).

@@ -306,7 +306,8 @@ static int parse_request_line(const char *buf, size_t len, struct request_line *
 struct field_state {
     int minor;
     unsigned hosts;
-    bool have_cl, have_te, close, keep_alive, expect_continue;
+    bool have_cl, have_te, close, keep_alive, expect_continue, have_range;
+    char range[BERTHD_HTTP_CONTENT_RANGE_MAX + 1];
     size_t expect_line; /* the first field line with another expectation, 0: none */
     uint64_t content_length;
 };
@@ -404,6 +405,15 @@ static int check_field(const char *buf, size_t *pos, const struct phr_header *h,
     } else if (span_ieq(h->name, h->name_len, "connection")) {
         if (!connection_options(h->value, h->value_len, st))
             return MALFORMED(why, "field line %zu: Connection is not a list of tokens (RFC 9110 7.6.1)", line);
+    } else if (span_ieq(h->name, h->name_len, "content-range")) {
+        if (st->have_range)
+            return MALFORMED(why, "field line %zu repeats Content-Range", line);
+        if (h->value_len > BERTHD_HTTP_CONTENT_RANGE_MAX)
+            return MALFORMED(why, "field line %zu: Content-Range is longer than %d bytes", line,
+                             BERTHD_HTTP_CONTENT_RANGE_MAX);
+        st->have_range = true;
+        memcpy(st->range, h->value, h->value_len);
+        st->range[h->value_len] = '\0';
     } else if (span_ieq(h->name, h->name_len, "expect")) {
         if (!span_ieq(h->value, h->value_len, "100-continue")) {
             if (!st->expect_line)
@@ -508,13 +518,21 @@ int berthd_http_parse_head(const char *buf, size_t len, const struct berthd_http
         .chunked = st.have_te,
         .content_length = st.have_cl ? st.content_length : 0,
         .expect_continue = st.expect_continue,
+        .has_content_range = st.have_range,
         .head_len = (size_t)pr,
     };
+    memcpy(ret_head->content_range, st.range, sizeof(st.range));
     snprintf(ret_head->method_name, sizeof(ret_head->method_name), "%.*s", (int)rl.method_len, buf + rl.method_off);
     if (span_eq(buf + rl.method_off, rl.method_len, "GET"))
         ret_head->method = BERTHD_HTTP_GET;
     else if (span_eq(buf + rl.method_off, rl.method_len, "POST"))
         ret_head->method = BERTHD_HTTP_POST;
+    else if (span_eq(buf + rl.method_off, rl.method_len, "PUT"))
+        ret_head->method = BERTHD_HTTP_PUT;
+    else if (span_eq(buf + rl.method_off, rl.method_len, "PATCH"))
+        ret_head->method = BERTHD_HTTP_PATCH;
+    else if (span_eq(buf + rl.method_off, rl.method_len, "DELETE"))
+        ret_head->method = BERTHD_HTTP_DELETE;
     return 1;
 }
 

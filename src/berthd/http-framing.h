@@ -54,6 +54,9 @@
  *   Other fields
  *     400 malformed      no Host on HTTP/1.1, or more than one Host field line
  *                        (RFC 9112 3.2); its value is not checked further
+ *     400 malformed      Content-Range in two field lines, or a value longer
+ *                        than BERTHD_HTTP_CONTENT_RANGE_MAX bytes; its value
+ *                        is only carried (content-range.h parses it)
  *     400 malformed      Connection not a comma-separated list of tokens
  *                        (RFC 9110 7.6.1)
  *     417 expectation_failed  an Expect value other than "100-continue"
@@ -85,12 +88,12 @@
  * the checks that need the whole header block (a missing Host, then 413 for
  * Content-Length, then 417) come after every line passed.  So feeding a
  * request in pieces of any size gives the verdict, status, code and message
- * that the whole request gives.  Methods: GET and POST are routed; every
- * other token (HEAD, PUT, DELETE, PATCH, OPTIONS, TRACE, CONNECT with an
- * origin-form target, unknown ones) is framed by the same rules and then
- * reported as BERTHD_HTTP_OTHER, which berthd answers with a close: 405 on a
- * route (404 elsewhere) for a method RFC 9110 defines, 501 for CONNECT and
- * unknown methods (api.c).
+ * that the whole request gives.  Methods: GET, POST, PUT, PATCH (RFC 5789)
+ * and DELETE are routed; every other token (HEAD, OPTIONS, TRACE, CONNECT
+ * with an origin-form target, unknown ones) is framed by the same rules and
+ * then reported as BERTHD_HTTP_OTHER, which berthd answers with a close: 405
+ * on a route (404 elsewhere) for a method RFC 9110 defines, 501 for CONNECT
+ * and unknown methods (api.c).
  *
  * Pure functions over caller-owned memory; no global state.  Thread-safe
  * for distinct arguments.
@@ -126,12 +129,23 @@ struct berthd_http_limits {
     uint64_t max_body_bytes;
 };
 
+/** Longest Content-Range value carried, bytes ("bytes 0-N/M" fits many times over). */
+#define BERTHD_HTTP_CONTENT_RANGE_MAX 96
+
 /** The methods berthd routes; everything else is BERTHD_HTTP_OTHER. */
-enum berthd_http_method { BERTHD_HTTP_GET, BERTHD_HTTP_POST, BERTHD_HTTP_OTHER };
+enum berthd_http_method {
+    BERTHD_HTTP_GET,
+    BERTHD_HTTP_POST,
+    BERTHD_HTTP_PUT,
+    BERTHD_HTTP_PATCH,
+    BERTHD_HTTP_DELETE,
+    BERTHD_HTTP_OTHER,
+};
 
 /**
  * struct berthd_http_head - a framed request head.
- * @method:          GET, POST or OTHER (methods are case-sensitive: "get" is OTHER).
+ * @method:          GET, POST, PUT, PATCH, DELETE or OTHER (methods are
+ *                   case-sensitive: "get" is OTHER).
  * @method_name:     the method as sent (a token, so safe to log), cut to 15 bytes.
  * @target:          malloc'd, NUL-terminated request-target in origin-form:
  *                   starts with "/", may hold "?" and a query, only RFC 3986
@@ -143,6 +157,9 @@ enum berthd_http_method { BERTHD_HTTP_GET, BERTHD_HTTP_POST, BERTHD_HTTP_OTHER }
  * @content_length:  the body's length in bytes when !@chunked; 0 when
  *                   neither field is present (RFC 9112 6.3 item 7).
  * @expect_continue: "Expect: 100-continue" on HTTP/1.1.
+ * @has_content_range: a Content-Range field was sent; @content_range holds
+ *                   its value (NUL-terminated, OWS trimmed, otherwise as sent:
+ *                   only field-value bytes, RFC 9110 5.5), "" without one.
  * @head_len:        bytes of the header block, one ignored leading CRLF
  *                   (RFC 9112 2.2) and the final CRLF CRLF included; the body
  *                   or the next request starts there.
@@ -156,6 +173,8 @@ struct berthd_http_head {
     bool chunked;
     uint64_t content_length;
     bool expect_continue;
+    bool has_content_range;
+    char content_range[BERTHD_HTTP_CONTENT_RANGE_MAX + 1];
     size_t head_len;
 };
 

@@ -65,7 +65,11 @@ struct daemon {
     struct berth_host_instance stager_host;
     struct berth_plugin_handle *stager; /* a second image source instance, for dispatch */
     char *stage_directory;              /* state_directory/stage */
+    char *inputs_directory;             /* state_directory/inputs: each job's staged inputs */
     struct berth_plugin_handle *images; /* the image source, or NULL */
+    struct berth_host_instance evidence_host;
+    struct berth_plugin_handle *evidence; /* the evidence store, or NULL */
+    char *evidence_spool;                 /* state_directory/evidence-spool */
     struct berth_broker *broker;
     struct berthd_worker worker;
     struct event_base *base;
@@ -190,6 +194,27 @@ static void wake_worker(void *userdata)
     berthd_worker_wake(&d->worker);
 }
 
+/* A runtime plugin's host->job_changed() (plugin thread): the broker looks at the job now. */
+static void job_changed(void *userdata, const char *backend, const char *job_id)
+{
+    struct daemon *d = userdata;
+    berth_broker_job_changed(d->broker, backend, job_id);
+}
+
+/* The worker recorded a job's result: answer the long polls waiting for it. */
+static void result_recorded(void *userdata, const char *principal, const char *job_id)
+{
+    struct daemon *d = userdata;
+    berthd_server_result_recorded(d->server, principal, job_id);
+}
+
+/* Route (or, with @on false, stop routing) the backends' notifications to the broker. */
+static void route_notifications(struct daemon *d, bool on)
+{
+    for (size_t i = 0; i < d->cfg.n_backends; i++)
+        berth_host_instance_set_notify(&d->hosts[i], on ? job_changed : NULL, on ? d : NULL);
+}
+
 #ifdef BERTH_FAULT_INJECTION
 /* Test-only: die at the point BERTH_FAULT names, as a crash would. */
 static void fault(void *userdata, const char *point)
@@ -298,6 +323,9 @@ static int load_backends(struct daemon *d)
         (load_plugin(d, &d->cfg.images, "image source", BERTH_PLUGIN_IMAGE_SOURCE, &d->images_host, &d->images) != 0 ||
          load_plugin(d, &d->cfg.images, "image stager", BERTH_PLUGIN_IMAGE_SOURCE, &d->stager_host, &d->stager) != 0))
         return 1;
+    if (d->cfg.has_evidence && load_plugin(d, &d->cfg.evidence, "evidence store", BERTH_PLUGIN_EVIDENCE_STORE,
+                                           &d->evidence_host, &d->evidence) != 0)
+        return 1;
     return 0;
 }
 
@@ -349,6 +377,23 @@ static int register_pools(struct daemon *d)
     return rc;
 }
 
+/* A private directory @path below the state directory (created 0700 when missing). */
+static int private_subdirectory(struct daemon *d, const char *what, const char *path)
+{
+    struct stat st;
+
+    if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+        berth_logf(&d->logger, BERTH_LOG_ERR, "%s %s: %s", what, path, strerror(errno));
+        return 1;
+    }
+    if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+        berth_logf(&d->logger, BERTH_LOG_ERR, "%s %s must be a directory owned by uid %u with mode 0700 (no symlink)",
+                   what, path, (unsigned)geteuid());
+        return 1;
+    }
+    return 0;
+}
+
 /* Check (and with @create, make) the state directory; --check leaves a
  * missing one to the first real start. */
 static int state_directory(struct daemon *d, bool create)
@@ -368,22 +413,22 @@ static int state_directory(struct daemon *d, bool create)
                    d->cfg.state_directory, (unsigned)geteuid());
         return 1;
     }
-    if (!create || !d->stager)
+    if (!create)
+        return 0;
+    /* Unnamed files of uploads and downloads, when the store cannot make them (broker-evidence.h). */
+    if (d->evidence && (asprintf(&d->evidence_spool, "%s/evidence-spool", d->cfg.state_directory) < 0 ||
+                        private_subdirectory(d, "evidence spool directory", d->evidence_spool) != 0))
+        return 1;
+    /* Each job's inputs are staged here, verified, before its backend starts it. */
+    if (asprintf(&d->inputs_directory, "%s/inputs", d->cfg.state_directory) < 0 ||
+        private_subdirectory(d, "inputs directory", d->inputs_directory) != 0)
+        return 1;
+    if (!d->stager)
         return 0;
     /* Each job's image is staged here before its backend starts it. */
     if (asprintf(&d->stage_directory, "%s/stage", d->cfg.state_directory) < 0)
         return 1;
-    if (mkdir(d->stage_directory, 0700) < 0 && errno != EEXIST) {
-        berth_logf(&d->logger, BERTH_LOG_ERR, "stage directory %s: %s", d->stage_directory, strerror(errno));
-        return 1;
-    }
-    if (lstat(d->stage_directory, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-        berth_logf(&d->logger, BERTH_LOG_ERR,
-                   "stage directory %s must be a directory owned by uid %u with mode 0700 (no symlink)",
-                   d->stage_directory, (unsigned)geteuid());
-        return 1;
-    }
-    return 0;
+    return private_subdirectory(d, "stage directory", d->stage_directory);
 }
 
 /* --check: every backend must answer capabilities() (a runtime that fails
@@ -452,10 +497,20 @@ static int start(struct daemon *d, bool check_only)
         .stage_ops = d->stager ? berth_plugin_image_source_ops(d->stager) : NULL,
         .stage_state = d->stager ? berth_plugin_state(d->stager) : NULL,
         .stage_directory = d->stage_directory,
+        .root_cache_bytes = (uint64_t)d->cfg.root_cache_bytes,
+        .evidence_ops = d->evidence ? berth_plugin_evidence_store_ops(d->evidence) : NULL,
+        .evidence_state = d->evidence ? berth_plugin_state(d->evidence) : NULL,
+        .evidence_max_object_bytes = d->cfg.evidence_max_object_bytes,
+        .evidence_spool_directory = d->evidence_spool,
+        .inputs_directory = d->inputs_directory,
         .max_active = d->cfg.max_active_jobs,
         .max_retained = d->cfg.max_retained_jobs,
+        .start_concurrency = (unsigned)berthd_config_start_concurrency(&d->cfg),
+        .jobs_retention_ns = d->cfg.jobs_ns,
+        .outputs_retention_ns = d->cfg.outputs_ns,
         .logger = &d->logger,
         .wake = wake_worker,
+        .on_result = result_recorded,
         .userdata = d,
     };
 #ifdef BERTH_FAULT_INJECTION
@@ -495,6 +550,7 @@ static int start(struct daemon *d, bool check_only)
         .userdata = d,
     };
     sd_notifyf(0, "STATUS=startup reconcile on %s port %d", d->cfg.address, berthd_server_port(d->server));
+    route_notifications(d, true); /* a call before now was lost: the startup reconcile looks at every job */
     if ((r = berthd_worker_start(&d->worker)) < 0)
         return berth_logf(&d->logger, BERTH_LOG_ERR, "cannot start the worker thread: %s", strerror(-r)), 1;
     berthd_worker_wake(&d->worker); /* the startup reconcile, then dispatch what recovery left accepted */
@@ -505,6 +561,7 @@ static void stop(struct daemon *d)
 {
     size_t i;
 
+    route_notifications(d, false); /* plugin threads may still call job_changed until fini */
     berthd_worker_stop(&d->worker);
     berthd_server_free(d->server);
     if (d->sigterm)
@@ -522,7 +579,10 @@ static void stop(struct daemon *d)
         berth_plugin_unload(d->plugins[i]);
     berth_plugin_unload(d->images);
     berth_plugin_unload(d->stager);
+    berth_plugin_unload(d->evidence);
     free(d->stage_directory);
+    free(d->evidence_spool);
+    free(d->inputs_directory);
     berth_journal_close(d->journal);
     SSL_CTX_free(d->ctx);
     berth_policy_source_free(d->policy);
@@ -579,8 +639,8 @@ int main(int argc, char **argv)
     }
     r = start(&d, check_only);
     if (r == 0 && check_only) {
-        printf("berthd: %s is usable (%zu backends%s)\n", config, d.cfg.n_backends,
-               d.cfg.has_images ? ", an image source" : "");
+        printf("berthd: %s is usable (%zu backends%s%s)\n", config, d.cfg.n_backends,
+               d.cfg.has_images ? ", an image source" : "", d.cfg.has_evidence ? ", an evidence store" : "");
     } else if (r == 0) {
         event_base_dispatch(d.base);
         r = d.status;

@@ -128,6 +128,26 @@ static int storage(struct berth_buf *out, const struct berth_broker_health *h)
     return r;
 }
 
+/* The worker's activity lines of @h: reconcile passes and job notifications (broker.h, "Events"). */
+static int activity(struct berth_buf *out, const struct berth_broker_health *h)
+{
+    const struct {
+        const char *name, *help;
+        uint64_t n;
+    } counters[] = {
+        {"berth_reconcile_passes_total", "Reconcile passes run (the timer's safety net, and startup).",
+         h->reconcile_passes},
+        {"berth_job_events_total", "Job notifications received (plugins' job_changed, cancellations).", h->job_events},
+        {"berth_job_events_lost_total", "Job notifications dropped for a full queue.", h->job_events_lost},
+    };
+    int r = 0;
+
+    for (size_t i = 0; r == 0 && i < ELEMENTSOF(counters); i++)
+        r = put(out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", counters[i].name, counters[i].help,
+                counters[i].name, counters[i].name, (unsigned long long)counters[i].n);
+    return r;
+}
+
 int berthd_metrics_render(const struct berthd_metrics *m, const int64_t jobs[BERTH_JOB_STATE_COUNT],
                           uint64_t policy_reloads, unsigned connections, const struct berth_broker_health *health,
                           struct berth_buf *out)
@@ -182,5 +202,7 @@ int berthd_metrics_render(const struct berthd_metrics *m, const int64_t jobs[BER
                 (unsigned long long)policy_reloads, connections);
     if (r == 0)
         r = storage(out, health);
+    if (r == 0)
+        r = activity(out, health);
     return r;
 }

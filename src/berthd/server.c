@@ -28,54 +28,105 @@ static void resume_listener(struct berthd_server *srv)
     }
 }
 
+/* Take @cl out of admission and forget what it waits for; its close is
+ * under way (or done) and its closed callback frees it. */
+static void client_detach(struct client *cl)
+{
+    struct berthd_server *srv = cl->srv;
+
+    if (cl->detached)
+        return;
+    cl->detached = true;
+    berthd_api_forget(srv, cl);
+    berthd_result_waits_forget(srv, cl);
+    berthd_evidence_forget(srv, cl);
+    berthd_slots_remove(&srv->slots, &cl->slot);
+    resume_listener(srv);
+    if (srv->shutting_down && srv->slots.total == 0)
+        event_base_loopexit(srv->base, NULL);
+}
+
+/* Close @cl without serving it further, counted as @why. */
+static void client_refuse(struct client *cl, enum berthd_refusal why)
+{
+    berthd_refusals_count(&cl->srv->refusals, why, cl->slot.source);
+    client_detach(cl);
+    berthd_fconn_close(cl->conn);
+}
+
 /* The handshake is complete: admit the certificate, or close. */
-static bool secured_cb(struct berthd_conn *conn, SSL *ssl, void *arg)
+static void secured_cb(void *arg, const char *fp)
 {
     struct client *cl = arg;
     struct berthd_server *srv = cl->srv;
-    char fp[BERTH_FINGERPRINT_LEN + 1];
     enum berth_front_door door;
-    bool valid;
 
-    (void)conn;
-    if (berthd_tls_peer(ssl, fp, &valid) < 0) {
-        berthd_refusals_count(&srv->refusals, BERTHD_REFUSED_TLS, cl->slot.source);
-        return false;
+    if (cl->detached)
+        return;
+    if (!fp) {
+        client_refuse(cl, BERTHD_REFUSED_TLS);
+        return;
     }
     /* Through the broker: the worker thread reads the same policy source. */
     door = berth_broker_front_door(srv->broker, fp);
     if (door == BERTH_DOOR_CLOSED) {
-        berthd_refusals_count(&srv->refusals, BERTHD_REFUSED_UNLISTED, cl->slot.source);
-        return false;
+        client_refuse(cl, BERTHD_REFUSED_UNLISTED);
+        return;
     }
     cl->health_only = door == BERTH_DOOR_HEALTH;
-    if (!berthd_slots_authenticate(&srv->slots, &cl->slot, fp, (size_t)srv->cfg->max_per_principal)) {
-        berthd_refusals_count(&srv->refusals, BERTHD_REFUSED_PRINCIPAL_CAP, cl->slot.source);
-        return false;
+    if (!berthd_slots_authenticate(&srv->slots, &cl->slot, fp, (size_t)srv->cfg->max_per_principal))
+        client_refuse(cl, BERTHD_REFUSED_PRINCIPAL_CAP);
+}
+
+static void request_cb(void *arg, struct berthd_front_request *rq)
+{
+    struct client *cl = arg;
+
+    /* A request that was on its way when the connection was refused. */
+    if (cl->detached) {
+        berthd_front_request_free(rq);
+        return;
     }
-    return true;
+    berthd_api_request(cl, rq);
 }
 
-static void dropped_cb(struct berthd_conn *conn, enum berthd_refusal why, void *arg)
+static void refused_cb(void *arg, const struct berthd_http_refusal *why, int64_t start)
 {
     struct client *cl = arg;
 
-    (void)conn;
-    berthd_refusals_count(&cl->srv->refusals, why, cl->slot.source);
+    if (!cl->detached)
+        berthd_api_refused(cl, why, start);
 }
 
-static void closed_cb(struct berthd_conn *conn, void *arg)
+static void dropped_cb(void *arg, enum berthd_refusal why)
 {
     struct client *cl = arg;
+
+    if (!cl->detached) /* a refused one was counted already */
+        berthd_refusals_count(&cl->srv->refusals, why, cl->slot.source);
+}
+
+static void client_unlink(struct client *cl)
+{
     struct berthd_server *srv = cl->srv;
 
-    (void)conn;
-    berthd_api_forget(srv, cl);
-    berthd_slots_remove(&srv->slots, &cl->slot);
+    if (cl->prev)
+        cl->prev->next = cl->next;
+    else
+        srv->clients = cl->next;
+    if (cl->next)
+        cl->next->prev = cl->prev;
+    berthd_front_request_free(cl->rq);
     free(cl);
-    resume_listener(srv);
-    if (srv->shutting_down && srv->slots.total == 0)
-        event_base_loopexit(srv->base, NULL);
+}
+
+static void closed_cb(void *arg)
+{
+    struct client *cl = arg;
+
+    client_detach(cl);
+    berthd_fconn_release(cl->conn);
+    client_unlink(cl);
 }
 
 static void accept_cb(struct evconnlistener *listener, evutil_socket_t fd, struct sockaddr *sa, int socklen,
@@ -94,12 +145,9 @@ static void accept_cb(struct evconnlistener *listener, evutil_socket_t fd, struc
     berthd_slot_source(sa, (socklen_t)socklen, source);
     victim = berthd_slots_victim(&srv->slots, source, (size_t)srv->cfg->max_per_source,
                                  (size_t)berthd_config_unauthenticated_share(srv->cfg));
-    if (victim) {
-        /* A slot is a client's first member. */
-        struct client *old = (struct client *)(void *)victim;
-        berthd_refusals_count(&srv->refusals, BERTHD_REFUSED_EVICTED, victim->source);
-        berthd_conn_close(old->conn);
-    }
+    /* A slot is a client's first member. */
+    if (victim)
+        client_refuse((struct client *)(void *)victim, BERTHD_REFUSED_EVICTED);
     cl = calloc(1, sizeof(*cl));
     if (!cl) {
         evutil_closesocket(fd);
@@ -108,11 +156,17 @@ static void accept_cb(struct evconnlistener *listener, evutil_socket_t fd, struc
     }
     cl->srv = srv;
     memcpy(cl->slot.source, source, sizeof(source));
-    if (berthd_conn_new(srv->base, fd, srv->ctx, srv->cfg, &srv->graveyard, &srv->ops, cl, &cl->conn) < 0) {
+    /* Its TLS and framing run on a front thread; every callback comes back here. */
+    cl->conn = berthd_front_accept(srv->front, fd, cl);
+    if (!cl->conn) {
         free(cl); /* the socket is closed */
         berth_logf(srv->logger, BERTH_LOG_ERR, "out of memory accepting a connection");
         return;
     }
+    cl->next = srv->clients;
+    if (srv->clients)
+        srv->clients->prev = cl;
+    srv->clients = cl;
     berthd_slots_add(&srv->slots, &cl->slot);
     if (srv->slots.total >= (size_t)srv->cfg->max_connections && !srv->paused) {
         evconnlistener_disable(srv->listener);
@@ -175,17 +229,21 @@ int berthd_server_new(struct event_base *base, SSL_CTX *ctx, const struct berthd
     srv->broker = broker;
     srv->policy = policy;
     srv->logger = logger;
-    srv->ops = (struct berthd_conn_ops){
+    srv->ops = (struct berthd_front_ops){
         .secured = secured_cb,
-        .request = berthd_api_request,
-        .refused = berthd_api_refused,
+        .request = request_cb,
+        .refused = refused_cb,
         .dropped = dropped_cb,
         .closed = closed_cb,
     };
     berthd_metrics_init(&srv->metrics);
     srv->batch_ev = event_new(base, -1, 0, berthd_api_batch, srv);
-    if (!srv->batch_ev || berthd_conn_graveyard_init(&srv->graveyard, base) < 0 ||
-        berthd_refusals_init(&srv->refusals, base, cfg->refusal_log_interval_ns, logger) < 0) {
+    if (!srv->batch_ev ||
+        berthd_front_new(base, BERTHD_PRIORITIES - 2, (unsigned)berthd_config_front_threads(cfg), ctx, cfg, &srv->ops,
+                         &srv->front) < 0 ||
+        berthd_refusals_init(&srv->refusals, base, cfg->refusal_log_interval_ns, logger) < 0 ||
+        berthd_waits_new(0, 0, &srv->waits) < 0 ||
+        berthd_evidence_init(srv) < 0) {
         berthd_server_free(srv);
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     }
@@ -206,6 +264,7 @@ int berthd_server_new(struct event_base *base, SSL_CTX *ctx, const struct berthd
      * Linux) Nagle holds the last until the client's delayed ACK, ~40 ms. */
     if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
         berth_logf(logger, BERTH_LOG_WARNING, "TCP_NODELAY: %s", strerror(errno));
+    berth_logf(logger, BERTH_LOG_INFO, "front: %u threads", berthd_front_threads(srv->front));
     sl = sizeof(ss);
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
         srv->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
@@ -244,9 +303,11 @@ void berthd_server_shutdown(struct berthd_server *srv)
     /* Queued submissions are answered now (their batch runs before the loop ends). */
     if (srv->n_pending)
         berthd_api_batch(-1, 0, srv);
+    /* Parked long polls are answered now with what they have (202 while pending). */
+    berthd_result_waits_answer_all(srv);
     for (s = srv->slots.head; s; s = next) {
-        next = s->next; /* closing removes @s */
-        berthd_conn_close_when_idle(((struct client *)(void *)s)->conn);
+        next = s->next;
+        berthd_fconn_close_when_idle(((struct client *)(void *)s)->conn);
     }
     if (srv->slots.total == 0) {
         event_base_loopexit(srv->base, NULL);
@@ -265,14 +326,22 @@ void berthd_server_free(struct berthd_server *srv)
     if (!srv)
         return;
     srv->shutting_down = true; /* the listener goes first: never resume it */
+    srv->freeing = true;
     if (srv->listener)
         evconnlistener_free(srv->listener);
-    while (srv->slots.head) {
-        struct client *cl = (struct client *)(void *)srv->slots.head;
-        berthd_slots_remove(&srv->slots, &cl->slot);
-        berthd_conn_free(cl->conn);
-        free(cl);
+    /* The evidence helper's task finishes before the clients it may answer go. */
+    berthd_evidence_free(srv);
+    berthd_result_waits_drop_all(srv);
+    berthd_waits_free(srv->waits);
+    /* The front threads end first, freeing their connections; then no message refers to a client. */
+    berthd_front_stop(srv->front);
+    while (srv->clients) {
+        struct client *cl = srv->clients;
+        if (!cl->detached)
+            berthd_slots_remove(&srv->slots, &cl->slot);
+        client_unlink(cl);
     }
+    berthd_front_free(srv->front);
     for (i = 0; i < srv->n_pending; i++)
         free(srv->pending[i].body);
     free(srv->pending);
@@ -280,7 +349,6 @@ void berthd_server_free(struct berthd_server *srv)
         event_free(srv->batch_ev);
     if (srv->shutdown_ev)
         event_free(srv->shutdown_ev);
-    berthd_conn_graveyard_clear(&srv->graveyard);
     berthd_refusals_clear(&srv->refusals);
     free(srv);
 }

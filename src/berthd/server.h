@@ -49,6 +49,13 @@ int berthd_server_new(struct event_base *base, SSL_CTX *ctx, const struct berthd
                       struct berth_broker *broker, struct berth_policy_source *policy,
                       const struct berth_logger *logger, struct berthd_server **ret, struct berth_error *reterr);
 
+/**
+ * berthd_server_result_recorded() - the broker recorded the signed result
+ * of @principal's job @job_id: wake the long polls waiting for it
+ * (api-wait.c).  Any thread (the broker's on_result hook); quick.
+ */
+void berthd_server_result_recorded(struct berthd_server *srv, const char *principal, const char *job_id);
+
 /** berthd_server_port() - the bound port (useful when the config said 0). */
 int berthd_server_port(const struct berthd_server *srv);
 

@@ -7,20 +7,40 @@
 #include "clock.h"
 #include "worker.h"
 
+/* Add what one pass did to the startup totals and open for business once admission opened. */
+static void note_startup(struct berthd_worker *w, const struct berth_pass_stats *st)
+{
+    w->recovered.finished += st->finished;
+    w->recovered.cancelled += st->cancelled;
+    w->recovered.expired += st->expired;
+    w->recovered.failed += st->failed;
+    w->recovered.visited += st->visited;
+    w->recovered.swept += st->swept;
+    if (berth_broker_admitting(w->broker)) {
+        w->ready = true;
+        if (w->on_ready)
+            w->on_ready(w->userdata, &w->recovered);
+    }
+}
+
 static void *worker_main(void *userdata)
 {
     struct berthd_worker *w = userdata;
-    bool progress = false; /* the last pass changed something: look again at once */
+    bool again = false;      /* the last turn changed something: dispatch looks again at once */
+    bool round_on = true;    /* a reconcile round goes on (a full page, or the startup round) */
+    int64_t next_pass = 0;   /* CLOCK_MONOTONIC: the next reconcile pass is due */
 
     for (;;) {
         struct berth_error err = BERTH_ERROR_INIT;
         struct berth_pass_stats st = {0};
+        bool pass;
+        int64_t now = 0;
         int r;
 
         pthread_mutex_lock(&w->lock);
-        if (!w->woken && !w->stop && !progress) {
+        if (!w->woken && !w->stop && !again && !round_on && !berth_broker_events_pending(w->broker)) {
             /* The condition variable waits on CLOCK_MONOTONIC (berthd_worker_start). */
-            struct timespec until = berth_timespec_of_ns(berth_deadline_ns(CLOCK_MONOTONIC, w->interval_ns));
+            struct timespec until = berth_timespec_of_ns(next_pass);
             while (!w->woken && !w->stop)
                 if (pthread_cond_timedwait(&w->cond, &w->lock, &until) == ETIMEDOUT)
                     break;
@@ -32,11 +52,21 @@ static void *worker_main(void *userdata)
         }
         pthread_mutex_unlock(&w->lock);
 
-        if ((r = berth_broker_refresh_backends(w->broker)) < 0)
-            berth_logf(w->logger, BERTH_LOG_WARNING, "backend capabilities were not refreshed, the last ones stand: %s",
-                       strerror(-r));
-        r = berth_broker_reconcile(w->broker, &st, &err);
-        if (r == 0)
+        /* Notified jobs first: a finished job's result is recorded now, not at the next pass. */
+        r = berth_broker_handle_events(w->broker, &st, &err);
+        if (r > 0)
+            round_on = true; /* notifications were lost: look at every job */
+        (void)berth_now_ns(CLOCK_MONOTONIC, &now, NULL);
+        pass = r >= 0 && (round_on || now >= next_pass);
+        if (pass) {
+            if ((r = berth_broker_refresh_backends(w->broker)) < 0)
+                berth_logf(w->logger, BERTH_LOG_WARNING,
+                           "backend capabilities were not refreshed, the last ones stand: %s", strerror(-r));
+            r = berth_broker_reconcile(w->broker, &st, &err);
+            next_pass = berth_deadline_ns(CLOCK_MONOTONIC, w->interval_ns);
+            round_on = st.more;
+        }
+        if (r >= 0)
             r = berth_broker_dispatch(w->broker, &st, &err);
         if (r < 0) {
             /* Only -EIO and -EBADMSG get here: a full filesystem degrades (broker.h), it never stops berthd. */
@@ -47,22 +77,11 @@ static void *worker_main(void *userdata)
                 w->on_failure(w->userdata);
             break;
         }
-        if (!w->ready) {
-            w->recovered.finished += st.finished;
-            w->recovered.cancelled += st.cancelled;
-            w->recovered.expired += st.expired;
-            w->recovered.failed += st.failed;
-            w->recovered.visited += st.visited;
-            w->recovered.swept += st.swept;
-            if (berth_broker_admitting(w->broker)) {
-                w->ready = true;
-                if (w->on_ready)
-                    w->on_ready(w->userdata, &w->recovered);
-            }
-        }
-        /* A full reconcile page: the round goes on at once, not after an interval. */
-        progress = st.started || st.finished || st.cancelled || st.expired || st.failed || st.swept || st.more;
-        if (progress)
+        if (!w->ready && pass)
+            note_startup(w, &st);
+        /* Something moved: a pool may have room now, or a start may be retried. */
+        again = st.started || st.finished || st.cancelled || st.expired || st.failed || st.swept;
+        if (again || st.more)
             berth_logf(w->logger, BERTH_LOG_DEBUG,
                        "pass: %u started, %u exited, %u cancelled, %u expired, %u failed, %u backend errors",
                        st.started, st.finished, st.cancelled, st.expired, st.failed, st.errors);

@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * worker.h -- the thread that talks to backends: every interval (or when
- * woken after a submission or cancellation) it refreshes backend
- * capabilities, reconciles and dispatches (broker.h).  It is the only
- * thread that calls plugins.  Its first passes are the startup reconcile:
- * while a round of reconcile pages goes on (a full page), the next pass
- * runs at once, and on_ready is called when admission opens.
+ * worker.h -- the thread that talks to backends (broker.h).  Each turn it
+ * first reconciles the jobs plugins notified (berth_broker_handle_events():
+ * a finished job's result is recorded at once); then, every interval,
+ * refreshes backend capabilities and runs a reconcile pass (the safety net
+ * that still visits every open job, and the only look at jobs of plugins
+ * that never notify); then dispatches.  A submission's commit, a
+ * cancellation and a notification wake it at once, so dispatch follows the
+ * commit that accepted a job without waiting for the interval.  Besides
+ * the broker's start threads (start_concurrency: they stage and start the
+ * jobs dispatch claimed), it is the only thread that calls plugins.  Its
+ * first passes are the startup reconcile: while a round of reconcile pages
+ * goes on (a full page), the next pass runs at once, and on_ready is called when admission opens.
  */
 #ifndef BERTHD_WORKER_H
 #define BERTHD_WORKER_H

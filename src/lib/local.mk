@@ -46,10 +46,12 @@ BERTH_CRYPTO_SOURCES = \
 	src/lib/crypto/envelope.c src/lib/crypto/envelope.h \
 	src/lib/crypto/hmac.c src/lib/crypto/hmac.h \
 	src/lib/crypto/openssl-error.c src/lib/crypto/openssl-error.h \
-	src/lib/crypto/sign.c src/lib/crypto/sign.h
+	src/lib/crypto/sign.c src/lib/crypto/sign.h \
+	src/lib/crypto/treesum.c src/lib/crypto/treesum.h
 BERTH_JOURNAL_SOURCES = \
 	src/lib/journal/audit.c src/lib/journal/audit.h \
 	src/lib/journal/jobstore.c src/lib/journal/jobstore.h \
+	src/lib/journal/jobprune.c src/lib/journal/jobprune.h \
 	src/lib/journal/journal.c src/lib/journal/journal.h \
 	src/lib/journal/qualification.c src/lib/journal/qualification.h
 BERTH_POOL_SOURCES = \
@@ -73,11 +75,22 @@ BERTH_QUALIFY_SOURCES = \
 	src/lib/qualify/qualify.c src/lib/qualify/qualify.h
 BERTH_BROKER_SOURCES = \
 	src/lib/broker/broker.c src/lib/broker/broker.h src/lib/broker/broker-internal.h \
+	src/lib/broker/broker-evidence.c src/lib/broker/broker-evidence.h \
 	src/lib/broker/broker-stage.c \
+	src/lib/broker/broker-inputs.c \
+	src/lib/broker/broker-jobio.c \
+	src/lib/broker/broker-outputs.c \
+	src/lib/broker/broker-prune.c \
 	src/lib/broker/broker-retry.c \
 	src/lib/broker/broker-storage.c \
+	src/lib/broker/broker-events.c \
 	src/lib/broker/broker-sweep.c \
-	src/lib/broker/broker-worker.c
+	src/lib/broker/broker-worker.c \
+	src/lib/broker/broker-dispatch.c \
+	src/lib/broker/broker-starts.c \
+	src/lib/broker/broker-serial.c \
+	src/lib/broker/rootcache.c src/lib/broker/rootcache.h \
+	src/lib/broker/broker-roots.c
 # berthd.json: read by berthd and "berthctl qualify", written by "berthctl dev-init".
 BERTH_CONFIG_SOURCES = \
 	src/lib/config/berthd-config.c src/lib/config/berthd-config.h
@@ -192,6 +205,7 @@ BERTH_LIB_UNIT_TESTS = \
 	tests/unit/test-receipt \
 	tests/unit/test-registry \
 	tests/unit/test-reserve \
+	tests/unit/test-rootcache \
 	tests/unit/test-sign \
 	tests/unit/test-utf8
 check_PROGRAMS += $(BERTH_LIB_UNIT_TESTS)

@@ -23,6 +23,14 @@
  *   ignore-term TOKEN        ignores SIGTERM, starts a "sleep TOKEN" child
  *                            and sleeps until killed
  *   flood                    writes to stdout until killed
+ *   inputs PATH CONTENT      PATH holds exactly CONTENT; writing it,
+ *                            creating a file beside it or in /inputs,
+ *                            removing or renaming it all fail, and its
+ *                            content is intact afterwards
+ *   outputs PATH CONTENT BYTES  writes CONTENT to PATH (a declared
+ *                            output), then fills /tmp/outputs until ENOSPC,
+ *                            which must come within BYTES (plus one 64 KiB
+ *                            write), and removes the filler again
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -103,19 +111,24 @@ static int rootfs(void)
     return result(1, "rootfs", "\"/\" mounted ro; create failed: %s", strerror(errno));
 }
 
-static int scratch(long long limit)
+/* Write to @path until a write fails or more than @limit plus one 64 KiB
+ * write went in; the file is removed again.  Returns the bytes written,
+ * -1 when @path cannot be created; *@ret_err is the errno that stopped it
+ * (0: none did). */
+static long long fill(const char *path, long long limit, int *ret_err)
 {
     static char buf[65536];
     long long total = 0;
-    int fd = open("/tmp/berth-probe-fill", O_WRONLY | O_CREAT | O_TRUNC, 0600), err = 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 
+    *ret_err = 0;
     if (fd < 0)
-        return result(0, "scratch", "cannot create a file in /tmp: %s", strerror(errno));
+        return -1;
     memset(buf, 'x', sizeof(buf));
     for (;;) {
         ssize_t n = write(fd, buf, sizeof(buf));
         if (n < 0) {
-            err = errno;
+            *ret_err = errno;
             break;
         }
         total += n;
@@ -123,7 +136,17 @@ static int scratch(long long limit)
             break;
     }
     close(fd);
-    unlink("/tmp/berth-probe-fill");
+    unlink(path);
+    return total;
+}
+
+static int scratch(long long limit)
+{
+    int err;
+    long long total = fill("/tmp/berth-probe-fill", limit, &err);
+
+    if (total < 0)
+        return result(0, "scratch", "cannot create a file in /tmp: %s", strerror(errno));
     if (err != ENOSPC)
         return result(0, "scratch", "wrote %lld bytes of a %lld byte scratch; stopped by %s", total, limit,
                       err ? strerror(err) : "nothing");
@@ -218,6 +241,82 @@ static int pids(long limit)
     return result(1, "pids", "fork failed with EAGAIN after %ld processes (limit %ld)", n, limit);
 }
 
+/* The whole content of @path (at most @size - 1 bytes) into @buf; -1 on error. */
+static long read_all(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    long n = 0;
+    ssize_t k;
+
+    if (fd < 0)
+        return -1;
+    while ((k = read(fd, buf + n, size - 1 - (size_t)n)) > 0 && (size_t)n < size - 1)
+        n += k;
+    close(fd);
+    buf[n] = '\0';
+    return k < 0 ? -1 : n;
+}
+
+/* 1 when creating @path fails (and nothing was created). */
+static int create_fails(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+    if (fd < 0)
+        return 1;
+    close(fd);
+    return 0;
+}
+
+static int inputs(const char *path, const char *want)
+{
+    char buf[4096], beside[4200], renamed[4200], dir[4096], *slash;
+    int fd;
+
+    if (read_all(path, buf, sizeof(buf)) < 0)
+        return result(0, "inputs", "cannot read %s: %s", path, strerror(errno));
+    if (strcmp(buf, want) != 0)
+        return result(0, "inputs", "%s does not hold the staged content", path);
+    fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
+        return result(0, "inputs", "%s could be opened for writing", path);
+    }
+    snprintf(dir, sizeof(dir), "%s", path);
+    slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(beside, sizeof(beside), "%s/berth-probe-new", dir);
+    snprintf(renamed, sizeof(renamed), "%s.moved", path);
+    if (!create_fails(beside))
+        return result(0, "inputs", "created %s", beside);
+    if (!create_fails("/inputs/berth-probe-new"))
+        return result(0, "inputs", "created /inputs/berth-probe-new");
+    if (unlink(path) == 0 || rename(path, renamed) == 0)
+        return result(0, "inputs", "removed or renamed %s", path);
+    if (read_all(path, buf, sizeof(buf)) < 0 || strcmp(buf, want) != 0)
+        return result(0, "inputs", "%s changed", path);
+    return result(1, "inputs", "%s holds the staged bytes; writing, creating beside it and in /inputs, removing "
+                               "and renaming failed",
+                  path);
+}
+
+static int outputs(const char *path, const char *content, long long limit)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), err;
+    long long total;
+
+    if (fd < 0 || write(fd, content, strlen(content)) != (ssize_t)strlen(content) || close(fd) < 0)
+        return result(0, "outputs", "cannot write the declared output %s: %s", path, strerror(errno));
+    total = fill("/tmp/outputs/berth-probe-fill", limit, &err);
+    if (total < 0)
+        return result(0, "outputs", "cannot create a file in /tmp/outputs: %s", strerror(errno));
+    if (err != ENOSPC)
+        return result(0, "outputs", "wrote %lld bytes into %lld bytes of outputs; stopped by %s", total, limit,
+                      err ? strerror(err) : "nothing");
+    return result(1, "outputs", "ENOSPC after %lld of %lld bytes", total, limit);
+}
+
 static void run_sleep(const char *self, const char *token, int detach)
 {
     pid_t pid = fork();
@@ -267,8 +366,13 @@ int main(int argc, char **argv)
             if (write(1, buf, sizeof(buf)) < 0 && errno != EINTR)
                 return 1;
     }
+    if (strcmp(cmd, "inputs") == 0 && argc == 4)
+        return inputs(argv[2], argv[3]);
+    if (strcmp(cmd, "outputs") == 0 && argc == 5)
+        return outputs(argv[2], argv[3], atoll(argv[4]));
     fprintf(stderr, "usage: berth-probe identity|rootfs|scratch BYTES|network TCP UDP|pids LIMIT|\n"
-                    "                   fork-exit TOKEN|sleep TOKEN|ignore-term TOKEN|flood\n"
+                    "                   fork-exit TOKEN|sleep TOKEN|ignore-term TOKEN|flood|\n"
+                    "                   inputs PATH CONTENT|outputs PATH CONTENT BYTES\n"
                     "(run inside a sandbox by live qualification; see berthctl qualify --help)\n");
     return 2;
 }

@@ -13,6 +13,27 @@ tests_bench_bench_pools_SOURCES = tests/bench/bench-pools.c
 tests_bench_bench_pools_CFLAGS = $(BERTH_CORE_CFLAGS)
 tests_bench_bench_pools_LDADD = $(BERTH_CORE_LIBS)
 
+# The disk's limit for an evidence object (sha256 + write + fdatasync), and
+# evidence-sqlite's put() next to it; bench-evidence reuses the limit line.
+noinst_PROGRAMS += tests/bench/bench-disk-limit
+tests_bench_bench_disk_limit_SOURCES = tests/bench/bench-disk-limit.c
+tests_bench_bench_disk_limit_CFLAGS = $(BERTH_CORE_CFLAGS)
+tests_bench_bench_disk_limit_LDADD = $(BERTH_CORE_LIBS)
+if BERTH_PLUGIN_EVIDENCE_SQLITE
+BENCH_EVIDENCE_PLUGIN = --plugin-dir '$(abs_top_builddir)/plugins/evidence-sqlite/.libs'
+endif
+
+# What a job's root costs with the root cache: the first stage, then cached
+# holds (needs an image store; run by hand, see the file's header).
+if BERTH_PLUGIN_IMAGE_OCI_LOCAL
+noinst_PROGRAMS += tests/bench/bench-roots
+tests_bench_bench_roots_SOURCES = tests/bench/bench-roots.c
+tests_bench_bench_roots_CFLAGS = $(IMAGE_CFLAGS)
+tests_bench_bench_roots_LDADD = $(IMAGE_LIBS)
+else
+EXTRA_DIST += tests/bench/bench-roots.c
+endif
+
 # Submissions to a real berthd over HTTPS (libcurl, one thread per client).
 noinst_PROGRAMS += tests/bench/bench-submit
 tests_bench_bench_submit_SOURCES = tests/bench/bench-submit.c
@@ -20,19 +41,36 @@ tests_bench_bench_submit_CFLAGS = $(AM_CFLAGS) $(LIBCURL_CFLAGS) -pthread
 tests_bench_bench_submit_LDFLAGS = $(AM_LDFLAGS) -pthread
 tests_bench_bench_submit_LDADD = $(LIBCURL_LIBS)
 EXTRA_DIST += tests/bench/bench-submit.sh
+# Evidence uploads through berthd over mTLS next to the disk's limit, and
+# berthd's memory during a 1 GiB upload.
+EXTRA_DIST += tests/bench/bench-evidence.sh
 
-bench: tests/bench/bench-primitives tests/bench/bench-pools tests/bench/bench-submit \
-		src/berthd/berthd src/berthctl/berthctl $(check_LTLIBRARIES) tests/plugins/fixtures.stamp
+bench: tests/bench/bench-primitives tests/bench/bench-pools tests/bench/bench-submit tests/bench/bench-disk-limit \
+		src/berthd/berthd src/berthctl/berthctl $(plugin_LTLIBRARIES) $(check_LTLIBRARIES) tests/plugins/fixtures.stamp
 	BERTH_TEST_PLUGIN_DIR='$(abs_top_builddir)/$(FIXTURE_DIR)' ./tests/bench/bench-primitives
 	./tests/bench/bench-pools
+	./tests/bench/bench-disk-limit --dir '$(abs_top_builddir)' $(BENCH_EVIDENCE_PLUGIN) --blob
 	BERTH_TEST_PLUGIN_DIR='$(abs_top_builddir)/$(FIXTURE_DIR)' \
 	BERTHCTL='$(abs_top_builddir)/src/berthctl/berthctl' \
 	BERTHD='$(abs_top_builddir)/src/berthd/berthd' \
 	BENCH_SUBMIT='$(abs_top_builddir)/tests/bench/bench-submit' \
 		$(SHELL) $(srcdir)/tests/bench/bench-submit.sh
+if BERTH_PLUGIN_EVIDENCE_SQLITE
+	BERTH_TEST_PLUGIN_DIR='$(abs_top_builddir)/$(FIXTURE_DIR)' \
+	BERTH_EVIDENCE_PLUGIN_DIR='$(abs_top_builddir)/plugins/evidence-sqlite/.libs' \
+	BERTHCTL='$(abs_top_builddir)/src/berthctl/berthctl' \
+	BERTHD='$(abs_top_builddir)/src/berthd/berthd' \
+	BENCH_DISK_LIMIT='$(abs_top_builddir)/tests/bench/bench-disk-limit' \
+	BENCH_DIR='$(abs_top_builddir)' \
+		$(SHELL) $(srcdir)/tests/bench/bench-evidence.sh
+endif
 
 # make bench-overhead: the runtimes by hand against the same jobs through
 # berthd (root; needs the image plugin, so libarchive).
 bench-overhead: all tests/tools/mkbundle
-	$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/tests/bench/overhead
-.PHONY: bench bench-overhead
+	$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/tests/bench/overhead $(OVERHEAD_ARGS)
+# make bench-starts: a queue of jobs started by berthd against the same
+# number of runs by hand at the same parallelism (root; image plugin).
+bench-starts: all tests/tools/mkbundle
+	$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/tests/bench/starts
+.PHONY: bench bench-overhead bench-starts

@@ -29,6 +29,8 @@ include/berth/file.h
 include/berth/log.h
 include/berth/plugin.h
 include/berth/version.h
+lib/berth/plugins/evidence-sqlite.la
+lib/berth/plugins/evidence-sqlite.so
 lib/berth/plugins/image-oci-local.la
 lib/berth/plugins/image-oci-local.so
 lib/berth/plugins/runtime-oci.la
@@ -48,6 +50,8 @@ share/berth/examples/pools/ci.json
 share/berth/examples/pools/default.json
 share/berth/examples/pools/graders.json
 share/doc/berth/berthd.md
+share/doc/berth/evidence.md
+share/doc/berth/evidence-sqlite.md
 share/doc/berth/images.md
 share/doc/berth/runtime-oci.md
 share/man/man1/berthctl.1
@@ -70,7 +74,7 @@ outside=$(cd "$dest" && find . \( -type f -o -type l \) | sed 's|^\.||' | grep -
 [ -z "$outside" ] || fail "installed outside $prefix: $outside"
 
 for f in bin/berthctl sbin/berthd libexec/berth/berth-oci-shim libexec/berth/berth-probe \
-    lib/berth/plugins/runtime-oci.so lib/berth/plugins/image-oci-local.so; do
+    lib/berth/plugins/runtime-oci.so lib/berth/plugins/image-oci-local.so lib/berth/plugins/evidence-sqlite.so; do
     [ -x "$root/$f" ] || fail "$f is not executable"
 done
 writable=$(find "$root" -perm /022 ! -type l)
@@ -85,7 +89,7 @@ grep -q "^ExecStart=$prefix/sbin/berthd " "$root/lib/systemd/system/berthd.servi
 # Exports: the dynamic symbol table of each installed ELF object, defined
 # symbols only.
 for f in bin/berthctl sbin/berthd libexec/berth/berth-oci-shim libexec/berth/berth-probe \
-    lib/berth/plugins/runtime-oci.so lib/berth/plugins/image-oci-local.so; do
+    lib/berth/plugins/runtime-oci.so lib/berth/plugins/image-oci-local.so lib/berth/plugins/evidence-sqlite.so; do
     if readelf -d "$root/$f" 2>/dev/null | grep -q 'NEEDED.*libberth'; then
         fail "$f needs a shared libberth: $(readelf -d "$root/$f" | grep NEEDED | grep libberth)"
     fi

@@ -228,7 +228,7 @@ if [ -f "$page" ]; then
     }
     c_array "$cfg" top_members >"$TMP/expected"
     check "MEMBERS vs top_members" SH MEMBERS
-    for obj in listen tls journal http; do
+    for obj in listen tls journal http retention; do
         c_array "$cfg" "${obj}_members" | prefixed "$obj." >"$TMP/expected"
         check "$obj vs ${obj}_members" SS "$obj"
     done
@@ -237,6 +237,13 @@ if [ -f "$page" ]; then
     { c_array "$cfg" image_members | prefixed "images."
       c_array "$SRC/plugins/image-oci-local/image-oci-local.c" members; } >"$TMP/expected"
     check "images vs image_members and image-oci-local's members" SS images
+    if [ -f "$SRC/plugins/evidence-sqlite/evidence-sqlite.c" ]; then
+        { c_array "$cfg" image_members | prefixed "evidence."
+          c_array "$SRC/plugins/evidence-sqlite/evidence-sqlite.c" members; } >"$TMP/expected"
+        check "evidence vs image_members and evidence-sqlite's members" SS evidence
+    fi
+    c_array "$SRC/src/lib/job/policy.c" quota_members >"$TMP/expected"
+    check "Evidence quota vs quota_members" SS "Evidence quota"
     { c_array "$SRC/plugins/runtime-oci/ocicfg.c" members
       c_array "$SRC/plugins/runtime-oci/ocicfg.c" runtime_members | prefixed "runtime."; } >"$TMP/expected"
     check "RUNTIME-OCI BACKENDS vs runtime-oci's members" SH "RUNTIME-OCI BACKENDS"

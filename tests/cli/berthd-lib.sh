@@ -45,6 +45,22 @@ make_install() {
     fi
 }
 
+# evidence_plugins: $TMP/plugins, one plugin directory with the scripted
+# runtime and the evidence-sqlite store ($BERTH_EVIDENCE_PLUGIN_DIR), for
+# dev-init --plugin-dir (which then configures the store); sets PLUGINS to
+# it, picks the port and makes the scripted runtime's state ($TMP/script,
+# configuration $TMP/script.json: it reports the "inputs" and "outputs" needs).
+evidence_plugins() {
+    : "${BERTH_EVIDENCE_PLUGIN_DIR:?}"
+    PLUGINS=$TMP/plugins
+    mkdir -m 0755 "$PLUGINS"
+    cp "$BERTH_TEST_PLUGIN_DIR/runtime-script.so" "$BERTH_EVIDENCE_PLUGIN_DIR/evidence-sqlite.so" "$PLUGINS/"
+    chmod 0755 "$PLUGINS"/*.so
+    pick_port
+    mkdir -p -m 0700 "$TMP/script"
+    printf '{"state_directory":"%s","needs":["inputs","outputs"]}' "$TMP/script" >"$TMP/script.json"
+}
+
 # image_plugins: $TMP/plugins, one plugin directory with the scripted
 # runtime and the image-oci-local plugin ($BERTH_IMAGE_PLUGIN_DIR), for
 # dev-init --plugin-dir of an installation with an image source; sets
@@ -121,7 +137,7 @@ cleanup_berthd() {
         kill -KILL "$BERTHD_PID" 2>/dev/null || true
         wait "$BERTHD_PID" 2>/dev/null || true
     fi
-    [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
+    [ -n "${KEEP_TMP:-}" ] || remove_tmp
 }
 trap cleanup_berthd EXIT
 

@@ -45,11 +45,14 @@ oci_config() {
     esac
 }
 
-# oci_plugins: a plugin directory with runtime-oci and image-oci-local.
+# oci_plugins: a plugin directory with runtime-oci and image-oci-local (and
+# evidence-sqlite with OCI_EVIDENCE=1).
 oci_plugins() {
     PLUGINS=$TMP/plugins
     mkdir -m 0755 "$PLUGINS"
     cp "$BERTH_RUNTIME_PLUGIN_DIR/runtime-oci.so" "$BERTH_IMAGE_PLUGIN_DIR/image-oci-local.so" "$PLUGINS/"
+    # OCI_EVIDENCE=1: the evidence-sqlite store too (dev-init then configures it).
+    [ -z "${OCI_EVIDENCE:-}" ] || cp "${BERTH_EVIDENCE_PLUGIN_DIR:?}/evidence-sqlite.so" "$PLUGINS/"
     chmod 0755 "$PLUGINS"/*.so
 }
 

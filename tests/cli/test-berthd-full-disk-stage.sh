@@ -23,17 +23,20 @@ pick_port
 run 0 "$BERTHCTL" dev-init "$INST" --port "$PORT" --principal dev --image "$SAMPLE_IMAGE" \
     --backend "script=runtime-script,$TMP/script.json" --plugin-dir "$PLUGINS"
 run 0 "$BERTHCTL" image import "$TMP/bb" --store "$INST/images"
+# No root kept once its job ended, so that the second job stages it again.
+publish "$INST/berthd.json" jq '.root_cache_bytes = 0'
 on_tmpfs "$STATE"
 start_berthd
 submit staged-ok '["echo","ok"]'
 expect_status 201
 wait_state dev staged-ok exited
-# Its staged rootfs is removed right after its result is recorded.
+# Its staged root (bound 0: nothing kept) is removed right after its result is recorded.
 for _ in $(seq 1 100); do
-    [ -z "$(ls -A "$STATE/stage")" ] && break
+    [ "$(ls -A "$STATE/stage")" = roots ] && [ -z "$(ls -A "$STATE/stage/roots")" ] && break
     sleep 0.1
 done
-[ -z "$(ls -A "$STATE/stage")" ] || fail "the staged rootfs of a finished job stays: $(ls "$STATE/stage")"
+[ "$(ls -A "$STATE/stage")" = roots ] || fail "the stage of a finished job stays: $(ls -A "$STATE/stage")"
+[ -z "$(ls -A "$STATE/stage/roots")" ] || fail "the root of a finished job stays: $(ls -A "$STATE/stage/roots")"
 
 # Room for the journal's commits, not for a staged rootfs (busybox: about 2 MiB).
 avail=$(df --output=avail -B1 "$STATE" | tail -n1 | tr -d ' ')

@@ -41,17 +41,22 @@ echo "cwd $(pwd)"
 echo "input $(cat /inputs/data.csv | tr "\n" " ")"
 (echo x >>/inputs/data.csv) 2>/dev/null && echo "input writable" || echo "input read-only"
 echo result >/tmp/outputs/o && cat /tmp/outputs/o
-awk '\''$2 == "/tmp/outputs" { print "outputs", $3 }'\'' /proc/mounts
 dd if=/dev/zero of=/tmp/outputs/big bs=1024 count=1024 2>&1 | grep -q "No space left" && echo "outputs full at their size"
 dd if=/dev/zero of=/dev/shm/big bs=1024 count=1024 2>&1 | grep -q "No space left" && echo "shm full at its size"
 touch /dev/x 2>/dev/null && echo "dev writable" || echo "dev not writable"
 echo to-stderr >&2
 exit 3'
 
+# /tmp/outputs is a bind of a host tmpfs of artifact_bytes (512 KiB), as
+# the runtime-oci plugin mounts one per job: unmounted before $TMP goes.
+trap 'for m in "$TMP"/*-outputs; do umount "$m" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+
 # bundle NAME: a fresh bundle directory with the staged rootfs and config.json.
 bundle() {
     local b=$TMP/$1
-    mkdir -m 0700 "$b"
+    mkdir -m 0700 "$b" "$TMP/$1-outputs"
+    mount -t tmpfs -o size=524288,nr_inodes=64,mode=0700,uid=65534,gid=65534,nosuid,nodev,noexec \
+        berth-test-outputs "$TMP/$1-outputs"
     run 0 "$BERTHCTL" image stage "$DIGEST" --store "$TMP/store" --out "$b/rootfs"
     chmod 0755 "$b/rootfs" # the guest's "/"; the bundle directory stays private
     jq -n --arg d "$DIGEST" --arg s "$SCRIPT" '{schema_version: 1, id: "probe", pool: "default", image: $d,
@@ -62,7 +67,7 @@ bundle() {
     printf '%s' '{"pool_hash":"00","template":{"env":{"LANG":"C.UTF-8"},"root":"/workspace","timeout_seconds":600},"backend_override":null,"network_egress_class":"none","credential_env":[]}' \
         >"$b.effective.json"
     run 0 "$BERTH_MKBUNDLE" "$b" "$b.job.json" "$b.effective.json" \
-        --input "/inputs/data.csv=$TMP/data.csv" --nproc 64 --pids 4096
+        --input "/inputs/data.csv=$TMP/data.csv" --outputs "$TMP/$1-outputs" --nproc 64 --pids 4096
     [ "$(stat -c %a "$b/config.json")" = 600 ] || fail "config.json is mode $(stat -c %a "$b/config.json")"
 }
 
@@ -83,11 +88,13 @@ probe_ok() {
 1,2" ] || fail "$1: the input changed on the host"
     grep -q "to-stderr" "$out" && fail "$1: stderr reached stdout"
     grep -qx "to-stderr" "$err" || fail "$1: stderr lost: $(cat "$err")"
-    # /tmp/outputs: a tmpfs of artifact_bytes (512 KiB), /dev/shm a quarter of
-    # scratch (256 KiB): nothing reaches a host directory.
+    # /tmp/outputs: the host tmpfs of artifact_bytes (512 KiB), which keeps
+    # what the job wrote after it ended; /dev/shm a quarter of scratch
+    # (256 KiB): nothing reaches a host directory.
     grep -qx "result" "$out" || fail "$1: /tmp/outputs is not writable"
-    grep -qx "outputs tmpfs" "$out" || fail "$1: /tmp/outputs is not a tmpfs: $(grep outputs "$out")"
+    [ "$(cat "$TMP/$1-outputs/o")" = result ] || fail "$1: the output is not on the outputs tmpfs"
     grep -qx "outputs full at their size" "$out" || fail "$1: /tmp/outputs took more than artifact_bytes"
+    [ "$(stat -c %s "$TMP/$1-outputs/big")" -le 524288 ] || fail "$1: the outputs tmpfs holds more than its size"
     grep -qx "shm full at its size" "$out" || fail "$1: /dev/shm took more than its share of scratch_bytes"
     grep -qx "dev not writable" "$out" || fail "$1: /dev was writable"
     [ ! -e "$b/outputs" ] || fail "$1: a host outputs directory exists"
@@ -111,5 +118,5 @@ timeout 120 unshare -m sh -c 'umount /sys/fs/cgroup/unified 2>/dev/null; exec cr
 probe_ok crun
 
 # --- an existing config.json is never overwritten ---------------------------------
-run 1 "$BERTH_MKBUNDLE" "$TMP/crun" "$TMP/crun.job.json" "$TMP/crun.effective.json"
+run 1 "$BERTH_MKBUNDLE" "$TMP/crun" "$TMP/crun.job.json" "$TMP/crun.effective.json" --outputs "$TMP/crun-outputs"
 stderr_has "already exists; refusing to overwrite it"

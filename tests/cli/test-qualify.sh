@@ -45,17 +45,20 @@ stderr_has "$TMP/group-writable (above $TMP/group-writable/berth-probe) has mode
 # crun qualifies: every probe passes, the record verifies with the broker key.
 qualify 0 crun --out "$TMP/q-crun.json"
 for p in rootfs-read-only identity scratch-limit network pids-limit descendant-reaped \
-    cancel-kills-descendants output-limit deadline; do
+    cancel-kills-descendants output-limit deadline inputs-read-only outputs-limit; do
     grep -Eq "^  pass +$p " "$TMP/stdout" || fail "probe $p did not pass: $(cat "$TMP/stdout")"
 done
-grep -Eq "^  not_applicable +inputs-read-only " "$TMP/stdout" || fail "inputs-read-only: $(cat "$TMP/stdout")"
+grep -q "holds the staged bytes; writing, creating beside it and in /inputs, removing and renaming failed" \
+    "$TMP/stdout" || fail "inputs-read-only: $(grep inputs-read-only "$TMP/stdout")"
+grep -Eq "outputs-limit +ENOSPC after [0-9]+ of 1048576 bytes; the declared output was captured exactly" \
+    "$TMP/stdout" || fail "outputs-limit: $(grep outputs-limit "$TMP/stdout")"
 # crun's processes are visible on the host: the cancel probe saw the job's
 # child before cancelling (it looks for the token that job's argv carries).
 grep -q "cancelled; the job and its child (seen on the host before the cancel) are gone" "$TMP/stdout" ||
     fail "the cancel probe never saw the job's child: $(grep cancel-kills "$TMP/stdout")"
 stdout_has "backend crun qualified: q"
 run 0 "$BERTHCTL" qualification verify "$TMP/q-crun.json" --pubkey "$INST/keys/receipt.pub"
-stdout_has "9 of 10 probes passed, 1 not applicable"
+stdout_has "11 of 11 probes passed, 0 not applicable"
 stdout_has "on kernel $(uname -r)"
 [ "$(jq -r .qualification.runtime.sha256 "$TMP/q-crun.json")" = "sha256:$(sha256sum </usr/bin/crun | cut -d' ' -f1)" ] ||
     fail "the record does not name crun's digest"
@@ -89,6 +92,9 @@ grep '"pool.placed"' "$TMP/audit.jsonl" | grep -q '{"backend":"runsc","kept":fal
 
 # Once runsc is qualified, the same pool places on runsc.
 qualify 0 runsc --validity-days 1
+for p in inputs-read-only outputs-limit; do
+    grep -Eq "^  pass +$p " "$TMP/stdout" || fail "runsc: probe $p did not pass: $(cat "$TMP/stdout")"
+done
 start_berthd
 bb_job second 'uname -r'
 submit second

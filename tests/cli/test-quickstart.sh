@@ -26,7 +26,7 @@ refused() {
     shift 2
     run "$st" QS "$@"
     stderr_has "$msg"
-    grep -q '^\[ 1/11\]' "$TMP/stdout" && fail "a step started for: $*"
+    grep -q '^\[ 1/12\]' "$TMP/stdout" && fail "a step started for: $*"
     return 0
 }
 
@@ -82,11 +82,11 @@ wait "$holder" 2>/dev/null || :
 # A new work directory passes every check: the quickstart starts, and stops
 # at the stand-in tree's build step, naming it and its log.
 run 1 QS --workdir "$TMP/fresh"
-grep -q '^\[ 2/11\] build' "$TMP/stdout" || fail "the build step did not start: $(cat "$TMP/stdout")"
-stderr_has "step 2/11 (build) failed"
+grep -q '^\[ 2/12\] build' "$TMP/stdout" || fail "the build step did not start: $(cat "$TMP/stdout")"
+stderr_has "step 2/12 (build) failed"
 stderr_has "the full log is $TMP/fresh/quickstart.log"
 [ "$(stat -c %U:%a "$TMP/fresh")" = root:700 ] || fail "the work directory is not root's 0700"
 [ -f "$TMP/fresh/.berth-quickstart" ] || fail "the work directory has no marker"
 # ... and the next run accepts the directory it made.
 run 1 QS --workdir "$TMP/fresh"
-stderr_has "step 2/11 (build) failed"
+stderr_has "step 2/12 (build) failed"

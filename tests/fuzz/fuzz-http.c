@@ -95,6 +95,7 @@ static bool same_head(const struct berthd_http_head *a, const struct berthd_http
     return a->method == b->method && strcmp(a->method_name, b->method_name) == 0 && strcmp(a->target, b->target) == 0 &&
            a->minor_version == b->minor_version && a->keep_alive == b->keep_alive && a->chunked == b->chunked &&
            a->content_length == b->content_length && a->expect_continue == b->expect_continue &&
+           a->has_content_range == b->has_content_range && strcmp(a->content_range, b->content_range) == 0 &&
            a->head_len == b->head_len;
 }
 

@@ -4,7 +4,7 @@
 # instrumentation (included by Makefile.am).
 
 EXTRA_DIST += tests/fuzz/fuzz-canon.c tests/fuzz/fuzz-pool.c tests/fuzz/fuzz-audit.c tests/fuzz/fuzz-extract.c \
-	tests/fuzz/fuzz-http.c \
+	tests/fuzz/fuzz-http.c tests/fuzz/fuzz-upload.c tests/fuzz/fuzz-outputs.c \
 	tests/fuzz/run-fuzzers.sh tests/fuzz/corpus
 if ENABLE_FUZZING
 # libberth once more, with coverage instrumentation, linked statically.
@@ -41,6 +41,13 @@ tests_fuzz_fuzz_http_CPPFLAGS = $(BERTHD_FRAMING_CPPFLAGS)
 tests_fuzz_fuzz_http_CFLAGS = $(FUZZ_TARGET_CFLAGS)
 tests_fuzz_fuzz_http_LDFLAGS = $(FUZZ_LINK_FLAGS)
 tests_fuzz_fuzz_http_LDADD = tests/fuzz/libpicohttpparserfuzz.a $(FUZZ_TARGET_LIBS)
+# The evidence upload request, framed first as berthd frames it.
+FUZZ_TARGETS += tests/fuzz/fuzz-upload
+tests_fuzz_fuzz_upload_SOURCES = tests/fuzz/fuzz-upload.c $(BERTHD_FRAMING_SOURCES) $(BERTHD_REQUEST_SOURCES)
+tests_fuzz_fuzz_upload_CPPFLAGS = $(BERTHD_FRAMING_CPPFLAGS)
+tests_fuzz_fuzz_upload_CFLAGS = $(FUZZ_TARGET_CFLAGS)
+tests_fuzz_fuzz_upload_LDFLAGS = $(FUZZ_LINK_FLAGS)
+tests_fuzz_fuzz_upload_LDADD = tests/fuzz/libpicohttpparserfuzz.a $(FUZZ_TARGET_LIBS)
 
 if BERTH_PLUGIN_IMAGE_OCI_LOCAL
 # Listed with the other targets, so "make fuzz" builds and runs it too.
@@ -49,6 +56,17 @@ tests_fuzz_fuzz_extract_SOURCES = tests/fuzz/fuzz-extract.c $(IMAGE_SOURCES)
 tests_fuzz_fuzz_extract_CFLAGS = $(FUZZ_TARGET_CFLAGS) $(BERTH_PLUGIN_IMAGE_OCI_LOCAL_CFLAGS) -I$(top_srcdir)/src/image
 tests_fuzz_fuzz_extract_LDFLAGS = $(FUZZ_LINK_FLAGS)
 tests_fuzz_fuzz_extract_LDADD = $(FUZZ_TARGET_LIBS) $(BERTH_PLUGIN_IMAGE_OCI_LOCAL_LIBS)
+endif
+
+if BERTH_PLUGIN_RUNTIME_OCI
+# The runtime-oci plugin's reader of declared outputs on trees a hostile job
+# could leave behind.
+FUZZ_TARGETS += tests/fuzz/fuzz-outputs
+tests_fuzz_fuzz_outputs_SOURCES = tests/fuzz/fuzz-outputs.c plugins/runtime-oci/outcheck.c \
+	plugins/runtime-oci/outcheck.h
+tests_fuzz_fuzz_outputs_CFLAGS = $(FUZZ_TARGET_CFLAGS) -I$(top_srcdir)/plugins/runtime-oci
+tests_fuzz_fuzz_outputs_LDFLAGS = $(FUZZ_LINK_FLAGS)
+tests_fuzz_fuzz_outputs_LDADD = $(FUZZ_TARGET_LIBS)
 endif
 
 fuzz: $(FUZZ_TARGETS)

@@ -11,7 +11,7 @@ seeds=$2
 seconds=${FUZZ_SECONDS:-60}
 work=$(mktemp -d "${TMPDIR:-/tmp}/berth-fuzz-XXXXXX")
 
-for target in canon pool audit extract http; do
+for target in canon pool audit extract http upload outputs; do
     if [ ! -x "$build/fuzz-$target" ]; then
         echo "fuzz-$target: not built (its plugin is disabled), skipped"
         continue

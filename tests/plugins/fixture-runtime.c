@@ -9,6 +9,8 @@
  *   FIXTURE_NULL_START   leave the required start() op NULL
  *   FIXTURE_NO_ENTRY     do not export berth_plugin_entry
  *   FIXTURE_INIT_FAIL    init() fails with -ENOTRECOVERABLE
+ *   FIXTURE_OPS_SIZE     descriptor ops_size (default: the whole table,
+ *                        with the ABI 1.1 ops open_output and forget)
  *
  * The working variant canonicalises its configuration through the host
  * table, logs one line at init, and reports instance and configuration in
@@ -95,6 +97,23 @@ static int fx_reap(void *state, const char *job_id, struct berth_error *reterr)
     return berth_error_set(reterr, -ENOENT, "job %s is unknown", job_id);
 }
 
+static int fx_open_output(void *state, const char *job_id, const char *output_id, int *ret_fd, uint64_t *ret_size,
+                          struct berth_error *reterr)
+{
+    (void)state, (void)ret_fd, (void)ret_size;
+    return berth_error_set(reterr, -ENOENT, "job %s has no output %s", job_id, output_id);
+}
+
+static int fx_forget(void *state, const char *job_id, struct berth_error *reterr)
+{
+    (void)state;
+    return berth_error_set(reterr, -ENOENT, "job %s is unknown", job_id);
+}
+
+#ifndef FIXTURE_OPS_SIZE
+#define FIXTURE_OPS_SIZE sizeof(fx_ops)
+#endif
+
 static const struct berth_runtime_ops_v1 fx_ops = {
     .capabilities = fx_capabilities,
 #ifndef FIXTURE_NULL_START
@@ -103,6 +122,8 @@ static const struct berth_runtime_ops_v1 fx_ops = {
     .inspect = fx_inspect,
     .cancel = fx_cancel,
     .reap = fx_reap,
+    .open_output = fx_open_output,
+    .forget = fx_forget,
 };
 
 static const struct berth_plugin fx_descriptor = {
@@ -114,7 +135,7 @@ static const struct berth_plugin fx_descriptor = {
     .init = fx_init,
     .fini = fx_fini,
     .ops = &fx_ops,
-    .ops_size = sizeof(fx_ops),
+    .ops_size = FIXTURE_OPS_SIZE,
 };
 
 #ifdef FIXTURE_NO_ENTRY

@@ -15,8 +15,10 @@ check_LTLIBRARIES += \
 	tests/plugins/fixture-good.la \
 	tests/plugins/fixture-image-source.la \
 	tests/plugins/fixture-evidence-store.la \
+	tests/plugins/fixture-evidence-v10.la \
 	tests/plugins/fixture-containment.la \
 	tests/plugins/fixture-newer-minor.la \
+	tests/plugins/fixture-runtime-1-0.la \
 	tests/plugins/fixture-other-major.la \
 	tests/plugins/fixture-short-descriptor.la \
 	tests/plugins/fixture-null-op.la \
@@ -25,7 +27,8 @@ check_LTLIBRARIES += \
 	tests/plugins/fixture-world-writable.la \
 	tests/plugins/fixture-nodelete.la \
 	tests/plugins/fixture-data-entry.la \
-	tests/plugins/runtime-script.la
+	tests/plugins/runtime-script.la \
+	tests/plugins/runtime-script-1-0.la
 
 tests_plugins_fixture_good_la_SOURCES = tests/plugins/fixture-runtime.c tests/plugins/fixture.h
 tests_plugins_fixture_good_la_CPPFLAGS = $(AM_CPPFLAGS) -DFIXTURE_NAME=\"fixture-good\"
@@ -39,6 +42,11 @@ tests_plugins_fixture_evidence_store_la_SOURCES = tests/plugins/fixture-kinds.c 
 tests_plugins_fixture_evidence_store_la_CPPFLAGS = $(AM_CPPFLAGS) -DFIXTURE_EVIDENCE_STORE
 tests_plugins_fixture_evidence_store_la_LDFLAGS = $(FIXTURE_LDFLAGS)
 
+# An evidence store built for ABI 1.0: accepted, the ops of 1.1 read NULL.
+tests_plugins_fixture_evidence_v10_la_SOURCES = tests/plugins/fixture-kinds.c tests/plugins/fixture.h
+tests_plugins_fixture_evidence_v10_la_CPPFLAGS = $(AM_CPPFLAGS) -DFIXTURE_EVIDENCE_STORE -DFIXTURE_EVIDENCE_V10
+tests_plugins_fixture_evidence_v10_la_LDFLAGS = $(FIXTURE_LDFLAGS)
+
 tests_plugins_fixture_containment_la_SOURCES = tests/plugins/fixture-kinds.c tests/plugins/fixture.h
 tests_plugins_fixture_containment_la_CPPFLAGS = $(AM_CPPFLAGS) -DFIXTURE_CONTAINMENT
 tests_plugins_fixture_containment_la_LDFLAGS = $(FIXTURE_LDFLAGS)
@@ -47,6 +55,13 @@ tests_plugins_fixture_newer_minor_la_SOURCES = tests/plugins/fixture-runtime.c t
 tests_plugins_fixture_newer_minor_la_CPPFLAGS = $(AM_CPPFLAGS) -DFIXTURE_NAME=\"fixture-newer-minor\" \
 	-DFIXTURE_ABI='BERTH_PLUGIN_ABI_PACK(BERTH_PLUGIN_ABI_MAJOR, BERTH_PLUGIN_ABI_MINOR + 1)'
 tests_plugins_fixture_newer_minor_la_LDFLAGS = $(FIXTURE_LDFLAGS)
+
+# Built for ABI 1.0: its ops table ends at reap() (open_output and forget
+# are in the source but not in ops_size, so the loader must not see them).
+tests_plugins_fixture_runtime_1_0_la_SOURCES = tests/plugins/fixture-runtime.c tests/plugins/fixture.h
+tests_plugins_fixture_runtime_1_0_la_CPPFLAGS = $(AM_CPPFLAGS) -DFIXTURE_NAME=\"fixture-runtime-1-0\" \
+	-DFIXTURE_ABI='BERTH_PLUGIN_ABI_PACK(1, 0)' -DFIXTURE_OPS_SIZE=BERTH_RUNTIME_OPS_V1_0_SIZE
+tests_plugins_fixture_runtime_1_0_la_LDFLAGS = $(FIXTURE_LDFLAGS)
 
 tests_plugins_fixture_other_major_la_SOURCES = tests/plugins/fixture-runtime.c tests/plugins/fixture.h
 tests_plugins_fixture_other_major_la_CPPFLAGS = $(AM_CPPFLAGS) -DFIXTURE_NAME=\"fixture-other-major\" \
@@ -85,10 +100,19 @@ tests_plugins_fixture_data_entry_la_SOURCES = tests/plugins/fixture-data-entry.c
 tests_plugins_fixture_data_entry_la_LDFLAGS = $(FIXTURE_LDFLAGS)
 
 # The scripted runtime berthd's tests place jobs on (see its header comment).
-tests_plugins_runtime_script_la_SOURCES = tests/plugins/runtime-script.c
-tests_plugins_runtime_script_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS)
-tests_plugins_runtime_script_la_LDFLAGS = $(FIXTURE_LDFLAGS)
+tests_plugins_runtime_script_la_SOURCES = tests/plugins/runtime-script.c \
+	tests/plugins/script-notify.c tests/plugins/script-notify.h
+tests_plugins_runtime_script_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) -pthread
+tests_plugins_runtime_script_la_LDFLAGS = $(FIXTURE_LDFLAGS) -pthread
 tests_plugins_runtime_script_la_LIBADD = $(JANSSON_LIBS) $(SODIUM_LIBS)
+
+# The same scripted runtime built for ABI 1.0: it never notifies, so berthd polls it.
+tests_plugins_runtime_script_1_0_la_SOURCES = tests/plugins/runtime-script.c \
+	tests/plugins/script-notify.c tests/plugins/script-notify.h
+tests_plugins_runtime_script_1_0_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) -pthread
+tests_plugins_runtime_script_1_0_la_CPPFLAGS = $(AM_CPPFLAGS) -DSCRIPT_ABI_1_0
+tests_plugins_runtime_script_1_0_la_LDFLAGS = $(FIXTURE_LDFLAGS) -pthread
+tests_plugins_runtime_script_1_0_la_LIBADD = $(JANSSON_LIBS) $(SODIUM_LIBS)
 
 # After libtool has built the fixtures: tighten the directory (a umask of
 # 002 would otherwise make it group-writable and refuse everything), make the

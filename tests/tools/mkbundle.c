@@ -5,8 +5,10 @@
  * real runtimes (runsc, crun) before the runtime plugin drives them.
  *
  *   mkbundle BUNDLE_DIR JOB.json EFFECTIVE.json
- *            [--input GUEST=HOST]... [--nproc N] [--pids N]
+ *            [--input GUEST=HOST]... [--outputs HOST_DIR] [--nproc N] [--pids N]
  *
+ * --outputs names the host directory (a bounded tmpfs the caller mounted)
+ * bound at /tmp/outputs; a job with room for outputs needs it (bundle.h).
  * The root filesystem is BUNDLE_DIR/rootfs ("rootfs" in config.json).
  * Exit status 0, or 1 with one line on standard error.
  */
@@ -53,12 +55,14 @@ int main(int argc, char **argv)
 
     if (argc < 4)
         return die("usage", "mkbundle BUNDLE_DIR JOB.json EFFECTIVE.json [--input GUEST=HOST]... "
-                            "[--nproc N] [--pids N]");
+                            "[--outputs HOST_DIR] [--nproc N] [--pids N]");
     for (i = 4; i < argc; i++) {
         if (streq(argv[i], "--nproc") && i + 1 < argc)
             p.nproc = strtoull(argv[++i], NULL, 10);
         else if (streq(argv[i], "--pids") && i + 1 < argc)
             p.pids_ceiling = strtoull(argv[++i], NULL, 10);
+        else if (streq(argv[i], "--outputs") && i + 1 < argc)
+            p.outputs_dir = argv[++i];
         else if (streq(argv[i], "--input") && i + 1 < argc && p.n_inputs < 16 && strchr(argv[i + 1], '=')) {
             char *eq = strchr(argv[++i], '=');
             *eq = '\0';

@@ -71,6 +71,8 @@ static void same_settings(const struct berthd_config *a, const struct berthd_con
     ck_assert_int_eq(a->handshake_timeout_ns, b->handshake_timeout_ns);
     ck_assert_int_eq(a->inactivity_timeout_ns, b->inactivity_timeout_ns);
     ck_assert_int_eq(a->refusal_log_interval_ns, b->refusal_log_interval_ns);
+    ck_assert_int_eq(a->jobs_ns, b->jobs_ns);
+    ck_assert_int_eq(a->outputs_ns, b->outputs_ns);
 }
 
 START_TEST(defaults)
@@ -93,6 +95,8 @@ START_TEST(defaults)
     ck_assert_int_eq(d.max_per_principal, 32);
     ck_assert_int_eq(d.max_header_fields, 64);
     ck_assert_int_eq(d.refusal_log_interval_ns, 10000000000);
+    ck_assert_int_eq(d.jobs_ns, 7LL * 86400 * 1000000000);
+    ck_assert_int_eq(d.outputs_ns, 7LL * 86400 * 1000000000);
     ck_assert_str_eq(c.plugin_directory, PLUGINDIR);
     ck_assert_ptr_null(c.pools_directory);
     ck_assert_ptr_null(d.plugin_directory);
@@ -102,6 +106,22 @@ START_TEST(defaults)
     berthd_config_clear(&c);
     ck_assert_ptr_null(c.doc);
     berthd_config_clear(NULL);
+}
+END_TEST
+
+/* retention: both members in ns; the bounds are 1 s and 100 days. */
+START_TEST(retention)
+{
+    struct berthd_config c;
+
+    parse_ok(DOC(",\"retention\":{\"jobs_ns\":1000000000,\"outputs_ns\":8640000000000000}"), &c);
+    ck_assert_int_eq(c.jobs_ns, 1000000000);
+    ck_assert_int_eq(c.outputs_ns, 8640000000000000LL);
+    berthd_config_clear(&c);
+    parse_ok(DOC(",\"retention\":{}"), &c);
+    ck_assert_int_eq(c.jobs_ns, 7LL * 86400 * 1000000000);
+    berthd_config_clear(&c);
+    refused(DOC(",\"retention\":{\"jobs_ns\":2000000000,\"jobs_ns\":3000000000}"), "jobs_ns");
 }
 END_TEST
 
@@ -128,6 +148,11 @@ END_TEST
 START_TEST(refusals)
 {
     refused(DOC(",\"debug\":true"), "config: unknown member \"debug\"");
+    refused(DOC(",\"retention\":{\"evidence_ns\":1000000000}"), "config.retention: unknown member \"evidence_ns\"");
+    refused(DOC(",\"retention\":{\"jobs_ns\":999999999}"), "config.retention.jobs_ns is 999999999, outside");
+    refused(DOC(",\"retention\":{\"outputs_ns\":8640000000000001}"), "config.retention.outputs_ns is 8640000000000001, outside");
+    refused(DOC(",\"retention\":{\"jobs_ns\":\"7d\"}"), "config.retention.jobs_ns");
+    refused(DOC(",\"retention\":[]"), "config.retention");
     refused(DOC(",\"backends\":{\"Runsc\":{\"plugin\":\"runtime-oci\"}}"),
             "config.backends: a backend name must be 1 to 63 of [a-z0-9._-], starting with a letter or digit");
     refused(DOC(",\"backends\":{\".x\":{\"plugin\":\"runtime-oci\"}}"), "a backend name must be");
@@ -235,11 +260,13 @@ START_TEST(write_settings)
     c.max_connections = 10;
     c.shutdown_timeout_ns = 0;
     c.reconcile_interval_ns = 1000000000;
+    c.jobs_ns = 2000000000;
     round_trip(&c, &back, &text);
     /* Only what differs from the defaults; "backends" even when empty. */
     ck_assert_msg(strstr(text, "\"backends\":{},"), "%s", text);
     ck_assert_msg(strstr(text, "\"http\":{\"max_connections\":10,\"shutdown_timeout_ns\":0},"), "%s", text);
     ck_assert_msg(strstr(text, "\"journal\":{\"max_active_jobs\":20},"), "%s", text);
+    ck_assert_msg(strstr(text, "\"retention\":{\"jobs_ns\":2000000000},"), "%s", text);
     ck_assert_msg(strstr(text, "\"plugin_directory\":\"/opt/plugins\",\"policy\":\"/i/policy.json\","
                                "\"probe\":\"/opt/berth-probe\",\"receipt_key\":\"/i/keys/receipt.key\","
                                "\"reconcile_interval_ns\":1000000000,"),
@@ -270,6 +297,68 @@ START_TEST(write_settings)
 }
 END_TEST
 
+/* "evidence": parsed like "images", with max_object_bytes read from its config. */
+START_TEST(evidence)
+{
+    _cleanup_json_ json_t *empty = json_object(), *rc = json_object(), *store = json_object(), *doc = NULL,
+                          *ev = json_pack("{s:s, s:I}", "directory", "/i/state/evidence", "max_object_bytes",
+                                          (json_int_t)1048576);
+    _cleanup_free_ char *text = NULL;
+    struct berthd_config c, back;
+
+    parse_ok(DOC(""), &c);
+    ck_assert(!c.has_evidence);
+    ck_assert_int_eq(c.evidence_max_object_bytes, 64 * 1024 * 1024);
+    berthd_config_clear(&c);
+    parse_ok(DOC(",\"evidence\":{\"plugin\":\"evidence-sqlite\",\"config\":{\"directory\":\"/i/e\"}}"), &c);
+    ck_assert(c.has_evidence);
+    ck_assert_str_eq(c.evidence.name, "evidence");
+    ck_assert_str_eq(c.evidence.plugin, "evidence-sqlite");
+    ck_assert_ptr_null(c.evidence.sha256);
+    ck_assert_str_eq(json_string_value(json_object_get(c.evidence.config, "directory")), "/i/e");
+    ck_assert_int_eq(c.evidence_max_object_bytes, BERTH_EVIDENCE_MAX_OBJECT_DEFAULT);
+    berthd_config_clear(&c);
+    parse_ok(DOC(",\"evidence\":{\"plugin\":\"evidence-sqlite\",\"config\":{\"max_object_bytes\":1073741824}}"),
+             &c);
+    ck_assert_int_eq(c.evidence_max_object_bytes, 1073741824);
+    berthd_config_clear(&c);
+
+    refused(DOC(",\"evidence\":{\"plugin\":\"Evidence\"}"),
+            "config.evidence.plugin must be a plugin name such as evidence-sqlite");
+    refused(DOC(",\"evidence\":{}"), "config.evidence");
+    refused(DOC(",\"evidence\":{\"plugin\":\"evidence-sqlite\",\"qualify_at_startup\":true}"),
+            "config.evidence: unknown member \"qualify_at_startup\"");
+    refused(DOC(",\"evidence\":{\"plugin\":\"evidence-sqlite\",\"config\":[]}"),
+            "config.evidence.config must be an object");
+    refused(DOC(",\"evidence\":{\"plugin\":\"evidence-sqlite\",\"config\":{\"max_object_bytes\":1073741825}}"),
+            "config.evidence.config.max_object_bytes is 1073741825, outside 1..1073741824");
+    refused(DOC(",\"evidence\":{\"plugin\":\"evidence-sqlite\",\"config\":{\"max_object_bytes\":0}}"),
+            "config.evidence.config.max_object_bytes is 0, outside");
+    refused(DOC(",\"evidence\":{\"plugin\":\"evidence-sqlite\",\"config\":{\"max_object_bytes\":\"64\"}}"),
+            "config.evidence.config.max_object_bytes");
+    refused(DOC(",\"evidence\":{\"plugin\":\"evidence-sqlite\"},\"evidence\":{\"plugin\":\"evidence-sqlite\"}"),
+            "duplicate");
+
+    /* Written as dev-init writes it, and read back. */
+    devinit_like(&c, empty, rc, store);
+    c.evidence = (struct berthd_backend_config){.plugin = "evidence-sqlite", .sha256 = SHA_A, .config = ev};
+    c.has_evidence = true;
+    round_trip(&c, &back, &text);
+    ck_assert_msg(strstr(text, "\"evidence\":{\"config\":{\"directory\":\"/i/state/evidence\",\"max_object_bytes\":"
+                               "1048576},\"plugin\":\"evidence-sqlite\",\"sha256\":\"" SHA_A "\"},"),
+                  "%s", text);
+    ck_assert(back.has_evidence);
+    ck_assert_str_eq(back.evidence.plugin, "evidence-sqlite");
+    ck_assert_str_eq(back.evidence.sha256, SHA_A);
+    ck_assert_int_eq(back.evidence_max_object_bytes, 1048576);
+    ck_assert(json_equal((json_t *)back.evidence.config, ev));
+    berthd_config_clear(&back);
+    c.evidence.plugin = NULL;
+    ck_assert_int_eq(berthd_config_to_json(&c, &doc, NULL), -EINVAL);
+    ck_assert_ptr_null(doc);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("berthd-config");
@@ -280,6 +369,8 @@ static Suite *make_suite(void)
     tcase_add_test(tc, unauthenticated_share);
     tcase_add_test(tc, write_defaults);
     tcase_add_test(tc, write_settings);
+    tcase_add_test(tc, evidence);
+    tcase_add_test(tc, retention);
     return s;
 }
 

@@ -8,15 +8,19 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <time.h>
 
 #include "broker.h"
+#include "canon.h"
+#include "digest.h"
 #include "host-table.h"
 #include "jobtest.h"
 #include "jsonobj.h"
 #include "macro.h"
 #include "loader.h"
+#include "poolchain.h"
 #include "pooltest.h"
 #include "qualification.h"
 #include "receipt.h"
@@ -56,10 +60,17 @@ static struct berth_host_instance host;
 static struct berth_plugin_handle *plugin;
 static struct berth_broker *broker;
 static int64_t max_active = 16, max_retained = 100;
+static unsigned start_concurrency; /* 0: starts run on the dispatching thread */
+static int64_t jobs_retention_ns; /* 0: nothing is pruned */
 static bool require_qualification;
 static const char *script_config = ""; /* more members of the scripted runtime's configuration */
 static int wakes;
 static int retry_lines, recovery_lines; /* log lines of per-job backend call retries (broker-retry.c) */
+#define OUTPUTS_RETENTION_NS (7LL * 24 * 3600 * 1000000000LL)
+/* The evidence-sqlite plugin, for the inputs and outputs cases (jobio_setup()); NULL otherwise. */
+static struct berth_host_instance evidence_host;
+static struct berth_plugin_handle *evidence;
+static char *inputs_dir;
 
 /* Broker log lines go to the test's stderr (the .log file under make check). */
 static void log_sink(void *userdata, int level, const char *line)
@@ -111,8 +122,15 @@ static void open_broker_starting(void)
         .n_backends = 1,
         .max_active = max_active,
         .max_retained = max_retained,
+        .start_concurrency = start_concurrency,
+        .jobs_retention_ns = jobs_retention_ns,
+        .outputs_retention_ns = OUTPUTS_RETENTION_NS,
         .wake = wake,
         .logger = &logger,
+        .evidence_ops = evidence ? berth_plugin_evidence_store_ops(evidence) : NULL,
+        .evidence_state = evidence ? berth_plugin_state(evidence) : NULL,
+        .evidence_max_object_bytes = evidence ? 64 * 1024 * 1024 : 0,
+        .inputs_directory = evidence ? inputs_dir : NULL,
     };
 
     ck_assert_msg(berth_broker_new(&p, &broker, &err) == 0, "%s", err.message);
@@ -167,6 +185,10 @@ static void teardown(void)
 {
     berth_broker_free(broker);
     berth_plugin_unload(plugin);
+    berth_plugin_unload(evidence);
+    evidence = NULL;
+    free(inputs_dir);
+    inputs_dir = NULL;
     berth_policy_source_free(policy);
     berth_signing_key_free(key);
     berth_journal_close(journal);
@@ -176,6 +198,8 @@ static void teardown(void)
     free(dir);
     max_active = 16;
     max_retained = 100;
+    start_concurrency = 0;
+    jobs_retention_ns = 0;
     require_qualification = false;
     script_config = "";
 }
@@ -221,19 +245,31 @@ static void passes(void)
     ck_assert_msg(berth_broker_reconcile(broker, NULL, &err) == 0, "%s", err.message);
 }
 
-/* How many lines of the plugin's calls.log equal @line. */
-static int calls(const char *line)
+/* How many lines of the plugin's calls.log start with @prefix and end with
+ * @suffix (@exact: are @prefix itself). */
+static int calls_where(const char *prefix, const char *suffix, bool exact)
 {
     char *path = test_path(state_dir, "calls.log"), buf[65536], *p, *save = NULL;
     int n = 0;
 
     if (access(path, F_OK) == 0) {
         test_read_file(path, buf, sizeof(buf));
-        for (p = strtok_r(buf, "\n", &save); p; p = strtok_r(NULL, "\n", &save))
-            n += streq(p, line);
+        for (p = strtok_r(buf, "\n", &save); p; p = strtok_r(NULL, "\n", &save)) {
+            size_t len = strlen(p), sl = strlen(suffix);
+            if (exact)
+                n += streq(p, prefix);
+            else
+                n += strncmp(p, prefix, strlen(prefix)) == 0 && len >= sl && streq(p + len - sl, suffix);
+        }
     }
     free(path);
     return n;
+}
+
+/* How many lines of calls.log equal @line. */
+static int calls(const char *line)
+{
+    return calls_where(line, "", true);
 }
 
 static const char *run_id_of(const json_t *receipt_env)
@@ -749,6 +785,138 @@ START_TEST(pool_concurrency)
 }
 END_TEST
 
+/* More queued jobs than one journal page: one dispatch pass reads them
+ * page by page and starts each exactly once; the next pass starts none. */
+START_TEST(dispatch_pages)
+{
+    const unsigned n = BERTH_JOBSTORE_PAGE_MAX + 44;
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_pass_stats st = {0};
+    struct berth_reply x = {0};
+    unsigned i;
+
+    berth_broker_free(broker);
+    max_active = n;
+    max_retained = 2 * n;
+    open_broker();
+    for (i = 0; i < n; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "p%u", i);
+        _cleanup_free_ char *doc = job_doc(id, "[\"sleep\"]", 60000000000LL);
+        x = submit(FP_A, doc);
+        expect_status(&x, 201, NULL);
+        berth_reply_clear(&x);
+    }
+    ck_assert_msg(berth_broker_dispatch(broker, &st, &err) == 0, "%s", err.message);
+    ck_assert_uint_eq(st.started, n);
+    ck_assert_msg(berth_broker_dispatch(broker, &st, &err) == 0, "%s", err.message);
+    ck_assert_uint_eq(st.started, n); /* none started twice */
+    berth_broker_inspect(broker, FP_A, "p299", &x);
+    ck_assert_str_eq(json_string_value(json_object_get(x.body, "state")), "running");
+    berth_reply_clear(&x);
+}
+END_TEST
+
+/* How many of the jobs t0..t(@n-1) are in @state or in @or_state (NULL:
+ * none), each read once (start threads move jobs meanwhile). */
+static unsigned count_state2(unsigned n, const char *state, const char *or_state)
+{
+    unsigned i, k = 0;
+
+    for (i = 0; i < n; i++) {
+        struct berth_reply x = {0};
+        const char *st;
+        char id[16];
+
+        snprintf(id, sizeof(id), "t%u", i);
+        berth_broker_inspect(broker, FP_A, id, &x);
+        expect_status(&x, 200, NULL);
+        st = json_string_value(json_object_get(x.body, "state"));
+        k += streq(st, state) || streq_ptr(st, or_state);
+        berth_reply_clear(&x);
+    }
+    return k;
+}
+
+static unsigned count_state(unsigned n, const char *state)
+{
+    return count_state2(n, state, NULL);
+}
+
+/* Dispatch passes (with start threads, the starts of one pass land in a
+ * later one) until @want jobs were started in all, at most ~10 s; then
+ * more passes, which must start none.  Returns the jobs started. */
+static unsigned dispatch_until(unsigned want, unsigned n)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_pass_stats st = {0};
+    unsigned i;
+
+    for (i = 0; i < 5000 && st.started < want; i++) {
+        ck_assert_msg(berth_broker_dispatch(broker, &st, &err) == 0, "%s", err.message);
+        /* Claimed or running: never more than the pool allows. */
+        ck_assert_uint_le(count_state2(n, "claimed", "running"), 2);
+        ck_assert_int_eq(usleep(2000), 0);
+    }
+    for (i = 0; i < 20; i++) {
+        ck_assert_msg(berth_broker_dispatch(broker, &st, &err) == 0, "%s", err.message);
+        ck_assert_int_eq(usleep(2000), 0);
+    }
+    return (unsigned)st.started;
+}
+
+/* With start threads, a pool's max_concurrency still bounds what runs:
+ * four start threads, a pool of two, eight queued jobs -- two start (each
+ * exactly once), and a third only when one of them ended. */
+START_TEST(threaded_starts_bounded)
+{
+    static const char two[] =
+        "{\"schema_version\":1,\"name\":\"sample\",\"backend_allowlist\":[\"script\"],"
+        "\"template\":{\"env\":{},\"timeout_seconds\":600},\"exposed_fields\":[],\"max_concurrency\":2,"
+        "\"capability_ceiling\":[\"exec\",\"file_rw\"],\"network_egress_class\":\"none\","
+        "\"credential_env_allowlist\":[]}";
+    const unsigned n = 8;
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_pass_stats st = {0};
+    struct berth_reply x = {0};
+    unsigned i, started;
+    char id[16];
+
+    berth_broker_free(broker);
+    start_concurrency = 4;
+    open_broker();
+    berth_broker_pool_register(broker, FP_A, two, strlen(two), &x);
+    expect_status(&x, 201, NULL);
+    berth_reply_clear(&x);
+    for (i = 0; i < n; i++) {
+        snprintf(id, sizeof(id), "t%u", i);
+        _cleanup_free_ char *doc = job_doc(id, "[\"sleep\"]", 60000000000LL);
+        x = submit(FP_A, doc);
+        expect_status(&x, 201, NULL);
+        berth_reply_clear(&x);
+    }
+    started = dispatch_until(2, n);
+    ck_assert_uint_eq(started, 2);
+    ck_assert_uint_eq(count_state(n, "running"), 2);
+    ck_assert_uint_eq(count_state(n, "accepted"), n - 2);
+    /* One of them ends: exactly one more starts. */
+    berth_broker_cancel(broker, FP_A, "t0", &x);
+    berth_reply_clear(&x);
+    for (i = 0; i < 1000 && !st.cancelled; i++) {
+        ck_assert_msg(berth_broker_reconcile(broker, &st, &err) == 0, "%s", err.message);
+        ck_assert_int_eq(usleep(2000), 0);
+    }
+    ck_assert_int_eq(st.cancelled, 1);
+    started = dispatch_until(1, n);
+    ck_assert_uint_eq(started, 1);
+    ck_assert_uint_eq(count_state(n, "running"), 2);
+    ck_assert_uint_eq(count_state(n, "accepted"), n - 3);
+    /* Each start was the only one of its job. */
+    ck_assert_int_eq(calls_where("start ", " new", false), 3);
+    ck_assert_int_eq(calls_where("start ", "", false), 3);
+}
+END_TEST
+
 /* jansson's @fail_at-th allocation fails (counting from 0), the others do
  * not.  Allocations of json_loadb() are left alone: jansson's parser itself
  * does not survive a failed allocation (2.14 writes out of bounds), and what
@@ -1252,6 +1420,680 @@ START_TEST(paged_passes)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------- */
+/* Inputs and outputs, with the real evidence-sqlite plugin. */
+
+/* The broker of setup(), reopened with an evidence store and an inputs directory. */
+static void jobio_setup(void)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *store = NULL, *config = NULL;
+
+    setup();
+    berth_broker_free(broker);
+    berth_plugin_unload(plugin);
+    script_config = ",\"needs\":[\"inputs\",\"outputs\"]";
+    load_plugin();
+    store = test_path(dir, "evidence");
+    inputs_dir = test_path(dir, "inputs");
+    ck_assert_int_eq(mkdir(inputs_dir, 0700), 0);
+    ck_assert_int_gt(asprintf(&config, "{\"directory\":\"%s\"}", store), 0);
+    {
+        const struct berth_plugin_load_options o = {
+            .dir = getenv("BERTH_EVIDENCE_PLUGIN_DIR"),
+            .file = "evidence-sqlite.so",
+            .kind = BERTH_PLUGIN_EVIDENCE_STORE,
+            .host = berth_host_instance_init(&evidence_host, "evidence", NULL),
+            .config = config,
+            .config_len = strlen(config),
+        };
+        ck_assert_ptr_nonnull(o.dir);
+        ck_assert_msg(berth_plugin_load(&o, &evidence, NULL, &err) == 0, "%s", err.message);
+    }
+    open_broker();
+    wakes = 0;
+}
+
+/* A job @id in pool "sample" running @argv with @extra members (",\"inputs\":[...]" and so on). */
+static char *jobio_doc(const char *id, const char *argv, const char *extra)
+{
+    char *doc = NULL;
+
+    ck_assert_int_gt(asprintf(&doc,
+                              "{\"schema_version\":1,\"id\":\"%s\",\"pool\":\"sample\",\"image\":\"" SAMPLE_IMAGE
+                              "\",\"argv\":%s%s,\"limits\":{\"cpu_millis\":1000,\"memory_bytes\":268435456,"
+                              "\"pids\":64,\"scratch_bytes\":67108864,\"wall_time_ns\":60000000000,"
+                              "\"output_bytes\":1024,\"artifact_bytes\":1048576}}",
+                              id, argv, extra),
+                     0);
+    return doc;
+}
+
+/* The key of @digest for @principal in scope ["team"]. */
+static char *evidence_key(const char *principal, const char *digest)
+{
+    char *ekey = NULL;
+
+    ck_assert_int_gt(
+        asprintf(&ekey, "{\"digest\":\"%s\",\"principal\":\"%s\",\"scope\":[\"team\"]}", digest, principal), 0);
+    return ekey;
+}
+
+/* Store @text for @principal; *@ret_digest its digest. */
+static void store_put(const char *principal, const char *text, char ret_digest[BERTH_DIGEST_BUFSZ])
+{
+    const struct berth_evidence_store_ops_v1 *ops = berth_plugin_evidence_store_ops(evidence);
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *path = test_path(dir, "upload"), *meta = NULL, *ref = NULL;
+    size_t ref_len = 0;
+    int fd;
+
+    ck_assert_int_eq(berth_digest_bytes(text, strlen(text), ret_digest), 0);
+    test_write_file(path, text, strlen(text), 0600);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_gt(asprintf(&meta,
+                              "{\"digest\":\"%s\",\"media_type\":\"text/plain\",\"principal\":\"%s\","
+                              "\"scope\":[\"team\"],\"size\":%zu}",
+                              ret_digest, principal, strlen(text)),
+                     0);
+    ck_assert_msg(ops->put(berth_plugin_state(evidence), meta, strlen(meta), fd, &ref, &ref_len, &err) == 0, "%s",
+                  err.message);
+    close(fd);
+    unlink(path);
+}
+
+/* ",\"inputs\":[{\"path\":\"/inputs/data\",\"ref\":{digest, size}}]" */
+static char *input_member(const char *digest, size_t size)
+{
+    char *m = NULL;
+
+    ck_assert_int_gt(asprintf(&m, ",\"inputs\":[{\"path\":\"/inputs/data\",\"ref\":{\"digest\":\"%s\",\"size\":%zu}}]",
+                              digest, size),
+                     0);
+    return m;
+}
+
+/* Submit @doc as @fp and expect a refusal @status @error that recorded nothing. */
+static void refused_unrecorded(const char *fp, const char *doc, int status, const char *error)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    int64_t counts[BERTH_JOB_STATE_COUNT], total = 0;
+    struct berth_reply r = submit(fp, doc);
+    size_t i;
+
+    expect_status(&r, status, error);
+    ck_assert_ptr_null(r.body); /* no receipt */
+    berth_reply_clear(&r);
+    ck_assert_int_eq(berth_broker_job_counts(broker, counts, &err), 0);
+    for (i = 0; i < BERTH_JOB_STATE_COUNT; i++)
+        total += counts[i];
+    ck_assert_int_eq(total, 0); /* the journal has no row */
+}
+
+/* The signed result body of @id (a new reference), checked against @doc. */
+static json_t *result_body(const char *id, const char *doc)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_reply res = {0}, ins = {0};
+    struct berth_job *job = NULL;
+    const json_t *body = NULL;
+    json_t *copy;
+
+    berth_broker_result(broker, FP_A, id, &res);
+    expect_status(&res, 200, NULL);
+    berth_broker_inspect(broker, FP_A, id, &ins);
+    ck_assert_int_eq(berth_job_parse(doc, strlen(doc), &job, &err), 0);
+    ck_assert_msg(berth_result_verify(res.body, berth_signing_key_public(key), job,
+                                      json_object_get(ins.body, "receipt"), &body, &err) == 0,
+                  "%s", err.message);
+    copy = json_deep_copy(body);
+    berth_job_free(job);
+    berth_reply_clear(&res);
+    berth_reply_clear(&ins);
+    return copy;
+}
+
+START_TEST(jobio_admission)
+{
+    char digest[BERTH_DIGEST_BUFSZ], bobs[BERTH_DIGEST_BUFSZ];
+    _cleanup_free_ char *absent = NULL, *wrong_size = NULL, *foreign = NULL, *good = NULL;
+    _cleanup_free_ char *d1 = NULL, *d2 = NULL, *d3 = NULL, *d4 = NULL;
+    struct berth_reply r;
+
+    store_put("alice", "hello input\n", digest);
+    store_put("bob", "bob's own\n", bobs);
+    /* Absent: never stored. */
+    absent = input_member("sha256:0000000000000000000000000000000000000000000000000000000000000000", 3);
+    d1 = jobio_doc("absent", "[\"cat-input\",\"0\"]", absent);
+    refused_unrecorded(FP_A, d1, 400, "input_unknown");
+    /* Another principal's object is absent for alice (and not told apart). */
+    foreign = input_member(bobs, strlen("bob's own\n"));
+    d2 = jobio_doc("foreign", "[\"cat-input\",\"0\"]", foreign);
+    refused_unrecorded(FP_A, d2, 400, "input_unknown");
+    /* Its size differs from the stored object's. */
+    wrong_size = input_member(digest, 5);
+    d3 = jobio_doc("size", "[\"cat-input\",\"0\"]", wrong_size);
+    refused_unrecorded(FP_A, d3, 400, "input_refused");
+    /* Deleted: refused for good. */
+    {
+        const struct berth_evidence_store_ops_v1 *ops = berth_plugin_evidence_store_ops(evidence);
+        struct berth_error err = BERTH_ERROR_INIT;
+        char gone[BERTH_DIGEST_BUFSZ], *ekey, *m, *d;
+        store_put("alice", "soon gone\n", gone);
+        ekey = NULL;
+        ck_assert_int_gt(
+            asprintf(&ekey, "{\"actor\":\"alice\",\"digest\":\"%s\",\"principal\":\"alice\",\"scope\":[\"team\"]}",
+                     gone),
+            0);
+        ck_assert_msg(ops->remove(berth_plugin_state(evidence), ekey, strlen(ekey), "test", &err) == 0, "%s",
+                      err.message);
+        m = input_member(gone, strlen("soon gone\n"));
+        d = jobio_doc("gone", "[\"cat-input\",\"0\"]", m);
+        refused_unrecorded(FP_A, d, 400, "input_refused");
+        free(ekey);
+        free(m);
+        free(d);
+    }
+    /* Present, owned, the right size: accepted. */
+    good = input_member(digest, strlen("hello input\n"));
+    d4 = jobio_doc("good", "[\"cat-input\",\"0\"]", good);
+    r = submit(FP_A, d4);
+    expect_status(&r, 201, NULL);
+    /* Its placement names the needs. */
+    berth_reply_clear(&r);
+}
+END_TEST
+
+/* A job reading input @digest (@size bytes) is refused inputs_unsupported, one writing an output outputs_unsupported. */
+static void io_unsupported(const char *digest, size_t size)
+{
+    _cleanup_free_ char *in = input_member(digest, size), *d1 = NULL, *d2 = NULL;
+
+    d1 = jobio_doc("in", "[\"cat-input\",\"0\"]", in);
+    refused_unrecorded(FP_A, d1, 400, "inputs_unsupported");
+    d2 = jobio_doc("out", "[\"outputs\",\"r=x\"]",
+                   ",\"outputs\":[{\"id\":\"r\",\"path\":\"/tmp/outputs/r\",\"media_type\":\"text/plain\","
+                   "\"max_bytes\":64}]");
+    refused_unrecorded(FP_A, d2, 400, "outputs_unsupported");
+}
+
+/* A backend that reports neither need: a job with inputs or outputs is refused for good. */
+START_TEST(jobio_no_capable_backend)
+{
+    char digest[BERTH_DIGEST_BUFSZ];
+
+    berth_broker_free(broker);
+    berth_plugin_unload(plugin);
+    script_config = "";
+    load_plugin();
+    open_broker();
+    store_put("alice", "data\n", digest);
+    io_unsupported(digest, 5);
+}
+END_TEST
+
+/* Without an evidence store (the plain setup), as before issue 16: refused. */
+START_TEST(jobio_without_store)
+{
+    io_unsupported("sha256:0000000000000000000000000000000000000000000000000000000000000000", 3);
+}
+END_TEST
+
+START_TEST(jobio_stage_input)
+{
+    char digest[BERTH_DIGEST_BUFSZ], path[4096], buf[64];
+    _cleanup_free_ char *in = NULL, *doc = NULL;
+    _cleanup_json_ json_t *body = NULL;
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_reply r;
+    struct stat st;
+    const char *run;
+
+    store_put("alice", "line one\nline two\n", digest);
+    in = input_member(digest, strlen("line one\nline two\n"));
+    doc = jobio_doc("reads", "[\"cat-input\",\"0\"]", in);
+    r = submit(FP_A, doc);
+    expect_status(&r, 201, NULL);
+    run = run_id_of(r.body);
+    /* A staging cut short before (a crash): an untrusted leftover, replaced. */
+    snprintf(path, sizeof(path), "%s/%s", inputs_dir, run);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/%s/0", inputs_dir, run);
+    test_write_file(path, "forged\n", 7, 0644);
+    ck_assert_msg(berth_broker_dispatch(broker, NULL, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(lstat(path, &st), 0);
+    ck_assert(S_ISREG(st.st_mode));
+    ck_assert_int_eq(st.st_mode & 07777, 0444);
+    ck_assert_int_eq(st.st_size, 18);
+    test_read_file(path, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "line one\nline two\n");
+    snprintf(path, sizeof(path), "%s/%s", inputs_dir, run);
+    ck_assert_int_eq(lstat(path, &st), 0);
+    ck_assert_int_eq(st.st_mode & 07777, 0700);
+    ck_assert_msg(berth_broker_reconcile(broker, NULL, &err) == 0, "%s", err.message);
+    body = result_body("reads", doc);
+    ck_assert_str_eq(json_string_value(json_object_get(body, "status")), "exited");
+    ck_assert_str_eq(json_string_value(json_object_get(body, "stdout")), "bGluZSBvbmUKbGluZSB0d28K");
+    /* Reaped: its staged inputs are gone. */
+    ck_assert_int_eq(lstat(path, &st), -1);
+    ck_assert_int_eq(errno, ENOENT);
+    berth_reply_clear(&r);
+}
+END_TEST
+
+/* Deleted between admission and dispatch: the job fails, nothing runs. */
+START_TEST(jobio_input_gone_at_dispatch)
+{
+    const struct berth_evidence_store_ops_v1 *ops;
+    char digest[BERTH_DIGEST_BUFSZ], line[160];
+    _cleanup_free_ char *in = NULL, *doc = NULL, *ekey = NULL;
+    _cleanup_json_ json_t *body = NULL;
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_reply r;
+
+    store_put("alice", "short-lived\n", digest);
+    in = input_member(digest, strlen("short-lived\n"));
+    doc = jobio_doc("late", "[\"cat-input\",\"0\"]", in);
+    r = submit(FP_A, doc);
+    expect_status(&r, 201, NULL);
+    ops = berth_plugin_evidence_store_ops(evidence);
+    ck_assert_int_gt(
+        asprintf(&ekey, "{\"actor\":\"alice\",\"digest\":\"%s\",\"principal\":\"alice\",\"scope\":[\"team\"]}", digest),
+        0);
+    ck_assert_int_eq(ops->remove(berth_plugin_state(evidence), ekey, strlen(ekey), "test", &err), 0);
+    passes();
+    body = result_body("late", doc);
+    ck_assert_str_eq(json_string_value(json_object_get(body, "status")), "failed");
+    ck_assert_str_eq(json_string_value(json_object_get(body, "reason")), "input_unavailable");
+    snprintf(line, sizeof(line), "start %s new", run_id_of(r.body));
+    ck_assert_int_eq(calls(line), 0);
+    berth_reply_clear(&r);
+}
+END_TEST
+
+#define ONE_OUTPUT(id, media)                                                                                          \
+    ",\"outputs\":[{\"id\":\"" id "\",\"path\":\"/tmp/outputs/" id "\",\"media_type\":\"" media "\",\"max_bytes\":64}" \
+                                                                                                "]"
+
+START_TEST(jobio_capture)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    const struct berth_evidence_store_ops_v1 *ops;
+    char digest[BERTH_DIGEST_BUFSZ];
+    _cleanup_free_ char *doc = NULL, *ekey = NULL, *st = NULL;
+    _cleanup_json_ json_t *body = NULL, *stat = NULL;
+    const json_t *out;
+    struct berth_reply r;
+    size_t len = 0;
+    int64_t until = 0;
+
+    doc = jobio_doc("writes", "[\"outputs\",\"report={\\\"lines\\\":2}\"]", ONE_OUTPUT("report", "application/json"));
+    r = submit(FP_A, doc);
+    expect_status(&r, 201, NULL);
+    passes();
+    body = result_body("writes", doc);
+    ck_assert_str_eq(json_string_value(json_object_get(body, "status")), "exited");
+    ck_assert(json_is_null(json_object_get(body, "output_error")));
+    ck_assert_int_eq(json_array_size(json_object_get(body, "outputs")), 1);
+    out = json_array_get(json_object_get(body, "outputs"), 0);
+    ck_assert_int_eq(berth_digest_bytes("{\"lines\":2}", 11, digest), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "id")), "report");
+    ck_assert_str_eq(json_string_value(json_object_get(out, "digest")), digest);
+    ck_assert_int_eq(json_integer_value(json_object_get(out, "size")), 11);
+    ck_assert_str_eq(json_string_value(json_object_get(out, "media_type")), "application/json");
+    /* In the store, owned by the job's principal and scope, kept for the outputs retention (7 days). */
+    ops = berth_plugin_evidence_store_ops(evidence);
+    ekey = evidence_key("alice", digest);
+    ck_assert_msg(ops->stat(berth_plugin_state(evidence), ekey, strlen(ekey), &st, &len, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(berth_json_parse(st, len, 65536, &stat, &err), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(stat, "media_type")), "application/json");
+    ck_assert_int_eq(berth_json_ns_value(json_object_get(stat, "retain_until"), &until), 0);
+    ck_assert_int_gt(until, now_ns() + OUTPUTS_RETENTION_NS - 60 * 1000000000LL);
+    ck_assert_int_le(until, now_ns() + OUTPUTS_RETENTION_NS);
+    /* Served to its owner, grant rechecked; to nobody else. */
+    {
+        struct berth_job_output o;
+        struct berth_reply g = {0};
+        char buf[64] = "";
+        berth_broker_job_output(broker, FP_A, "writes", "report", &o, &g);
+        expect_status(&g, 200, NULL);
+        ck_assert_int_ge(o.fd, 0);
+        ck_assert_int_eq(o.size, 11);
+        ck_assert_str_eq(o.digest, digest);
+        ck_assert_str_eq(o.media_type, "application/json");
+        ck_assert_int_eq(read(o.fd, buf, sizeof(buf)), 11);
+        ck_assert_str_eq(buf, "{\"lines\":2}");
+        close(o.fd);
+        berth_reply_clear(&g);
+        berth_broker_job_output(broker, FP_A, "writes", "other", &o, &g);
+        expect_status(&g, 404, "not_found");
+        ck_assert_int_eq(o.fd, -1);
+        berth_reply_clear(&g);
+        berth_broker_job_output(broker, FP_B, "writes", "report", &o, &g);
+        expect_status(&g, 404, "not_found");
+        berth_reply_clear(&g);
+        write_policy(POLICY_B_ONLY);
+        berth_broker_job_output(broker, FP_A, "writes", "report", &o, &g);
+        expect_status(&g, 403, "denied");
+        berth_reply_clear(&g);
+    }
+    berth_reply_clear(&r);
+}
+END_TEST
+
+/* Submit @argv declaring output "report", run it, and expect output_invalid with @problem. */
+static void expect_output_invalid(const char *id, const char *argv, const char *problem)
+{
+    _cleanup_free_ char *doc = jobio_doc(id, argv, ONE_OUTPUT("report", "text/plain"));
+    _cleanup_json_ json_t *body = NULL;
+    const json_t *oe;
+    struct berth_reply r = submit(FP_A, doc);
+
+    expect_status(&r, 201, NULL);
+    berth_reply_clear(&r);
+    passes();
+    body = result_body(id, doc);
+    ck_assert_str_eq(json_string_value(json_object_get(body, "status")), "failed");
+    ck_assert_str_eq(json_string_value(json_object_get(body, "reason")), "output_invalid");
+    ck_assert_int_eq(json_array_size(json_object_get(body, "outputs")), 0);
+    oe = json_object_get(body, "output_error");
+    ck_assert_str_eq(json_string_value(json_object_get(oe, "id")), "report");
+    ck_assert_str_eq(json_string_value(json_object_get(oe, "problem")), problem);
+}
+
+START_TEST(jobio_output_invalid)
+{
+    /* The runtime's own findings, passed on. */
+    expect_output_invalid("sym", "[\"outputs\",\"report!symlink\"]", "symlink");
+    expect_output_invalid("link", "[\"outputs\",\"report!hard_link\"]", "hard_link");
+    expect_output_invalid("big", "[\"outputs\",\"report!too_large\"]", "too_large");
+    expect_output_invalid("fifo", "[\"outputs\",\"report!not_regular\"]", "not_regular");
+    expect_output_invalid("gone", "[\"outputs\",\"report!missing\"]", "missing");
+    /* berthd's: not listed at all, bytes that are not the reported digest, more than max_bytes. */
+    expect_output_invalid("unlisted", "[\"outputs\"]", "missing");
+    expect_output_invalid("lie", "[\"outputs\",\"report~hello\"]", "digest_mismatch");
+    expect_output_invalid(
+        "over", "[\"outputs\",\"report=0123456789012345678901234567890123456789012345678901234567890123456789\"]",
+        "too_large");
+}
+END_TEST
+
+/* A second output that fails: the first, already in the store, is not listed. */
+START_TEST(jobio_nothing_half_captured)
+{
+    _cleanup_free_ char *doc = NULL;
+    _cleanup_json_ json_t *body = NULL;
+    struct berth_reply r;
+
+    doc = jobio_doc("half", "[\"outputs\",\"a=fine\",\"b~bad\"]",
+                    ",\"outputs\":[{\"id\":\"a\",\"path\":\"/tmp/outputs/a\",\"media_type\":\"text/plain\","
+                    "\"max_bytes\":64},{\"id\":\"b\",\"path\":\"/tmp/outputs/b\",\"media_type\":\"text/plain\","
+                    "\"max_bytes\":64}]");
+    r = submit(FP_A, doc);
+    expect_status(&r, 201, NULL);
+    passes();
+    body = result_body("half", doc);
+    ck_assert_str_eq(json_string_value(json_object_get(body, "reason")), "output_invalid");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(body, "output_error"), "id")), "b");
+    ck_assert_int_eq(json_array_size(json_object_get(body, "outputs")), 0);
+    berth_reply_clear(&r);
+}
+END_TEST
+
+/* open_output() busy: retried with the per-job backoff, then captured; one result. */
+START_TEST(jobio_capture_retried)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *doc = NULL, *unbusy = NULL;
+    _cleanup_json_ json_t *body = NULL;
+    struct berth_reply r, res = {0};
+    char name[96];
+
+    doc = jobio_doc("busy", "[\"outputs\",\"report^late\"]", ONE_OUTPUT("report", "text/plain"));
+    r = submit(FP_A, doc);
+    expect_status(&r, 201, NULL);
+    passes();
+    berth_broker_result(broker, FP_A, "busy", &res);
+    expect_status(&res, 202, NULL); /* no result while the capture cannot be made */
+    berth_reply_clear(&res);
+    ck_assert_int_eq(retry_lines, 1);
+    snprintf(name, sizeof(name), "%s.unbusy", run_id_of(r.body));
+    unbusy = test_path(state_dir, name);
+    test_write_file(unbusy, "", 0, 0600);
+    usleep(300 * 1000); /* past the first backoff (250 ms) */
+    ck_assert_msg(berth_broker_reconcile(broker, NULL, &err) == 0, "%s", err.message);
+    body = result_body("busy", doc);
+    ck_assert_str_eq(json_string_value(json_object_get(body, "status")), "exited");
+    ck_assert_int_eq(json_array_size(json_object_get(body, "outputs")), 1);
+    ck_assert_int_eq(recovery_lines, 1);
+    berth_reply_clear(&r);
+}
+END_TEST
+
+/* ---- retention (broker.h, "Retention") ---------------------------------- */
+
+/* Whether the scripted runtime holds a file "<run><suffix>". */
+static bool script_has(const char *run, const char *suffix)
+{
+    char name[256];
+    _cleanup_free_ char *path = NULL;
+
+    snprintf(name, sizeof(name), "%s%s", run, suffix);
+    path = test_path(state_dir, name);
+    return access(path, F_OK) == 0;
+}
+
+/* Close the broker and open it again with retention @ns (its startup reconcile runs). */
+static void reopen_with_retention(int64_t ns)
+{
+    berth_broker_free(broker);
+    jobs_retention_ns = ns;
+    open_broker();
+}
+
+/* Events of @type naming @run in the audit chain, which must verify. */
+static int audit_events(const char *type, const char *run)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_pool_chain *chain = NULL;
+    struct berth_audit_summary sum = {0};
+    struct berth_reply x = {0};
+    char want[64], *line, *save = NULL;
+    int n = 0;
+
+    berth_broker_audit(broker, FP_A, 0, 100000, &x);
+    expect_status(&x, 200, NULL);
+    ck_assert_int_eq(berth_pool_chain_new(&chain), 0);
+    ck_assert_msg(berth_audit_verify(x.text, x.text_len, &audit_key, NULL, berth_pool_chain_check, chain, &sum, &err) ==
+                      0,
+                  "%s", err.message);
+    berth_pool_chain_free(chain);
+    snprintf(want, sizeof(want), "\"type\":\"%s\"", type);
+    for (line = strtok_r(x.text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        n += strstr(line, want) && strstr(line, run);
+    berth_reply_clear(&x);
+    return n;
+}
+
+static struct berth_reply journal_stats(const char *fp)
+{
+    struct berth_reply x = {0};
+
+    berth_broker_journal_stats(broker, fp, &x);
+    return x;
+}
+
+/* Terminal jobs are pruned once their retention passed: the runtime forgets
+ * them, each removal is chained in the audit log, the journal no longer
+ * counts them against max_retained, and what is left answers for them: an
+ * identical retry gets the same receipt bytes and never runs, a changed one
+ * conflicts, inspect, result and cancel say 410 pruned. */
+START_TEST(retention_prunes)
+{
+    _cleanup_free_ char *d1 = job_doc("p1", "[\"echo\",\"one\"]", 60000000000LL),
+                        *d1b = job_doc("p1", "[\"echo\",\"changed\"]", 60000000000LL),
+                        *d2 = job_doc("p2", "[\"echo\"]", 60000000000LL), *d3 = job_doc("p3", "[\"exit\",\"3\"]", 60000000000LL),
+                        *receipt1 = NULL, *again1 = NULL;
+    char digest1[BERTH_DIGEST_BUFSZ], line[128], run1[BERTH_RUN_ID_LEN + 1];
+    struct berth_reply r1, r, x = {0};
+    struct berth_pass_stats st = {0};
+    struct berth_error err = BERTH_ERROR_INIT;
+
+    berth_broker_free(broker);
+    max_active = 3;
+    max_retained = 3;
+    jobs_retention_ns = 3600LL * 1000000000; /* an hour: nothing expires yet */
+    open_broker();
+    r1 = submit(FP_A, d1);
+    expect_status(&r1, 201, NULL);
+    snprintf(run1, sizeof(run1), "%s", run_id_of(r1.body));
+    ck_assert_int_eq(berth_json_serialize(r1.body, 0, &receipt1, NULL, &err), 0);
+    r = submit(FP_A, d2);
+    expect_status(&r, 201, NULL);
+    berth_reply_clear(&r);
+    r = submit(FP_A, d3);
+    expect_status(&r, 201, NULL);
+    berth_reply_clear(&r);
+    passes();
+    submit_expect("p4", 503, "full"); /* three finished jobs of three */
+    ck_assert_int_eq(berth_broker_reconcile(broker, &st, &err), 0);
+    ck_assert_uint_eq(st.pruned, 0);
+    berth_broker_result(broker, FP_A, "p1", &x);
+    expect_status(&x, 200, NULL);
+    ck_assert_int_eq(berth_digest_json(x.body, digest1, &err), 0);
+    berth_reply_clear(&x);
+    x = journal_stats(FP_A);
+    expect_status(&x, 200, NULL);
+    ck_assert_int_eq(json_integer_value(json_object_get(x.body, "retained")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(x.body, "tombstones")), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(x.body, "jobs"), "exited")), 3);
+    ck_assert(json_is_string(json_object_get(json_object_get(x.body, "next_expiry"), "jobs")));
+    ck_assert(json_is_null(json_object_get(json_object_get(x.body, "next_expiry"), "outputs")));
+    ck_assert(json_is_null(json_object_get(x.body, "evidence")));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(x.body, "retention"), "jobs_ns")),
+                     "3600000000000");
+    berth_reply_clear(&x);
+
+    /* A restart with a retention of 1 ns: the startup reconcile prunes all three. */
+    reopen_with_retention(1);
+    snprintf(line, sizeof(line), "forget %s", run1);
+    ck_assert_int_eq(calls(line), 1);
+    ck_assert(!script_has(run1, ".job") && !script_has(run1, ".reaped"));
+    ck_assert_int_eq(audit_events("job.pruned", run1), 1);
+    x = journal_stats(FP_A);
+    expect_status(&x, 200, NULL);
+    ck_assert_int_eq(json_integer_value(json_object_get(x.body, "retained")), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(x.body, "tombstones")), 3);
+    ck_assert(json_is_null(json_object_get(json_object_get(x.body, "next_expiry"), "jobs")));
+    berth_reply_clear(&x);
+    x = journal_stats(FP_B); /* bob is no admin */
+    expect_status(&x, 403, "denied");
+    berth_reply_clear(&x);
+
+    /* Room again: the journal is no longer full. */
+    submit_expect("p4", 201, NULL);
+    /* An identical retry of the pruned job: its receipt, byte for byte, and it never runs. */
+    r = submit(FP_A, d1);
+    expect_status(&r, 200, NULL);
+    ck_assert_int_eq(berth_json_serialize(r.body, 0, &again1, NULL, &err), 0);
+    ck_assert_str_eq(again1, receipt1);
+    berth_reply_clear(&r);
+    passes();
+    passes();
+    snprintf(line, sizeof(line), "start %s new", run1);
+    ck_assert_int_eq(calls(line), 1);
+    snprintf(line, sizeof(line), "start %s again", run1);
+    ck_assert_int_eq(calls(line), 0);
+    ck_assert(!script_has(run1, ".job"));
+    /* A changed job with the same id conflicts, as it did before pruning. */
+    r = submit(FP_A, d1b);
+    expect_status(&r, 409, "conflict");
+    berth_reply_clear(&r);
+
+    /* Collection: 410 pruned, with the final state and the result digest. */
+    berth_broker_result(broker, FP_A, "p1", &x);
+    expect_status(&x, 410, "pruned");
+    ck_assert_str_eq(json_string_value(json_object_get(x.body, "state")), "exited");
+    ck_assert_str_eq(json_string_value(json_object_get(x.body, "result_digest")), digest1);
+    ck_assert_str_eq(json_string_value(json_object_get(x.body, "error")), "pruned");
+    berth_reply_clear(&x);
+    berth_broker_result(broker, FP_A, "p3", &x);
+    expect_status(&x, 410, "pruned");
+    ck_assert_str_eq(json_string_value(json_object_get(x.body, "state")), "exited");
+    berth_reply_clear(&x);
+    berth_broker_inspect(broker, FP_A, "p1", &x);
+    expect_status(&x, 410, "pruned");
+    berth_reply_clear(&x);
+    berth_broker_cancel(broker, FP_A, "p1", &x);
+    expect_status(&x, 410, "pruned");
+    berth_reply_clear(&x);
+    /* Another principal's view is unchanged: no such job. */
+    berth_broker_inspect(broker, FP_B, "p1", &x);
+    expect_status(&x, 404, "not_found");
+    berth_reply_clear(&x);
+    berth_reply_clear(&r1);
+}
+END_TEST
+
+/* A job the runtime has not reaped is reaped, then forgotten, then pruned;
+ * pruning is bounded per pass and works a backlog off over passes. */
+START_TEST(retention_bounded_and_reaps)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_pass_stats st = {0};
+    char id[16], line[128], first[BERTH_RUN_ID_LEN + 1] = "";
+    int i;
+
+    berth_broker_free(broker);
+    max_active = 64;
+    open_broker();
+    for (i = 0; i < 40; i++) {
+        _cleanup_free_ char *doc = NULL;
+        struct berth_reply r;
+        snprintf(id, sizeof(id), "b%02d", i);
+        doc = job_doc(id, "[\"echo\"]", 60000000000LL);
+        r = submit(FP_A, doc);
+        expect_status(&r, 201, NULL);
+        if (i == 0)
+            snprintf(first, sizeof(first), "%s", run_id_of(r.body));
+        berth_reply_clear(&r);
+    }
+    passes();
+    /* As if the reap after its result had failed: forget says -EBUSY until it is reaped. */
+    {
+        char name[64];
+        _cleanup_free_ char *path = NULL;
+        snprintf(name, sizeof(name), "%s.reaped", first);
+        path = test_path(state_dir, name);
+        ck_assert_int_eq(unlink(path), 0);
+    }
+    berth_broker_free(broker);
+    jobs_retention_ns = 1;
+    open_broker_starting();
+    ck_assert_msg(berth_broker_reconcile(broker, &st, &err) == 0, "%s", err.message);
+    ck_assert_uint_eq(st.pruned, 32); /* one batch per pass */
+    memset(&st, 0, sizeof(st));
+    ck_assert_msg(berth_broker_reconcile(broker, &st, &err) == 0, "%s", err.message);
+    ck_assert_uint_eq(st.pruned, 8);
+    snprintf(line, sizeof(line), "reap %s", first);
+    ck_assert_int_eq(calls(line), 2); /* after its result, and again before forget */
+    snprintf(line, sizeof(line), "forget %s", first);
+    ck_assert_int_eq(calls(line), 2); /* -EBUSY, then forgotten */
+    ck_assert(!script_has(first, ".job"));
+    ck_assert_int_eq(audit_events("job.pruned", first), 1);
+    {
+        struct berth_reply x = journal_stats(FP_A);
+        ck_assert_int_eq(json_integer_value(json_object_get(x.body, "tombstones")), 40);
+        ck_assert_int_eq(json_integer_value(json_object_get(x.body, "retained")), 0);
+        berth_reply_clear(&x);
+    }
+    memset(&st, 0, sizeof(st));
+    ck_assert_msg(berth_broker_reconcile(broker, &st, &err) == 0, "%s", err.message);
+    ck_assert_uint_eq(st.pruned, 0);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("broker");
@@ -1272,6 +2114,8 @@ static Suite *make_suite(void)
     tcase_add_test(tc, restart);
     tcase_add_test(tc, pools_and_audit);
     tcase_add_test(tc, pool_concurrency);
+    tcase_add_test(tc, dispatch_pages);
+    tcase_add_test(tc, threaded_starts_bounded);
     tc = test_case(s, "sweeps");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
@@ -1280,6 +2124,22 @@ static Suite *make_suite(void)
     tcase_add_test(tc, revoked_by_narrower_grant);
     tcase_add_test(tc, qualification_expires_while_queued);
     tcase_add_test(tc, paged_passes);
+    tc = test_case(s, "inputs and outputs");
+    tcase_add_checked_fixture(tc, jobio_setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, jobio_admission);
+    tcase_add_test(tc, jobio_no_capable_backend);
+    tcase_add_test(tc, jobio_stage_input);
+    tcase_add_test(tc, jobio_input_gone_at_dispatch);
+    tcase_add_test(tc, jobio_capture);
+    tcase_add_test(tc, jobio_output_invalid);
+    tcase_add_test(tc, jobio_nothing_half_captured);
+    tcase_add_test(tc, jobio_capture_retried);
+    tc = test_case(s, "inputs and outputs without a store");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, jobio_without_store);
+    tcase_add_test(tc, retention_prunes);
+    tcase_add_test(tc, retention_bounded_and_reaps);
     /* Alone in its case: it runs about a hundred refreshes. */
     tc = test_case(s, "self-qualification");
     tcase_add_checked_fixture(tc, setup, teardown);

@@ -45,6 +45,7 @@ static struct berth_bundle_params sample(void)
         .rootfs = "rootfs",
         .inputs = inputs,
         .n_inputs = 1,
+        .outputs_dir = "/var/lib/berth/runtime/runsc/jobs/r1/outputs",
         .nproc = 64,
         .pids_ceiling = 4096,
         .cgroups_path = "/berth.slice/r1",
@@ -97,7 +98,7 @@ START_TEST(deny_all)
     json_t *proc, *caps, *v, *lnx, *m;
     const char *k;
     size_t i;
-    bool tmp = false, input = false, outputs = false, shm = false;
+    bool tmp = false, input = false, outputs = false, shm = false, inputs_fs = false;
 
     ck_assert_int_eq(berth_bundle_config(&p, &c, NULL), 0);
     ck_assert_str_eq(json_string_value(json_object_get(c, "ociVersion")), "1.0.2");
@@ -137,14 +138,24 @@ START_TEST(deny_all)
             ck_assert_ptr_nonnull(strstr(opts, "\"size=50331648\"")); /* 64 MiB less /dev/shm's 16 */
             ck_assert_ptr_nonnull(strstr(opts, "\"noexec\""));
         } else if (streq(dest, "/inputs/data.csv")) {
+            /* The staged file, read-only, after the /inputs tmpfs it sits in. */
             input = true;
-            ck_assert_ptr_nonnull(strstr(opts, "\"ro\""));
-        } else if (streq(dest, "/tmp/outputs")) {
-            /* A tmpfs of artifact_bytes, never a host directory. */
-            outputs = true;
+            ck_assert(inputs_fs);
+            ck_assert_str_eq(json_string_value(json_object_get(m, "type")), "bind");
+            ck_assert_str_eq(json_string_value(json_object_get(m, "source")), "/var/lib/berth/jobs/r1/inputs/data.csv");
+            ck_assert_str_eq(opts, "[\"bind\",\"ro\",\"nosuid\",\"nodev\",\"noexec\"]");
+        } else if (streq(dest, "/inputs")) {
+            /* Read-only (and root's, 0755): the job can create nothing there. */
+            inputs_fs = true;
             ck_assert_str_eq(json_string_value(json_object_get(m, "type")), "tmpfs");
-            ck_assert_ptr_nonnull(strstr(opts, "\"size=1048576\""));
-            ck_assert_ptr_null(strstr(opts, "\"ro\""));
+            ck_assert_str_eq(opts, "[\"nosuid\",\"nodev\",\"noexec\",\"ro\",\"mode=0755\",\"size=65536\"]");
+        } else if (streq(dest, "/tmp/outputs")) {
+            /* The per-job host tmpfs of artifact_bytes the plugin mounted, bound writable. */
+            outputs = true;
+            ck_assert(tmp);
+            ck_assert_str_eq(json_string_value(json_object_get(m, "type")), "bind");
+            ck_assert_str_eq(json_string_value(json_object_get(m, "source")), p.outputs_dir);
+            ck_assert_str_eq(opts, "[\"bind\",\"nosuid\",\"nodev\",\"noexec\"]");
         } else if (streq(dest, "/dev/shm")) {
             shm = true;
             ck_assert_ptr_nonnull(strstr(opts, "\"size=16777216\""));
@@ -152,7 +163,7 @@ START_TEST(deny_all)
             ck_assert_msg(!streq(json_string_value(json_object_get(m, "type")), "bind"), "unexpected bind at %s", dest);
         free(opts);
     }
-    ck_assert(tmp && input && outputs && shm);
+    ck_assert(tmp && input && outputs && shm && inputs_fs);
 }
 END_TEST
 
@@ -197,15 +208,32 @@ START_TEST(egress_and_refusals)
     p.rootfs = "rootfs";
     p.effective = json_object_get(effective, "template");
     ck_assert_int_eq(berth_bundle_config(&p, &c, &err), -EBADMSG);
-    /* Without outputs and inputs: no bind mount at all; uid chosen. */
+    /* artifact_bytes > 0 needs the outputs tmpfs's absolute host path. */
     p.effective = effective;
+    p.outputs_dir = NULL;
+    ck_assert_int_eq(berth_bundle_config(&p, &c, &err), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "outputs tmpfs"));
+    p.outputs_dir = "outputs";
+    ck_assert_int_eq(berth_bundle_config(&p, &c, &err), -EINVAL);
+    p.outputs_dir = "/var/lib/x/../outputs";
+    ck_assert_int_eq(berth_bundle_config(&p, &c, &err), -EINVAL);
+    ck_assert_ptr_null(c);
+    /* Without inputs: no /inputs at all, one bind (the outputs); uid chosen. */
+    p.outputs_dir = "/o";
     p.n_inputs = 0;
     p.uid = 1000;
     p.gid = 1000;
     ck_assert_int_eq(berth_bundle_config(&p, &c, &err), 0);
     {
         char *text = canonical(c);
-        ck_assert_ptr_null(strstr(text, "\"bind\""));
+        ck_assert_ptr_null(strstr(text, "/inputs"));
+        ck_assert_ptr_nonnull(strstr(text, "{\"destination\":\"/tmp/outputs\",\"options\":[\"bind\",\"nosuid\","
+                                           "\"nodev\",\"noexec\"],\"source\":\"/o\",\"type\":\"bind\"}"));
+        json_t *m;
+        size_t i, binds = 0;
+        json_array_foreach(json_object_get(c, "mounts"), i, m)
+            binds += streq(json_string_value(json_object_get(m, "type")), "bind");
+        ck_assert_uint_eq(binds, 1);
         ck_assert_ptr_nonnull(strstr(text, "\"user\":{\"gid\":1000,\"uid\":1000}"));
         free(text);
     }
@@ -285,11 +313,20 @@ START_TEST(zero_bounds)
     json_t *m;
     size_t i;
     int seen = 0;
+    char *canonical_tmp;
 
     ck_assert_int_eq(berth_job_parse(zero_job, strlen(zero_job), &z, &err), 0);
     p.job = z;
     p.n_inputs = 0;
+    /* No room for outputs: no outputs directory may be bound ... */
+    ck_assert_int_eq(berth_bundle_config(&p, &c, &err), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.message, "no room for outputs"));
+    ck_assert_ptr_null(c);
+    /* ... and none is: /tmp/outputs is a read-only tmpfs. */
+    p.outputs_dir = NULL;
     ck_assert_int_eq(berth_bundle_config(&p, &c, &err), 0);
+    ck_assert_ptr_null(strstr(canonical_tmp = canonical(c), "\"bind\""));
+    free(canonical_tmp);
     json_array_foreach(json_object_get(c, "mounts"), i, m)
     {
         const char *dest = json_string_value(json_object_get(m, "destination"));

@@ -371,6 +371,23 @@ START_TEST(serialize_refusals)
 }
 END_TEST
 
+/* berth_json_emit() serialises and releases; a NULL document (a failed
+ * json_pack) is -ENOMEM. */
+START_TEST(emit_steals)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    char *out = NULL;
+    size_t len = 0;
+
+    ck_assert_int_eq(berth_json_emit(json_pack("{s:i, s:s}", "b", 1, "a", "x"), &out, &len, &err), 0);
+    ck_assert_str_eq(out, "{\"a\":\"x\",\"b\":1}");
+    ck_assert_uint_eq(len, 15);
+    free(out);
+    ck_assert_int_eq(berth_json_emit(NULL, &out, &len, &err), -ENOMEM);
+    ck_assert_int_eq(berth_json_emit(json_real(1.5), &out, &len, &err), -EINVAL);
+}
+END_TEST
+
 START_TEST(serialize_bound)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -405,6 +422,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, random_idempotent);
     tcase_add_test(tc, serialize_refusals);
     tcase_add_test(tc, serialize_bound);
+    tcase_add_test(tc, emit_steals);
     return s;
 }
 

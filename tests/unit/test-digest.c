@@ -2,6 +2,8 @@
 /* test-digest.c -- SHA-256 digests (digest.h); vectors from FIPS 180-4 examples. */
 #include "testutil.h"
 
+#include <signal.h>
+
 #include "digest.h"
 #include "jsonobj.h"
 #include "macro.h"
@@ -65,6 +67,65 @@ START_TEST(fd_digest)
 }
 END_TEST
 
+/* berth_sha256_copy(): from an offset with pread, the position untouched,
+ * copied when asked, bounded by max_bytes + 1. */
+START_TEST(sha256_copy)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *dir = test_tmpdir(), *src = test_path(dir, "src"), *dst = test_path(dir, "dst");
+    uint8_t raw[BERTH_SHA256_LEN], want[BERTH_SHA256_LEN];
+    char d[BERTH_DIGEST_BUFSZ], buf[16];
+    uint64_t len = 0;
+    int in, out, p[2];
+
+    test_write_file(src, "xxabc", 5, 0600);
+    in = open(src, O_RDONLY | O_CLOEXEC);
+    out = open(dst, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ck_assert_int_ge(in, 0);
+    ck_assert_int_ge(out, 0);
+    ck_assert_int_eq(lseek(in, 4, SEEK_SET), 4);
+    ck_assert_int_eq(berth_sha256_copy(in, 2, out, 3, raw, &len, &err), 0);
+    ck_assert_uint_eq(len, 3);
+    berth_digest_format(raw, d);
+    ck_assert_str_eq(d, ABC);
+    ck_assert_int_eq(lseek(in, 0, SEEK_CUR), 4); /* not moved */
+    ck_assert_int_eq(pread(out, buf, sizeof(buf), 0), 3);
+    ck_assert(memcmp(buf, "abc", 3) == 0);
+    /* Longer than max_bytes: max + 1 read, only max written, no digest. */
+    memset(raw, 0, sizeof(raw));
+    memset(want, 0, sizeof(want));
+    ck_assert_int_eq(berth_sha256_copy(in, 0, -1, 4, raw, &len, &err), 0);
+    ck_assert_uint_eq(len, 5);
+    ck_assert(memcmp(raw, want, sizeof(raw)) == 0);
+    ck_assert_int_eq(ftruncate(out, 0), 0);
+    ck_assert_int_eq(lseek(out, 0, SEEK_SET), 0);
+    ck_assert_int_eq(berth_sha256_copy(in, 0, out, 2, raw, &len, &err), 0);
+    ck_assert_uint_eq(len, 3);
+    ck_assert_int_eq(pread(out, buf, sizeof(buf), 0), 2);
+    /* Empty from the end; a destination that fails is its errno. */
+    ck_assert_int_eq(berth_sha256_copy(in, 5, -1, 10, raw, &len, &err), 0);
+    ck_assert_uint_eq(len, 0);
+    berth_digest_format(raw, d);
+    ck_assert_str_eq(d, EMPTY);
+    ck_assert_int_eq(pipe(p), 0);
+    close(p[0]);
+    signal(SIGPIPE, SIG_IGN);
+    ck_assert_int_eq(berth_sha256_copy(in, 0, p[1], 10, raw, &len, &err), -EPIPE);
+    ck_assert_ptr_nonnull(strstr(err.message, "writing"));
+    close(p[1]);
+    /* A source pread cannot read (a pipe) is the read's errno. */
+    ck_assert_int_eq(pipe(p), 0);
+    ck_assert_int_eq(berth_sha256_copy(p[0], 0, -1, 10, raw, &len, &err), -ESPIPE);
+    ck_assert_ptr_nonnull(strstr(err.message, "reading"));
+    close(p[0]);
+    close(p[1]);
+    ck_assert_int_eq(berth_sha256_copy(-1, 0, -1, 10, raw, &len, &err), -EINVAL);
+    close(in);
+    close(out);
+    test_rm_rf(dir);
+}
+END_TEST
+
 START_TEST(json_digest_is_canonical)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -110,6 +171,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, known_vectors);
     tcase_add_test(tc, streaming_matches);
     tcase_add_test(tc, fd_digest);
+    tcase_add_test(tc, sha256_copy);
     tcase_add_test(tc, json_digest_is_canonical);
     tcase_add_test(tc, parse);
     return s;

@@ -439,6 +439,78 @@ START_TEST(publish_failure_leaves_nothing)
 }
 END_TEST
 
+/* berth_tmpfile_*(): nothing visible until published, never replacing;
+ * berth_link_unnamed() for someone else's O_TMPFILE descriptor. */
+START_TEST(tmpfile_publish)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_close_ int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_free_ char *path = test_path(tmp, "pub");
+    struct berth_tmpfile t;
+    struct stat a, b;
+    char buf[16];
+    int fd;
+
+    ck_assert_int_eq(berth_tmpfile_open(dfd, 0640, false, &t, &err), 0);
+    ck_assert_str_eq(t.name, ""); /* O_TMPFILE on this filesystem */
+    ck_assert_int_eq(write(t.fd, "data", 4), 4);
+    ck_assert_int_eq(stat(path, &a), -1);
+    ck_assert_int_eq(berth_tmpfile_publish(&t, "pub", &err), 0);
+    ck_assert_int_eq(fstat(t.fd, &a), 0);
+    ck_assert_int_eq(stat(path, &b), 0);
+    ck_assert_uint_eq(a.st_ino, b.st_ino);
+    ck_assert_uint_eq(b.st_mode & 07777, 0640);
+    ck_assert_uint_eq(b.st_nlink, 1);
+    berth_tmpfile_discard(&t);
+    test_read_file(path, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "data");
+    /* Never replaces. */
+    ck_assert_int_eq(berth_tmpfile_open(dfd, 0600, false, &t, &err), 0);
+    ck_assert_int_eq(write(t.fd, "other", 5), 5);
+    ck_assert_int_eq(berth_tmpfile_publish(&t, "pub", &err), -EEXIST);
+    berth_tmpfile_discard(&t);
+    test_read_file(path, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "data");
+    ck_assert_int_eq(count_temporaries(tmp), 0);
+
+    /* Someone else's unnamed file: linked, but never a named one. */
+    fd = openat(dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(berth_link_unnamed(fd, dfd, "pub", &err), -EEXIST);
+    ck_assert_int_eq(berth_link_unnamed(fd, dfd, "pub2", &err), 0);
+    ck_assert_int_eq(berth_link_unnamed(fd, dfd, "pub3", &err), -EINVAL); /* it has a name now */
+    close(fd);
+    fd = openat(dfd, ".", O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(berth_link_unnamed(fd, dfd, "pub4", &err), -ENOENT); /* O_EXCL: never linkable */
+    close(fd);
+    ck_assert_int_eq(berth_link_unnamed(dfd, dfd, "pub5", &err), -EINVAL); /* a directory */
+}
+END_TEST
+
+/* A filesystem without O_TMPFILE (sysfs) is -EOPNOTSUPP when the caller
+ * cannot use a named temporary (upload()).  The kernel checks write
+ * permission on the directory before it asks the filesystem, so a user
+ * other than root (make distcheck in CI) gets -EACCES from read-only /sys
+ * instead: that error must come through unchanged. */
+START_TEST(tmpfile_without_o_tmpfile)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_close_ int sys = open("/sys", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct berth_tmpfile t;
+    int r;
+
+    ck_assert_int_ge(sys, 0);
+    r = berth_tmpfile_open(sys, 0600, false, &t, &err);
+    if (geteuid() != 0) {
+        ck_assert_msg(r == -EACCES, "%d %s", r, err.message);
+        return;
+    }
+    ck_assert_msg(r == -EOPNOTSUPP, "%d %s", r, err.message);
+    ck_assert_ptr_nonnull(strstr(err.message, "O_TMPFILE"));
+}
+END_TEST
+
 START_TEST(publish_path)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -477,6 +549,29 @@ START_TEST(names_and_paths)
 }
 END_TEST
 
+/* Positional writes and reads, whole or not at all. */
+START_TEST(positional_io)
+{
+    _cleanup_free_ char *dir = test_tmpdir(), *path = NULL;
+    char got[16] = "";
+    int fd;
+
+    ck_assert_int_gt(asprintf(&path, "%s/f", dir), 0);
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(berth_pwrite_all(fd, "world", 5, 6), 0);
+    ck_assert_int_eq(berth_pwrite_all(fd, "hello ", 6, 0), 0);
+    ck_assert_int_eq(lseek(fd, 0, SEEK_CUR), 0); /* the position never moves */
+    ck_assert_int_eq(berth_pread_all(fd, got, 11, 0), 0);
+    ck_assert_str_eq(got, "hello world");
+    ck_assert_int_eq(berth_pread_all(fd, got, 6, 6), -EIO); /* past the end */
+    ck_assert_int_eq(berth_pread_all(-1, got, 1, 0), -EBADF);
+    ck_assert_int_eq(berth_pwrite_all(-1, "x", 1, 0), -EBADF);
+    close(fd);
+    test_rm_rf(dir);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("fsutil");
@@ -495,8 +590,11 @@ static Suite *make_suite(void)
     tcase_add_test(tc, read_file_at);
     tcase_add_test(tc, publish_create_and_refuse);
     tcase_add_test(tc, publish_failure_leaves_nothing);
+    tcase_add_test(tc, tmpfile_publish);
+    tcase_add_test(tc, tmpfile_without_o_tmpfile);
     tcase_add_test(tc, publish_path);
     tcase_add_test(tc, names_and_paths);
+    tcase_add_test(tc, positional_io);
     return s;
 }
 

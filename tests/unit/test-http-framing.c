@@ -218,13 +218,59 @@ START_TEST(connection)
 }
 END_TEST
 
+/* Content-Range is carried for the upload parser, once, bounded. */
+START_TEST(content_range)
+{
+    struct berthd_http_head head = {0};
+    char req[512];
+
+    accepted("PATCH /u HTTP/1.1\r\nHost: b\r\nContent-Range:  0-1023 \r\nContent-Length: 0\r\n\r\n", &head);
+    ck_assert(head.has_content_range);
+    ck_assert_str_eq(head.content_range, "0-1023");
+    berthd_http_head_clear(&head);
+    accepted("PATCH /u HTTP/1.1\r\nHost: b\r\n\r\n", &head);
+    ck_assert(!head.has_content_range);
+    ck_assert_str_eq(head.content_range, "");
+    berthd_http_head_clear(&head);
+    accepted("PATCH /u HTTP/1.1\r\nHost: b\r\ncontent-range: \r\n\r\n", &head);
+    ck_assert(head.has_content_range);
+    ck_assert_str_eq(head.content_range, "");
+    berthd_http_head_clear(&head);
+    refused_saying("PATCH /u HTTP/1.1\r\nHost: b\r\nContent-Range: 0-1\r\nContent-Range: 0-1\r\n\r\n", 400,
+                   "field line 3 repeats Content-Range");
+    snprintf(req, sizeof(req), "PATCH /u HTTP/1.1\r\nHost: b\r\nContent-Range: %0*d\r\n\r\n",
+             BERTHD_HTTP_CONTENT_RANGE_MAX + 1, 0);
+    refused_saying(req, 400, "Content-Range is longer than 96 bytes");
+    snprintf(req, sizeof(req), "PATCH /u HTTP/1.1\r\nHost: b\r\nContent-Range: %0*d\r\n\r\n",
+             BERTHD_HTTP_CONTENT_RANGE_MAX, 0);
+    accepted(req, &head);
+    ck_assert_uint_eq(strlen(head.content_range), BERTHD_HTTP_CONTENT_RANGE_MAX);
+    berthd_http_head_clear(&head);
+}
+END_TEST
+
 START_TEST(methods)
 {
-    static const char *const other[] = {"HEAD", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT", "get", "BREW"};
+    static const char *const other[] = {"HEAD", "OPTIONS", "TRACE", "CONNECT", "get", "put", "Patch", "BREW"};
+    static const struct {
+        const char *name;
+        enum berthd_http_method method;
+    } routed[] = {{"GET", BERTHD_HTTP_GET},
+                  {"POST", BERTHD_HTTP_POST},
+                  {"PUT", BERTHD_HTTP_PUT},
+                  {"PATCH", BERTHD_HTTP_PATCH},
+                  {"DELETE", BERTHD_HTTP_DELETE}};
     struct berthd_http_head head = {0};
     char req[128];
     size_t i;
 
+    for (i = 0; i < ELEMENTSOF(routed); i++) {
+        snprintf(req, sizeof(req), "%s /v1/evidence HTTP/1.1\r\nHost: b\r\n\r\n", routed[i].name);
+        accepted(req, &head);
+        ck_assert_int_eq(head.method, routed[i].method);
+        ck_assert_str_eq(head.method_name, routed[i].name);
+        berthd_http_head_clear(&head);
+    }
     for (i = 0; i < ELEMENTSOF(other); i++) {
         snprintf(req, sizeof(req), "%s /v1/jobs HTTP/1.1\r\nHost: b\r\n\r\n", other[i]);
         accepted(req, &head);
@@ -926,6 +972,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, http10);
     tcase_add_test(tc, connection);
     tcase_add_test(tc, methods);
+    tcase_add_test(tc, content_range);
     tcase_add_test(tc, leading_empty_line);
     tcase_add_test(tc, incomplete);
     tcase_add_test(tc, pipelined_after_content_length);

@@ -2,6 +2,8 @@
 /* test-jobstore.c -- durable job records and their state machine (jobstore.h). */
 #include "testutil.h"
 
+#include "digest.h"
+#include "jobprune.h"
 #include "jobstore.h"
 #include "journal.h"
 #include "macro.h"
@@ -127,7 +129,7 @@ START_TEST(admission_limits)
         ck_assert_int_eq(berth_jobstore_transition(j, ids[1], 1, BERTH_JOB_EXPIRED, "{}", 300, &err), 0);
         /* Four retained of four: full, and nothing is deleted to make room. */
         ck_assert_int_eq(berth_jobstore_insert(j, &rec, 3, 4, &err), -EOVERFLOW);
-        ck_assert_ptr_nonnull(strstr(err.message, "no job is ever deleted"));
+        ck_assert_ptr_nonnull(strstr(err.message, "no unfinished job is ever deleted"));
     }
     ck_assert_int_eq(berth_jobstore_counts(j, counts, &err), 0);
     ck_assert_int_eq(counts[BERTH_JOB_ACCEPTED], 2);
@@ -352,6 +354,149 @@ START_TEST(durable)
 }
 END_TEST
 
+/* Move @run (revision 1, accepted) to failed with @result at @when. */
+static void finish_at(const char *run, const char *result, int64_t when)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+
+    ck_assert_msg(berth_jobstore_transition(j, run, 1, BERTH_JOB_FAILED, result, when, &err) == 0, "%s",
+                  err.message);
+}
+
+/* Retention: a terminal record is replaced by its identity tombstone, which
+ * keeps the receipt byte for byte, the final state and the result digest,
+ * no longer counts against max_retained, and fences the key and the run id
+ * for ever. */
+START_TEST(prune_tombstone)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    char run1[BERTH_RUN_ID_LEN + 1], run2[BERTH_RUN_ID_LEN + 1], run3[BERTH_RUN_ID_LEN + 1];
+    char digest[BERTH_DIGEST_BUFSZ];
+    const char *result = "{\"result\":{\"outputs\":[],\"status\":\"exited\"},\"signature\":\"x\"}";
+    struct berth_job_record r1 = record("job-1", run1), r2 = record("job-2", run2), r3 = record("job-3", run3), got;
+    struct berth_job_tombstone t = {0}, t2 = {0};
+    struct berth_prune_cursor cursor = {0};
+    struct page_seen seen = {.ids = calloc(8, sizeof(*seen.ids))};
+    size_t count = 9;
+
+    ck_assert_ptr_nonnull(seen.ids);
+    r1.receipt = (char *)"{\"receipt\":{\"run_id\":\"exact bytes\"},\"signature\":\"s\"}";
+    ck_assert_int_eq(berth_jobstore_insert(j, &r1, 16, 2, &err), 0);
+    ck_assert_int_eq(berth_jobstore_insert(j, &r2, 16, 2, &err), 0);
+    /* Two of two retained: full. */
+    ck_assert_int_eq(berth_jobstore_insert(j, &r3, 16, 2, &err), -EOVERFLOW);
+
+    /* Not terminal yet: nothing expires, and it cannot be pruned. */
+    ck_assert_int_eq(berth_jobstore_page_expired(j, 1000, &cursor, 8, page_collect, &seen, &count, &err), 0);
+    ck_assert_uint_eq(count, 0);
+    ck_assert_int_eq(berth_jobstore_find_run(j, run1, &got, &err), 0);
+    ck_assert_int_eq(berth_jobstore_prune(j, &got, 2000, NULL, &err), -EINVAL);
+    berth_job_record_clear(&got);
+
+    finish_at(run1, result, 500);
+    finish_at(run2, result, 700);
+    /* The cutoff is inclusive: finished at 500, expired at 500, not at 499. */
+    ck_assert_int_eq(berth_jobstore_page_expired(j, 499, &cursor, 8, page_collect, &seen, &count, &err), 0);
+    ck_assert_uint_eq(count, 0);
+    ck_assert_int_eq(berth_jobstore_page_expired(j, 500, &cursor, 8, page_collect, &seen, &count, &err), 0);
+    ck_assert_uint_eq(count, 1);
+    ck_assert_str_eq(seen.ids[0], "job-1");
+    ck_assert_int_eq(cursor.finished_at, 500);
+    ck_assert_str_eq(cursor.run_id, run1);
+    /* The cursor moved past job-1: the next page holds job-2 only. */
+    ck_assert_int_eq(berth_jobstore_page_expired(j, 1000, &cursor, 8, page_collect, &seen, &count, &err), 0);
+    ck_assert_uint_eq(count, 1);
+    ck_assert_str_eq(seen.ids[1], "job-2");
+    ck_assert_int_eq(berth_jobstore_page_expired(j, 1000, &cursor, 0, page_collect, &seen, &count, &err), -EINVAL);
+
+    /* A stale read (revision 1; the record is at 2) prunes nothing. */
+    ck_assert_int_eq(berth_jobstore_find_run(j, run1, &got, &err), 0);
+    got.revision = 1;
+    ck_assert_int_eq(berth_jobstore_prune(j, &got, 2000, NULL, &err), -ESTALE);
+    got.revision = 2;
+    ck_assert_msg(berth_jobstore_prune(j, &got, 2000, &t, &err) == 0, "%s", err.message);
+    berth_job_record_clear(&got);
+    ck_assert_int_eq(berth_jobstore_find_run(j, run1, &got, &err), -ENOENT);
+    ck_assert_int_eq(berth_jobstore_find(j, "alice", "[\"team\"]", "job-1", &got, &err), -ENOENT);
+
+    ck_assert_int_eq(berth_jobstore_find_tombstone(j, "alice", "[\"team\"]", "job-1", &t2, &err), 0);
+    ck_assert_str_eq(t2.receipt, r1.receipt);
+    ck_assert_str_eq(t2.run_id, run1);
+    ck_assert_str_eq(t2.job_digest, r1.job_digest);
+    ck_assert_str_eq(t2.principal, "alice");
+    ck_assert_str_eq(t2.scope, "[\"team\"]");
+    ck_assert_int_eq(t2.state, BERTH_JOB_FAILED);
+    ck_assert_int_eq(berth_digest_bytes(result, strlen(result), digest), 0);
+    ck_assert_str_eq(t2.result_digest, digest);
+    ck_assert_int_eq(t2.finished_at, 500);
+    ck_assert_int_eq(t2.pruned_at, 2000);
+    ck_assert_str_eq(t.result_digest, t2.result_digest);
+    berth_job_tombstone_clear(&t);
+    berth_job_tombstone_clear(&t2);
+    ck_assert_int_eq(berth_jobstore_find_tombstone(j, "alice", "[\"team\"]", "job-2", &t2, &err), -ENOENT);
+    ck_assert_int_eq(berth_jobstore_find_tombstone(j, "bob", "[\"team\"]", "job-1", &t2, &err), -ENOENT);
+
+    /* The tombstone does not count: one retained of two, room for job-3. */
+    ck_assert_msg(berth_jobstore_insert(j, &r3, 16, 2, &err) == 0, "%s", err.message);
+    /* The pruned key is fenced for ever, as is its run id under another key. */
+    ck_assert_int_eq(berth_jobstore_insert(j, &r1, 16, 100, &err), -EEXIST);
+    ck_assert_ptr_nonnull(strstr(err.message, "pruned"));
+    ck_assert_int_eq(berth_jobstore_tombstoned(j, "alice", "[\"team\"]", "job-1", "r-other", &err), 1);
+    ck_assert_int_eq(berth_jobstore_tombstoned(j, "nobody", "[]", "none", run1, &err), 1);
+    ck_assert_int_eq(berth_jobstore_tombstoned(j, "alice", "[\"team\"]", "job-2", run2, &err), 0);
+    {
+        struct berth_job_record again = record("job-9", (char[BERTH_RUN_ID_LEN + 1]){0});
+        again.run_id = run1;
+        ck_assert_int_eq(berth_jobstore_insert(j, &again, 16, 100, &err), -EEXIST);
+    }
+    /* Pruned twice: the second finds no record. */
+    got = r1;
+    got.state = BERTH_JOB_FAILED;
+    got.revision = 2;
+    got.result = (char *)result;
+    ck_assert_int_eq(berth_jobstore_prune(j, &got, 3000, NULL, &err), -ESTALE);
+    free(seen.ids);
+}
+END_TEST
+
+/* The figures of "berthctl journal stats". */
+START_TEST(stats)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    char run1[BERTH_RUN_ID_LEN + 1], run2[BERTH_RUN_ID_LEN + 1], run3[BERTH_RUN_ID_LEN + 1];
+    struct berth_job_record r1 = record("job-1", run1), r2 = record("job-2", run2), r3 = record("job-3", run3), got;
+    struct berth_journal_stats st;
+
+    ck_assert_int_eq(berth_journal_stats(j, 0, &st, &err), 0);
+    ck_assert_int_eq(st.tombstones, 0);
+    ck_assert_int_eq(st.oldest_finished, 0);
+    ck_assert_int_eq(st.first_outputs_after, 0);
+    ck_assert_int_gt(st.bytes, 0);
+    ck_assert_int_eq(berth_jobstore_insert(j, &r1, 16, 100, &err), 0);
+    ck_assert_int_eq(berth_jobstore_insert(j, &r2, 16, 100, &err), 0);
+    ck_assert_int_eq(berth_jobstore_insert(j, &r3, 16, 100, &err), 0);
+    finish_at(run1, "{\"result\":{\"outputs\":[]}}", 300);
+    finish_at(run2, "{\"result\":{\"outputs\":[{\"id\":\"report\"}]}}", 400);
+    ck_assert_int_eq(berth_journal_stats(j, 0, &st, &err), 0);
+    ck_assert_int_eq(st.counts[BERTH_JOB_FAILED], 2);
+    ck_assert_int_eq(st.counts[BERTH_JOB_ACCEPTED], 1);
+    ck_assert_int_eq(st.oldest_finished, 300);
+    /* Only job-2 has outputs; finished after 400 none. */
+    ck_assert_int_eq(st.first_outputs_after, 400);
+    ck_assert_int_eq(berth_journal_stats(j, 400, &st, &err), 0);
+    ck_assert_int_eq(st.first_outputs_after, 0);
+    ck_assert_int_eq(berth_jobstore_find_run(j, run1, &got, &err), 0);
+    ck_assert_int_eq(berth_jobstore_prune(j, &got, 900, NULL, &err), 0);
+    berth_job_record_clear(&got);
+    ck_assert_int_eq(berth_journal_stats(j, 0, &st, &err), 0);
+    ck_assert_int_eq(st.tombstones, 1);
+    ck_assert_int_eq(st.counts[BERTH_JOB_FAILED], 1);
+    ck_assert_int_eq(st.oldest_finished, 400);
+    ck_assert_int_ge(st.bytes, st.free_bytes);
+    ck_assert_int_eq(berth_journal_stats(NULL, 0, &st, &err), -EINVAL);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("jobstore");
@@ -366,6 +511,8 @@ static Suite *make_suite(void)
     tcase_add_test(tc, cancel_reason);
     tcase_add_test(tc, paged_open);
     tcase_add_test(tc, durable);
+    tcase_add_test(tc, prune_tombstone);
+    tcase_add_test(tc, stats);
     return s;
 }
 

@@ -210,7 +210,7 @@ START_TEST(foreign_and_newer)
     berth_journal_close(j);
     raw_sql(newer, "PRAGMA user_version = 99");
     ck_assert_int_eq(open_at(newer, 0, &j, &err), -EPROTONOSUPPORT);
-    ck_assert_ptr_nonnull(strstr(err.message, "has journal format 99; this berth understands formats up to 4"));
+    ck_assert_ptr_nonnull(strstr(err.message, "has journal format 99; this berth understands formats up to 5"));
 
     raw_sql(newer, "PRAGMA user_version = -1");
     ck_assert_int_eq(open_at(newer, 0, &j, &err), -EBADMSG);
@@ -255,6 +255,78 @@ START_TEST(migrate_from_format_1)
     ck_assert_int_eq(sqlite3_column_int(q, 0), 0);
     sqlite3_finalize(q);
     berth_journal_close(j);
+}
+END_TEST
+
+/* The value of the one-column, one-row query @sql on @path, read with plain SQLite. */
+static int raw_int(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    int v;
+
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    v = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return v;
+}
+
+/* A journal of format 4, as that berth left it: a format-5 journal less
+ * what migration 5 added (migrations only add), with a finished job. */
+static void make_format_4(const char *path)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_journal *j = NULL;
+
+    ck_assert_msg(open_at(path, BERTH_JOURNAL_CREATE, &j, &err) == 0, "%s", err.message);
+    berth_journal_close(j);
+    raw_sql(path, "DROP TABLE job_tombstones; DROP INDEX jobs_terminal_order;"
+                  "INSERT INTO jobs (principal, scope, job_id, run_id, job_digest, pool, job, receipt, effective,"
+                  " backend, state, revision, accepted_at, deadline, result, updated_at)"
+                  " VALUES ('alice', '[]', 'old-job', 'r1', 'sha256:1', 'p', '{}', '{\"receipt\":{}}', '{}', 'b',"
+                  " 'exited', 3, 10, 20, '{\"result\":{}}', 15);"
+                  "PRAGMA user_version = 4;");
+}
+
+/* Format 4 -> 5 on open, in one transaction: the tombstone table and the
+ * expiry index appear, every job stays as it was. */
+START_TEST(migrate_from_format_4)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *path = test_path(dir, "four.db");
+    struct berth_journal *j = NULL;
+
+    make_format_4(path);
+    ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'job_tombstones'"), 0);
+    ck_assert_msg(open_at(path, 0, &j, &err) == 0, "%s", err.message);
+    berth_journal_close(j);
+    ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 5);
+    ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM job_tombstones"), 0);
+    ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'jobs_terminal_order'"), 1);
+    ck_assert_int_eq(raw_int(path, "SELECT revision FROM jobs WHERE run_id = 'r1' AND state = 'exited' AND "
+                                   "updated_at = 15 AND result = '{\"result\":{}}'"),
+                     3);
+}
+END_TEST
+
+/* A migration that fails leaves the old format whole: here a format-4
+ * journal already holds a table of the name migration 5 creates. */
+START_TEST(migrate_failure_changes_nothing)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *path = test_path(dir, "four.db");
+    struct berth_journal *j = NULL;
+
+    make_format_4(path);
+    raw_sql(path, "CREATE TABLE job_tombstones (x)");
+    ck_assert_int_eq(open_at(path, 0, &j, &err), -EIO);
+    ck_assert_ptr_nonnull(strstr(err.message, "migrating the journal to format 5"));
+    ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 4);
+    ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'jobs_terminal_order'"), 0);
+    ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM jobs"), 1);
 }
 END_TEST
 
@@ -394,6 +466,8 @@ static Suite *make_suite(void)
     tcase_add_test(tc, unsafe_places);
     tcase_add_test(tc, foreign_and_newer);
     tcase_add_test(tc, migrate_from_format_1);
+    tcase_add_test(tc, migrate_from_format_4);
+    tcase_add_test(tc, migrate_failure_changes_nothing);
     tcase_add_test(tc, transact_arguments);
     tc = test_tmpfs_case(s, "full filesystem", "2m");
     if (tc)

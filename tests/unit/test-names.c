@@ -106,6 +106,31 @@ START_TEST(broker_names)
 }
 END_TEST
 
+START_TEST(media_types)
+{
+    char long_type[300];
+
+    ck_assert(berth_media_type_valid("text/plain"));
+    ck_assert(berth_media_type_valid("text/plain; charset=utf-8"));
+    ck_assert(berth_media_type_valid("application/vnd.oci.image.manifest.v1+json"));
+    ck_assert(!berth_media_type_valid(NULL));
+    ck_assert(!berth_media_type_valid(""));
+    ck_assert(!berth_media_type_valid("plain"));
+    ck_assert(!berth_media_type_valid("/plain"));
+    ck_assert(!berth_media_type_valid("text/"));
+    ck_assert(!berth_media_type_valid("text/pl\tain"));
+    ck_assert(!berth_media_type_valid("text/pl\x7f"));
+    ck_assert(!berth_media_type_valid("text/\xc3\xa9"));
+    memset(long_type, 'a', sizeof(long_type));
+    long_type[1] = '/';
+    long_type[BERTH_MEDIA_TYPE_MAX] = '\0';
+    ck_assert(berth_media_type_valid(long_type));
+    long_type[BERTH_MEDIA_TYPE_MAX] = 'a';
+    long_type[BERTH_MEDIA_TYPE_MAX + 1] = '\0';
+    ck_assert(!berth_media_type_valid(long_type));
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("names");
@@ -116,6 +141,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, backend_and_pool_names);
     tcase_add_test(tc, principals);
     tcase_add_test(tc, broker_names);
+    tcase_add_test(tc, media_types);
     return s;
 }
 

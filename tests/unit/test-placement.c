@@ -173,6 +173,57 @@ START_TEST(receipt_shape)
 }
 END_TEST
 
+/* A job with inputs or outputs goes only where the need is reported; its receipt names the needs. */
+START_TEST(job_needs)
+{
+    struct berth_effective *e = effective(NULL);
+    struct berth_backend_set *set = backends(
+        "{\"runsc\":{\"capabilities\":[\"exec\",\"file_rw\",\"outputs\"],\"egress_classes\":[\"none\",\"loopback\"]," QUALIFIED "},"
+        "\"crun\":{\"capabilities\":[\"exec\",\"file_rw\",\"inputs\",\"outputs\"],\"egress_classes\":[\"none\",\"loopback\"],"
+        QUALIFIED "}}");
+    struct berth_error err = BERTH_ERROR_INIT;
+    json_t *receipt = NULL, *inputs = NULL;
+    char hash[BERTH_HASH_HEX_LEN + 1], plain[BERTH_HASH_HEX_LEN + 1];
+    struct berth_refusal rf;
+    _cleanup_free_ char *text = NULL;
+
+    /* No needs: the first eligible, and no job_needs member (receipts as before). */
+    ck_assert_int_eq(berth_place(pool, e, set, NOW, &receipt, plain, &rf, NULL, &err), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(receipt, "chosen_backend")), "runsc");
+    ck_assert_ptr_null(json_object_get(receipt, "job_needs"));
+    json_decref(receipt);
+    /* Outputs: runsc serves them. */
+    e->needs = BERTH_NEED_BIT(BERTH_NEED_OUTPUTS);
+    ck_assert_int_eq(berth_place(pool, e, set, NOW, &receipt, hash, &rf, NULL, &err), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(receipt, "chosen_backend")), "runsc");
+    ck_assert_int_eq(berth_json_serialize(json_object_get(receipt, "job_needs"), 0, &text, NULL, NULL), 0);
+    ck_assert_str_eq(text, "[\"outputs\"]");
+    ck_assert_str_ne(hash, plain);
+    json_decref(receipt);
+    /* Inputs too: only crun. */
+    e->needs |= BERTH_NEED_BIT(BERTH_NEED_INPUTS);
+    ck_assert_int_eq(berth_place(pool, e, set, NOW, &receipt, hash, &rf, &inputs, &err), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(receipt, "chosen_backend")), "crun");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(receipt, "selector_inputs"), 0),
+                                                       "reason")),
+                     "missing_capability:inputs");
+    json_decref(receipt);
+    berth_backend_set_free(set);
+    /* Nobody stages inputs: refused. */
+    set = backends("{\"runsc\":{\"capabilities\":[\"exec\",\"file_rw\"],\"egress_classes\":[\"none\",\"loopback\"]," QUALIFIED "}}");
+    ck_assert_int_eq(berth_place(pool, e, set, NOW, &receipt, hash, &rf, &inputs, &err), -EPERM);
+    json_decref(inputs);
+    berth_backend_set_free(set);
+    /* A name that is neither a capability nor a need is still refused. */
+    {
+        const char *bad = "{\"runsc\":{\"capabilities\":[\"exec\",\"file_rw\",\"teleport\"],\"egress_classes\":[\"none\",\"loopback\"],"
+                          QUALIFIED "}}";
+        ck_assert_int_eq(berth_backend_set_parse(bad, strlen(bad), &set, &err), -EBADMSG);
+    }
+    berth_effective_free(e);
+}
+END_TEST
+
 START_TEST(backend_set_refusals)
 {
     static const struct {
@@ -183,6 +234,10 @@ START_TEST(backend_set_refusals)
          "backend runsc: unknown member \"x\""},
         {"{\"runsc\":{\"capabilities\":[\"fly\"],\"egress_classes\":[],\"qualification\":\"unqualified\"}}",
          "backend runsc: capabilities[0]"},
+        {"{\"runsc\":{\"capabilities\":[\"inputs\",\"fly\"],\"egress_classes\":[],\"qualification\":\"unqualified\"}}",
+         "backend runsc: capabilities[1] is not"},
+        {"{\"runsc\":{\"capabilities\":{},\"egress_classes\":[],\"qualification\":\"unqualified\"}}",
+         "capabilities must be an array"},
         {"{\"runsc\":{\"capabilities\":[],\"egress_classes\":[\"web\"],\"qualification\":\"unqualified\"}}",
          "egress_classes[0]"},
         {"{\"runsc\":{\"capabilities\":[],\"egress_classes\":[],\"qualification\":\"yes\"}}", "qualification must be"},
@@ -204,6 +259,26 @@ START_TEST(backend_set_refusals)
 }
 END_TEST
 
+/* Runtime ABI 1.1 backends name "inputs" and "outputs", no pool capability. */
+START_TEST(backend_set_io_capabilities)
+{
+    struct berth_backend_set *set =
+        backends("{\"crun\":{\"capabilities\":[\"exec\",\"inputs\",\"file_rw\",\"outputs\"],"
+                 "\"egress_classes\":[\"none\"],\"qualification\":\"unqualified\"},"
+                 "\"runsc\":{\"capabilities\":[\"exec\",\"file_rw\"],\"egress_classes\":[\"none\"],"
+                 "\"qualification\":\"unqualified\"}}");
+    size_t i;
+
+    ck_assert_uint_eq(set->n, 2);
+    for (i = 0; i < set->n; i++) {
+        bool io = streq(set->v[i].name, "crun");
+        ck_assert_uint_eq(set->v[i].capabilities, (1u << BERTH_CAP_EXEC) | (1u << BERTH_CAP_FILE_RW));
+        ck_assert_uint_eq(set->v[i].needs, io ? BERTH_NEED_BIT(BERTH_NEED_INPUTS) | BERTH_NEED_BIT(BERTH_NEED_OUTPUTS) : 0);
+    }
+    berth_backend_set_free(set);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("placement");
@@ -211,10 +286,12 @@ static Suite *make_suite(void)
 
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, first_eligible);
+    tcase_add_test(tc, backend_set_io_capabilities);
     tcase_add_test(tc, drop_reasons);
     tcase_add_test(tc, override_no_fallback);
     tcase_add_test(tc, receipt_shape);
     tcase_add_test(tc, backend_set_refusals);
+    tcase_add_test(tc, job_needs);
     return s;
 }
 

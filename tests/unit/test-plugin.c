@@ -192,6 +192,9 @@ START_TEST(other_kinds)
         case BERTH_PLUGIN_EVIDENCE_STORE:
             ck_assert_ptr_nonnull(berth_plugin_evidence_store_ops(h));
             ck_assert_ptr_nonnull(berth_plugin_evidence_store_ops(h)->tombstone);
+            /* A 1.1 plugin: the appended ops are there. */
+            ck_assert_ptr_nonnull(berth_plugin_evidence_store_ops(h)->upload);
+            ck_assert_ptr_nonnull(berth_plugin_evidence_store_ops(h)->prune);
             break;
         default:
             ck_assert_ptr_nonnull(berth_plugin_containment_ops(h));
@@ -207,6 +210,37 @@ START_TEST(other_kinds)
     }
     ck_assert_str_eq(berth_plugin_kind_name(BERTH_PLUGIN_EVIDENCE_STORE), "evidence-store");
     ck_assert_ptr_null(berth_plugin_kind_name(99));
+}
+END_TEST
+
+/* An evidence store built for ABI 1.0 (its table ends after tombstone) is
+ * accepted: the five ops of 1.0 are required, the ones appended in 1.1 read
+ * NULL, whatever lies in memory after its shorter table. */
+START_TEST(evidence_store_v10)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_host_instance inst;
+    const struct berth_host *host = berth_host_instance_init(&inst, "x", NULL);
+    struct berth_plugin_load_options o = {
+        .dir = dir, .file = "fixture-evidence-v10.so", .host = host, .kind = BERTH_PLUGIN_EVIDENCE_STORE};
+    const struct berth_evidence_store_ops_v1 *ops;
+    struct berth_plugin_handle *h = NULL;
+    struct berth_plugin_info info;
+
+    ck_assert_msg(berth_plugin_load(&o, &h, &info, &err) == 0, "%s", err.message);
+    ck_assert_uint_eq(info.abi_version, BERTH_PLUGIN_ABI_PACK(1, 0));
+    ops = berth_plugin_evidence_store_ops(h);
+    ck_assert_ptr_nonnull(ops);
+    ck_assert_ptr_nonnull(ops->put);
+    ck_assert_ptr_nonnull(ops->get);
+    ck_assert_ptr_nonnull(ops->stat);
+    ck_assert_ptr_nonnull(ops->remove);
+    ck_assert_ptr_nonnull(ops->tombstone);
+    ck_assert_ptr_null(ops->upload);
+    ck_assert_ptr_null(ops->list);
+    ck_assert_ptr_null(ops->usage);
+    ck_assert_ptr_null(ops->prune);
+    berth_plugin_unload(h);
 }
 END_TEST
 
@@ -247,6 +281,40 @@ START_TEST(older_minor_accepted)
     ck_assert_int_eq(
         load(dir, "fixture-good.so", 0, host, BERTH_PLUGIN_ABI_PACK(BERTH_PLUGIN_ABI_MAJOR + 1, 0), &h, &info, &err),
         -EPROTO);
+}
+END_TEST
+
+/* ABI 1.1 appends open_output and forget to the runtime ops: a 1.0 plugin
+ * (whose table ends at reap) still loads, and the appended ops read NULL
+ * even though its object happens to define them past its ops_size; a 1.1
+ * plugin's are there. */
+START_TEST(runtime_ops_1_1_optional)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_host_instance inst;
+    const struct berth_host *host = berth_host_instance_init(&inst, "x", NULL);
+    struct berth_plugin_handle *h = NULL;
+    struct berth_plugin_info info;
+    const struct berth_runtime_ops_v1 *ops;
+    uint64_t size = 7;
+    int fd = -1;
+
+    ck_assert_msg(load(dir, "fixture-runtime-1-0.so", 0, host, 0, &h, &info, &err) == 0, "%s", err.message);
+    ck_assert_uint_eq(info.abi_version, BERTH_PLUGIN_ABI_PACK(1, 0));
+    ops = berth_plugin_runtime_ops(h);
+    ck_assert_ptr_nonnull(ops->reap);
+    ck_assert_ptr_null(ops->open_output);
+    ck_assert_ptr_null(ops->forget);
+    berth_plugin_unload(h);
+    ck_assert_int_eq(load(dir, "fixture-good.so", 0, host, 0, &h, &info, &err), 0);
+    ops = berth_plugin_runtime_ops(h);
+    ck_assert_ptr_nonnull(ops->open_output);
+    ck_assert_ptr_nonnull(ops->forget);
+    ck_assert_int_eq(ops->open_output(berth_plugin_state(h), "r1", "o", &fd, &size, &err), -ENOENT);
+    ck_assert_int_eq(fd, -1); /* nothing written on failure */
+    ck_assert_uint_eq(size, 7);
+    ck_assert_int_eq(ops->forget(berth_plugin_state(h), "r1", &err), -ENOENT);
+    berth_plugin_unload(h);
 }
 END_TEST
 
@@ -455,8 +523,10 @@ static Suite *make_suite(void)
     tcase_add_test(tc, good_loads_and_inits);
     tcase_add_test(tc, peek_never_inits);
     tcase_add_test(tc, other_kinds);
+    tcase_add_test(tc, evidence_store_v10);
     tcase_add_test(tc, abi_rules);
     tcase_add_test(tc, older_minor_accepted);
+    tcase_add_test(tc, runtime_ops_1_1_optional);
     tcase_add_test(tc, fd_name_reuse);
     tcase_add_test(tc, file_rules);
     tcase_add_test(tc, directory_and_owner_rules);

@@ -175,6 +175,39 @@ static void replace(const char *dir, const char *path, const char *text, mode_t 
     free(tmp);
 }
 
+/* evidence_quota: defaults, both members optional, bounded, no unknown member. */
+START_TEST(evidence_quota)
+{
+    struct berth_policy *p = parse_ok(POLICY(
+        SUBJECT("alice", FP_A, ",\"evidence_quota\":{\"bytes\":1048576,\"objects\":3}") "," SUBJECT("bob", FP_B, "")));
+
+    ck_assert_int_eq(p->subjects[0].evidence_quota.bytes, 1048576);
+    ck_assert_int_eq(p->subjects[0].evidence_quota.objects, 3);
+    ck_assert_int_eq(p->subjects[1].evidence_quota.bytes, BERTH_EVIDENCE_QUOTA_BYTES_DEFAULT);
+    ck_assert_int_eq(p->subjects[1].evidence_quota.bytes, 1073741824);
+    ck_assert_int_eq(p->subjects[1].evidence_quota.objects, 10000);
+    berth_policy_free(p);
+    p = parse_ok(POLICY(SUBJECT("alice", FP_A, ",\"evidence_quota\":{\"objects\":0}")));
+    ck_assert_int_eq(p->subjects[0].evidence_quota.bytes, BERTH_EVIDENCE_QUOTA_BYTES_DEFAULT);
+    ck_assert_int_eq(p->subjects[0].evidence_quota.objects, 0);
+    berth_policy_free(p);
+    p = parse_ok(POLICY(SUBJECT("alice", FP_A, ",\"evidence_quota\":{}")));
+    ck_assert_int_eq(p->subjects[0].evidence_quota.objects, BERTH_EVIDENCE_QUOTA_OBJECTS_DEFAULT);
+    berth_policy_free(p);
+
+    refused(POLICY(SUBJECT("alice", FP_A, ",\"evidence_quota\":{\"bytes\":-1}")),
+            "policy.subjects[0].evidence_quota.bytes is -1, outside");
+    refused(POLICY(SUBJECT("alice", FP_A, ",\"evidence_quota\":{\"objects\":100000001}")),
+            "policy.subjects[0].evidence_quota.objects is 100000001, outside 0..100000000");
+    refused(POLICY(SUBJECT("alice", FP_A, ",\"evidence_quota\":{\"bytes\":1,\"files\":1}")),
+            "policy.subjects[0].evidence_quota: unknown member \"files\"");
+    refused(POLICY(SUBJECT("alice", FP_A, ",\"evidence_quota\":[1,2]")),
+            "policy.subjects[0].evidence_quota must be a JSON object");
+    refused(POLICY(SUBJECT("alice", FP_A, ",\"evidence_quota\":{\"bytes\":\"1\"}")),
+            "policy.subjects[0].evidence_quota.bytes");
+}
+END_TEST
+
 START_TEST(watched_file)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -241,6 +274,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, names);
     tcase_add_test(tc, unlisted_clients);
     tcase_add_test(tc, refusals);
+    tcase_add_test(tc, evidence_quota);
     tcase_add_test(tc, watched_file);
     tcase_add_test(tc, source_arguments);
     return s;

@@ -4,6 +4,7 @@
 
 #include "canon.h"
 #include "digest.h"
+#include "envelope.h"
 #include "job.h"
 #include "jobtest.h"
 #include "jsonobj.h"
@@ -160,8 +161,10 @@ END_TEST
 static json_t *make_result(const struct fixture *f, const json_t *receipt, const char *out, const char *errtext)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    json_t *outputs = json_pack("[{s:s, s:s, s:i}]", "id", "summary", "digest",
-                                "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "size", 5);
+    json_t *outputs =
+        json_pack("[{s:s, s:s, s:i, s:s}]", "id", "summary", "digest",
+                  "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "size", 5, "media_type",
+                  "text/plain");
     const struct berth_result_params p = {
         .broker = "host-1",
         .job = f->job,
@@ -202,6 +205,9 @@ START_TEST(result_round_trip)
     ck_assert_str_eq(json_string_value(json_object_get(body, "stdout")), "aGVsbG8K"); /* base64url("hello\n") */
     ck_assert_str_eq(json_string_value(json_object_get(body, "stderr")), "");
     ck_assert(json_is_null(json_object_get(body, "reason")));
+    ck_assert(json_is_null(json_object_get(body, "output_error")));
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(body, "outputs"), 0), "media_type")),
+                     "text/plain");
     ck_assert_int_eq(berth_digest_json(receipt, rd, &err), 0);
     ck_assert_str_eq(json_string_value(json_object_get(body, "receipt_digest")), rd);
     json_decref(result);
@@ -259,6 +265,104 @@ START_TEST(result_refusals)
 }
 END_TEST
 
+/* Re-sign @body (a result body, changed by the caller) and verify it against @f's job. */
+static int resign_verify(const struct fixture *f, json_t *body, const json_t *receipt, struct berth_error *err)
+{
+    json_t *env = NULL;
+    int r;
+
+    ck_assert_int_eq(berth_envelope_seal(f->key, "result", body, &env, err), 0);
+    r = berth_result_verify(env, berth_signing_key_public(f->key), f->job, receipt, NULL, err);
+    json_decref(env);
+    return r;
+}
+
+START_TEST(result_outputs)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct fixture f;
+    json_t *receipt, *result, *body, *out0, *oe;
+    struct berth_result_params p = {0};
+
+    setup(&f);
+    receipt = make_receipt(&f, NULL);
+    result = make_result(&f, receipt, "", "");
+    body = json_deep_copy(json_object_get(result, "result"));
+    out0 = json_array_get(json_object_get(body, "outputs"), 0);
+    /* The signed body as made verifies once re-signed: the checks below are the outputs'. */
+    ck_assert_msg(resign_verify(&f, body, receipt, &err) == 0, "%s", err.message);
+    /* An output the job does not declare. */
+    json_object_set_new(out0, "id", json_string("other"));
+    ck_assert_int_eq(resign_verify(&f, body, receipt, &err), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(err.message, "declares no output other"));
+    json_object_set_new(out0, "id", json_string("summary"));
+    /* Another media type than the declared one. */
+    json_object_set_new(out0, "media_type", json_string("application/json"));
+    ck_assert_int_eq(resign_verify(&f, body, receipt, &err), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(err.message, "media type"));
+    json_object_set_new(out0, "media_type", json_string("text/plain"));
+    /* Over its max_bytes (4096). */
+    json_object_set_new(out0, "size", json_integer(4097));
+    ck_assert_int_eq(resign_verify(&f, body, receipt, &err), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(err.message, "max_bytes"));
+    json_object_set_new(out0, "size", json_integer(5));
+    /* Listed twice. */
+    json_array_append(json_object_get(body, "outputs"), out0);
+    ck_assert_int_eq(resign_verify(&f, body, receipt, &err), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(err.message, "repeats"));
+    json_array_remove(json_object_get(body, "outputs"), 1);
+    /* An unknown member of an entry. */
+    json_object_set_new(out0, "path", json_string("/tmp/outputs/summary.txt"));
+    ck_assert_int_eq(resign_verify(&f, body, receipt, &err), -EBADMSG);
+    json_object_del(out0, "path");
+    /* An output_error with an output listed, or on an exited result. */
+    json_object_set_new(body, "output_error", json_pack("{s:s, s:s}", "id", "summary", "problem", "symlink"));
+    ck_assert_int_eq(resign_verify(&f, body, receipt, &err), -EBADMSG);
+    json_array_clear(json_object_get(body, "outputs"));
+    ck_assert_int_eq(resign_verify(&f, body, receipt, &err), -EBADMSG);
+    json_object_set_new(body, "status", json_string("failed"));
+    json_object_set_new(body, "reason", json_string("output_invalid"));
+    ck_assert_msg(resign_verify(&f, body, receipt, &err) == 0, "%s", err.message);
+    /* A problem outside the set, an undeclared id, an extra member. */
+    oe = json_object_get(body, "output_error");
+    json_object_set_new(oe, "problem", json_string("cosmic_rays"));
+    ck_assert_int_eq(resign_verify(&f, body, receipt, &err), -EBADMSG);
+    json_object_set_new(oe, "problem", json_string("digest_mismatch"));
+    json_object_set_new(oe, "id", json_string("nope"));
+    ck_assert_int_eq(resign_verify(&f, body, receipt, &err), -EBADMSG);
+    json_object_set_new(oe, "id", json_string("summary"));
+    json_object_set_new(oe, "detail", json_string("x"));
+    ck_assert_int_eq(resign_verify(&f, body, receipt, &err), -EBADMSG);
+    json_object_del(oe, "detail");
+    /* A result signed before outputs existed has no output_error: null. */
+    json_object_del(body, "output_error");
+    ck_assert_msg(resign_verify(&f, body, receipt, &err) == 0, "%s", err.message);
+    /* Creation refuses an output_error with a status other than failed, or with outputs. */
+    p.broker = "host-1";
+    p.job = f.job;
+    p.receipt = receipt;
+    p.status = BERTH_RESULT_EXITED;
+    p.finished_at = 1;
+    p.started_at = -1;
+    {
+        json_t *env = NULL, *e = json_pack("{s:s, s:s}", "id", "summary", "problem", "missing");
+        p.output_error = e;
+        ck_assert_int_eq(berth_result_create(f.key, &p, &env, &err), -EINVAL);
+        p.status = BERTH_RESULT_FAILED;
+        p.reason = "output_invalid";
+        ck_assert_int_eq(berth_result_create(f.key, &p, &env, &err), 0);
+        ck_assert(json_equal(json_object_get(json_object_get(env, "result"), "output_error"), e));
+        ck_assert_int_eq(berth_result_verify(env, berth_signing_key_public(f.key), f.job, receipt, NULL, &err), 0);
+        json_decref(env);
+        json_decref(e);
+    }
+    json_decref(body);
+    json_decref(result);
+    json_decref(receipt);
+    teardown(&f);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("receipt");
@@ -269,6 +373,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, receipt_bad_arguments);
     tcase_add_test(tc, result_round_trip);
     tcase_add_test(tc, result_refusals);
+    tcase_add_test(tc, result_outputs);
     return s;
 }
 

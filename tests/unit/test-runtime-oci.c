@@ -3,11 +3,15 @@
  * test-runtime-oci.c -- the real runtime-oci plugin, loaded by the core's
  * loader, driving real crun: start() is idempotent per run id (a retry after
  * a lost reply starts nothing, before and after the job finished and after
- * reap), inspect reports the outcome, and a reaped job is gone for inspect
- * but still refused by start.  Root only (skips with 77 otherwise); the
+ * reap), inspect reports the outcome, a reaped job is gone for inspect
+ * but still refused by start, and forget (retention) drops a reaped job's
+ * tombstone only.  Its watcher (ABI 1.1, watch.h) notifies the job's end
+ * through the host table, and unloading leaves no descriptor and no
+ * thread behind.  Root only (skips with 77 otherwise); the
  * rootfs is berth-probe alone.
  */
 #include <check.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -63,6 +67,35 @@ static char *dispatch(const char *rootfs, const char *script_arg)
     return doc;
 }
 
+/* The host table's job_changed calls for RUN_ID (any thread). */
+static pthread_mutex_t notified_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned notified;
+
+static void count_notify(void *userdata, const char *instance, const char *job_id)
+{
+    (void)userdata;
+    ck_assert_str_eq(instance, "crun");
+    pthread_mutex_lock(&notified_lock);
+    notified += strcmp(job_id, RUN_ID) == 0;
+    pthread_mutex_unlock(&notified_lock);
+}
+
+static unsigned notified_now(void)
+{
+    unsigned n;
+
+    pthread_mutex_lock(&notified_lock);
+    n = notified;
+    pthread_mutex_unlock(&notified_lock);
+    return n;
+}
+
+/* Open descriptors (less the one counting them) and threads of this process. */
+static int open_fds(void)
+{
+    return test_count_entries("/proc/self/fd") - 1;
+}
+
 /* Poll inspect until a terminal state; returns the document. */
 static json_t *await(const struct berth_runtime_ops_v1 *ops, void *state)
 {
@@ -99,6 +132,7 @@ START_TEST(start_is_idempotent)
                *probe_src = getenv("BERTH_PROBE");
     json_t *out;
     size_t len = 0;
+    int fds = open_fds(), threads = test_count_entries("/proc/self/task");
 
     ck_assert_ptr_nonnull(src);
     ck_assert_ptr_nonnull(shim);
@@ -133,6 +167,7 @@ START_TEST(start_is_idempotent)
             .config_len = strlen(config),
         };
         ck_assert_msg(berth_plugin_load(&o, &h, NULL, &err) == 0, "load: %s", err.message);
+        berth_host_instance_set_notify(&host, count_notify, NULL);
     }
     ops = berth_plugin_runtime_ops(h);
 
@@ -145,8 +180,14 @@ START_TEST(start_is_idempotent)
     ck_assert_str_eq(json_string_value(json_object_get(out, "state")), "exited");
     ck_assert_int_eq(json_integer_value(json_object_get(out, "exit_code")), 0);
     json_decref(out);
+    /* The watcher told the core (it may be a moment behind inspect). */
+    for (int i = 0; i < 200 && notified_now() == 0; i++)
+        usleep(50000);
+    ck_assert_uint_ge(notified_now(), 1);
     /* Finished: still never started again. */
     ck_assert_int_eq(ops->start(berth_plugin_state(h), doc, strlen(doc), &err), 1);
+    /* Not reaped yet: the tombstone cannot be forgotten (retention). */
+    ck_assert_int_eq(ops->forget(berth_plugin_state(h), RUN_ID, &err), -EBUSY);
     ck_assert_msg(ops->reap(berth_plugin_state(h), RUN_ID, &err) == 0, "reap: %s", err.message);
     /* Reaped: released for inspect and cancel, refused for start (the tombstone). */
     ck_assert_int_eq(ops->inspect(berth_plugin_state(h), RUN_ID, &text, &len, &err), -ENOENT);
@@ -160,7 +201,23 @@ START_TEST(start_is_idempotent)
         ck_assert_int_ne(stat(root, &st), 0);
         free(root);
     }
+    /* Retention: forget drops the reaped job directory, the tombstone, once. */
+    {
+        char *jobdir = NULL;
+        struct stat st;
+        ck_assert_int_gt(asprintf(&jobdir, "%s/state/jobs/" RUN_ID, dir), 0);
+        ck_assert_int_eq(stat(jobdir, &st), 0);
+        ck_assert_msg(ops->forget(berth_plugin_state(h), RUN_ID, &err) == 0, "forget: %s", err.message);
+        ck_assert_int_ne(stat(jobdir, &st), 0);
+        ck_assert_int_eq(errno, ENOENT);
+        ck_assert_int_eq(ops->forget(berth_plugin_state(h), RUN_ID, &err), -ENOENT);
+        ck_assert_int_eq(ops->forget(berth_plugin_state(h), "../escape", &err), -ENOENT);
+        free(jobdir);
+    }
     berth_plugin_unload(h);
+    /* fini joined the watcher thread and closed its descriptors. */
+    ck_assert_int_eq(open_fds(), fds);
+    ck_assert_int_eq(test_count_entries("/proc/self/task"), threads);
     free(plugins);
     free(rootfs);
     free(probe);

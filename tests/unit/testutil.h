@@ -9,6 +9,7 @@
 #define BERTH_TESTUTIL_H
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -66,6 +67,21 @@ static inline int test_rm_one(const char *path, const struct stat *st, int type,
 static inline void test_rm_rf(const char *path)
 {
     nftw(path, test_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/** The entries of the directory @path other than "." and "..". */
+static inline int test_count_entries(const char *path)
+{
+    struct dirent *e;
+    DIR *d = opendir(path);
+    int n = 0;
+
+    ck_assert_ptr_nonnull(d);
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            n++;
+    closedir(d);
+    return n;
 }
 
 /** Write @len bytes to @path with @mode (umask cleared); asserts success. */

@@ -56,6 +56,9 @@ static int format_output(const struct devinit_opts *o, const struct target *t, c
                                ? ""
                                : "\n  note: image-oci-local.so is not in the plugin directory, so "
                                  "berthd.json has no image source") >= 0;
+        if (devinit_evidence_plugin_present(o))
+            ok = ok && fprintf(f, "  upload an input:   berthctl --config %s evidence put FILE\n",
+                               p->files[F_CLIENT].path) >= 0;
         if (o->n_backends == 0)
             ok = ok && fprintf(f,
                                "  note: without --backend, berthd.json has no backend: add one named %s\n"

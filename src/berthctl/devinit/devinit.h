@@ -40,6 +40,8 @@
 #define DEFAULT_BACKEND "runsc"        /**< the pool's backend without --backend or --runtime */
 #define POOL_NAME "default"            /**< the one pool, pools/default.json */
 #define IMAGE_PLUGIN "image-oci-local" /**< the image source, when the plugin directory has it */
+#define EVIDENCE_PLUGIN "evidence-sqlite" /**< the evidence store, when the plugin directory has it */
+#define EVIDENCE_SUBDIR "evidence"        /**< its directory, below state/ */
 #define RUNTIME_PLUGIN "runtime-oci"   /**< what serves every --runtime backend */
 
 /**
@@ -77,6 +79,7 @@ struct devinit_opts {
     struct backend_opt *backends;
     size_t n_backends;
     bool no_image_source;
+    bool no_evidence_store;
 };
 
 /**
@@ -213,6 +216,9 @@ struct fingerprint {
  */
 int devinit_generate(const struct devinit_opts *o, const struct target *t, struct plan *p,
                      struct fingerprint *fingerprints, struct berth_error *reterr);
+
+/** devinit_evidence_plugin_present() - whether berthd.json gets the evidence store (see --no-evidence-store). */
+bool devinit_evidence_plugin_present(const struct devinit_opts *o);
 
 /** devinit_image_plugin_present() - whether berthd.json gets the image source (see --no-image-source). */
 bool devinit_image_plugin_present(const struct devinit_opts *o);

@@ -135,15 +135,25 @@ static int make_certificates(const struct devinit_opts *o, const struct target *
     return 0;
 }
 
-bool devinit_image_plugin_present(const struct devinit_opts *o)
+/* Whether the plugin directory holds @plugin.so, a regular file. */
+static bool plugin_present(const struct devinit_opts *o, const char *plugin)
 {
     _cleanup_free_ char *path = NULL;
     struct stat st;
 
-    if (o->no_image_source ||
-        asprintf(&path, "%s/%s.so", o->plugin_dir ? o->plugin_dir : BERTH_PLUGINDIR, IMAGE_PLUGIN) < 0)
+    if (asprintf(&path, "%s/%s.so", o->plugin_dir ? o->plugin_dir : BERTH_PLUGINDIR, plugin) < 0)
         return false;
     return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool devinit_image_plugin_present(const struct devinit_opts *o)
+{
+    return !o->no_image_source && plugin_present(o, IMAGE_PLUGIN);
+}
+
+bool devinit_evidence_plugin_present(const struct devinit_opts *o)
+{
+    return !o->no_evidence_store && plugin_present(o, EVIDENCE_PLUGIN);
 }
 
 /*
@@ -211,6 +221,16 @@ static int berthd_document(const struct devinit_opts *o, const struct plan *p, c
         c.images.plugin = IMAGE_PLUGIN;
         c.images.config = config;
         c.has_images = true;
+    }
+    if (devinit_evidence_plugin_present(o)) {
+        /* The plugin creates its directory (0700) at berthd's first start. */
+        _cleanup_free_ char *evidence = devinit_path_join(state, EVIDENCE_SUBDIR);
+        json_t *config = evidence ? json_pack("{s:s}", "directory", evidence) : NULL;
+        if (json_array_append_new(configs, config) < 0)
+            return berth_error_set(reterr, -ENOMEM, "out of memory");
+        c.evidence.plugin = EVIDENCE_PLUGIN;
+        c.evidence.config = config;
+        c.has_evidence = true;
     }
     return berthd_config_to_json(&c, ret, reterr);
 }

@@ -35,7 +35,8 @@ static void help(FILE *out)
     fprintf(out, "Usage: berthctl dev-init DIR [--port=N] [--principal=NAME]...\n"
                  "                [--image=DIGEST]... [--backend=NAME=PLUGIN[,CONFIG_FILE]]...\n"
                  "                [--runtime=NAME[,PATH]]... [--plugin-dir=PATH]\n"
-                 "                [--no-image-source] [--broker-name=NAME] [--json]\n"
+                 "                [--no-image-source] [--no-evidence-store]\n"
+                 "                [--broker-name=NAME] [--json]\n"
                  "\n"
                  "Write a complete, self-contained berth installation into DIR, for trying\n"
                  "berth on one machine and for tests: a private certificate authority, TLS\n"
@@ -103,6 +104,12 @@ static void help(FILE *out)
                  "whose image is not imported there.  Grant an imported image with --image,\n"
                  "or later with \"berthctl policy allow-image\".\n"
                  "\n"
+                 "When it holds evidence-sqlite.so (and without --no-evidence-store),\n"
+                 "berthd.json also gets an evidence store in DIR/state/evidence (the plugin\n"
+                 "creates it, 0700, at berthd's first start), with the default 64 MiB bound\n"
+                 "per object; each principal's evidence quota is the policy's default (1 GiB,\n"
+                 "10,000 objects): see \"berthctl evidence --help\".\n"
+                 "\n"
                  "Every key is new, from the system's random number generator.  TLS keys are\n"
                  "ECDSA P-256 in unencrypted PKCS#8 PEM; certificates are valid from one\n"
                  "minute ago for 365 days and are signed with SHA-256.  The policy lists each\n"
@@ -155,6 +162,8 @@ static void help(FILE *out)
                  "      --no-image-source\n"
                  "                        never configure the image source in berthd.json\n"
                  "                        (DIR/images is created all the same)\n"
+                 "      --no-evidence-store\n"
+                 "                        never configure the evidence store in berthd.json\n"
                  "      --broker-name=NAME\n"
                  "                        the broker's name in receipts, 1-64 of\n"
                  "                        [A-Za-z0-9._-] (default \"dev\")\n"
@@ -290,7 +299,8 @@ int devinit_parse_args(struct bctl_globals *g, int argc, char **argv, struct dev
         OPT_RUNTIME,
         OPT_PLUGIN_DIR,
         OPT_BROKER_NAME,
-        OPT_NO_IMAGE_SOURCE
+        OPT_NO_IMAGE_SOURCE,
+        OPT_NO_EVIDENCE_STORE
     };
     static const struct option options[] = {
         {"port", required_argument, NULL, OPT_PORT},
@@ -301,6 +311,7 @@ int devinit_parse_args(struct bctl_globals *g, int argc, char **argv, struct dev
         {"plugin-dir", required_argument, NULL, OPT_PLUGIN_DIR},
         {"broker-name", required_argument, NULL, OPT_BROKER_NAME},
         {"no-image-source", no_argument, NULL, OPT_NO_IMAGE_SOURCE},
+        {"no-evidence-store", no_argument, NULL, OPT_NO_EVIDENCE_STORE},
         {"help", no_argument, NULL, 'h'},
         BCTL_GLOBAL_OPTIONS,
         {},
@@ -367,6 +378,7 @@ int devinit_parse_args(struct bctl_globals *g, int argc, char **argv, struct dev
                 return r;
             break;
         case OPT_NO_IMAGE_SOURCE: o->no_image_source = true; break;
+        case OPT_NO_EVIDENCE_STORE: o->no_evidence_store = true; break;
         case OPT_PLUGIN_DIR:
             if (bctl_absolute_arg(VERB, "--plugin-dir", optarg, &o->plugin_dir) != 0)
                 return BCTL_EXIT_USAGE;

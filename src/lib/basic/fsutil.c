@@ -400,6 +400,44 @@ int berth_write_all(int fd, const void *data, size_t len)
     return 0;
 }
 
+int berth_pwrite_all(int fd, const void *data, size_t len, uint64_t offset)
+{
+    const char *p = data;
+
+    while (len > 0) {
+        ssize_t n = pwrite(fd, p, len, (off_t)offset);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return -EIO;
+        p += n;
+        len -= (size_t)n;
+        offset += (uint64_t)n;
+    }
+    return 0;
+}
+
+int berth_pread_all(int fd, void *buf, size_t len, uint64_t offset)
+{
+    char *p = buf;
+
+    while (len > 0) {
+        ssize_t n = pread(fd, p, len, (off_t)offset);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return -EIO;
+        p += n;
+        len -= (size_t)n;
+        offset += (uint64_t)n;
+    }
+    return 0;
+}
+
 static int rename_into_place(int dirfd, const char *tmp, const char *name, unsigned flags)
 {
     if (flags & BERTH_PUBLISH_REPLACE)
@@ -421,46 +459,194 @@ static int rename_into_place(int dirfd, const char *tmp, const char *name, unsig
     return 0;
 }
 
+int berth_publish_begin(int dirfd, const char *name, struct berth_publish *p, struct berth_error *reterr)
+{
+    uint8_t rnd[8];
+    char hex[BERTH_HEX_LEN(sizeof(rnd)) + 1];
+
+    if (!p)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    p->fd = -1;
+    if (dirfd < 0 || !berth_name_valid(name))
+        return berth_error_set(reterr, -EINVAL, "%s: invalid file name or argument", name ? name : "(null)");
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return berth_error_set(reterr, -EIO, "getrandom failed");
+    berth_hex_encode(rnd, sizeof(rnd), hex);
+    p->dirfd = dirfd;
+    snprintf(p->name, sizeof(p->name), "%s", name);
+    /* ".#<name>.<random>", the name cut so that the whole fits NAME_MAX. */
+    snprintf(p->tmp, sizeof(p->tmp), ".#%.*s.%s", (int)(NAME_MAX - 2 - 1 - BERTH_HEX_LEN(sizeof(rnd))), name, hex);
+    p->fd = openat(dirfd, p->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (p->fd < 0)
+        return berth_error_set(reterr, -errno, "%s: creating temporary file: %s", name, strerror(errno));
+    return 0;
+}
+
+void berth_publish_abort(struct berth_publish *p)
+{
+    if (!p || p->fd < 0)
+        return;
+    close(p->fd);
+    p->fd = -1;
+    (void)unlinkat(p->dirfd, p->tmp, 0);
+}
+
+int berth_publish_commit(struct berth_publish *p, mode_t mode, unsigned flags, struct berth_error *reterr)
+{
+    int r = 0;
+
+    if (!p || p->fd < 0 || (flags & ~BERTH_PUBLISH_REPLACE) || (mode & ~(mode_t)07777)) {
+        berth_publish_abort(p);
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    }
+    if (fchmod(p->fd, mode) < 0 || fsync(p->fd) < 0)
+        r = -errno;
+    if (close(p->fd) < 0 && r == 0)
+        r = -errno;
+    p->fd = -1;
+    if (r == 0)
+        r = rename_into_place(p->dirfd, p->tmp, p->name, flags);
+    if (r < 0) {
+        (void)unlinkat(p->dirfd, p->tmp, 0);
+        if (r == -EEXIST)
+            return berth_error_set(reterr, r, "%s already exists; refusing to overwrite it", p->name);
+        return berth_error_set(reterr, r, "%s: %s", p->name, strerror(-r));
+    }
+    if (fsync(p->dirfd) < 0)
+        return berth_error_set(reterr, -EIO, "%s: published, but syncing its directory failed: %s", p->name,
+                               strerror(errno));
+    return 0;
+}
+
 int berth_publish_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode, unsigned flags,
                      struct berth_error *reterr)
 {
-    _cleanup_close_ int fd = -1;
-    char tmp[NAME_MAX + 1];
-    uint8_t rnd[8];
-    char hex[BERTH_HEX_LEN(sizeof(rnd)) + 1];
+    struct berth_publish p;
     int r;
 
     if (dirfd < 0 || !berth_name_valid(name) || (!data && len > 0) || (flags & ~BERTH_PUBLISH_REPLACE) ||
         (mode & ~(mode_t)07777))
         return berth_error_set(reterr, -EINVAL, "%s: invalid file name or argument", name ? name : "(null)");
-    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-        return berth_error_set(reterr, -EIO, "getrandom failed");
-    berth_hex_encode(rnd, sizeof(rnd), hex);
-    /* ".#<name>.<random>", the name cut so that the whole fits NAME_MAX. */
-    snprintf(tmp, sizeof(tmp), ".#%.*s.%s", (int)(NAME_MAX - 2 - 1 - BERTH_HEX_LEN(sizeof(rnd))), name, hex);
-
-    fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return berth_error_set(reterr, -errno, "%s: creating temporary file: %s", name, strerror(errno));
-    r = berth_write_all(fd, data, len);
-    if (r == 0 && fchmod(fd, mode) < 0)
-        r = -errno;
-    if (r == 0 && fsync(fd) < 0)
-        r = -errno;
-    if (r == 0 && close(TAKE_FD(fd)) < 0)
-        r = -errno;
-    if (r == 0)
-        r = rename_into_place(dirfd, tmp, name, flags);
-    if (r < 0) {
-        (void)unlinkat(dirfd, tmp, 0);
-        if (r == -EEXIST)
-            return berth_error_set(reterr, r, "%s already exists; refusing to overwrite it", name);
+    if ((r = berth_publish_begin(dirfd, name, &p, reterr)) < 0)
+        return r;
+    if ((r = berth_write_all(p.fd, data, len)) < 0) {
+        berth_publish_abort(&p);
         return berth_error_set(reterr, r, "%s: %s", name, strerror(-r));
     }
+    return berth_publish_commit(&p, mode, flags, reterr);
+}
+
+int berth_tmpfile_open(int dirfd, mode_t mode, bool allow_named, struct berth_tmpfile *ret, struct berth_error *reterr)
+{
+    uint8_t rnd[8];
+    int fd;
+
+    if (dirfd < 0 || !ret || (mode & ~(mode_t)07777))
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+    if (fd >= 0) {
+        if (fchmod(fd, mode) < 0) {
+            int e = errno;
+            close(fd);
+            return berth_error_set(reterr, -e, "temporary file: chmod: %s", strerror(e));
+        }
+        *ret = (struct berth_tmpfile){.fd = fd, .dirfd = dirfd, .name = ""};
+        return 0;
+    }
+    /* EISDIR: a kernel that knows nothing of O_TMPFILE took it for O_DIRECTORY. */
+    if (errno != EOPNOTSUPP && errno != EISDIR)
+        return berth_error_set(reterr, -errno, "creating a temporary file: %s", strerror(errno));
+    if (!allow_named)
+        return berth_error_set(reterr, -EOPNOTSUPP, "the filesystem has no unnamed temporary files (O_TMPFILE)");
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return berth_error_set(reterr, -EIO, "getrandom failed");
+    *ret = (struct berth_tmpfile){.fd = -1, .dirfd = dirfd};
+    memcpy(ret->name, BERTH_TMPFILE_PREFIX, sizeof(BERTH_TMPFILE_PREFIX) - 1);
+    berth_hex_encode(rnd, sizeof(rnd), ret->name + sizeof(BERTH_TMPFILE_PREFIX) - 1);
+    fd = openat(dirfd, ret->name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0 || fchmod(fd, mode) < 0) {
+        int e = errno;
+        if (fd >= 0) {
+            close(fd);
+            (void)unlinkat(dirfd, ret->name, 0);
+        }
+        ret->name[0] = '\0';
+        return berth_error_set(reterr, -e, "creating a temporary file: %s", strerror(e));
+    }
+    ret->fd = fd;
+    return 0;
+}
+
+/* Whether @name in @dirfd is the inode of @fd now. */
+static int same_inode(int fd, int dirfd, const char *name)
+{
+    struct stat a, b;
+
+    if (fstat(fd, &a) < 0 || fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    return a.st_dev == b.st_dev && a.st_ino == b.st_ino ? 0 : -EAGAIN;
+}
+
+int berth_link_unnamed(int fd, int dirfd, const char *name, struct berth_error *reterr)
+{
+    char proc[64];
+    struct stat st;
+    int r;
+
+    if (fd < 0 || dirfd < 0 || !berth_name_valid(name))
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (fstat(fd, &st) < 0)
+        return berth_error_set(reterr, -errno, "%s: fstat: %s", name, strerror(errno));
+    if (!S_ISREG(st.st_mode) || st.st_nlink != 0)
+        return berth_error_set(reterr, -EINVAL, "%s: the file to publish is not an unnamed regular file", name);
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    if (linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) < 0) {
+        r = -errno;
+        if (r == -EEXIST)
+            return berth_error_set(reterr, r, "%s already exists; refusing to overwrite it", name);
+        return berth_error_set(reterr, r, "%s: linking the new file: %s", name, strerror(-r));
+    }
+    /* The name must be the file we were given (not whatever /proc resolved). */
+    r = same_inode(fd, dirfd, name);
+    if (r < 0)
+        return berth_error_set(reterr, r, "%s was not published as written", name);
     if (fsync(dirfd) < 0)
         return berth_error_set(reterr, -EIO, "%s: published, but syncing its directory failed: %s", name,
                                strerror(errno));
     return 0;
+}
+
+int berth_tmpfile_publish(struct berth_tmpfile *t, const char *name, struct berth_error *reterr)
+{
+    int r;
+
+    if (!t || t->fd < 0 || !berth_name_valid(name))
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (!t->name[0])
+        return berth_link_unnamed(t->fd, t->dirfd, name, reterr);
+    r = rename_into_place(t->dirfd, t->name, name, 0);
+    if (r < 0) {
+        if (r == -EEXIST)
+            return berth_error_set(reterr, r, "%s already exists; refusing to overwrite it", name);
+        return berth_error_set(reterr, r, "%s: %s", name, strerror(-r));
+    }
+    t->name[0] = '\0'; /* published: no temporary name to remove any more */
+    if (fsync(t->dirfd) < 0)
+        return berth_error_set(reterr, -EIO, "%s: published, but syncing its directory failed: %s", name,
+                               strerror(errno));
+    return 0;
+}
+
+void berth_tmpfile_discard(struct berth_tmpfile *t)
+{
+    if (!t)
+        return;
+    if (t->fd >= 0)
+        close(t->fd);
+    t->fd = -1;
+    if (t->name[0])
+        (void)unlinkat(t->dirfd, t->name, 0);
+    t->name[0] = '\0';
 }
 
 int berth_publish_path(const char *path, const void *data, size_t len, mode_t mode, unsigned flags,

@@ -17,6 +17,7 @@
 #define BERTH_FSUTIL_H
 
 #include <stdbool.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -170,11 +171,102 @@ int berth_publish_at(int dirfd, const char *name, const void *data, size_t len, 
                      struct berth_error *reterr);
 
 /**
+ * struct berth_publish - a file being published in steps, for content that
+ * is streamed rather than held in memory: berth_publish_begin() creates the
+ * exclusive temporary file ".#<name>.<random>" in @dirfd and opens it
+ * (O_RDWR) as @fd; the caller writes and checks it; berth_publish_commit()
+ * makes it @name exactly as berth_publish_at() does, or
+ * berth_publish_abort() removes it.  A crash in between leaves only the
+ * temporary name, never @name.
+ */
+struct berth_publish {
+    int dirfd; /* borrowed: must stay open until commit or abort */
+    int fd;    /* the temporary file, -1 once committed or aborted */
+    char name[NAME_MAX + 1];
+    char tmp[NAME_MAX + 1];
+};
+
+/**
+ * berth_publish_begin() - start publishing @name in @dirfd (see struct
+ * berth_publish).  Return: 0 with @p->fd open; -EINVAL (bad name); -EIO
+ * (no randomness); or the errno of openat(2).  On failure @p->fd is -1.
+ */
+int berth_publish_begin(int dirfd, const char *name, struct berth_publish *p, struct berth_error *reterr);
+
+/**
+ * berth_publish_commit() - fchmod(@mode), fsync and close @p->fd, then move
+ * the temporary file to its name (never replacing an existing one without
+ * BERTH_PUBLISH_REPLACE in @flags) and fsync the directory.  Always ends
+ * @p: on failure the temporary file is removed.  Return: as
+ * berth_publish_at().
+ */
+int berth_publish_commit(struct berth_publish *p, mode_t mode, unsigned flags, struct berth_error *reterr);
+
+/** berth_publish_abort() - close and remove the temporary file of @p; accepts an ended @p or NULL. */
+void berth_publish_abort(struct berth_publish *p);
+
+/**
  * berth_publish_path() - berth_publish_at() for an absolute @path whose
  * directory is opened with berth_open_trusted().
  */
 int berth_publish_path(const char *path, const void *data, size_t len, mode_t mode, unsigned flags,
                        struct berth_error *reterr);
+
+/**
+ * struct berth_tmpfile - a file being written in a directory for atomic
+ * publication under a name there (berth_tmpfile_open()).
+ * @fd:    the file, open O_RDWR; -1 once closed.
+ * @dirfd: the directory (borrowed: it must outlive the struct).
+ * @name:  "" for an unnamed file (O_TMPFILE), else its hidden temporary
+ *         name BERTH_TMPFILE_PREFIX<16 hex digits>.
+ */
+struct berth_tmpfile {
+    int fd;
+    int dirfd;
+    char name[32];
+};
+
+/** The name prefix of the named temporaries berth_tmpfile_open() makes. */
+#define BERTH_TMPFILE_PREFIX ".#tmp."
+
+/**
+ * berth_tmpfile_open() - create a new empty regular file in @dirfd (a
+ * directory opened O_RDONLY | O_DIRECTORY), mode @mode: unnamed (O_TMPFILE,
+ * so that nothing of it survives the process) when the filesystem supports
+ * it; otherwise, with @allow_named, under a hidden random name that
+ * berth_tmpfile_discard() removes (a crash leaves it: its owner sweeps names
+ * starting with BERTH_TMPFILE_PREFIX).
+ * Return: 0; -EOPNOTSUPP (no O_TMPFILE and !@allow_named); the errno of
+ * open(2) (-ENOSPC, -EDQUOT, -EMFILE, ...); -EINVAL.
+ */
+int berth_tmpfile_open(int dirfd, mode_t mode, bool allow_named, struct berth_tmpfile *ret, struct berth_error *reterr);
+
+/**
+ * berth_tmpfile_publish() - give the file of @t the name @name (one
+ * component) in its directory, never replacing what is there, then fsync(2)
+ * the directory.  The caller has written and synced the data (fdatasync)
+ * first.  @t stays open; discard it afterwards.
+ * Return: 0; -EEXIST (@name exists; nothing changed); -EIO (in place, but the
+ * directory fsync failed: durability unknown); the errno of linkat(2) or
+ * renameat2(2); -EINVAL.
+ */
+int berth_tmpfile_publish(struct berth_tmpfile *t, const char *name, struct berth_error *reterr);
+
+/** berth_tmpfile_discard() - close @t and remove its temporary name if it has one (an unpublished named file). */
+void berth_tmpfile_discard(struct berth_tmpfile *t);
+
+/**
+ * berth_link_unnamed() - give the unnamed file @fd (opened with O_TMPFILE
+ * without O_EXCL, on the filesystem of @dirfd) the name @name in @dirfd,
+ * never replacing, through linkat(2) of /proc/self/fd/N; check that @name
+ * is now @fd's inode; fsync(2) @dirfd.  The caller synced the data first.
+ * Return: 0; -EEXIST (@name exists; nothing changed); -EINVAL (@fd has a
+ * name already, or is not a regular file); -ENOENT (@fd cannot be given a
+ * name: an unlinked file, or O_TMPFILE | O_EXCL); -EXDEV (another
+ * filesystem); -EAGAIN (@name did not end up on @fd's inode: it was
+ * removed again); -EIO (in place, directory fsync failed); linkat's errno.
+ */
+int berth_link_unnamed(int fd, int dirfd, const char *name, struct berth_error *reterr);
 
 /**
  * berth_write_all() - write all @len bytes at @data to @fd, retrying short
@@ -183,6 +275,22 @@ int berth_publish_path(const char *path, const void *data, size_t len, mode_t mo
  * failure stays written).
  */
 int berth_write_all(int fd, const void *data, size_t len);
+
+/**
+ * berth_pwrite_all() - write all @len bytes at @data to @fd at @offset
+ * with pwrite(2) (the file position is neither used nor moved), retrying
+ * short writes and EINTR.
+ * Return: 0; -EIO (pwrite(2) wrote nothing); its negative errno (what was
+ * written before the failure stays written).
+ */
+int berth_pwrite_all(int fd, const void *data, size_t len, uint64_t offset);
+
+/**
+ * berth_pread_all() - read exactly @len bytes of @fd at @offset into @buf
+ * with pread(2), retrying short reads and EINTR.
+ * Return: 0; -EIO (the file ends first); pread(2)'s negative errno.
+ */
+int berth_pread_all(int fd, void *buf, size_t len, uint64_t offset);
 
 /**
  * berth_name_valid() - whether @name is one usable path component: 1 to

@@ -66,3 +66,17 @@ bool berth_broker_name_valid(const char *name)
 {
     return name_of(name, BERTH_BROKER_NAME_MAX, true, false, "._-");
 }
+
+bool berth_media_type_valid(const char *s)
+{
+    const char *slash;
+    size_t i;
+
+    if (!s || !s[0])
+        return false;
+    for (i = 0; s[i]; i++)
+        if (i >= BERTH_MEDIA_TYPE_MAX || s[i] < 0x20 || s[i] > 0x7e)
+            return false;
+    slash = strchr(s, '/');
+    return slash && slash != s && slash[1];
+}

@@ -98,4 +98,18 @@ bool berth_principal_valid(const char *name);
  */
 bool berth_broker_name_valid(const char *name);
 
+/** Longest media type, bytes. */
+#define BERTH_MEDIA_TYPE_MAX 255
+#define BERTH_MEDIA_TYPE_RULE                                                                                          \
+    "a media type such as text/plain: 1 to " BERTH_STRINGIFY(BERTH_MEDIA_TYPE_MAX) " printable ASCII bytes with a \"/\""
+
+/**
+ * berth_media_type_valid() - whether @s is a media type as berth records it
+ * (a job output's "media_type", an evidence object's): 1 to
+ * BERTH_MEDIA_TYPE_MAX bytes of printable ASCII (spaces allowed, for
+ * parameters such as "; charset=utf-8") with a "/" that is neither the
+ * first nor the last byte.  It is stored as given, not parsed further.
+ */
+bool berth_media_type_valid(const char *s);
+
 #endif /* BERTH_NAMES_H */

@@ -8,8 +8,11 @@
 
 #include "backoff.h"
 #include "broker.h"
+#include "job.h"
+#include "jobprune.h"
 #include "placement.h"
 #include "registry.h"
+#include "rootcache.h"
 
 /* A signed terminal result the journal could not take for lack of space,
  * kept until it can (broker-storage.c). */
@@ -35,7 +38,7 @@ struct broker_storage {
 };
 
 /* A backend call that fails for one job, retried with backoff (broker-retry.c). */
-enum broker_op { BROKER_OP_START, BROKER_OP_INSPECT, BROKER_OP_CANCEL };
+enum broker_op { BROKER_OP_START, BROKER_OP_INSPECT, BROKER_OP_CANCEL, BROKER_OP_FORGET, BROKER_OP_CAPTURE };
 
 struct broker_retry {
     char run_id[BERTH_RUN_ID_LEN + 1];
@@ -49,6 +52,23 @@ struct broker_retries {
     size_t n, cap;
 };
 
+/* Copies of job records read under the lock, worked on without it (broker-worker.c). */
+struct broker_snapshot {
+    struct berth_job_record *v;
+    size_t n, cap;
+};
+
+/* A jobstore callback: append a copy of @rec to the struct broker_snapshot @userdata; 0 or -ENOMEM. */
+int broker_snap_one(void *userdata, const struct berth_job_record *rec);
+
+/* Release the copies and zero @s. */
+void broker_snapshot_clear(struct broker_snapshot *s);
+
+/* Retention (broker-prune.c); worker thread only. */
+struct broker_prune {
+    struct berth_prune_cursor cursor; /* where the next prune page starts */
+};
+
 /* The reconcile sweeps (broker-sweep.c); worker thread only, but for
  * @admitting, which any thread reads. */
 struct broker_sweep {
@@ -58,10 +78,50 @@ struct broker_sweep {
     atomic_bool admitting;          /* a whole round completed without error: new jobs are accepted */
 };
 
+/* Jobs notified as changed (broker-events.c), waiting for the worker to
+ * look at them; coalesced per job, at most BROKER_EVENTS_MAX. */
+#define BROKER_EVENTS_MAX 4096
+
+struct broker_event {
+    char backend[BERTH_BACKEND_NAME_MAX + 1];
+    char run_id[BERTH_JOB_ID_MAX + 1];
+};
+
+struct broker_events {
+    pthread_mutex_t lock; /* only @v, @n, @cap, @overflow; never held while another lock is taken */
+    struct broker_event *v;
+    size_t n, cap;
+    bool overflow;            /* one was dropped for room: the worker runs a whole reconcile round */
+    atomic_uint_fast64_t received; /* notifications, ever (metrics) */
+    atomic_uint_fast64_t lost;     /* of which dropped for room */
+    atomic_uint_fast64_t passes;   /* reconcile passes, ever (metrics) */
+};
+/* Starts under way on their own threads (broker-starts.c); under its own lock. */
+struct broker_starts {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    pthread_mutex_t stage_lock; /* one staging at a time: the image source is one plugin instance */
+    pthread_t *threads;
+    size_t n_threads;              /* p.start_concurrency; 0: starts run on the dispatching thread */
+    struct berth_job_record *queue; /* handed over, not yet taken by a thread (at most n_threads) */
+    size_t n_queue;
+    char (*busy)[BERTH_RUN_ID_LEN + 1]; /* queued or being started (at most n_threads) */
+    size_t n_busy;
+    bool stop, initialized;
+    int failure; /* -EIO or -EBADMSG a start met: the next dispatch pass returns it */
+    char failure_message[512];
+    struct berth_pass_stats done; /* what the starts recorded since the last pass collected it */
+    struct berth_job_cursor cursor; /* where the next dispatch pass goes on (broker-dispatch.c; dispatching thread) */
+};
+
+/* One runtime instance's calls, serialized (broker-serial.c). */
+struct broker_serial;
+
 struct berth_broker {
     struct berth_broker_params p;
     struct berth_broker_backend *backends;
     pthread_mutex_t lock; /* journal, registry, policy source, backend set */
+    pthread_mutex_t evidence_lock; /* every evidence-store call (broker-evidence.h); taken before @lock, never inside it */
     struct berth_registry *reg;
     struct berth_backend_set *offers; /* from the last capabilities refresh */
     json_t *capabilities;             /* {backend: capabilities()} from that refresh */
@@ -70,6 +130,11 @@ struct berth_broker {
     struct broker_storage storage;    /* under the lock */
     struct broker_retries retries;    /* under the lock */
     struct broker_sweep sweep;
+    struct broker_prune prune;
+    struct broker_events events;
+    struct broker_starts starts;
+    struct broker_serial **serial; /* per backend: its call lock, or NULL when its plugin declares concurrent calls safe */
+    struct berth_rootcache *roots; /* with a stager: one sealed root per image (broker-roots.c), else NULL */
 };
 
 /* The authenticated caller, resolved under the lock. */
@@ -84,6 +149,12 @@ void broker_caller_clear(struct broker_caller *c);
  * @reply with 403 and returns -EACCES when denied. */
 int broker_authenticate(struct berth_broker *b, const char *fingerprint, struct broker_caller *c,
                         struct berth_reply *reply);
+
+/* Look up the caller's job @job_id and recheck its grant (lock held): 0
+ * with @caller and @rec filled (the caller clears both); else @reply says
+ * why (403, 404, 503) and a negative errno is returned. */
+int broker_find_job(struct berth_broker *b, const char *fingerprint, const char *job_id, struct broker_caller *caller,
+                    struct berth_job_record *rec, struct berth_reply *reply);
 
 /* Whether @s covers @job (pool, image, limits): NULL, or @buf (@size
  * bytes) holding what it lacks (broker-sweep.c). */
@@ -117,6 +188,58 @@ int broker_sweep_job(struct berth_broker *b, struct berth_job_record *rec, int64
  * admission opens when the round had no error. */
 void broker_sweep_cycle_end(struct berth_broker *b);
 
+/* --- broker-prune.c: retention (worker thread, lock not held) --- */
+
+/* Prune at most BROKER_PRUNE_BATCH terminal jobs whose retention passed
+ * (broker.h, "Retention"), then expired evidence.  Return: 0 (failures of
+ * one job are logged and retried on a later round); -EIO or -EBADMSG (the
+ * journal cannot be trusted). */
+int broker_prune_pass(struct berth_broker *b, int64_t now, struct berth_pass_stats *stats, struct berth_error *reterr);
+
+/* --- broker-evidence.c: the evidence store for the broker's own passes --- */
+
+/* Evidence retention (worker thread; takes the evidence lock when it is
+ * free -- else nothing until the next pass -- then the broker's inside
+ * it): the store's prune(@now, BERTH_EVIDENCE_PAGE_MAX),
+ * then one "evidence.pruned" audit event by "berthd" per object it removed
+ * ({digest, principal, scope, size}), in one journal transaction.  Nothing
+ * while journal writes are held back.  A store or journal failure is
+ * logged and tried again on the next pass.  *@ret_pruned: how many.
+ * Return: 0. */
+int broker_evidence_prune(struct berth_broker *b, int64_t now, unsigned *ret_pruned);
+
+/* The whole store's usage({}) {objects, bytes, tombstones} (a new
+ * reference), or NULL: no store, an ABI 1.0 one, a failure, or the
+ * evidence lock is held now (a commit runs): never waits for it, so any
+ * thread may call it, the broker's lock held or not. */
+json_t *broker_evidence_usage_now(struct berth_broker *b);
+
+/* Fill @reply with 410 "pruned" for the tombstone @t (lock held or not). */
+void broker_pruned_reply(const struct berth_job_tombstone *t, struct berth_reply *reply);
+
+/* --- broker-events.c: job notifications --- */
+
+void broker_events_init(struct broker_events *e);
+void broker_events_free(struct broker_events *e);
+
+/* Queue a look at run @run_id of @backend (any thread; no wake). */
+void broker_events_add(struct berth_broker *b, const char *backend, const char *run_id);
+
+/* The same, for the broker's own follow-up (a start that just returned:
+ * a notification that came while the job was busy was skipped), not
+ * counted as a notification in the metrics. */
+void broker_events_recheck(struct berth_broker *b, const char *backend, const char *run_id);
+
+/* A terminal result of @rec is durable now: tell whoever waits for it (p.on_result). */
+void broker_result_recorded(struct berth_broker *b, const struct berth_job_record *rec);
+
+/* Worker thread, lock not held: reconcile the one open record @rec now, as
+ * a reconcile pass would (broker-worker.c); @fault, when not NULL, is the
+ * fault point hit right before a terminal result of it is signed and
+ * recorded.  Return: 0; -EIO or -EBADMSG; other errors are this job's. */
+int broker_reconcile_job(struct berth_broker *b, struct berth_job_record *rec, int64_t now, const char *fault,
+                         struct berth_pass_stats *stats, struct berth_error *reterr);
+
 /* Fill @reply with an error. */
 void broker_fail(struct berth_reply *reply, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -135,8 +258,100 @@ int broker_audit(struct berth_broker *b, const char *type, const struct berth_jo
 int broker_stage(struct berth_broker *b, const struct berth_job_record *rec, const char *image, char **ret_rootfs,
                  struct berth_error *reterr);
 
-/* Remove @rec's staged rootfs, if any (best effort; logged). */
+/* Remove @rec's staged rootfs and inputs, if any (best effort; logged). */
 void broker_unstage(struct berth_broker *b, const struct berth_job_record *rec);
+
+/* The root cache below the stage directory (broker-roots.c): STAGE/roots,
+ * and STAGE/<run_id>/root naming the image digest whose root the run
+ * holds. */
+#define BROKER_ROOTS_DIR "roots"
+#define BROKER_ROOT_FILE "root"
+
+/* Open the root cache (none without a stager) and hold again the roots the
+ * runs of the stage directory hold.  0 or -errno. */
+int broker_roots_open(struct berth_broker *b, struct berth_error *reterr);
+
+/* Free the cache's memory (its directory stays). */
+void broker_roots_free(struct berth_broker *b);
+
+/* Write @digest atomically as @dirfd's BROKER_ROOT_FILE (0600; a temporary
+ * renamed into place, no fsync: see broker-roots.c).  0 or -errno. */
+int broker_roots_record(int dirfd, const char *digest, struct berth_error *reterr);
+
+/* Remove @name (a directory) below @dirfd with everything in it; 0 (also
+ * when it is absent) or -errno (broker-stage.c). */
+int broker_remove_dir_at(int dirfd, const char *name, struct berth_error *reterr);
+
+/* --- broker-jobio.c: evidence store calls, each under @evidence_lock ---
+ * (lock not held: a long put must not stall admission).  The store's own
+ * return codes pass (plugin.h); -EOPNOTSUPP without a store. */
+
+/* The canonical key {"digest", "principal", "scope"} of an object; @scope
+ * is the canonical JSON text of the scope array.  0 or -ENOMEM. */
+int broker_evidence_key(const char *digest, const char *principal, const char *scope, char **ret, size_t *ret_len,
+                        struct berth_error *reterr);
+
+int broker_evidence_stat(struct berth_broker *b, const char *key, size_t key_len, json_t **ret,
+                         struct berth_error *reterr);
+int broker_evidence_get(struct berth_broker *b, const char *key, size_t key_len, int out_fd, uint64_t max_bytes,
+                        struct berth_error *reterr);
+/* @meta as the store's put() takes it; *@ret_ref the reference it returned. */
+int broker_evidence_put(struct berth_broker *b, const json_t *meta, int data_fd, json_t **ret_ref,
+                        struct berth_error *reterr);
+
+/* --- broker-inputs.c: a job's inputs, from admission to staging --- */
+
+/* What the evidence store said about one submission's inputs, looked up
+ * before the batch takes the broker lock (berth_broker_submit_batch()). */
+struct broker_input_check {
+    bool checked;                           /* its inputs were looked up, for this identity: */
+    char principal[BERTH_PRINCIPAL_MAX + 1];
+    char *scope;                            /* canonical JSON */
+    int status;                             /* 0: every input is there; else the refusal: */
+    const char *code;
+    char message[256];
+};
+
+/* Look up the inputs of submission @s (lock not held; takes it briefly to
+ * authenticate).  Leaves @ic unchecked when there is nothing to look up
+ * (no inputs, no store, a document or caller that submit refuses anyway). */
+void broker_inputs_precheck(struct berth_broker *b, const struct berth_submission *s, struct broker_input_check *ic);
+
+void broker_input_check_clear(struct broker_input_check *ic);
+
+/* Lock held, in submit: whether the new @job's inputs and outputs can be
+ * honoured (an evidence store, @ic found every input for @caller, and a
+ * backend of its pool reports the needs); fills @reply (400
+ * inputs_unsupported, outputs_unsupported, input_unknown, input_refused;
+ * 503 evidence_store, no_backend, busy) when not.  *@ret_needs: the
+ * job's needs (enum berth_job_need bits) for placement. */
+bool broker_jobio_admissible(struct berth_broker *b, const struct berth_job *job, const struct broker_caller *caller,
+                             const struct broker_input_check *ic, unsigned *ret_needs, struct berth_reply *reply);
+
+/* Stage @job's inputs for @rec below inputs_directory (see broker.h)
+ * unless staged already; *@ret_dir = the directory, or NULL when the job
+ * has none.  -EBADMSG: an input's bytes are not its digest (the job
+ * fails: input_invalid); -ENOENT, -EIDRM: an input is gone from the store
+ * (the job fails: input_unavailable); other errors are the host's
+ * (retried with the staging backoff). */
+int broker_stage_inputs(struct berth_broker *b, const struct berth_job_record *rec, const json_t *job, char **ret_dir,
+                        struct berth_error *reterr);
+
+/* Remove @rec's staged inputs, if any (best effort; logged). */
+void broker_unstage_inputs(struct berth_broker *b, const struct berth_job_record *rec);
+
+/* --- broker-outputs.c: declared outputs into the evidence store --- */
+
+/* Capture the declared outputs of @rec, which @inspect (the backend's
+ * inspect document) reports exited: each through open_output() into the
+ * store, owned by the job's principal and scope.  0 with *@ret_outputs
+ * the result's outputs (a new reference) and *@ret_error NULL, or -- an
+ * output is invalid -- *@ret_outputs [] and *@ret_error {id, problem};
+ * -EAGAIN with @reterr: a transient failure (the store is busy or full,
+ * the backend cannot answer now), retried with the per-job backoff. */
+int broker_capture_outputs(struct berth_broker *b, const struct berth_broker_backend *be,
+                           const struct berth_job_record *rec, const json_t *inspect, json_t **ret_outputs,
+                           json_t **ret_error, struct berth_error *reterr);
 
 /* --- broker-storage.c: a full state filesystem (lock held unless said) --- */
 
@@ -163,12 +378,12 @@ bool broker_storage_journal_full(struct berth_broker *b);
 void broker_storage_failed(struct berth_broker *b, const struct berth_error *err);
 
 /* Staging retries (worker thread; each takes the lock): whether a try is
- * due; a failure @r of staging @image for @rec (logged when staging starts
+ * due; a failure @r of staging @what ("image sha256:...", "its inputs") for @rec (logged when staging starts
  * failing; a space error degrades storage until a staging works); a
  * success; and "no job waits for staging" (a pass found none: the backoff
  * and a space failure are forgotten). */
 bool broker_stage_due(struct berth_broker *b);
-void broker_stage_failed(struct berth_broker *b, const struct berth_job_record *rec, const char *image, int r,
+void broker_stage_failed(struct berth_broker *b, const struct berth_job_record *rec, const char *what, int r,
                          const struct berth_error *err);
 void broker_stage_succeeded(struct berth_broker *b, const struct berth_job_record *rec);
 void broker_stage_idle(struct berth_broker *b);
@@ -225,6 +440,54 @@ void broker_retry_succeeded(struct berth_broker *b, const struct berth_job_recor
 void broker_retry_forget(struct berth_broker *b, const char *run_id);
 
 void broker_retries_free(struct broker_retries *t);
+
+/* --- dispatch (broker-worker.c, broker-dispatch.c, broker-starts.c) --- */
+
+/* The claim half of dispatching @rec (accepted or claimed), on the
+ * dispatching thread: recheck it, record its claim (the journal holds the
+ * claim before any start: a job never starts twice).  1: claimed and its
+ * start is due (hand it to broker_dispatch_start()); 0: not now (*@staging
+ * is set when it waits for staging); -EIO/-EBADMSG. */
+int broker_dispatch_claim(struct berth_broker *b, struct berth_job_record *rec, int64_t now,
+                          struct berth_pass_stats *stats, bool *staging, struct berth_error *reterr);
+
+/* The start half: stage @rec's image and inputs, call the backend's start
+ * and record "running".  Any thread; never two for one job (the busy set of
+ * broker-starts.c).  0, or -EIO/-EBADMSG. */
+int broker_dispatch_start(struct berth_broker *b, struct berth_job_record *rec, struct berth_pass_stats *stats,
+                          struct berth_error *reterr);
+
+/* Start the start threads (p.start_concurrency of them; none for 0).  0 or a negative errno. */
+int broker_starts_init(struct berth_broker *b);
+
+/* Stop and join them; a job handed over but not taken stays claimed (the next daemon starts it). */
+void broker_starts_free(struct berth_broker *b);
+
+/* How many more jobs broker_starts_hand() takes now (SIZE_MAX without start threads). */
+size_t broker_starts_room(struct berth_broker *b);
+
+/* Whether @run_id is handed over or being started (reconcile and dispatch leave it alone). */
+bool broker_starts_busy(struct berth_broker *b, const char *run_id);
+
+/* Start the claimed @rec: on a start thread (a copy is taken), or at once
+ * on this thread without start threads.  0, -ENOMEM (not handed over: it
+ * stays claimed and is tried again), or broker_dispatch_start()'s error. */
+int broker_starts_hand(struct berth_broker *b, struct berth_job_record *rec, struct berth_pass_stats *stats,
+                       struct berth_error *reterr);
+
+/* Add what the start threads recorded since the last call to @stats and
+ * return the journal failure one of them met (-EIO/-EBADMSG, @reterr says
+ * it), else 0. */
+int broker_starts_collect(struct berth_broker *b, struct berth_pass_stats *stats, struct berth_error *reterr);
+
+void broker_starts_stage_lock(struct berth_broker *b);
+void broker_starts_stage_unlock(struct berth_broker *b);
+
+/* Give every backend whose plugin does not declare BERTH_RUNTIME_CONCURRENT
+ * a wrapper that serializes its calls (b->backends[i].ops and .state then
+ * point into it).  0 or -ENOMEM. */
+int broker_serial_wrap(struct berth_broker *b);
+void broker_serial_free(struct berth_broker *b);
 
 /* Call the fault hook. */
 void broker_fault(struct berth_broker *b, const char *point);

@@ -18,6 +18,8 @@ static const char *const op_names[] = {
     [BROKER_OP_START] = "start",
     [BROKER_OP_INSPECT] = "inspect",
     [BROKER_OP_CANCEL] = "cancel",
+    [BROKER_OP_FORGET] = "forget",
+    [BROKER_OP_CAPTURE] = "output capture",
 };
 
 /* The entry of @run_id and @op, or NULL (lock held). */

@@ -206,7 +206,7 @@ bool broker_stage_due(struct berth_broker *b)
     return due;
 }
 
-void broker_stage_failed(struct berth_broker *b, const struct berth_job_record *rec, const char *image, int r,
+void broker_stage_failed(struct berth_broker *b, const struct berth_job_record *rec, const char *what, int r,
                          const struct berth_error *err)
 {
     struct broker_storage *s = &b->storage;
@@ -219,8 +219,8 @@ void broker_stage_failed(struct berth_broker *b, const struct berth_job_record *
     }
     if (berth_backoff_failed(&s->stage, broker_mono_now()))
         berth_logf(b->p.logger, BERTH_LOG_WARNING,
-                   "job %s run %s: staging image %s failed, will retry with backoff (up to %lld s)%s: %s", rec->job_id,
-                   rec->run_id, image, (long long)(s->stage.max_ns / BERTH_NS_PER_SEC),
+                   "job %s run %s: staging %s failed, will retry with backoff (up to %lld s)%s: %s", rec->job_id,
+                   rec->run_id, what, (long long)(s->stage.max_ns / BERTH_NS_PER_SEC),
                    berth_space_error(r) ? "; storage degraded, new jobs are refused until a staging works" : "",
                    err->message);
     pthread_mutex_unlock(&b->lock);
@@ -316,6 +316,9 @@ int berth_broker_health(struct berth_broker *b, struct berth_broker_health *ret)
     ret->reserve_bytes = berth_journal_reserve_size(b->p.journal);
     ret->reserve_held = berth_journal_reserve_held(b->p.journal);
     ret->starting = !atomic_load(&b->sweep.admitting);
+    ret->reconcile_passes = atomic_load(&b->events.passes);
+    ret->job_events = atomic_load(&b->events.received);
+    ret->job_events_lost = atomic_load(&b->events.lost);
     if (ret->degraded) {
         ret->reason = "storage_full";
         ret->retry_in_ns = berth_backoff_wait_ns(s->journal_full ? &s->check : &s->stage, broker_mono_now());

@@ -62,14 +62,24 @@ static const struct berth_subject *record_subject(const struct berth_policy *p, 
     return s;
 }
 
+/* What the verdict reads of a record, parsed before the broker lock is
+ * taken (parsing is most of a verdict's cost, and submissions wait for
+ * that lock): the job, or the error parsing it gave (@job_r, reported only
+ * where the verdict needs the job), and the receipt, for a backend that
+ * requires qualification. */
+struct sweep_parsed {
+    struct berth_job *job;
+    int job_r;
+    json_t *receipt;
+};
+
 /* The grant half (lock held): 0 with *@ret_reason "revoked" or left alone. */
-static int grant_verdict(struct berth_broker *b, const struct berth_job_record *rec, int64_t now,
-                         const char **ret_reason, char *why, size_t why_size, struct berth_error *reterr)
+static int grant_verdict(struct berth_broker *b, const struct berth_job_record *rec, const struct sweep_parsed *in,
+                         int64_t now, const char **ret_reason, char *why, size_t why_size, struct berth_error *reterr)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     const struct berth_policy *policy = NULL;
     const struct berth_subject *s;
-    struct berth_job *job = NULL;
     const char *gap;
     int r;
 
@@ -88,12 +98,11 @@ static int grant_verdict(struct berth_broker *b, const struct berth_job_record *
         *ret_reason = "revoked";
         return 0;
     }
-    r = berth_job_parse(rec->job, strlen(rec->job), &job, reterr);
-    if (r < 0)
-        return r == -ENOMEM ? r : berth_error_set(reterr, -EUCLEAN, "the stored job is damaged");
-    if ((gap = broker_grant_gap(s, job, why, why_size)))
+    if (!in->job)
+        return in->job_r == -ENOMEM ? berth_error_set(reterr, -ENOMEM, "out of memory")
+                                    : berth_error_set(reterr, -EUCLEAN, "the stored job is damaged");
+    if ((gap = broker_grant_gap(s, in->job, why, why_size)))
         *ret_reason = "revoked";
-    berth_job_free(job);
     return 0;
 }
 
@@ -104,23 +113,22 @@ static int grant_verdict(struct berth_broker *b, const struct berth_job_record *
  * kernel as the qualification berthd offers for the backend now (a
  * re-qualification of the same binding keeps a job; an upgrade, a changed
  * configuration, a failed re-run or time end it). */
-static int qualification_verdict(struct berth_broker *b, const struct berth_job_record *rec, int64_t now,
-                                 const char **ret_reason, char *why, size_t why_size, struct berth_error *reterr)
+static int qualification_verdict(struct berth_broker *b, const struct berth_job_record *rec,
+                                 const struct sweep_parsed *in, int64_t now, const char **ret_reason, char *why,
+                                 size_t why_size, struct berth_error *reterr)
 {
     const struct berth_broker_backend *be = broker_backend(b, rec->backend);
     struct berth_qualification_binding mine, cur;
-    _cleanup_json_ json_t *receipt = NULL;
     const json_t *offer;
     const char *qid, *cur_id;
     int r;
 
     if (!be || !be->require_qualification)
         return 0;
-    receipt = json_loads(rec->receipt, JSON_REJECT_DUPLICATES, NULL);
-    if (!receipt)
+    if (!in->receipt)
         return berth_error_set(reterr, -EUCLEAN, "the stored receipt is damaged");
     qid = json_string_value(
-        json_object_get(json_object_get(json_object_get(receipt, "receipt"), "runtime"), "qualification"));
+        json_object_get(json_object_get(json_object_get(in->receipt, "receipt"), "runtime"), "qualification"));
     offer = json_object_get(json_object_get(b->capabilities, be->name), "qualification");
     cur_id = json_string_value(json_object_get(offer, "id"));
     if (!cur_id && b->caps_errors[be - b->backends][0])
@@ -162,14 +170,21 @@ static int qualification_verdict(struct berth_broker *b, const struct berth_job_
 int broker_sweep_verdict(struct berth_broker *b, const struct berth_job_record *rec, int64_t now,
                          const char **ret_reason, char *why, size_t why_size, struct berth_error *reterr)
 {
+    const struct berth_broker_backend *be = broker_backend(b, rec->backend); /* the table never changes */
+    struct sweep_parsed in = {0};
     const char *reason = NULL;
     int r;
 
+    in.job_r = berth_job_parse(rec->job, strlen(rec->job), &in.job, NULL);
+    if (be && be->require_qualification)
+        in.receipt = json_loads(rec->receipt, JSON_REJECT_DUPLICATES, NULL);
     pthread_mutex_lock(&b->lock);
-    r = grant_verdict(b, rec, now, &reason, why, why_size, reterr);
+    r = grant_verdict(b, rec, &in, now, &reason, why, why_size, reterr);
     if (r == 0 && !reason)
-        r = qualification_verdict(b, rec, now, &reason, why, why_size, reterr);
+        r = qualification_verdict(b, rec, &in, now, &reason, why, why_size, reterr);
     pthread_mutex_unlock(&b->lock);
+    berth_job_free(in.job);
+    json_decref(in.receipt);
     if (r == 0)
         *ret_reason = reason;
     return r;

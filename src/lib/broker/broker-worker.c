@@ -65,6 +65,23 @@ static int overlay_qualification(struct berth_broker *b, const struct berth_brok
     return 0;
 }
 
+/* A 1.0 plugin has no open_output(): whatever it claims, it cannot hand
+ * outputs over, so its "outputs" is not offered to placement. */
+static int drop_unbacked_needs(const struct berth_broker_backend *be, json_t *doc, struct berth_error *reterr)
+{
+    json_t *caps = json_object_get(doc, "capabilities"), *v;
+    size_t i;
+
+    if (be->ops->open_output || !json_is_array(caps))
+        return 0;
+    json_array_foreach(caps, i, v)
+    {
+        if (json_is_string(v) && streq(json_string_value(v), "outputs"))
+            return json_array_remove(caps, i) < 0 ? berth_error_set(reterr, -ENOMEM, "out of memory") : 0;
+    }
+    return 0;
+}
+
 int berth_broker_refresh_backends(struct berth_broker *b)
 {
     _cleanup_json_ json_t *caps = json_object(), *set_doc = json_object();
@@ -88,6 +105,8 @@ int berth_broker_refresh_backends(struct berth_broker *b)
             r = berth_error_set(&err, -EBADMSG, "not a JSON object");
         if (r >= 0)
             r = overlay_qualification(b, be, doc, &err);
+        if (r >= 0)
+            r = drop_unbacked_needs(be, doc, &err);
         if (r < 0) {
             /* Logged when it starts failing or fails differently, not on every pass. */
             if (!err.message[0])
@@ -141,14 +160,9 @@ int berth_broker_refresh_backends(struct berth_broker *b)
 
 /* ---------------------------------------------------------------------- */
 
-struct snapshot {
-    struct berth_job_record *v;
-    size_t n, cap;
-};
-
-static int snap_one(void *userdata, const struct berth_job_record *rec)
+int broker_snap_one(void *userdata, const struct berth_job_record *rec)
 {
-    struct snapshot *s = userdata;
+    struct broker_snapshot *s = userdata;
 
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 16;
@@ -164,7 +178,7 @@ static int snap_one(void *userdata, const struct berth_job_record *rec)
     return 0;
 }
 
-static void snapshot_clear(struct snapshot *s)
+void broker_snapshot_clear(struct broker_snapshot *s)
 {
     size_t i;
 
@@ -175,24 +189,12 @@ static void snapshot_clear(struct snapshot *s)
 }
 
 /* The next reconcile page from the sweep cursor; *@ret_n = its length. */
-static int take_page(struct berth_broker *b, struct snapshot *s, size_t *ret_n, struct berth_error *reterr)
+static int take_page(struct berth_broker *b, struct broker_snapshot *s, size_t *ret_n, struct berth_error *reterr)
 {
     int r;
 
     pthread_mutex_lock(&b->lock);
-    r = berth_jobstore_page_open(b->p.journal, &b->sweep.cursor, BERTH_JOBSTORE_PAGE_MAX, snap_one, s, ret_n, reterr);
-    pthread_mutex_unlock(&b->lock);
-    if (r == -ENOMEM)
-        berth_error_set(reterr, r, "out of memory");
-    return r;
-}
-
-static int take_snapshot(struct berth_broker *b, struct snapshot *s, struct berth_error *reterr)
-{
-    int r;
-
-    pthread_mutex_lock(&b->lock);
-    r = berth_jobstore_foreach_open(b->p.journal, snap_one, s, reterr);
+    r = berth_jobstore_page_open(b->p.journal, &b->sweep.cursor, BERTH_JOBSTORE_PAGE_MAX, broker_snap_one, s, ret_n, reterr);
     pthread_mutex_unlock(&b->lock);
     if (r == -ENOMEM)
         berth_error_set(reterr, r, "out of memory");
@@ -210,13 +212,16 @@ struct outcome {
     const char *reason;
     uint8_t *out, *err;
     size_t out_len, err_len;
-    const json_t *outputs;
+    json_t *captured;     /* the outputs berthd captured (capture()), or NULL: none */
+    json_t *output_error; /* {id, problem} when a declared output is invalid, or NULL */
     int64_t started_at, finished_at;
 };
 
 static void outcome_clear(struct outcome *o)
 {
     json_decref(o->doc);
+    json_decref(o->captured);
+    json_decref(o->output_error);
     free(o->out);
     free(o->err);
     memset(o, 0, sizeof(*o));
@@ -277,9 +282,6 @@ static int parse_outcome(const char *text, size_t len, struct outcome *o, struct
         r = berth_error_set(reterr, -EBADMSG, "inspect.stdout and inspect.stderr must be base64url");
         goto fail;
     }
-    o->outputs = json_object_get(o->doc, "outputs");
-    if (o->outputs && !json_is_array(o->outputs))
-        o->outputs = NULL;
     v = json_object_get(o->doc, "started_at");
     if (v && !json_is_null(v) && berth_json_ns_value(v, &o->started_at) < 0)
         o->started_at = -1;
@@ -422,6 +424,7 @@ static int record_result(struct berth_broker *b, struct berth_job_record *rec, e
     if (r == 0)
         r = move(b, rec, to, result, "job.finished", json_incref(audit), reterr);
     if (r == 0) {
+        broker_result_recorded(b, rec); /* before the reap, which may take seconds */
         after_recorded(b, rec, reached, stats);
         return 0;
     }
@@ -475,10 +478,15 @@ static int finish(struct berth_broker *b, struct berth_job_record *rec, enum ber
         .out_len = o ? o->out_len : 0,
         .err = o ? o->err : NULL,
         .err_len = o ? o->err_len : 0,
-        .outputs = o ? o->outputs : NULL,
+        .outputs = o ? o->captured : NULL, /* never the plugin's own list */
+        .output_error = o ? o->output_error : NULL,
         .started_at = o ? o->started_at : -1,
         .finished_at = finished_at,
     };
+    if (rp.output_error) {
+        rp.status = BERTH_RESULT_FAILED;
+        rp.reason = "output_invalid";
+    }
     r = receipt ? berth_result_create(b->p.key, &rp, &result, reterr) : -EBADMSG;
     if (r == -EFBIG) {
         /* More output than the job allowed: the backend broke its bound. */
@@ -604,6 +612,27 @@ static int teardown(struct berth_broker *b, const struct berth_broker_backend *b
 static const enum berth_job_state terminal_of[] = {
     0, 0, BERTH_JOB_EXITED, BERTH_JOB_FAILED, BERTH_JOB_CANCELLED, BERTH_JOB_EXPIRED};
 
+/* Before a result is signed from @o: when the job exited, capture its
+ * declared outputs into @o (broker-outputs.c).  0 (captured, or an output
+ * judged invalid); -EAGAIN: not now (a transient failure, retried after
+ * the per-job backoff; the job keeps its state). */
+static int capture(struct berth_broker *b, const struct berth_broker_backend *be, const struct berth_job_record *rec,
+                   struct outcome *o)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+
+    if (terminal_of[o->state] != BERTH_JOB_EXITED)
+        return 0; /* only a job that finished on its own has outputs to keep */
+    if (!broker_retry_due(b, rec->run_id, BROKER_OP_CAPTURE))
+        return -EAGAIN;
+    if (broker_capture_outputs(b, be, rec, o->doc, &o->captured, &o->output_error, &err) < 0) {
+        broker_retry_failed(b, rec, BROKER_OP_CAPTURE, be->name, &err);
+        return -EAGAIN;
+    }
+    broker_retry_succeeded(b, rec, BROKER_OP_CAPTURE, be->name);
+    return 0;
+}
+
 /* A job being stopped: ask the backend to cancel, then record the outcome.
  * A job that ended on its own meanwhile (exited, or failed for its own
  * reason) keeps that outcome; one the stop ended is cancelled (a cancel was
@@ -627,6 +656,12 @@ static int reap(struct berth_broker *b, const struct berth_broker_backend *be, s
                    (terminal_of[o.state] == BERTH_JOB_FAILED && !streq_ptr(o.reason, "supervisor_lost") &&
                     !(rec->cancel_requested && streq_ptr(o.reason, "runtime_lost"))))) {
         to = terminal_of[o.state]; /* it ended on its own before the stop reached it */
+        if (capture(b, be, rec, &o) < 0) {
+            outcome_clear(&o);
+            if (stats)
+                stats->errors++;
+            return 0;
+        }
     } else if (rec->cancel_requested) {
         to = BERTH_JOB_CANCELLED;
         reason = rec->cancel_reason ? rec->cancel_reason : "cancelled";
@@ -642,7 +677,9 @@ static int reap(struct berth_broker *b, const struct berth_broker_backend *be, s
     return r;
 }
 
-static int reconcile_one(struct berth_broker *b, struct berth_job_record *rec, int64_t now,
+/* Reconcile one open job; @fault (or NULL) is hit right before the
+ * terminal result of a job found finished is signed and recorded. */
+static int reconcile_one(struct berth_broker *b, struct berth_job_record *rec, int64_t now, const char *fault,
                          struct berth_pass_stats *stats, struct berth_error *reterr)
 {
     const struct berth_broker_backend *be = broker_backend(b, rec->backend);
@@ -698,6 +735,11 @@ static int reconcile_one(struct berth_broker *b, struct berth_job_record *rec, i
     if (r < 0 && stats)
         stats->errors++;
     if (r == 0 && o.state >= INSPECT_FIRST_TERMINAL) {
+        /* An output capture that failed is tried again after its backoff. */
+        if (!broker_retry_due(b, rec->run_id, BROKER_OP_CAPTURE)) {
+            outcome_clear(&o);
+            return 0;
+        }
         /* A terminal result only once the backend proved that nothing of
          * the job runs; until then a running job is reaping (and a
          * finalizing one stays so), asked again after its backoff. */
@@ -708,6 +750,15 @@ static int reconcile_one(struct berth_broker *b, struct berth_job_record *rec, i
             r = move(b, rec, BERTH_JOB_REAPING, NULL, NULL, NULL, reterr);
             return r == -ESTALE ? 0 : r;
         }
+        /* Outputs are read once nothing of the job can write them any more. */
+        if (capture(b, be, rec, &o) < 0) {
+            outcome_clear(&o);
+            if (stats)
+                stats->errors++;
+            return 0;
+        }
+        if (fault)
+            broker_fault(b, fault);
         /* finish() records finalizing first: the result is signed and kept even when that cannot be recorded. */
         r = finish(b, rec, terminal_of[o.state], &o, NULL, stats, reterr);
     } else if (stop && rec->state == BERTH_JOB_RUNNING) {
@@ -724,13 +775,14 @@ static int reconcile_one(struct berth_broker *b, struct berth_job_record *rec, i
 
 int berth_broker_reconcile(struct berth_broker *b, struct berth_pass_stats *stats, struct berth_error *reterr)
 {
-    struct snapshot s = {0};
+    struct broker_snapshot s = {0};
     int64_t now;
     size_t i, n = 0;
     int r;
 
     if (!b)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
+    atomic_fetch_add(&b->events.passes, 1);
     r = record_unrecorded(b, stats, reterr);
     if (r == 0)
         r = take_page(b, &s, &n, reterr);
@@ -745,11 +797,11 @@ int berth_broker_reconcile(struct berth_broker *b, struct berth_pass_stats *stat
         struct berth_error err = BERTH_ERROR_INIT;
         int rr;
 
-        if (unrecorded(b, s.v[i].run_id))
-            continue; /* its result is signed and waits for space */
+        if (unrecorded(b, s.v[i].run_id) || broker_starts_busy(b, s.v[i].run_id))
+            continue; /* its result waits for space, or its start is under way (asked on a later pass) */
         rr = broker_sweep_job(b, &s.v[i], now, stats, &err);
         if (rr >= 0) /* an undecided job is still reconciled */
-            rr = reconcile_one(b, &s.v[i], now, stats, &err);
+            rr = reconcile_one(b, &s.v[i], now, NULL, stats, &err);
         /* A journal that cannot be trusted stops the pass; anything else (a
          * full filesystem included) is this job's problem only. */
         if (rr == -EIO || rr == -EBADMSG) {
@@ -758,12 +810,24 @@ int berth_broker_reconcile(struct berth_broker *b, struct berth_pass_stats *stat
             stats->errors++;
         }
     }
-    snapshot_clear(&s);
+    broker_snapshot_clear(&s);
     if (r < 0 || atomic_load(&b->stopping))
         b->sweep.cycle_error = true; /* the round is not whole */
     else if (n < BERTH_JOBSTORE_PAGE_MAX)
         broker_sweep_cycle_end(b);
+    if (r == 0 && !atomic_load(&b->stopping))
+        r = broker_prune_pass(b, now, stats, reterr);
     return r;
+}
+
+int broker_reconcile_job(struct berth_broker *b, struct berth_job_record *rec, int64_t now, const char *fault,
+                         struct berth_pass_stats *stats, struct berth_error *reterr)
+{
+    /* A start under way owns the job until it returns (broker-starts.c),
+     * which then asks for this look again. */
+    if (broker_starts_busy(b, rec->run_id))
+        return 0;
+    return reconcile_one(b, rec, now, fault, stats, reterr);
 }
 
 /* Dispatch's recheck of a queued job (accepted or claimed): 1 when it no
@@ -789,29 +853,24 @@ static int dispatch_refused(struct berth_broker *b, struct berth_job_record *rec
 }
 
 /* The document a runtime's start() receives (plugin.h). */
-static int dispatch_doc(const struct berth_job_record *rec, const json_t *job, const char *rootfs, char **ret,
-                        size_t *ret_len, struct berth_error *reterr)
+static int dispatch_doc(const struct berth_job_record *rec, const json_t *job, const char *rootfs,
+                        const char *inputs_dir, char **ret, size_t *ret_len, struct berth_error *reterr)
 {
     _cleanup_json_ json_t *doc = NULL;
 
-    doc = json_pack("{s:i, s:o, s:O, s:o, s:s*}", "schema_version", 1, "receipt",
+    doc = json_pack("{s:i, s:o, s:O, s:o, s:s*, s:s*}", "schema_version", 1, "receipt",
                     json_loads(rec->receipt, JSON_REJECT_DUPLICATES, NULL), "job", job, "effective",
-                    json_loads(rec->effective, JSON_REJECT_DUPLICATES, NULL), "rootfs", rootfs);
+                    json_loads(rec->effective, JSON_REJECT_DUPLICATES, NULL), "rootfs", rootfs, "inputs_dir",
+                    inputs_dir);
     if (!doc)
         return berth_error_set(reterr, -EBADMSG, "the stored job, receipt or manifest is damaged");
     return berth_json_serialize(doc, 0, ret, ret_len, reterr);
 }
 
-/* Dispatch one job; *@staging is set when it is one that waits for staging. */
-static int dispatch_one(struct berth_broker *b, struct berth_job_record *rec, int64_t now,
-                        struct berth_pass_stats *stats, bool *staging, struct berth_error *reterr)
+int broker_dispatch_claim(struct berth_broker *b, struct berth_job_record *rec, int64_t now,
+                          struct berth_pass_stats *stats, bool *staging, struct berth_error *reterr)
 {
     const struct berth_broker_backend *be = broker_backend(b, rec->backend);
-    struct berth_error err = BERTH_ERROR_INIT;
-    _cleanup_free_ char *doc = NULL, *rootfs = NULL;
-    _cleanup_json_ json_t *job = NULL;
-    const char *image;
-    size_t len = 0;
     int r;
 
     if (rec->cancel_requested || now > rec->deadline || !be)
@@ -828,32 +887,60 @@ static int dispatch_one(struct berth_broker *b, struct berth_job_record *rec, in
     } else if (rec->state != BERTH_JOB_CLAIMED) {
         return 0;
     }
-    job = json_loads(rec->job, JSON_REJECT_DUPLICATES, NULL);
-    image = json_string_value(json_object_get(job, "image"));
-    if (!image)
-        return finish(b, rec, BERTH_JOB_FAILED, NULL, "damaged_record", stats, reterr);
     /* Staging that failed for a reason of the host (space, I/O, memory) is
      * retried with backoff, for every job alike: one line when it starts
      * failing, one when it works again. */
     if (!broker_retry_due(b, rec->run_id, BROKER_OP_START))
         return 0; /* its start failed: tried again after its backoff */
     *staging = true;
-    if (!broker_stage_due(b))
+    return broker_stage_due(b) ? 1 : 0;
+}
+
+int broker_dispatch_start(struct berth_broker *b, struct berth_job_record *rec, struct berth_pass_stats *stats,
+                          struct berth_error *reterr)
+{
+    const struct berth_broker_backend *be = broker_backend(b, rec->backend);
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *doc = NULL, *rootfs = NULL, *inputs_dir = NULL;
+    _cleanup_json_ json_t *job = NULL;
+    const char *image;
+    size_t len = 0;
+    int64_t now;
+    int r;
+
+    if (!be)
         return 0;
+    job = json_loads(rec->job, JSON_REJECT_DUPLICATES, NULL);
+    image = json_string_value(json_object_get(job, "image"));
+    if (!image)
+        return finish(b, rec, BERTH_JOB_FAILED, NULL, "damaged_record", stats, reterr);
+    /* A cached root, or one staging at a time (broker-stage.c). */
     r = broker_stage(b, rec, image, &rootfs, &err);
     if (r == -EBADMSG) {
         berth_logf(b->p.logger, BERTH_LOG_ERR, "job %s run %s: image %s refused at staging: %s", rec->job_id,
                    rec->run_id, image, err.message);
         return finish(b, rec, BERTH_JOB_FAILED, NULL, "image_refused", stats, reterr);
     }
+    if (r == 0) {
+        r = broker_stage_inputs(b, rec, job, &inputs_dir, &err);
+        /* Bytes that are not their digest, or an input gone from the store: it cannot run as accepted. */
+        if (r == -EBADMSG || r == -ENOENT || r == -EIDRM) {
+            berth_logf(b->p.logger, BERTH_LOG_ERR, "job %s run %s: its inputs cannot be staged: %s", rec->job_id,
+                       rec->run_id, err.message);
+            return finish(b, rec, BERTH_JOB_FAILED, NULL, r == -EBADMSG ? "input_invalid" : "input_unavailable", stats,
+                          reterr);
+        }
+    }
     if (r < 0) {
-        broker_stage_failed(b, rec, image, r, &err);
+        char what[BERTH_DIGEST_BUFSZ + 16];
+        snprintf(what, sizeof(what), rootfs || !b->p.stage_ops ? "its inputs" : "image %s", image);
+        broker_stage_failed(b, rec, what, r, &err);
         if (stats)
             stats->errors++;
         return 0;
     }
     broker_stage_succeeded(b, rec);
-    r = dispatch_doc(rec, job, rootfs, &doc, &len, reterr);
+    r = dispatch_doc(rec, job, rootfs, inputs_dir, &doc, &len, reterr);
     if (r < 0)
         return finish(b, rec, BERTH_JOB_FAILED, NULL, "damaged_record", stats, reterr);
     /* Staging takes time: the qualification or the grant may have ended meanwhile. */
@@ -880,93 +967,4 @@ static int dispatch_one(struct berth_broker *b, struct berth_job_record *rec, in
     if (r == 0 && stats)
         stats->started++;
     return r == -ESTALE ? 0 : r;
-}
-
-/* Whether a pool's max_concurrency leaves room for one more sandbox; @in_use
- * counts, per pool, the jobs of this snapshot that hold or may hold one. */
-static bool pool_has_room(const json_t *limits, json_t *in_use, const char *pool)
-{
-    json_int_t limit = json_integer_value(json_object_get(limits, pool));
-    json_int_t used = json_integer_value(json_object_get(in_use, pool));
-
-    return limit <= 0 || used < limit;
-}
-
-/* Count one more sandbox of @pool in @in_use.  -ENOMEM: the count did not
- * grow, so the caller must not start anything on it. */
-static int pool_take(json_t *in_use, const char *pool)
-{
-    return json_object_set_new(in_use, pool, json_integer(json_integer_value(json_object_get(in_use, pool)) + 1)) < 0
-               ? -ENOMEM
-               : 0;
-}
-
-int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats, struct berth_error *reterr)
-{
-    _cleanup_json_ json_t *limits = json_object(), *in_use = json_object();
-    const struct berth_pool_chain *chain;
-    struct snapshot s = {0};
-    bool counted = true, staging = false;
-    int64_t now;
-    size_t i;
-    int r;
-
-    if (!b)
-        return berth_error_set(reterr, -EINVAL, "invalid argument");
-    if (!limits || !in_use)
-        return berth_error_set(reterr, -ENOMEM, "out of memory");
-    /* A full journal starts nothing: no claim can be recorded, and a job
-     * claimed before waits, so that nothing runs that the journal could
-     * not follow (and start() is not retried on every pass meanwhile). */
-    if (broker_storage_journal_full(b))
-        return 0;
-    /* Nothing starts before the startup reconcile has checked every open job. */
-    if (!berth_broker_admitting(b))
-        return 0;
-    r = take_snapshot(b, &s, reterr);
-    /* Without the whole of limits and in_use a pool's max_concurrency could
-     * be passed: the pass then starts nothing (the next pass tries again). */
-    pthread_mutex_lock(&b->lock);
-    chain = berth_registry_chain(b->reg);
-    for (i = 0; counted && i < berth_pool_chain_count(chain); i++) {
-        const struct berth_pool *p = berth_pool_chain_at(chain, i);
-        if (p->max_concurrency > 0 && json_object_set_new(limits, p->name, json_integer(p->max_concurrency)) < 0)
-            counted = false;
-    }
-    pthread_mutex_unlock(&b->lock);
-    for (i = 0; counted && i < s.n; i++)
-        if (s.v[i].state != BERTH_JOB_ACCEPTED && pool_take(in_use, s.v[i].pool) < 0)
-            counted = false;
-    if (r == 0)
-        r = berth_now_ns(CLOCK_REALTIME, &now, reterr);
-    for (i = 0; r == 0 && counted && i < s.n && !atomic_load(&b->stopping); i++) {
-        struct berth_error err = BERTH_ERROR_INIT;
-        int rr;
-
-        if (unrecorded(b, s.v[i].run_id))
-            continue; /* finished: its result waits for space */
-        if (s.v[i].state == BERTH_JOB_ACCEPTED) {
-            if (!pool_has_room(limits, in_use, s.v[i].pool))
-                continue; /* waits for a slot in its pool; its deadline still runs */
-            if (pool_take(in_use, s.v[i].pool) < 0) {
-                counted = false;
-                break;
-            }
-        }
-        rr = dispatch_one(b, &s.v[i], now, stats, &staging, &err);
-        if (rr == -EIO || rr == -EBADMSG)
-            r = berth_error_set(reterr, rr, "%s", err.message);
-        else if (rr < 0 && stats)
-            stats->errors++;
-    }
-    /* A whole pass with nobody waiting for staging: its backoff starts afresh. */
-    if (r == 0 && counted && !staging && !atomic_load(&b->stopping))
-        broker_stage_idle(b);
-    if (!counted) {
-        berth_logf(b->p.logger, BERTH_LOG_WARNING, "out of memory counting pool sandboxes: this pass starts nothing");
-        if (stats)
-            stats->errors++;
-    }
-    snapshot_clear(&s);
-    return r;
 }

@@ -84,11 +84,12 @@ int berth_broker_new(const struct berth_broker_params *p, struct berth_broker **
     int r;
 
     if (!p || !p->name || !p->journal || !p->key || !p->audit_key || !p->policy || (p->n_backends && !p->backends) ||
-        p->max_active < 1 || p->max_retained < 1 || !ret)
+        p->max_active < 1 || p->max_retained < 1 || (p->evidence_ops && p->evidence_max_object_bytes < 1) || !ret)
         return berth_error_set(reterr, -EINVAL, "invalid broker parameters");
     b = calloc(1, sizeof(*b));
     if (!b)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
+    broker_events_init(&b->events);
     b->p = *p;
     b->backends = calloc(p->n_backends ? p->n_backends : 1, sizeof(*b->backends));
     b->caps_errors = calloc(p->n_backends ? p->n_backends : 1, sizeof(*b->caps_errors));
@@ -100,16 +101,30 @@ int berth_broker_new(const struct berth_broker_params *p, struct berth_broker **
     if (p->n_backends)
         memcpy(b->backends, p->backends, p->n_backends * sizeof(*b->backends));
     b->p.backends = b->backends;
+    if (p->evidence_ops && (!p->inputs_directory || p->inputs_directory[0] != '/')) {
+        berth_broker_free(b);
+        return berth_error_set(reterr, -EINVAL, "an evidence store needs an absolute inputs_directory");
+    }
     pthread_mutex_init(&b->lock, NULL);
+    pthread_mutex_init(&b->evidence_lock, NULL);
     r = berth_registry_open(p->journal, &b->reg, reterr);
     if (r < 0) {
         pthread_mutex_destroy(&b->lock);
+        pthread_mutex_destroy(&b->evidence_lock);
         b->reg = NULL;
         berth_broker_free(b);
         return r;
     }
     broker_storage_init(b);
     atomic_init(&b->sweep.admitting, false);
+    if ((r = broker_roots_open(b, reterr)) < 0) {
+        berth_broker_free(b);
+        return r;
+    }
+    if (broker_serial_wrap(b) < 0 || (r = broker_starts_init(b)) < 0) {
+        berth_broker_free(b);
+        return berth_error_set(reterr, -ENOMEM, "cannot start the start threads: out of memory or threads");
+    }
     *ret = b;
     return 0;
 }
@@ -118,11 +133,16 @@ void berth_broker_free(struct berth_broker *b)
 {
     if (!b)
         return;
+    broker_starts_free(b); /* no start runs after this */
+    broker_roots_free(b);
+    broker_serial_free(b);
     if (b->reg) {
         berth_registry_free(b->reg);
         pthread_mutex_destroy(&b->lock);
+        pthread_mutex_destroy(&b->evidence_lock);
     }
     broker_storage_free(b);
+    broker_events_free(&b->events);
     broker_retries_free(&b->retries);
     berth_backend_set_free(b->offers);
     json_decref(b->capabilities);
@@ -186,22 +206,6 @@ static bool granted(const struct berth_subject *s, const struct berth_job *job, 
     if (!broker_grant_gap(s, job, gap, sizeof(gap)))
         return true;
     broker_fail(reply, 403, "denied", "%s", gap);
-    return false;
-}
-
-/* A new job declaring inputs needs an evidence store to stage them read-only
- * at /inputs/...; no broker has one yet, so such a job is refused before
- * anything is recorded (issue 15): it never gets a receipt it cannot honour. */
-static bool inputs_stageable(const struct berth_job *job, struct berth_reply *reply)
-{
-    size_t n = json_array_size(json_object_get(job->doc, "inputs"));
-
-    if (n == 0)
-        return true;
-    broker_fail(reply, 400, "inputs_unsupported",
-                "job %s declares %zu input(s), but this broker has no evidence store to stage inputs; "
-                "submit it without inputs",
-                job->id, n);
     return false;
 }
 
@@ -278,7 +282,8 @@ static json_t *stored_json(const char *text)
 /* Accept one submission inside the batch transaction.  Returns 1 when
  * something was written that must be committed, 0 when not, <0 when the
  * step must be undone. */
-static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_t now, struct berth_error *err)
+static int submit_one(struct berth_broker *b, struct berth_submission *s, const struct broker_input_check *ic,
+                      int64_t now, struct berth_error *err)
 {
     struct broker_caller caller = {0};
     struct berth_job *job = NULL;
@@ -289,6 +294,7 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_
     _cleanup_free_ char *job_text = NULL, *receipt_text = NULL, *effective_text = NULL;
     json_t *receipt = NULL;
     char run_id[BERTH_RUN_ID_LEN + 1];
+    unsigned needs = 0;
     int r;
 
     if (broker_authenticate(b, s->fingerprint, &caller, &s->reply) < 0)
@@ -318,6 +324,16 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_
         goto out;
     }
     r = berth_jobstore_find(b->p.journal, caller.subject->principal, caller.scope, job->id, &old, err);
+    if (r == -ENOENT) {
+        /* A pruned job answers from its tombstone: the same receipt, the same conflict. */
+        struct berth_job_tombstone t = {0};
+        r = berth_jobstore_find_tombstone(b->p.journal, caller.subject->principal, caller.scope, job->id, &t, err);
+        if (r == 0) {
+            old.job_digest = TAKE_PTR(t.job_digest);
+            old.receipt = TAKE_PTR(t.receipt);
+        }
+        berth_job_tombstone_clear(&t);
+    }
     if (r == 0) {
         if (streq(old.job_digest, job->digest))
             succeed(&s->reply, 200, stored_json(old.receipt));
@@ -333,7 +349,7 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_
         goto out;
     }
     /* Refused for good (400) before a refusal that a retry may pass (503). */
-    if (!inputs_stageable(job, &s->reply)) {
+    if (!broker_jobio_admissible(b, job, &caller, ic, &needs, &s->reply)) {
         r = 0;
         goto out;
     }
@@ -357,8 +373,8 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, int64_
     }
 
     /* Placement records its decision in the audit chain, refusals too. */
-    r = berth_registry_place(b->reg, b->p.audit_key, job->pool, job->overrides, b->offers, caller.subject->principal,
-                             now, &placed, err);
+    r = berth_registry_place_job(b->reg, b->p.audit_key, job->pool, job->overrides, needs, b->offers,
+                                 caller.subject->principal, now, &placed, err);
     if (r == -EPERM) {
         if (placed.refusal.reason == BERTH_REFUSAL_NO_BACKEND)
             broker_fail(&s->reply, 503, "no_backend", "no backend of pool %s can run this job now", job->pool);
@@ -467,6 +483,7 @@ out:
 int berth_broker_submit_batch(struct berth_broker *b, struct berth_submission *v, size_t n)
 {
     struct berth_error err = BERTH_ERROR_INIT;
+    struct broker_input_check *ic;
     bool wrote = false, new_work = false;
     int64_t now = 0;
     size_t i;
@@ -474,9 +491,13 @@ int berth_broker_submit_batch(struct berth_broker *b, struct berth_submission *v
 
     if (!b || (n && !v))
         return -EINVAL;
+    ic = calloc(n ? n : 1, sizeof(*ic));
     for (i = 0; i < n; i++) {
         memset(&v[i].reply, 0, sizeof(v[i].reply));
         v[i].note[0] = '\0';
+        /* The evidence store is asked before the broker lock is taken. */
+        if (ic)
+            broker_inputs_precheck(b, &v[i], &ic[i]);
     }
     pthread_mutex_lock(&b->lock);
     /* Every job of the batch is accepted at the same time. */
@@ -500,7 +521,11 @@ int berth_broker_submit_batch(struct berth_broker *b, struct berth_submission *v
             continue;
         }
         err = (struct berth_error)BERTH_ERROR_INIT;
-        int s = submit_one(b, &v[i], now, &err);
+        if (!ic) {
+            broker_fail(&v[i].reply, 500, "internal", "out of memory");
+            continue;
+        }
+        int s = submit_one(b, &v[i], &ic[i], now, &err);
         if (s < 0) {
             if (err.message[0])
                 berth_logf(b->p.logger, BERTH_LOG_ERR, "submission failed: %s", err.message);
@@ -544,13 +569,15 @@ int berth_broker_submit_batch(struct berth_broker *b, struct berth_submission *v
         berth_journal_rollback(b->p.journal);
     }
     pthread_mutex_unlock(&b->lock);
+    for (i = 0; ic && i < n; i++)
+        broker_input_check_clear(&ic[i]);
+    free(ic);
     if (new_work && r == 0 && b->p.wake)
         b->p.wake(b->p.userdata);
     return 0;
 }
 
-/* Look up the caller's job (lock held). */
-static int find_job(struct berth_broker *b, const char *fingerprint, const char *job_id, struct broker_caller *caller,
+int broker_find_job(struct berth_broker *b, const char *fingerprint, const char *job_id, struct broker_caller *caller,
                     struct berth_job_record *rec, struct berth_reply *reply)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -561,8 +588,16 @@ static int find_job(struct berth_broker *b, const char *fingerprint, const char 
         return -EACCES;
     r = berth_jobstore_find(b->p.journal, caller->subject->principal, caller->scope, job_id, rec, &err);
     if (r == -ENOENT) {
-        broker_fail(reply, 404, "not_found", "no job %s", job_id);
-        return r;
+        struct berth_job_tombstone t = {0};
+        r = berth_jobstore_find_tombstone(b->p.journal, caller->subject->principal, caller->scope, job_id, &t, &err);
+        if (r == 0)
+            broker_pruned_reply(&t, reply);
+        else if (r == -ENOENT)
+            broker_fail(reply, 404, "not_found", "no job %s", job_id);
+        else
+            broker_fail(reply, 503, "journal", "the journal cannot be read");
+        berth_job_tombstone_clear(&t);
+        return r == 0 ? -EIDRM : r;
     }
     if (r < 0) {
         broker_fail(reply, 503, "journal", "the journal cannot be read");
@@ -599,7 +634,7 @@ void berth_broker_inspect(struct berth_broker *b, const char *fingerprint, const
     struct berth_job_record rec = {0};
 
     pthread_mutex_lock(&b->lock);
-    if (find_job(b, fingerprint, job_id, &caller, &rec, reply) == 0)
+    if (broker_find_job(b, fingerprint, job_id, &caller, &rec, reply) == 0)
         succeed(reply, 200, job_view(&rec));
     pthread_mutex_unlock(&b->lock);
     berth_job_record_clear(&rec);
@@ -644,7 +679,7 @@ void berth_broker_cancel(struct berth_broker *b, const char *fingerprint, const 
     int r;
 
     pthread_mutex_lock(&b->lock);
-    if (find_job(b, fingerprint, job_id, &caller, &rec, reply) == 0) {
+    if (broker_find_job(b, fingerprint, job_id, &caller, &rec, reply) == 0) {
         if (berth_job_state_terminal(rec.state) || rec.cancel_requested) {
             succeed(reply, 202,
                     json_pack("{s:s, s:s, s:b}", "id", rec.job_id, "state", berth_job_state_names[rec.state],
@@ -661,6 +696,9 @@ void berth_broker_cancel(struct berth_broker *b, const char *fingerprint, const 
             succeed(reply, 202,
                     json_pack("{s:s, s:s, s:b}", "id", rec.job_id, "state", berth_job_state_names[rec.state],
                               "cancel_requested", 1));
+            /* The worker stops it now, not at its next reconcile pass. */
+            if (rec.backend)
+                broker_events_add(b, rec.backend, rec.run_id);
             wake = true;
         }
     }
@@ -677,7 +715,7 @@ void berth_broker_result(struct berth_broker *b, const char *fingerprint, const 
     struct berth_job_record rec = {0};
 
     pthread_mutex_lock(&b->lock);
-    if (find_job(b, fingerprint, job_id, &caller, &rec, reply) == 0) {
+    if (broker_find_job(b, fingerprint, job_id, &caller, &rec, reply) == 0) {
         if (berth_job_state_terminal(rec.state) && rec.result)
             succeed(reply, 200, stored_json(rec.result));
         else

@@ -14,12 +14,16 @@
  * submission is recorded, with its signed receipt, in a journal transaction
  * before anything runs; berth_broker_submit_batch() accepts many
  * submissions in one transaction (one fsync) and its replies are valid only
- * once it returns.  Backends are called only from berth_broker_reconcile()
- * and berth_broker_dispatch(), which must be driven by one thread at a time
- * (the "worker"); they record intent before every backend call and check
- * the expected revision after it, so a late writer never overwrites newer
- * state, and a job id is never started twice: start is issued only after
- * "claimed" is durable, and runtime plugins keep a tombstone per id.
+ * once it returns.  Backends are called only from berth_broker_reconcile(),
+ * berth_broker_handle_events() and berth_broker_dispatch(), which must be
+ * driven by one thread at a time (the "worker"), and from the start threads
+ * dispatch hands claimed jobs to (@start_concurrency); a job being started
+ * is left alone by the worker until its start returned, and a runtime
+ * plugin that does not declare BERTH_RUNTIME_CONCURRENT is called one
+ * thread at a time (<berth/plugin.h>, "Threading").  They record intent
+ * before every backend call and check the expected revision after it, so a
+ * late writer never overwrites newer state, and a job id is never started
+ * twice: start is issued only after "claimed" is durable, and runtime plugins keep a tombstone per id.
  *
  * Every function is thread-safe: the broker serialises journal access with
  * its own mutex and never holds it across a backend call.
@@ -79,6 +83,56 @@
  * that no longer qualifies").  A job that cannot be judged now (out of
  * memory, a backend whose capabilities fail) is left alone and counted as
  * an error of its round.
+ *
+ * Retention.  Every reconcile pass also prunes, oldest first, at most
+ * BROKER_PRUNE_BATCH (32) terminal jobs whose finished time (when their
+ * signed result was recorded) plus @jobs_retention_ns has passed, from a
+ * cursor kept across passes, so a pass stays short whatever the backlog.
+ * For each job the backend first drops its own tombstone (the runtime op
+ * forget; a job it has not reaped yet is reaped first; a 1.0 plugin
+ * without forget keeps its tombstone), then one journal transaction
+ * replaces each job record by its identity tombstone (jobprune.h) with a
+ * "job.pruned" audit event by "berthd" ({state, result_digest,
+ * receipt_digest, finished_at, pruned_at, retention_ns} besides the job's
+ * identity).  A job whose backend cannot forget it now stays, is retried
+ * with backoff on a later round, and never blocks the others.  A crash
+ * between the two steps leaves a terminal record whose backend tombstone
+ * is gone: it is never dispatched again (only accepted jobs are), and the
+ * next round prunes it (forget answers -ENOENT).  Tombstones are kept for
+ * ever and do not count against @max_retained, so a busy broker never
+ * stays full: an identical retry of a pruned job gets its receipt back
+ * (200, the same bytes) and never runs, a changed job with the same id
+ * gets 409 conflict, and inspect, result and cancel of a pruned job answer
+ * 410 "pruned" with its final state and result digest
+ * (broker_pruned_reply()).  Pruning is an ordinary write: it waits while
+ * storage is degraded.
+ *
+ * Inputs and outputs (docs/evidence.md).  A new job's inputs must be in
+ * the evidence store under the caller's own key with the size their refs
+ * name (else 400 input_unknown / input_refused), looked up before the
+ * batch takes the broker lock; a job with inputs (outputs) needs an
+ * evidence store and a backend of its pool reporting "inputs" ("outputs")
+ * (else 400 inputs_unsupported / outputs_unsupported), and placement
+ * chooses only such a backend.  Dispatch stages each input, verified,
+ * below inputs_directory (broker-inputs.c); reconcile captures the
+ * declared outputs of an exited job into the store before its result is
+ * signed (broker-outputs.c), retrying transient failures with the per-job
+ * backoff; an invalid output gives status "failed", reason
+ * "output_invalid" and the result's output_error.
+ *
+ * Events (DESIGN.md section 5a).  A runtime plugin of ABI 1.1 may say
+ * that one of its jobs changed (plugin.h, host->job_changed, which berthd
+ * routes to berth_broker_job_changed()); a cancellation says the same of
+ * its own job.  The job goes into a bounded queue (BROKER_EVENTS_MAX
+ * entries, coalesced per job) and the worker is woken; the worker's
+ * berth_broker_handle_events() then reconciles each queued job at once,
+ * as a reconcile pass would (inspect, proof of teardown, outputs, the
+ * signed result, recorded exactly once: every move names the revision it
+ * expects), and the broker tells @on_result.  A notification is only a
+ * hint: a lost one (the queue full, a plugin of ABI 1.0 that never sends
+ * any) costs the time until the next reconcile pass, which keeps visiting
+ * every open job.  A submission's commit wakes the worker, which
+ * dispatches at once.
  *
  * Admission: a new broker refuses new submissions with 503 "starting"
  * (identical retries of accepted jobs still get their receipts) and
@@ -173,24 +227,63 @@ struct berth_broker_backend {
  * @max_active:    jobs not yet terminal, at most (>= 1).
  * @max_retained:  jobs recorded, at most (>= 1); a full journal refuses
  *                 new work and never deletes a job to make room.
+ * @start_concurrency: how many starts (staging and the backend's start) run
+ *                 at once, each on its own thread, besides each pool's
+ *                 max_concurrency; 0 runs every start on the thread that
+ *                 calls berth_broker_dispatch() (one at a time).
  * @image_ops, @image_state: the image source, or NULL: when set, a new
  *                 job's image must resolve in it (else 400 image_unknown,
  *                 nothing recorded); runtime backends stage from it.
  * @stage_ops, @stage_state: a second instance of the image source, called
- *                 only by dispatch (the worker thread), so staging never
+ *                 only by dispatch's starts (one at a time), so staging never
  *                 waits for admission's resolve() or blocks it; or NULL:
  *                 then start() receives no "rootfs".
- * @stage_directory: where dispatch stages each job's image before start()
- *                 (with @stage_ops; absolute, private, owned by berthd):
- *                 DIR/<run_id>/rootfs (0755 in a 0700 directory), complete
- *                 once DIR/<run_id>/staged exists; its path reaches start()
- *                 as the dispatch document's "rootfs".  Removed after the
- *                 job's result is recorded and the backend reaped it.
+ * @stage_directory: with @stage_ops: absolute, private, owned by berthd.
+ *                 Each image is staged once into its root cache,
+ *                 DIR/roots (rootcache.h: one sealed entry per image
+ *                 digest, checked on every use); a job's start holds its
+ *                 image's entry, whose rootfs path reaches start() as the
+ *                 dispatch document's "rootfs", and records the hold as
+ *                 DIR/<run_id>/root (the digest; 0600 in a 0700
+ *                 directory).  The hold ends, and DIR/<run_id> is removed,
+ *                 after the job's result is recorded and the backend
+ *                 reaped it.
+ * @root_cache_bytes: the bound on the cached roots' bytes: roots no job
+ *                 holds are evicted, least recently used first, while the
+ *                 cache holds more (0: a root goes when its last job does).
+ * @evidence_ops, @evidence_state: the evidence store, or NULL
+ *                 (broker-evidence.h): every call into it takes the
+ *                 broker's evidence lock.
+ * @evidence_max_object_bytes: the largest object it takes (berthd.json
+ *                 evidence.config.max_object_bytes), >= 1 with a store.
+ * @evidence_spool_directory: optional; absolute, private: where unnamed
+ *                 files (O_TMPFILE) for uploads and downloads are made when
+ *                 the store's upload() cannot make them.
+ * @inputs_directory: where dispatch stages each job's inputs (absolute,
+ *                 private 0700, owned by berthd): DIR/<run_id>/ (0700)
+ *                 holds one 0444 file per input, named by its index in
+ *                 job.inputs, complete once DIR/<run_id>/staged exists; its
+ *                 path reaches start() as the dispatch document's
+ *                 "inputs_dir".  Removed after the job's result is recorded
+ *                 and the backend reaped it.  Required with @evidence_ops.
+ * @jobs_retention_ns: how long a terminal job is kept after it finished
+ *                 before it is pruned (see "Retention"); 0: never pruned.
+ * @outputs_retention_ns: how long the captured outputs of a job are kept
+ *                 after it finished (their evidence objects' retain_until);
+ *                 0: until deleted.  Reported by berth_broker_journal_stats().
  * @wake:          optional; called (from any thread) after new work or a
- *                 cancellation was recorded, to wake the worker.
+ *                 cancellation was recorded, or a job was notified
+ *                 (berth_broker_job_changed()), to wake the worker.
+ * @on_result:     optional; called on the worker thread right after the
+ *                 signed terminal result of the job (@principal, @job_id:
+ *                 the caller's own id) was committed, so that
+ *                 berth_broker_result() returns it from now on; it must
+ *                 be quick and must not call into the broker.
  * @fault:         optional test hook, called at named points
  *                 ("submit-before-commit", "submit-after-commit",
- *                 "dispatch-after-claim", "dispatch-after-start"); only
+ *                 "dispatch-after-claim", "dispatch-after-start",
+ *                 "event-before-commit": a notified job is terminal and
+ *                 its result is about to be signed and recorded); only
  *                 builds with --enable-fault-injection pass one.
  */
 struct berth_broker_params {
@@ -206,11 +299,21 @@ struct berth_broker_params {
     const struct berth_image_source_ops_v1 *stage_ops; /* optional: the stager instance ... */
     void *stage_state;                                 /* ... its state */
     const char *stage_directory;                       /* ... and where it stages */
+    uint64_t root_cache_bytes;                         /* ... and how much of unused roots it keeps */
+    const struct berth_evidence_store_ops_v1 *evidence_ops; /* optional: the evidence store ... */
+    void *evidence_state;                                   /* ... its instance */
+    int64_t evidence_max_object_bytes;                      /* ... the largest object it takes */
+    const char *evidence_spool_directory;                   /* ... and where berthd's own unnamed files go */
+    const char *inputs_directory;                           /* where inputs are staged */
     int64_t max_active;
     int64_t max_retained;
+    unsigned start_concurrency; /* starts under way at once, on their own threads; 0: on the dispatching thread */
+    int64_t jobs_retention_ns;
+    int64_t outputs_retention_ns;
     const struct berth_logger *logger;
     void (*wake)(void *userdata);
     void (*fault)(void *userdata, const char *point);
+    void (*on_result)(void *userdata, const char *principal, const char *job_id);
     void *userdata;
 };
 
@@ -232,7 +335,8 @@ void berth_broker_free(struct berth_broker *b);
  * @fingerprint: the caller's certificate fingerprint (64 lowercase hex).
  * @body, @len:  the job document as received.
  * @reply:       filled by berth_broker_submit_batch(): 201 with the receipt
- *               (new), 200 with the stored receipt (identical retry), 400,
+ *               (new), 200 with the stored receipt (identical retry, also
+ *               of a pruned job: its tombstone keeps the receipt), 400,
  *               403, 409 (same id, different digest; nothing recorded),
  *               413, 503 (starting, full, storage_full or busy, journal
  *               failure, no backend).
@@ -259,7 +363,7 @@ int berth_broker_submit_batch(struct berth_broker *b, struct berth_submission *v
 /**
  * berth_broker_inspect() - the caller's job @job_id: 200 {id, state,
  * revision, cancel_requested, backend, accepted_at, deadline, receipt}, 403,
- * 404.
+ * 404, 410 pruned (see "Retention").
  */
 void berth_broker_inspect(struct berth_broker *b, const char *fingerprint, const char *job_id,
                           struct berth_reply *reply);
@@ -276,10 +380,50 @@ void berth_broker_cancel(struct berth_broker *b, const char *fingerprint, const 
 
 /**
  * berth_broker_result() - the signed result, only from a terminal journal
- * record: 200 {result envelope}, 202 {id, state} while pending, 403, 404.
+ * record: 200 {result envelope}, 202 {id, state} while pending, 403, 404,
+ * 410 {"error": "pruned", "message", "id", "state", "result_digest",
+ * "finished_at", "pruned_at"} when retention pruned the job.
  */
 void berth_broker_result(struct berth_broker *b, const char *fingerprint, const char *job_id,
                          struct berth_reply *reply);
+
+/** Longest media type of a declared output, bytes (job.h bounds it). */
+#define BERTH_BROKER_MEDIA_TYPE_MAX 255
+
+/**
+ * struct berth_job_output - a captured output, ready to send.
+ * @fd:         a new unnamed file (O_RDWR | O_CLOEXEC) holding exactly the
+ *              output's verified bytes from offset 0; the caller owns it.
+ *              -1 when nothing was found.
+ * @size:       its length, bytes.
+ * @digest:     its digest, as the signed result lists it.
+ * @media_type: its declared media type.
+ */
+struct berth_job_output {
+    int fd;
+    uint64_t size;
+    char digest[BERTH_DIGEST_BUFSZ];
+    char media_type[BERTH_BROKER_MEDIA_TYPE_MAX + 1];
+};
+
+/**
+ * berth_broker_job_output() - the caller's captured output @output_id of
+ * job @job_id (its grant rechecked, as for every job operation), copied
+ * from the evidence store -- which verifies length and digest on the way --
+ * into a private unnamed file, so that it can be sent at the client's pace
+ * without holding the evidence lock, and is known whole before the first
+ * byte goes out.  Blocks for as long as the copy takes: never call it on
+ * an event loop.
+ * @ret: filled on 200 (@ret->fd >= 0), else @ret->fd is -1.
+ * @reply: 200 (no body: the content is @ret), 202 {id, state} (no result
+ * yet), 403, 404 not_found (no such job, or its signed result lists no
+ * output @output_id), 410 gone (the output aged out of the store, or was
+ * deleted), 500 corrupt (the store holds other bytes than the signed
+ * result names), 501 not_implemented (no evidence store), 503
+ * evidence_store.
+ */
+void berth_broker_job_output(struct berth_broker *b, const char *fingerprint, const char *job_id,
+                             const char *output_id, struct berth_job_output *ret, struct berth_reply *reply);
 
 /**
  * berth_broker_capabilities() - 200 {broker, key_id, public_key (base64url),
@@ -328,6 +472,32 @@ void berth_broker_audit(struct berth_broker *b, const char *fingerprint, uint64_
                         struct berth_reply *reply);
 
 /**
+ * berth_broker_root_cache() - admin only: the root cache (rootcache.h),
+ * after removing every root no job holds when @prune: 200 with the
+ * document of berth_rootcache_list() ({"max_bytes", "bytes", "roots":
+ * [{"digest", "entries", "bytes", "jobs", "created_ns", "last_used_ns",
+ * "verified"}]}) plus, when @prune, "removed" and "removed_bytes"; 403 for
+ * a caller without an admin grant; 404 "no_root_cache" when the broker
+ * stages no images.  Thread-safe; a prune removes trees on the calling
+ * thread.
+ */
+void berth_broker_root_cache(struct berth_broker *b, const char *fingerprint, bool prune, struct berth_reply *reply);
+
+/**
+ * berth_broker_journal_stats() - admin only: 200 {"jobs": {state: count},
+ * "retained" (job records, what max_retained limits), "max_retained",
+ * "tombstones" (pruned jobs), "journal_bytes" (the journal file in pages),
+ * "journal_free_bytes" (of which free for reuse), "retention": {"jobs_ns",
+ * "outputs_ns"} (ns strings, "0" for never), "next_expiry": {"jobs",
+ * "outputs"} (ns strings or null: when the oldest terminal job is due for
+ * pruning, which may be in the past while pruning catches up, and when the
+ * next captured outputs expire), "evidence": null (no evidence store, or
+ * its lock is held by a commit at this moment: the call never waits for
+ * it) or {"objects", "bytes", "tombstones"}}; 403; 503 journal.
+ */
+void berth_broker_journal_stats(struct berth_broker *b, const char *fingerprint, struct berth_reply *reply);
+
+/**
  * berth_broker_job_counts() - jobs per state (for metrics).
  * Return: 0 or a journal error.
  */
@@ -347,6 +517,10 @@ int berth_broker_job_counts(struct berth_broker *b, int64_t counts[BERTH_JOB_STA
  * @reserve_bytes:  the journal's space reserve as configured (0: none) ...
  * @reserve_held:   ... and whether it is whole on disk now.
  * @starting:       admission has not opened yet (berth_broker_admitting()).
+ * @reconcile_passes: reconcile passes run since the broker started.
+ * @job_events:     job notifications received (berth_broker_job_changed(),
+ *                  cancellations) ...
+ * @job_events_lost: ... and of them dropped because the queue was full.
  */
 struct berth_broker_health {
     bool degraded;
@@ -359,6 +533,9 @@ struct berth_broker_health {
     uint64_t reserve_bytes;
     bool reserve_held;
     bool starting;
+    uint64_t reconcile_passes;
+    uint64_t job_events;
+    uint64_t job_events_lost;
 };
 
 /**
@@ -380,10 +557,11 @@ void berth_broker_stop(struct berth_broker *b);
  * @visited: open jobs a reconcile pass looked at (at most one page).
  * @more:    the last reconcile page was full: the round goes on.
  * @swept:   jobs berthd cancelled because they no longer qualify.
+ * @pruned:  terminal jobs pruned for retention (see "Retention").
  */
 struct berth_pass_stats {
     unsigned started, finished, cancelled, expired, failed, errors;
-    unsigned visited, swept;
+    unsigned visited, swept, pruned;
     bool more;
 };
 
@@ -452,5 +630,30 @@ int berth_broker_reconcile(struct berth_broker *b, struct berth_pass_stats *stat
  * Return: 0; -EIO or -EBADMSG, as berth_broker_reconcile().
  */
 int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats, struct berth_error *reterr);
+
+/**
+ * berth_broker_job_changed() - backend @backend says that its job @run_id
+ * (the id start() received) may have changed (see "Events"): queue a look
+ * at it and wake the worker.  Any thread; takes only the small queue lock
+ * and the wake hook, never the broker's lock, never calls a plugin, never
+ * fails (an invalid argument, or a full queue, drops the call; the reconcile
+ * timer still visits the job).
+ */
+void berth_broker_job_changed(struct berth_broker *b, const char *backend, const char *run_id);
+
+/** berth_broker_events_pending() - whether notified jobs wait for berth_broker_handle_events(); any thread. */
+bool berth_broker_events_pending(struct berth_broker *b);
+
+/**
+ * berth_broker_handle_events() - worker thread only: reconcile now each job
+ * notified since the last call (see "Events"): only open jobs of the
+ * notifying backend that have reached it (an accepted one only when a
+ * cancellation was recorded), counted in @stats (may be NULL) as a pass
+ * counts them.  Return: 0; 1 when notifications were dropped for room
+ * since the last call (the caller should run a whole reconcile round
+ * soon); -EIO or -EBADMSG (the journal cannot be trusted, as
+ * berth_broker_reconcile()); -EINVAL.
+ */
+int berth_broker_handle_events(struct berth_broker *b, struct berth_pass_stats *stats, struct berth_error *reterr);
 
 #endif /* BERTH_BROKER_H */

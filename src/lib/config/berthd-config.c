@@ -21,21 +21,25 @@
 
 #define NS_PER_MS 1000000LL
 #define NS_PER_S 1000000000LL
+#define NS_PER_DAY (86400 * NS_PER_S)
+/* 100 days: berth's JSON integers stop at 2^53 - 1, about 104 days in ns */
+#define RETENTION_MAX_NS (100 * NS_PER_DAY)
 
 static const char *const top_members[] = {
-    "audit_key", "backends",    "broker_name",           "http",           "images",
-    "journal",   "listen",      "plugin_directory",      "policy",         "pools_directory",
-    "probe",     "receipt_key", "reconcile_interval_ns", "schema_version", "state_directory",
-    "tls",       NULL,
+    "audit_key",       "backends", "broker_name", "evidence",    "http",
+    "images",          "journal",  "listen",      "plugin_directory",      "policy",
+    "pools_directory", "probe",    "receipt_key", "reconcile_interval_ns", "retention",
+    "root_cache_bytes", "schema_version",  "start_concurrency", "state_directory", "tls",  NULL,
 };
 static const char *const listen_members[] = {"address", "port", NULL};
 static const char *const tls_members[] = {"certificate", "client_ca", "private_key", NULL};
 static const char *const journal_members[] = {"max_active_jobs", "max_retained_jobs", "reserve_bytes", NULL};
+static const char *const retention_members[] = {"jobs_ns", "outputs_ns", NULL};
 static const char *const http_members[] = {
     "handshake_timeout_ns", "header_timeout_ns",  "idle_timeout_ns",   "inactivity_timeout_ns",
     "max_body_bytes",       "max_connections",    "max_header_bytes",  "max_header_fields",
     "max_per_principal",    "max_per_source",     "max_unauthenticated", "refusal_log_interval_ns",
-    "request_timeout_ns",   "shutdown_timeout_ns", NULL,
+    "request_timeout_ns",   "shutdown_timeout_ns", "threads",           NULL,
 };
 static const char *const backend_members[] = {"config", "plugin", "qualify_at_startup", "require_qualification",
                                               "sha256", NULL};
@@ -61,10 +65,17 @@ struct int_setting {
 
 static const struct int_setting int_settings[] = {
     INT_SETTING(NULL, reconcile_interval_ns, 10 * NS_PER_MS, 60 * NS_PER_S, 250 * NS_PER_MS),
+    /* 0: twice the CPUs online (berthd_config_start_concurrency()). */
+    INT_SETTING(NULL, start_concurrency, 0, 1024, 0),
+    /* The staged roots kept for reuse (rootcache.h): default 4 GiB; 0 keeps none a job does not use. */
+    INT_SETTING(NULL, root_cache_bytes, 0, (INT64_C(1) << 53) - 1, INT64_C(4) << 30),
     INT_SETTING("journal", max_active_jobs, 1, 1000000, 16),
     INT_SETTING("journal", max_retained_jobs, 1, 100000000, 10000),
     INT_SETTING("journal", reserve_bytes, 0, (int64_t)BERTH_JOURNAL_RESERVE_MAX,
                 (int64_t)BERTH_JOURNAL_RESERVE_DEFAULT),
+    /* Retention: 1 s (short enough for a test) to 100 days, default 7 days. */
+    INT_SETTING("retention", jobs_ns, NS_PER_S, RETENTION_MAX_NS, 7 * NS_PER_DAY),
+    INT_SETTING("retention", outputs_ns, NS_PER_S, RETENTION_MAX_NS, 7 * NS_PER_DAY),
     INT_SETTING("http", max_connections, 1, 4096, 64),
     INT_SETTING("http", max_header_bytes, 1024, 65536, 16384),
     INT_SETTING("http", max_body_bytes, 1024, 16 * 1024 * 1024, 1024 * 1024 + 64 * 1024),
@@ -79,6 +90,8 @@ static const struct int_setting int_settings[] = {
     INT_SETTING("http", idle_timeout_ns, 10 * NS_PER_MS, 300 * NS_PER_S, 30 * NS_PER_S),
     INT_SETTING("http", shutdown_timeout_ns, 0, 300 * NS_PER_S, 10 * NS_PER_S),
     INT_SETTING("http", refusal_log_interval_ns, 100 * NS_PER_MS, 3600 * NS_PER_S, 10 * NS_PER_S),
+    /* 0: one per CPU online (berthd_config_front_threads()). */
+    INT_SETTING("http", threads, 0, BERTH_BERTHD_FRONT_THREADS_MAX, 0),
 };
 
 static int64_t *setting_of(struct berthd_config *c, const struct int_setting *s)
@@ -128,6 +141,7 @@ void berthd_config_defaults(struct berthd_config *c)
     memset(c, 0, sizeof(*c));
     for (i = 0; i < ELEMENTSOF(int_settings); i++)
         *setting_of(c, &int_settings[i]) = int_settings[i].def;
+    c->evidence_max_object_bytes = BERTH_EVIDENCE_MAX_OBJECT_DEFAULT;
 }
 
 /* A required (or optional) absolute path member. */
@@ -157,9 +171,14 @@ static int object_member(const json_t *o, const char *what, const char *key, con
     return berth_json_only_members(*ret, sub, allowed, reterr);
 }
 
-/* One plugin instance: {plugin, sha256, config[, require_qualification]}. */
-static int parse_backend(const json_t *v, const char *what, bool runtime, struct berthd_backend_config *b,
-                         struct berth_error *reterr)
+/*
+ * One plugin instance: {plugin, sha256, config[, require_qualification,
+ * qualify_at_startup]}; @runtime: a runtime backend, with the qualification
+ * members, else the image source or the evidence store; @example names a
+ * plugin in messages.
+ */
+static int parse_backend(const json_t *v, const char *what, bool runtime, const char *example,
+                         struct berthd_backend_config *b, struct berth_error *reterr)
 {
     static const char *const image_members[] = {"config", "plugin", "sha256", NULL};
     const json_t *rq;
@@ -173,7 +192,7 @@ static int parse_backend(const json_t *v, const char *what, bool runtime, struct
     if (!berth_plugin_name_valid(b->plugin))
         return berth_error_set(reterr, -EBADMSG,
                                "%s.plugin must be a plugin name such as %s (" BERTH_PLUGIN_NAME_RULE ")", what,
-                               runtime ? "runtime-oci" : "image-oci-local");
+                               example);
     if (b->sha256) {
         uint8_t raw[BERTH_SHA256_LEN];
         if (berth_digest_parse(b->sha256, raw) < 0)
@@ -216,17 +235,32 @@ static int parse_backends(const json_t *o, struct berthd_config *c, struct berth
                                    "config.backends: a backend name must be " BERTH_BACKEND_NAME_RULE);
         snprintf(what, sizeof(what), "config.backends.%s", name);
         b->name = name;
-        if ((r = parse_backend(v, what, true, b, reterr)) < 0)
+        if ((r = parse_backend(v, what, true, "runtime-oci", b, reterr)) < 0)
             return r;
         c->n_backends++;
     }
     return 0;
 }
 
+/* "evidence": the evidence store, and the one member of its config berthd reads itself. */
+static int parse_evidence(struct berthd_config *c, struct berth_error *reterr)
+{
+    int r;
+
+    c->evidence.name = "evidence";
+    if ((r = parse_backend(json_object_get(c->doc, "evidence"), "config.evidence", false, "evidence-sqlite",
+                           &c->evidence, reterr)) < 0 ||
+        (r = berth_json_int_member(c->evidence.config, "config.evidence.config", "max_object_bytes", false, 1,
+                                   BERTH_EVIDENCE_MAX_OBJECT_LIMIT, &c->evidence_max_object_bytes, reterr)) < 0)
+        return r;
+    c->has_evidence = true;
+    return 0;
+}
+
 int berthd_config_parse(const char *text, size_t len, const char *default_plugindir, struct berthd_config *c,
                         struct berth_error *reterr)
 {
-    const json_t *listen = NULL, *tls = NULL, *journal = NULL, *http = NULL;
+    const json_t *listen = NULL, *tls = NULL, *journal = NULL, *http = NULL, *retention = NULL;
     int64_t version = 0, port = 0;
     unsigned char addr[sizeof(struct in6_addr)];
     int r;
@@ -285,7 +319,9 @@ int berthd_config_parse(const char *text, size_t len, const char *default_plugin
     if ((r = object_member(c->doc, "config", "journal", journal_members, &journal, reterr)) < 0 ||
         (r = parse_settings(journal, "journal", c, reterr)) < 0 ||
         (r = object_member(c->doc, "config", "http", http_members, &http, reterr)) < 0 ||
-        (r = parse_settings(http, "http", c, reterr)) < 0)
+        (r = parse_settings(http, "http", c, reterr)) < 0 ||
+        (r = object_member(c->doc, "config", "retention", retention_members, &retention, reterr)) < 0 ||
+        (r = parse_settings(retention, "retention", c, reterr)) < 0)
         goto fail;
     if (c->request_timeout_ns < c->header_timeout_ns) {
         r = berth_error_set(reterr, -EBADMSG, "config.http.request_timeout_ns must not be below header_timeout_ns");
@@ -304,10 +340,13 @@ int berthd_config_parse(const char *text, size_t len, const char *default_plugin
         goto fail;
     if (json_object_get(c->doc, "images")) {
         c->images.name = "images";
-        if ((r = parse_backend(json_object_get(c->doc, "images"), "config.images", false, &c->images, reterr)) < 0)
+        if ((r = parse_backend(json_object_get(c->doc, "images"), "config.images", false, "image-oci-local",
+                               &c->images, reterr)) < 0)
             goto fail;
         c->has_images = true;
     }
+    if (json_object_get(c->doc, "evidence") && (r = parse_evidence(c, reterr)) < 0)
+        goto fail;
     return 0;
 fail:
     berthd_config_clear(c);
@@ -353,7 +392,8 @@ static int put_settings(json_t *doc, const char *section, const struct berthd_co
     return 0;
 }
 
-/* One plugin instance; @runtime: a backend, with its qualification members, else the image source.  NULL: -ENOMEM. */
+/* One plugin instance; @runtime: a backend, with its qualification members, else the image source or the
+ * evidence store.  NULL: -ENOMEM. */
 static json_t *backend_json(const struct berthd_backend_config *b, bool runtime)
 {
     _cleanup_json_ json_t *o = json_object();
@@ -375,7 +415,7 @@ static bool writable(const struct berthd_config *c)
 
     if (!c->broker_name || !c->address || !c->certificate || !c->private_key || !c->client_ca || !c->receipt_key ||
         !c->audit_key || !c->policy || !c->state_directory || c->n_backends > BERTH_BERTHD_BACKENDS_MAX ||
-        (c->has_images && !c->images.plugin))
+        (c->has_images && !c->images.plugin) || (c->has_evidence && !c->evidence.plugin))
         return false;
     for (i = 0; i < c->n_backends; i++) {
         if (!c->backends[i].name || !c->backends[i].plugin)
@@ -402,13 +442,15 @@ int berthd_config_to_json(const struct berthd_config *c, json_t **ret, struct be
     backends = json_object();
     if (!doc || !backends || put_string(doc, "pools_directory", c->pools_directory) < 0 ||
         put_string(doc, "plugin_directory", c->plugin_directory) < 0 || put_string(doc, "probe", c->probe) < 0 ||
-        put_settings(doc, NULL, c) < 0 || put_settings(doc, "journal", c) < 0 || put_settings(doc, "http", c) < 0)
+        put_settings(doc, NULL, c) < 0 || put_settings(doc, "journal", c) < 0 || put_settings(doc, "http", c) < 0 ||
+        put_settings(doc, "retention", c) < 0)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     for (i = 0; i < c->n_backends; i++)
         if (put(backends, c->backends[i].name, backend_json(&c->backends[i], true)) < 0)
             return berth_error_set(reterr, -ENOMEM, "out of memory");
     if (put(doc, "backends", TAKE_PTR(backends)) < 0 ||
-        (c->has_images && put(doc, "images", backend_json(&c->images, false)) < 0))
+        (c->has_images && put(doc, "images", backend_json(&c->images, false)) < 0) ||
+        (c->has_evidence && put(doc, "evidence", backend_json(&c->evidence, false)) < 0))
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     *ret = TAKE_PTR(doc);
     return 0;
@@ -471,4 +513,24 @@ int berthd_config_load(const char *path, const char *default_plugindir, struct b
     if (r < 0)
         berth_error_prefix(reterr, "%s", path);
     return r;
+}
+
+int64_t berthd_config_front_threads(const struct berthd_config *c)
+{
+    long cpus;
+
+    if (c->threads > 0)
+        return c->threads;
+    cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus > 0 ? (cpus > BERTH_BERTHD_FRONT_THREADS_MAX ? BERTH_BERTHD_FRONT_THREADS_MAX : cpus) : 1;
+}
+
+int64_t berthd_config_start_concurrency(const struct berthd_config *c)
+{
+    long cpus;
+
+    if (c->start_concurrency > 0)
+        return c->start_concurrency;
+    cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus > 0 ? (cpus > 512 ? 1024 : 2 * cpus) : 2;
 }

@@ -29,18 +29,24 @@
 
 #define BERTH_BERTHD_CONFIG_MAX (1024 * 1024) /**< largest berthd.json, bytes */
 #define BERTH_BERTHD_BACKENDS_MAX 64          /**< most members of "backends" */
+#define BERTH_BERTHD_FRONT_THREADS_MAX 64     /**< most front threads (http.threads) */
+/** Default of evidence.config.max_object_bytes: the largest evidence object, bytes (64 MiB). */
+#define BERTH_EVIDENCE_MAX_OBJECT_DEFAULT ((int64_t)64 * 1024 * 1024)
+/** Largest evidence.config.max_object_bytes accepted, bytes (1 GiB). */
+#define BERTH_EVIDENCE_MAX_OBJECT_LIMIT ((int64_t)1024 * 1024 * 1024)
 
 /**
  * struct berthd_backend_config - one configured plugin instance: a runtime
- * backend, or the image source.
+ * backend, the image source or the evidence store.
  * @name:    the backend name (berth_backend_name_valid()); "images" for the
- *           image source.
+ *           image source, "evidence" for the evidence store.
  * @plugin:  the plugin's name (berth_plugin_name_valid()); the file is
  *           "<plugin>.so" in the plugin directory.
  * @sha256:  the pin on the plugin file, "sha256:<64 hex>"; NULL: no pin.
  * @config:  the object handed to the plugin; NULL: none ("{}").
  * @require_qualification: placement refuses the backend without a current
- *           qualification (default true; not used for the image source).
+ *           qualification (default true; not used for the image source and
+ *           the evidence store).
  * @qualify_at_startup: berthd runs the live probes at startup when no
  *           current qualification exists (default false).
  *
@@ -68,6 +74,12 @@ struct berthd_backend_config {
  * _bytes bytes); their ranges and defaults are in berthd.json(5).
  * @backends: the first @n_backends entries, in document order.
  * @images: the image source, when @has_images.
+ * @evidence: the evidence store, when @has_evidence: its plugin, pin and
+ *          config, which the plugin checks (docs/evidence.md); berthd itself
+ *          reads only config.max_object_bytes, an optional integer 1 to
+ *          BERTH_EVIDENCE_MAX_OBJECT_LIMIT, into @evidence_max_object_bytes
+ *          (BERTH_EVIDENCE_MAX_OBJECT_DEFAULT when absent), to refuse an
+ *          upload that is too large before it reaches the store.
  */
 struct berthd_config {
     json_t *doc;
@@ -84,16 +96,24 @@ struct berthd_config {
     int64_t max_unauthenticated, max_per_source, max_per_principal;
     int64_t handshake_timeout_ns, header_timeout_ns, inactivity_timeout_ns;
     int64_t request_timeout_ns, idle_timeout_ns, shutdown_timeout_ns, refusal_log_interval_ns;
+    int64_t threads; /* http.threads: front threads (TLS, HTTP), 0..BERTH_BERTHD_FRONT_THREADS_MAX; 0: one per CPU */
     int64_t reconcile_interval_ns;
+    int64_t start_concurrency; /* starts under way at once host-wide, 0..1024; 0: twice the CPUs online */
+    int64_t root_cache_bytes;  /* bytes of staged roots kept for reuse (rootcache.h); 0: only those in use */
+    int64_t jobs_ns;    /* retention.jobs_ns: a terminal job is pruned this long after it finished */
+    int64_t outputs_ns; /* retention.outputs_ns: captured outputs are kept this long after the job finished */
     struct berthd_backend_config backends[BERTH_BERTHD_BACKENDS_MAX];
     size_t n_backends;
     struct berthd_backend_config images;
     bool has_images;
+    struct berthd_backend_config evidence;
+    bool has_evidence;
+    int64_t evidence_max_object_bytes;
 };
 
 /**
  * berthd_config_defaults() - zero @c and give every optional integer
- * setting (journal, http, reconcile_interval_ns) its default; every string
+ * setting (journal, http, retention, reconcile_interval_ns) its default; every string
  * is NULL and there is no backend.  What berthd_config_parse() starts from,
  * and where a configuration to write starts.
  * @c: caller-owned; nothing it held is released.
@@ -109,6 +129,21 @@ void berthd_config_defaults(struct berthd_config *c);
 int64_t berthd_config_unauthenticated_share(const struct berthd_config *c);
 
 /**
+ * berthd_config_front_threads() - how many front threads berthd runs (TLS
+ * handshakes, TLS records and HTTP framing): http.threads, or when it is 0
+ * one per CPU online (sysconf(_SC_NPROCESSORS_ONLN); 1 when that fails).
+ * Always 1..BERTH_BERTHD_FRONT_THREADS_MAX.
+ */
+int64_t berthd_config_front_threads(const struct berthd_config *c);
+
+/**
+ * berthd_config_start_concurrency() - how many job starts berthd runs at
+ * once: start_concurrency, or when it is 0 twice the CPUs online
+ * (sysconf(_SC_NPROCESSORS_ONLN); 2 when that fails).  Always 1..1024.
+ */
+int64_t berthd_config_start_concurrency(const struct berthd_config *c);
+
+/**
  * berthd_config_parse() - parse and check @len bytes of berthd.json.
  * @text:              the document (need not be NUL-terminated).
  * @default_plugindir: plugin_directory when the document names none
@@ -120,8 +155,9 @@ int64_t berthd_config_unauthenticated_share(const struct berthd_config *c);
  *
  * Checks every rule of berthd.json(5) that needs no file: members and
  * types, absolute paths, ranges, names, the listen address, the plugin
- * pins' syntax, request_timeout_ns >= header_timeout_ns and
- * max_retained_jobs >= max_active_jobs.
+ * pins' syntax, request_timeout_ns >= header_timeout_ns,
+ * max_retained_jobs >= max_active_jobs and the range of
+ * evidence.config.max_object_bytes.
  * Return: 0; -EBADMSG; -EFBIG over BERTH_BERTHD_CONFIG_MAX; -ENOMEM.
  */
 int berthd_config_parse(const char *text, size_t len, const char *default_plugindir, struct berthd_config *ret,
@@ -142,11 +178,14 @@ void berthd_config_clear(struct berthd_config *c);
  * berthd_config_to_json() - the berthd.json document of @c, as
  * "berthctl dev-init" writes it: schema_version, broker_name, listen, tls,
  * the key, policy and directory paths, plugin_directory and probe when set,
- * each journal, http and reconcile setting that differs from its default
- * (berthd_config_defaults()), "backends" (always, {} without any) and
- * "images" when @c->has_images.  A backend has its plugin, sha256 and
- * config when set, require_qualification always and qualify_at_startup
- * when true; the image source its plugin, sha256 and config.
+ * each journal, http, retention and reconcile setting that differs from
+ * its default (berthd_config_defaults()), "backends" (always, {} without
+ * any), "images" when @c->has_images and "evidence" when @c->has_evidence.
+ * A backend has its plugin, sha256 and config when set,
+ * require_qualification always and qualify_at_startup when true; the image
+ * source and the evidence store their plugin, sha256 and config (the
+ * evidence store's config is written as given: @evidence_max_object_bytes
+ * is what parsing read from it, never written on its own).
  * @c:   the configuration; only read.  The values are not checked:
  *       berthd_config_parse() of the serialised result does that.
  * @ret: receives a new object (deep copies of the backends' configs); the
@@ -157,7 +196,8 @@ void berthd_config_clear(struct berthd_config *c);
  * names none).
  * Return: 0; -EINVAL when @c or @ret is NULL, a required string
  * (broker_name, address, the tls, key and policy paths, state_directory,
- * a backend's name or plugin, the image source's plugin) is NULL, two
+ * a backend's name or plugin, the image source's or evidence store's
+ * plugin) is NULL, two
  * backends have the same name, or n_backends exceeds
  * BERTH_BERTHD_BACKENDS_MAX; -ENOMEM.
  */

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* digest.c -- SHA-256 digests; see digest.h. */
 #include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -9,6 +12,7 @@
 #include "canon.h"
 #include "digest.h"
 #include "encoding.h"
+#include "fsutil.h"
 #include "macro.h"
 
 struct berth_sha256 {
@@ -76,6 +80,83 @@ int berth_digest_fd(int fd, char out[BERTH_DIGEST_BUFSZ])
     if (r == 0)
         berth_digest_format(raw, out);
     return r;
+}
+
+/* Reads and writes of berth_sha256_copy(): big enough that the system calls
+ * cost little next to hashing (tests/bench/bench-disk-limit). */
+#define COPY_CHUNK (1024 * 1024)
+
+int berth_sha256_copy(int src_fd, uint64_t offset, int dst_fd, uint64_t max_bytes, uint8_t ret_raw[BERTH_SHA256_LEN],
+                      uint64_t *ret_len, struct berth_error *reterr)
+{
+    _cleanup_free_ uint8_t *buf = NULL;
+    struct berth_sha256 *ctx = NULL;
+    uint64_t total = 0;
+    int r = 0;
+
+    if (src_fd < 0 || dst_fd < -1 || !ret_raw || !ret_len || offset > INT64_MAX || max_bytes >= INT64_MAX)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    buf = malloc(COPY_CHUNK);
+    if (!buf || berth_sha256_new(&ctx) < 0) {
+        berth_sha256_free(ctx);
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    }
+    while (total <= max_bytes) {
+        uint64_t want = max_bytes + 1 - total;
+        ssize_t n = pread(src_fd, buf, want < COPY_CHUNK ? (size_t)want : COPY_CHUNK, (off_t)(offset + total));
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            r = berth_error_set(reterr, -errno, "reading: %s", strerror(errno));
+            break;
+        }
+        if (n == 0)
+            break;
+        if (total + (uint64_t)n > max_bytes) {
+            n = (ssize_t)(max_bytes - total); /* the rest is the byte too many */
+            total = max_bytes + 1;
+        } else {
+            total += (uint64_t)n;
+        }
+        if ((r = berth_sha256_update(ctx, buf, (size_t)n)) < 0) {
+            r = berth_error_set(reterr, r, "hashing failed");
+            break;
+        }
+        if (dst_fd >= 0 && n > 0 && (r = berth_write_all(dst_fd, buf, (size_t)n)) < 0) {
+            r = berth_error_set(reterr, r, "writing: %s", strerror(-r));
+            break;
+        }
+    }
+    if (r == 0 && total <= max_bytes && (r = berth_sha256_final(ctx, ret_raw)) < 0)
+        r = berth_error_set(reterr, r, "hashing failed");
+    berth_sha256_free(ctx);
+    if (r == 0)
+        *ret_len = total;
+    return r;
+}
+
+int berth_digest_fd_matches(int fd, uint64_t size, const char *digest, struct berth_error *reterr)
+{
+    uint8_t want[BERTH_SHA256_LEN], raw[BERTH_SHA256_LEN];
+    uint64_t len = 0;
+    int r;
+
+    if (fd < 0 || !digest || berth_digest_parse(digest, want) < 0)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if ((r = berth_sha256_copy(fd, 0, -1, size, raw, &len, reterr)) < 0)
+        return r;
+    if (len != size)
+        return berth_error_set(reterr, -EBADMSG, "%s bytes, not %llu", len > size ? "more" : "fewer",
+                               (unsigned long long)size);
+    if (memcmp(raw, want, sizeof(raw)) != 0) {
+        char got[BERTH_DIGEST_BUFSZ];
+        berth_digest_format(raw, got);
+        return berth_error_set(reterr, -EBADMSG, "its digest is %s, not %s", got, digest);
+    }
+    if (lseek(fd, 0, SEEK_SET) < 0)
+        return berth_error_set(reterr, -errno, "%m");
+    return 0;
 }
 
 int berth_digest_json(const json_t *value, char out[BERTH_DIGEST_BUFSZ], struct berth_error *reterr)

@@ -48,6 +48,32 @@ int berth_digest_bytes(const void *data, size_t len, char out[BERTH_DIGEST_BUFSZ
 int berth_digest_fd(int fd, char out[BERTH_DIGEST_BUFSZ]);
 
 /**
+ * berth_sha256_copy() - hash the bytes of @src_fd from byte @offset to its
+ * end, read with pread(2) (the descriptor's position is neither used nor
+ * moved), and, when @dst_fd is not -1, write the same bytes to @dst_fd
+ * (write(2) at its position: a pipe or socket will do).
+ * @max_bytes: read at most @max_bytes + 1 bytes: *@ret_len over @max_bytes
+ *             means "longer"; then only @max_bytes were written and
+ *             @ret_raw is not set.
+ * @ret_raw:   receives the SHA-256 of the bytes when *@ret_len <= @max_bytes.
+ * @ret_len:   receives the number of bytes read.
+ * Return: 0; -EINVAL; -ENOMEM; -EIO (the hash failed); the errno of
+ * pread(2) (reterr says "reading") or of write(2) (reterr says "writing",
+ * for example -ENOSPC or -EPIPE).  Thread-safe.
+ */
+int berth_sha256_copy(int src_fd, uint64_t offset, int dst_fd, uint64_t max_bytes, uint8_t ret_raw[BERTH_SHA256_LEN],
+                      uint64_t *ret_len, struct berth_error *reterr);
+
+/**
+ * berth_digest_fd_matches() - whether the file @fd holds exactly @size
+ * bytes whose digest is @digest ("sha256:<hex>"), read from offset 0; @fd
+ * is left at offset 0.
+ * Return: 0 (it does); -EBADMSG (another size or digest; @reterr says
+ * which); -EINVAL; or the errno of pread(2) or lseek(2).
+ */
+int berth_digest_fd_matches(int fd, uint64_t size, const char *digest, struct berth_error *reterr);
+
+/**
  * berth_digest_json() - "sha256:<hex>" of the canonical serialisation of @value
  * (canon.h).  Return: 0, the errors of berth_json_serialize(), -EIO.
  */

@@ -157,12 +157,45 @@ static json_t *bounded_tmpfs(const char *dest, const char *source, uint64_t byte
     return mount(dest, "tmpfs", source, json_pack("[s,s,s,s,s]", "nosuid", "nodev", "noexec", "mode=1777", size));
 }
 
+/* /tmp/outputs: a bind of the host tmpfs the plugin mounted for the job,
+ * or a read-only tmpfs when the job has no room for outputs. */
+static json_t *outputs_mount(const struct berth_bundle_params *p, uint64_t bytes)
+{
+    if (!bytes)
+        return bounded_tmpfs(BERTH_BUNDLE_OUTPUTS, "tmpfs", 0);
+    return mount(BERTH_BUNDLE_OUTPUTS, "bind", p->outputs_dir, json_pack("[s,s,s,s]", "bind", "nosuid", "nodev", "noexec"));
+}
+
+/* /inputs and the inputs bound read-only in it.  /inputs is an empty
+ * read-only tmpfs (mode 0755), so the runtime makes the inputs' mount
+ * points in it rather than in the image (runsc and crun create them before
+ * the read-only flag applies; gVisor makes the directories on the way mode
+ * 0777, which only a read-only /inputs keeps from the job), and the job
+ * sees nothing but its inputs there. */
+static int input_mounts(json_t *m, const struct berth_bundle_params *p)
+{
+    size_t i;
+
+    if (p->n_inputs == 0)
+        return 0;
+    if (append(m, bounded_tmpfs(BERTH_BUNDLE_INPUTS, "tmpfs", 0)) < 0)
+        return -ENOMEM;
+    for (i = 0; i < p->n_inputs; i++)
+        if (append(m, mount(p->inputs[i].guest_path, "bind", p->inputs[i].host_path,
+                            json_pack("[s,s,s,s,s]", "bind", "ro", "nosuid", "nodev", "noexec"))) < 0)
+            return -ENOMEM;
+    return 0;
+}
+
+const char *const berth_bundle_root_mount_points[] = {
+    "proc", "dev", "sys", "tmp", BERTH_BUNDLE_INPUTS_NAME, NULL,
+};
+
 /* The mounts: the fixed ones, the bounded writable ones and the inputs. */
 static json_t *mounts(const struct berth_bundle_params *p)
 {
     _cleanup_json_ json_t *m = json_array();
     struct berth_bundle_bounds b;
-    size_t i;
 
     if (!m || berth_bundle_writable_bounds(&p->job->limits, &b) < 0 ||
         append(m, mount("/proc", "proc", "proc", json_pack("[s,s,s]", "nosuid", "noexec", "nodev"))) < 0 ||
@@ -173,13 +206,9 @@ static json_t *mounts(const struct berth_bundle_params *p)
             0 ||
         append(m, bounded_tmpfs("/dev/shm", "shm", b.shm)) < 0 ||
         append(m, mount("/sys", "sysfs", "sysfs", json_pack("[s,s,s,s]", "nosuid", "noexec", "nodev", "ro"))) < 0 ||
-        append(m, bounded_tmpfs("/tmp", "tmpfs", b.tmp)) < 0 ||
-        append(m, bounded_tmpfs(BERTH_BUNDLE_OUTPUTS, "tmpfs", b.outputs)) < 0)
+        append(m, bounded_tmpfs("/tmp", "tmpfs", b.tmp)) < 0 || append(m, outputs_mount(p, b.outputs)) < 0 ||
+        input_mounts(m, p) < 0)
         return NULL;
-    for (i = 0; i < p->n_inputs; i++)
-        if (append(m, mount(p->inputs[i].guest_path, "bind", p->inputs[i].host_path,
-                            json_pack("[s,s,s,s,s,s]", "rbind", "rprivate", "ro", "nosuid", "nodev", "noexec"))) < 0)
-            return NULL;
     return TAKE_PTR(m);
 }
 
@@ -202,6 +231,14 @@ static int check_params(const struct berth_bundle_params *p, const char **ret_ro
         return berth_error_set(reterr, -EINVAL,
                                "scratch_bytes %" PRId64 " leaves no room for /tmp: an OCI bundle needs at least %d",
                                p->job->limits.scratch_bytes, BERTH_BUNDLE_TMPFS_GRAIN);
+    if (bounds.outputs && !absolute_clean(p->outputs_dir))
+        return berth_error_set(reterr, -EINVAL, "artifact_bytes %" PRId64 " needs the absolute host path of the "
+                                                "job's outputs tmpfs",
+                               p->job->limits.artifact_bytes);
+    if (!bounds.outputs && p->outputs_dir)
+        return berth_error_set(reterr, -EINVAL, "artifact_bytes %" PRId64 " leaves no room for outputs: no outputs "
+                                                "directory is bound",
+                               p->job->limits.artifact_bytes);
     tpl = json_object_get(p->effective, "template");
     egress = json_object_get(p->effective, "network_egress_class");
     *ret_root = json_string_value(json_object_get(tpl, "root"));

@@ -14,15 +14,23 @@
  *               in pids.limit, so guest processes are bounded this way).
  *   root        @rootfs, read-only.
  *   mounts      /proc; /dev as a small tmpfs (root's, mode 0755: the job
- *               cannot write it) with /dev/pts; /sys read-only; and every
- *               path the job can write, each a size-bounded tmpfs (nosuid,
- *               nodev, noexec, mode 1777) whose sizes come from the job's
- *               limits (berth_bundle_writable_bounds()): /dev/shm and /tmp
- *               share limits.scratch_bytes, /tmp/outputs has
- *               limits.artifact_bytes; a bound of 0 gives a read-only
- *               tmpfs.  Every input is bound read-only (nosuid, nodev,
- *               noexec) at its /inputs/... path.  Nothing else of the host:
- *               nothing the job writes reaches a host filesystem.
+ *               cannot write it) with /dev/pts; /sys read-only; /dev/shm
+ *               and /tmp, size-bounded tmpfs (nosuid, nodev, noexec, mode
+ *               1777) sharing limits.scratch_bytes
+ *               (berth_bundle_writable_bounds()); /tmp/outputs, a bind
+ *               (nosuid, nodev, noexec) of @outputs_dir, the per-job host
+ *               tmpfs of limits.artifact_bytes the runtime plugin mounted
+ *               (so that outputs can be read after the sandbox stopped),
+ *               or, when that bound is 0, a read-only in-sandbox tmpfs (a
+ *               bound of 0 always gives a read-only tmpfs: size=0 would
+ *               mean no limit).  With inputs, /inputs is an empty
+ *               read-only tmpfs (root's, mode 0755: the mount points of
+ *               the inputs are made in it, not in the image, and the job
+ *               can create nothing there) and every input is bound
+ *               read-only (ro, nosuid, nodev, noexec) at its /inputs/...
+ *               path.  Nothing else of the host: nothing
+ *               the job writes reaches a host filesystem that is not a
+ *               bounded tmpfs.
  *   linux       namespaces pid, ipc, uts, mount and network (a new, empty
  *               network namespace for both "none" and "loopback": a runtime
  *               that brings up lo gives loopback, nothing gives more;
@@ -60,6 +68,17 @@
 #define BERTH_BUNDLE_TMPFS_GRAIN 65536
 #define BERTH_BUNDLE_SHM_MAX (64LL * 1024 * 1024) /**< /dev/shm's share of scratch, at most */
 #define BERTH_BUNDLE_OUTPUTS "/tmp/outputs"
+#define BERTH_BUNDLE_INPUTS_NAME "inputs" /**< the inputs' directory, below "/" */
+#define BERTH_BUNDLE_INPUTS "/" BERTH_BUNDLE_INPUTS_NAME
+
+/**
+ * berth_bundle_root_mount_points - the top-level directories the mounts of
+ * every bundle are made on ("proc", "dev", "sys", "tmp", "inputs"; names
+ * below "/"), NULL-terminated.  A root shared by several jobs gets them as
+ * empty directories before it is sealed (rootcache.h), so that no runtime
+ * has to create them in it.
+ */
+extern const char *const berth_bundle_root_mount_points[];
 
 /**
  * struct berth_bundle_bounds - what the job can write into each writable
@@ -101,6 +120,10 @@ struct berth_bundle_input {
  *                in it 0755 (image stages leave the directory they fill
  *                as they found it).
  * @inputs, @n_inputs: the staged inputs (one per job input), may be 0.
+ * @outputs_dir:  absolute host path of the job's outputs tmpfs, bound at
+ *                /tmp/outputs; required exactly when the job's outputs
+ *                bound (berth_bundle_writable_bounds()) is not 0, NULL
+ *                otherwise.
  * @uid, @gid:    the process identity; 0 means 65534 (so root can never be
  *                chosen).
  * @nofile:       RLIMIT_NOFILE (soft = hard); 0 means 1024.
@@ -114,6 +137,7 @@ struct berth_bundle_params {
     const char *rootfs;
     const struct berth_bundle_input *inputs;
     size_t n_inputs;
+    const char *outputs_dir;
     uint32_t uid, gid;
     uint64_t nofile;
     uint64_t nproc;
@@ -125,7 +149,8 @@ struct berth_bundle_params {
  * berth_bundle_config() - build the OCI configuration for @p.
  * @ret: receives a new JSON object (json_decref()).
  * Return: 0; -EINVAL (NULL or malformed parameters: relative host paths,
- * an input path outside /inputs/, a template root that is not an absolute
+ * an input path outside /inputs/, an @outputs_dir given for a job without
+ * room for outputs or missing for one with it, a template root that is not an absolute
  * guest path, a relative cgroupsPath, a scratch_bytes below
  * BERTH_BUNDLE_TMPFS_GRAIN, which leaves /tmp no room); -EPROTONOSUPPORT when the egress class is wider than
  * loopback (this configuration cannot enforce it); -EBADMSG when @effective

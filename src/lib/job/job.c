@@ -16,9 +16,8 @@
 
 #define MAX_ARGV 256
 #define MAX_ARGV_BYTES (64 * 1024)
-#define MAX_INPUTS 64
-#define MAX_OUTPUTS 16
-#define MAX_MEDIA_TYPE 255
+#define MAX_INPUTS BERTH_JOB_MAX_INPUTS
+#define MAX_OUTPUTS BERTH_JOB_MAX_OUTPUTS
 
 static const char *const job_members[] = {
     "argv", "id", "image", "inputs", "limits", "outputs", "overrides", "pool", "schema_version", NULL,
@@ -168,8 +167,8 @@ static int check_outputs(const json_t *outputs, int64_t artifact_bytes, struct b
             return berth_error_set(reterr, -EBADMSG, "%s.id must be 1 to 128 of [A-Za-z0-9._-], not all dots", what);
         if (!path_under(path, "/tmp/outputs/"))
             return berth_error_set(reterr, -EBADMSG, "%s.path must be a path under /tmp/outputs/", what);
-        if (!media[0] || strlen(media) > MAX_MEDIA_TYPE || !strchr(media, '/'))
-            return berth_error_set(reterr, -EBADMSG, "%s.media_type must be a media type such as text/plain", what);
+        if (!berth_media_type_valid(media))
+            return berth_error_set(reterr, -EBADMSG, "%s.media_type must be " BERTH_MEDIA_TYPE_RULE, what);
         if (max > artifact_bytes)
             return berth_error_set(reterr, -EBADMSG, "%s.max_bytes is more than limits.artifact_bytes", what);
         for (k = 0; k < i; k++) {

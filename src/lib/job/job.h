@@ -40,6 +40,8 @@
 #define BERTH_JOB_SCHEMA_VERSION 1
 #define BERTH_JOB_MAX (1024 * 1024) /**< largest job document, bytes */
 #define BERTH_JOB_ID_MAX 128
+#define BERTH_JOB_MAX_INPUTS 64  /**< entries of job.inputs, at most */
+#define BERTH_JOB_MAX_OUTPUTS 16 /**< entries of job.outputs, at most */
 
 /** Limit maxima (inclusive). */
 #define BERTH_LIMIT_CPU_MILLIS_MAX 256000        /**< 256 CPUs */

@@ -19,8 +19,10 @@
 static const char *const policy_members[] = {"not_after", "not_before", "schema_version", "subjects", "unlisted_clients",
                                              NULL};
 static const char *const subject_members[] = {
-    "admin", "fingerprints", "images", "limits", "not_after", "not_before", "pools", "principal", "scope", NULL,
+    "admin",  "evidence_quota", "fingerprints", "images", "limits", "not_after", "not_before", "pools", "principal",
+    "scope",  NULL,
 };
+static const char *const quota_members[] = {"bytes", "objects", NULL};
 
 /* An array of 0..@max (at least @min) strings each accepted by @ok. */
 static int check_strings(const json_t *arr, const char *what, size_t min, size_t max, bool (*ok)(const char *),
@@ -41,6 +43,11 @@ static bool scope_ok(const char *s)
     return s[0] && strlen(s) <= 128;
 }
 
+bool berth_policy_scope_valid(const json_t *scope)
+{
+    return check_strings(scope, "scope", 1, BERTH_POLICY_SCOPE_MAX, scope_ok, NULL) == 0;
+}
+
 static bool fingerprint_ok(const char *s)
 {
     return berth_is_hex(s, BERTH_FINGERPRINT_LEN);
@@ -50,6 +57,26 @@ static bool image_ok(const char *s)
 {
     uint8_t raw[BERTH_SHA256_LEN];
     return berth_digest_parse(s, raw) == 0;
+}
+
+/* "evidence_quota": both members optional, each with its default. */
+static int parse_quota(const json_t *o, size_t i, struct berth_evidence_quota *q, struct berth_error *reterr)
+{
+    const json_t *v = json_object_get(o, "evidence_quota");
+    char what[64];
+    int r;
+
+    q->bytes = BERTH_EVIDENCE_QUOTA_BYTES_DEFAULT;
+    q->objects = BERTH_EVIDENCE_QUOTA_OBJECTS_DEFAULT;
+    if (!v)
+        return 0;
+    snprintf(what, sizeof(what), "policy.subjects[%zu].evidence_quota", i);
+    if ((r = berth_json_only_members(v, what, quota_members, reterr)) < 0 ||
+        (r = berth_json_int_member(v, what, "bytes", false, 0, BERTH_JSON_MAX_INTEGER, &q->bytes, reterr)) < 0 ||
+        (r = berth_json_int_member(v, what, "objects", false, 0, BERTH_EVIDENCE_QUOTA_OBJECTS_MAX, &q->objects,
+                                   reterr)) < 0)
+        return r;
+    return 0;
 }
 
 static int parse_subject(const json_t *o, size_t i, struct berth_subject *s, int64_t nb, int64_t na,
@@ -90,6 +117,8 @@ static int parse_subject(const json_t *o, size_t i, struct berth_subject *s, int
     if (admin && !json_is_boolean(admin))
         return berth_error_set(reterr, -EBADMSG, "policy.subjects[%zu].admin must be true or false", i);
     s->admin = json_is_true(admin);
+    if ((r = parse_quota(o, i, &s->evidence_quota, reterr)) < 0)
+        return r;
     if (s->not_before > s->not_after || s->not_before < nb || s->not_after > na)
         return berth_error_set(reterr, -EBADMSG,
                                "policy.subjects[%zu]: its validity interval must lie inside the policy's", i);

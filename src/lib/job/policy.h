@@ -16,10 +16,23 @@
  *       "images": ["sha256:..."],                       0..256 manifest digests
  *       "limits": {the seven job limits},               the ceiling
  *       "not_before": "<ns>", "not_after": "<ns>",      inside the file's interval
- *       "admin": false}],                               optional: audit export,
- *                                                       pool registration
+ *       "admin": false,                                 optional: audit export,
+ *                                                       pool registration, every
+ *                                                       owner's evidence
+ *       "evidence_quota": {"bytes": N, "objects": N}}], optional, both members
+ *                                                       optional: what the
+ *                                                       subject may keep in the
+ *                                                       evidence store
  *    "unlisted_clients": "refuse"}                      optional: "refuse" (the
  *                                                       default) or "health"
+ *
+ * evidence_quota bounds the evidence one subject (principal and scope) owns
+ * in the store at once: "bytes" 0..2^53-1 (default
+ * BERTH_EVIDENCE_QUOTA_BYTES_DEFAULT, 1 GiB) of content and "objects"
+ * 0..BERTH_EVIDENCE_QUOTA_OBJECTS_MAX (default
+ * BERTH_EVIDENCE_QUOTA_OBJECTS_DEFAULT, 10,000) objects; 0 allows none.
+ * Tombstones do not count.  berthd checks it when an upload starts and
+ * again when it commits (docs/evidence.md).
  *
  * A fingerprint is the lowercase hex SHA-256 of a client certificate's leaf
  * DER.  Each (principal, scope) pair appears once.  Identity comes only from
@@ -55,6 +68,18 @@
 #define BERTH_POLICY_FINGERPRINTS_MAX 16 /**< most fingerprints of a subject */
 #define BERTH_POLICY_LIST_MAX 256        /**< most pools, and most images, of a subject */
 #define BERTH_FINGERPRINT_LEN BERTH_SHA256_HEX_LEN /**< hex characters of a fingerprint, without NUL */
+#define BERTH_EVIDENCE_QUOTA_BYTES_DEFAULT ((int64_t)1024 * 1024 * 1024) /**< evidence_quota.bytes default: 1 GiB */
+#define BERTH_EVIDENCE_QUOTA_OBJECTS_DEFAULT 10000                    /**< evidence_quota.objects default */
+#define BERTH_EVIDENCE_QUOTA_OBJECTS_MAX 100000000                    /**< largest evidence_quota.objects */
+
+/**
+ * struct berth_evidence_quota - what one subject may keep in the evidence
+ * store: @bytes of content in at most @objects objects (0: none).
+ */
+struct berth_evidence_quota {
+    int64_t bytes;
+    int64_t objects;
+};
 
 /** struct berth_subject - one grant (strings point into the policy). */
 struct berth_subject {
@@ -66,6 +91,7 @@ struct berth_subject {
     struct berth_limits limits;
     int64_t not_before, not_after;
     bool admin;
+    struct berth_evidence_quota evidence_quota;
 };
 
 /**
@@ -85,6 +111,14 @@ struct berth_policy {
  * Return: 0; -EBADMSG naming the member and rule; -EFBIG; -ENOMEM.
  */
 int berth_policy_parse(const char *json, size_t len, struct berth_policy **ret, struct berth_error *reterr);
+
+/**
+ * berth_policy_scope_valid() - whether @scope is a scope as a subject has
+ * one: an array of 1 to BERTH_POLICY_SCOPE_MAX strings of 1 to 128 bytes.
+ * The rule in words: BERTH_POLICY_SCOPE_RULE.  Pure, thread-safe.
+ */
+bool berth_policy_scope_valid(const json_t *scope);
+#define BERTH_POLICY_SCOPE_RULE "an array of 1 to 16 strings of 1 to 128 bytes"
 
 /** berth_policy_free() - release; accepts NULL. */
 void berth_policy_free(struct berth_policy *p);

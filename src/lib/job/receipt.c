@@ -15,6 +15,9 @@
 #include "receipt.h"
 
 const char *const berth_result_status_names[4] = {"exited", "failed", "cancelled", "expired"};
+const char *const berth_output_problem_names[BERTH_OUTPUT_PROBLEM_COUNT] = {
+    "missing", "too_large", "symlink", "hard_link", "not_regular", "unreadable", "digest_mismatch", "refused",
+};
 
 static const char *const receipt_members[] = {
     "accepted_at",    "backend", "broker",    "deadline", "job_digest", "job_id",         "key_id", "kind",
@@ -22,10 +25,12 @@ static const char *const receipt_members[] = {
 };
 static const char *const runtime_members[] = {"plugin", "plugin_version", "qualification", NULL};
 static const char *const result_members[] = {
-    "broker", "exit_code",      "finished_at",    "job_digest", "job_id", "key_id", "kind",   "outputs",
-    "reason", "receipt_digest", "schema_version", "started_at", "status", "stderr", "stdout", NULL,
+    "broker",         "exit_code",      "finished_at", "job_digest", "job_id", "key_id", "kind",
+    "output_error",   "outputs",        "reason",      "receipt_digest", "schema_version", "started_at", "status",
+    "stderr",         "stdout",         NULL,
 };
-static const char *const output_members[] = {"digest", "id", "size", NULL};
+static const char *const output_members[] = {"digest", "id", "media_type", "size", NULL};
+static const char *const output_error_members[] = {"id", "problem", NULL};
 
 /* Common members of both documents: kind, version, key id of @pub, job. */
 static int check_common(const json_t *body, const char *what, const char *kind,
@@ -132,7 +137,9 @@ int berth_result_create(const struct berth_signing_key *key, const struct berth_
     int r;
 
     if (!key || !p || !p->job || !p->broker || !p->receipt || (unsigned)p->status > BERTH_RESULT_EXPIRED ||
-        (!p->out && p->out_len) || (!p->err && p->err_len) || p->finished_at < 0 || !ret)
+        (!p->out && p->out_len) || (!p->err && p->err_len) || p->finished_at < 0 || !ret ||
+        (p->outputs && !json_is_array(p->outputs)) ||
+        (p->output_error && (json_array_size(p->outputs) > 0 || p->status != BERTH_RESULT_FAILED)))
         return berth_error_set(reterr, -EINVAL, "invalid result arguments");
     if (p->out_len + p->err_len > (size_t)p->job->limits.output_bytes)
         return berth_error_set(reterr, -EFBIG, "stdout and stderr are %zu bytes, more than the job's %lld",
@@ -141,12 +148,13 @@ int berth_result_create(const struct berth_signing_key *key, const struct berth_
     if (r < 0)
         return r;
     body = json_pack(
-        "{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "schema_version",
+        "{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "schema_version",
         BERTH_RECEIPT_SCHEMA_VERSION, "kind", "berth.result", "broker", p->broker, "key_id", berth_signing_key_id(key),
         "job_id", p->job->id, "job_digest", p->job->digest, "receipt_digest", receipt_digest, "status",
         berth_result_status_names[p->status], "exit_code", p->has_exit_code ? json_integer(p->exit_code) : json_null(),
         "reason", p->reason ? json_string(p->reason) : json_null(), "stdout", b64_string(p->out, p->out_len), "stderr",
-        b64_string(p->err, p->err_len), "outputs", p->outputs ? json_deep_copy(p->outputs) : json_array(), "started_at",
+        b64_string(p->err, p->err_len), "outputs", p->outputs ? json_deep_copy(p->outputs) : json_array(), "output_error",
+        p->output_error ? json_deep_copy(p->output_error) : json_null(), "started_at",
         p->started_at >= 0 ? berth_json_ns(p->started_at) : json_null(), "finished_at", berth_json_ns(p->finished_at));
     if (!body)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
@@ -167,6 +175,71 @@ static ssize_t b64_len(const json_t *v)
     return (ssize_t)out;
 }
 
+/* The declared output of @job with id @id, or NULL. */
+static const json_t *declared_output(const struct berth_job *job, const char *id)
+{
+    const json_t *o;
+    size_t i;
+
+    json_array_foreach(json_object_get(job->doc, "outputs"), i, o) if (streq_ptr(
+        json_string_value(json_object_get(o, "id")), id)) return o;
+    return NULL;
+}
+
+/* result.outputs and result.output_error (see receipt.h). */
+static int check_outputs(const json_t *outputs, const json_t *error, const char *status, const struct berth_job *job,
+                         struct berth_error *reterr)
+{
+    const json_t *v, *decl;
+    const char *id = NULL, *problem = NULL;
+    size_t i, k;
+    int r;
+
+    if (!json_is_array(outputs))
+        return berth_error_set(reterr, -EBADMSG, "result.outputs must be an array");
+    json_array_foreach(outputs, i, v)
+    {
+        const char *digest = NULL, *media = NULL;
+        int64_t size = 0;
+        uint8_t raw[BERTH_SHA256_LEN];
+        if ((r = berth_json_only_members(v, "result.outputs[]", output_members, reterr)) < 0 ||
+            (r = berth_json_string_member(v, "result.outputs[]", "id", true, &id, reterr)) < 0 ||
+            (r = berth_json_string_member(v, "result.outputs[]", "digest", true, &digest, reterr)) < 0 ||
+            (r = berth_json_string_member(v, "result.outputs[]", "media_type", true, &media, reterr)) < 0 ||
+            (r = berth_json_int_member(v, "result.outputs[]", "size", true, 0, BERTH_JSON_MAX_INTEGER, &size, reterr)) <
+                0)
+            return r;
+        if (berth_digest_parse(digest, raw) < 0)
+            return berth_error_set(reterr, -EBADMSG, "result.outputs[%zu].digest is not a sha256 digest", i);
+        for (k = 0; k < i; k++)
+            if (streq_ptr(json_string_value(json_object_get(json_array_get(outputs, k), "id")), id))
+                return berth_error_set(reterr, -EBADMSG, "result.outputs[%zu] repeats output %s", i, id);
+        if (!job)
+            continue;
+        decl = declared_output(job, id);
+        if (!decl)
+            return berth_error_set(reterr, -EBADMSG, "result.outputs[%zu]: the job declares no output %s", i, id);
+        if (!streq_ptr(json_string_value(json_object_get(decl, "media_type")), media))
+            return berth_error_set(reterr, -EBADMSG, "result.outputs[%zu]: output %s has another media type", i, id);
+        if (size > json_integer_value(json_object_get(decl, "max_bytes")))
+            return berth_error_set(reterr, -EBADMSG, "result.outputs[%zu]: output %s is over its max_bytes", i, id);
+    }
+    if (!error || json_is_null(error))
+        return 0;
+    if ((r = berth_json_only_members(error, "result.output_error", output_error_members, reterr)) < 0 ||
+        (r = berth_json_string_member(error, "result.output_error", "id", true, &id, reterr)) < 0 ||
+        (r = berth_json_string_member(error, "result.output_error", "problem", true, &problem, reterr)) < 0)
+        return r;
+    if (berth_name_index(berth_output_problem_names, BERTH_OUTPUT_PROBLEM_COUNT, problem) < 0)
+        return berth_error_set(reterr, -EBADMSG, "result.output_error.problem \"%s\" is not a known problem", problem);
+    if (json_array_size(outputs) > 0 || !streq(status, "failed"))
+        return berth_error_set(reterr, -EBADMSG, "a result with an output_error lists no output and has failed");
+    if (job && !declared_output(job, id))
+        return berth_error_set(reterr, -EBADMSG, "result.output_error names output %s, which the job does not declare",
+                               id);
+    return 0;
+}
+
 int berth_result_verify(const json_t *env, const uint8_t pub[BERTH_ED25519_PUBLIC_LEN], const struct berth_job *job,
                         const json_t *receipt, const json_t **ret_body, struct berth_error *reterr)
 {
@@ -175,7 +248,6 @@ int berth_result_verify(const json_t *env, const uint8_t pub[BERTH_ED25519_PUBLI
     char want[BERTH_DIGEST_BUFSZ];
     ssize_t out_len, err_len;
     int64_t finished, started;
-    size_t i;
     int r;
 
     if ((r = berth_envelope_open(env, "result", pub, &body, reterr)) < 0 ||
@@ -203,22 +275,8 @@ int berth_result_verify(const json_t *env, const uint8_t pub[BERTH_ED25519_PUBLI
     if (job && out_len + err_len > job->limits.output_bytes)
         return berth_error_set(reterr, -EBADMSG, "result output is more than the job's output_bytes");
     outputs = json_object_get(body, "outputs");
-    if (!json_is_array(outputs))
-        return berth_error_set(reterr, -EBADMSG, "result.outputs must be an array");
-    json_array_foreach(outputs, i, v)
-    {
-        const char *id = NULL, *digest = NULL;
-        int64_t size = 0;
-        uint8_t raw[BERTH_SHA256_LEN];
-        if ((r = berth_json_only_members(v, "result.outputs[]", output_members, reterr)) < 0 ||
-            (r = berth_json_string_member(v, "result.outputs[]", "id", true, &id, reterr)) < 0 ||
-            (r = berth_json_string_member(v, "result.outputs[]", "digest", true, &digest, reterr)) < 0 ||
-            (r = berth_json_int_member(v, "result.outputs[]", "size", true, 0, BERTH_JSON_MAX_INTEGER, &size, reterr)) <
-                0)
-            return r;
-        if (berth_digest_parse(digest, raw) < 0)
-            return berth_error_set(reterr, -EBADMSG, "result.outputs[%zu].digest is not a sha256 digest", i);
-    }
+    if ((r = check_outputs(outputs, json_object_get(body, "output_error"), status, job, reterr)) < 0)
+        return r;
     if (receipt) {
         if ((r = berth_digest_json(receipt, want, reterr)) < 0)
             return -EBADMSG;

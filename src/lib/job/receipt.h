@@ -25,9 +25,22 @@
  *      "exit_code": integer or null, "reason": short code or null,
  *      "stdout": base64url, "stderr": base64url,   -- together at most the
  *                                                     job's output_bytes
- *      "outputs": [{"id", "digest", "size"}],
+ *      "outputs": [{"id", "digest", "size", "media_type"}],
+ *      "output_error": {"id", "problem"} or null,
  *      "started_at": "<ns>" or null, "finished_at": "<ns>"},
  *    "signature": ...}
+ *
+ * "outputs" lists the job's declared outputs captured into the evidence
+ * store, each exactly once, in the order job.outputs declares them; a
+ * result with an "output_error" (a declared output that could not be
+ * captured: status "failed", reason "output_invalid") lists none.  The
+ * problems are those of berth_output_problem_names: "missing",
+ * "too_large", "symlink", "hard_link", "not_regular", "unreadable" (the
+ * runtime's checks) and "digest_mismatch" (the bytes read back are not
+ * what the runtime reported), "refused" (the evidence store refuses the
+ * content for good: an object with that digest was deleted by its owner).
+ * A result signed before outputs existed has no "output_error": it reads
+ * as null.
  *
  * Times are nanosecond strings (jsonobj.h).  Verification pins the broker's
  * public key from the verifier's own configuration, never from the document.
@@ -99,6 +112,10 @@ enum berth_result_status {
 };
 extern const char *const berth_result_status_names[4];
 
+/** What can be wrong with a declared output (the result's output_error.problem). */
+#define BERTH_OUTPUT_PROBLEM_COUNT 8
+extern const char *const berth_output_problem_names[BERTH_OUTPUT_PROBLEM_COUNT];
+
 /** struct berth_result_params - what a result records (buffers borrowed). */
 struct berth_result_params {
     const char *broker;
@@ -112,7 +129,8 @@ struct berth_result_params {
     size_t out_len;
     const void *err;
     size_t err_len;
-    const json_t *outputs; /* array of {id, digest, size}, or NULL */
+    const json_t *outputs;      /* array of {id, digest, size, media_type}, or NULL */
+    const json_t *output_error; /* {id, problem} or NULL; then @outputs must be empty */
     int64_t started_at;    /* < 0: never started */
     int64_t finished_at;
 };
@@ -120,7 +138,8 @@ struct berth_result_params {
 /**
  * berth_result_create() - build and sign a result.
  * Return: 0; -EFBIG (stdout and stderr together over the job's
- * output_bytes); -EINVAL; -ENOMEM; -EIO.
+ * output_bytes); -EINVAL (also: an output_error with outputs listed, or
+ * with a status other than failed); -ENOMEM; -EIO.
  */
 int berth_result_create(const struct berth_signing_key *key, const struct berth_result_params *p, json_t **ret,
                         struct berth_error *reterr);
@@ -128,8 +147,11 @@ int berth_result_create(const struct berth_signing_key *key, const struct berth_
 /**
  * berth_result_verify() - check a result envelope: shape, signature by
  * @pub, key_id, that it answers @job (id and digest), that stdout and stderr
- * fit the job's output_bytes, and -- when @receipt is not NULL -- that
- * receipt_digest is that receipt's digest.
+ * fit the job's output_bytes, that outputs and output_error are well formed
+ * (with @job: each output one the job declares, once, with its media type
+ * and within its max_bytes; an output_error naming a declared output, with
+ * no output listed and status failed), and -- when @receipt is not NULL --
+ * that receipt_digest is that receipt's digest.
  * Return: 0 or -EBADMSG naming what is wrong.
  */
 int berth_result_verify(const json_t *env, const uint8_t pub[BERTH_ED25519_PUBLIC_LEN], const struct berth_job *job,

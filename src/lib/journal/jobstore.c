@@ -7,6 +7,7 @@
 
 #include "digest.h"
 #include "encoding.h"
+#include "jobprune.h"
 #include "jobstore.h"
 #include "macro.h"
 #include "names.h"
@@ -110,37 +111,31 @@ int berth_run_id(const char *broker_key_id, const char *principal, const char *s
     "principal, scope, job_id, run_id, job_digest, job, receipt, backend, state, revision, accepted_at, deadline, "    \
     "cancel_requested, result, updated_at, effective, pool, fingerprint, cancel_reason"
 
-static char *col_text(sqlite3_stmt *st, int i)
-{
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return t ? strdup((const char *)t) : NULL;
-}
-
 static int read_row(sqlite3_stmt *st, struct berth_job_record *rec)
 {
     const char *state = (const char *)sqlite3_column_text(st, 8);
     int idx = berth_name_index(berth_job_state_names, BERTH_JOB_STATE_COUNT, state);
 
     memset(rec, 0, sizeof(*rec));
-    rec->principal = col_text(st, 0);
-    rec->scope = col_text(st, 1);
-    rec->job_id = col_text(st, 2);
-    rec->run_id = col_text(st, 3);
-    rec->job_digest = col_text(st, 4);
-    rec->job = col_text(st, 5);
-    rec->receipt = col_text(st, 6);
-    rec->backend = col_text(st, 7);
+    rec->principal = berth_journal_column_text(st, 0);
+    rec->scope = berth_journal_column_text(st, 1);
+    rec->job_id = berth_journal_column_text(st, 2);
+    rec->run_id = berth_journal_column_text(st, 3);
+    rec->job_digest = berth_journal_column_text(st, 4);
+    rec->job = berth_journal_column_text(st, 5);
+    rec->receipt = berth_journal_column_text(st, 6);
+    rec->backend = berth_journal_column_text(st, 7);
     rec->state = (enum berth_job_state)(idx < 0 ? 0 : idx);
     rec->revision = sqlite3_column_int64(st, 9);
     rec->accepted_at = sqlite3_column_int64(st, 10);
     rec->deadline = sqlite3_column_int64(st, 11);
     rec->cancel_requested = sqlite3_column_int(st, 12) != 0;
-    rec->result = col_text(st, 13);
+    rec->result = berth_journal_column_text(st, 13);
     rec->updated_at = sqlite3_column_int64(st, 14);
-    rec->effective = col_text(st, 15);
-    rec->pool = col_text(st, 16);
-    rec->fingerprint = col_text(st, 17);
-    rec->cancel_reason = col_text(st, 18);
+    rec->effective = berth_journal_column_text(st, 15);
+    rec->pool = berth_journal_column_text(st, 16);
+    rec->fingerprint = berth_journal_column_text(st, 17);
+    rec->cancel_reason = berth_journal_column_text(st, 18);
     if (idx < 0 || !rec->principal || !rec->scope || !rec->job_id || !rec->run_id || !rec->job_digest || !rec->job ||
         !rec->receipt || !rec->backend || !rec->effective || !rec->pool || !rec->fingerprint ||
         (sqlite3_column_type(st, 18) != SQLITE_NULL && !rec->cancel_reason)) {
@@ -199,16 +194,7 @@ int berth_jobstore_find_run(struct berth_journal *j, const char *run_id, struct 
 
 static int count(struct berth_journal *j, const char *sql, int64_t *ret, struct berth_error *reterr)
 {
-    sqlite3_stmt *st = NULL;
-    int rc;
-
-    if (sqlite3_prepare_v2(berth_journal_db(j), sql, -1, &st, NULL) != SQLITE_OK)
-        return berth_journal_error(j, "counting jobs", reterr);
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *ret = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return rc == SQLITE_ROW ? 0 : berth_journal_error(j, "counting jobs", reterr);
+    return berth_journal_query_int(j, sql, NULL, 0, "counting jobs", ret, reterr);
 }
 
 int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record *rec, int64_t max_active,
@@ -225,10 +211,15 @@ int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record
                    reterr)) < 0 ||
         (r = count(j, "SELECT count(*) FROM jobs", &retained, reterr)) < 0)
         return r;
+    if ((r = berth_jobstore_tombstoned(j, rec->principal, rec->scope, rec->job_id, rec->run_id, reterr)) < 0)
+        return r;
+    if (r > 0)
+        return berth_error_set(reterr, -EEXIST, "job %s was recorded and pruned; it is never recorded again",
+                               rec->job_id);
     if (retained >= max_retained)
         return berth_error_set(reterr, -EOVERFLOW,
-                               "the journal holds %lld jobs, its limit; no job is ever deleted to "
-                               "make room",
+                               "the journal holds %lld jobs, its limit; no unfinished job is ever deleted to "
+                               "make room (finished ones are pruned once their retention passes)",
                                (long long)retained);
     if (active >= max_active)
         return berth_error_set(reterr, -EAGAIN, "%lld jobs are active, the limit", (long long)active);
@@ -379,25 +370,30 @@ int berth_jobstore_counts(struct berth_journal *j, int64_t counts[BERTH_JOB_STAT
     return rc == SQLITE_DONE ? 0 : berth_journal_error(j, "counting jobs", reterr);
 }
 
-int berth_jobstore_page_open(struct berth_journal *j, struct berth_job_cursor *cursor, size_t limit,
-                             int (*fn)(void *userdata, const struct berth_job_record *rec), void *userdata,
-                             size_t *ret_count, struct berth_error *reterr)
+/* One keyset page: @sql selects COLUMNS with the parameters @args, then
+ * the cursor (@ts, @run_id) and the limit; @ts_col is the column the order
+ * starts with (10 accepted_at, 14 updated_at).  The cursor moves past every
+ * record @fn is called with, even on error. */
+static int page(struct berth_journal *j, const char *sql, const struct berth_sql_value *args, size_t nargs,
+                int ts_col, int64_t *ts, char run_id[BERTH_RUN_ID_LEN + 1], size_t limit,
+                int (*fn)(void *userdata, const struct berth_job_record *rec), void *userdata, size_t *ret_count,
+                struct berth_error *reterr)
 {
     sqlite3_stmt *st = NULL;
     size_t n = 0;
     int rc = SQLITE_DONE, r;
 
-    if (!j || !cursor || !fn || limit < 1 || limit > BERTH_JOBSTORE_PAGE_MAX)
-        return berth_error_set(reterr, -EINVAL, "invalid argument");
-    /* The WHERE clause repeats the partial index's, so that SQLite uses it. */
-    if (sqlite3_prepare_v2(berth_journal_db(j),
-                           "SELECT " COLUMNS " FROM jobs INDEXED BY jobs_open_order "
-                           "WHERE state NOT IN ('exited','failed','cancelled','expired') "
-                           "AND (accepted_at, run_id) > (?, ?) ORDER BY accepted_at, run_id LIMIT ?",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(berth_journal_db(j), sql, -1, &st, NULL) != SQLITE_OK)
         return berth_journal_error(j, "reading a page of jobs", reterr);
-    r = BERTH_JOURNAL_BIND(j, st, "reading a page of jobs", reterr, BERTH_SQL_INT(cursor->accepted_at),
-                           BERTH_SQL_TEXT(cursor->run_id), BERTH_SQL_INT((int64_t)limit));
+    r = berth_journal_bind(j, st, args, nargs, "reading a page of jobs", reterr);
+    /* The cursor and the limit follow @args (berth_journal_bind() numbers from 1). */
+    if (r == 0) {
+        int base = (int)nargs;
+        if (sqlite3_bind_int64(st, base + 1, *ts) != SQLITE_OK ||
+            sqlite3_bind_text(st, base + 2, run_id, -1, SQLITE_TRANSIENT) != SQLITE_OK ||
+            sqlite3_bind_int64(st, base + 3, (sqlite3_int64)limit) != SQLITE_OK)
+            r = berth_journal_error(j, "reading a page of jobs", reterr);
+    }
     while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct berth_job_record rec;
         r = read_row(st, &rec);
@@ -405,8 +401,8 @@ int berth_jobstore_page_open(struct berth_journal *j, struct berth_job_cursor *c
             r = berth_error_set(reterr, r, "a stored job record is damaged");
             break;
         }
-        cursor->accepted_at = rec.accepted_at;
-        snprintf(cursor->run_id, sizeof(cursor->run_id), "%s", rec.run_id);
+        *ts = sqlite3_column_int64(st, ts_col);
+        snprintf(run_id, BERTH_RUN_ID_LEN + 1, "%s", rec.run_id);
         n++;
         r = fn(userdata, &rec);
         berth_job_record_clear(&rec);
@@ -417,4 +413,79 @@ int berth_jobstore_page_open(struct berth_journal *j, struct berth_job_cursor *c
     if (ret_count)
         *ret_count = n;
     return r;
+}
+
+/* One page of open jobs oldest first, after @cursor; @also narrows the
+ * states further (an SQL condition, or "" for every open job). */
+static int page_open_order(struct berth_journal *j, const char *also, struct berth_job_cursor *cursor, size_t limit,
+                           int (*fn)(void *userdata, const struct berth_job_record *rec), void *userdata,
+                           size_t *ret_count, struct berth_error *reterr)
+{
+    char sql[512];
+
+    if (!j || !cursor || !fn || limit < 1 || limit > BERTH_JOBSTORE_PAGE_MAX)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    /* The WHERE clause repeats the partial index's, so that SQLite uses it. */
+    if ((size_t)snprintf(sql, sizeof(sql),
+                         "SELECT " COLUMNS " FROM jobs INDEXED BY jobs_open_order "
+                         "WHERE state NOT IN ('exited','failed','cancelled','expired') %s"
+                         "AND (accepted_at, run_id) > (?, ?) ORDER BY accepted_at, run_id LIMIT ?",
+                         also) >= sizeof(sql))
+        return berth_error_set(reterr, -EINVAL, "query too long");
+    return page(j, sql, NULL, 0, 10, &cursor->accepted_at, cursor->run_id, limit, fn, userdata, ret_count, reterr);
+}
+
+int berth_jobstore_page_open(struct berth_journal *j, struct berth_job_cursor *cursor, size_t limit,
+                             int (*fn)(void *userdata, const struct berth_job_record *rec), void *userdata,
+                             size_t *ret_count, struct berth_error *reterr)
+{
+    return page_open_order(j, "", cursor, limit, fn, userdata, ret_count, reterr);
+}
+
+int berth_jobstore_page_queued(struct berth_journal *j, struct berth_job_cursor *cursor, size_t limit,
+                               int (*fn)(void *userdata, const struct berth_job_record *rec), void *userdata,
+                               size_t *ret_count, struct berth_error *reterr)
+{
+    return page_open_order(j, "AND state IN ('accepted','claimed') ", cursor, limit, fn, userdata, ret_count, reterr);
+}
+
+int berth_jobstore_count_active(struct berth_journal *j, int (*fn)(void *userdata, const char *pool, int64_t count),
+                                void *userdata, struct berth_error *reterr)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = SQLITE_DONE, r = 0;
+
+    if (!j || !fn)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    /* The WHERE clause repeats the partial index's, so that SQLite uses it. */
+    if (sqlite3_prepare_v2(berth_journal_db(j),
+                           "SELECT pool, count(*) FROM jobs INDEXED BY jobs_open "
+                           "WHERE state NOT IN ('exited','failed','cancelled','expired') "
+                           "AND state IN ('claimed','running','reaping','finalizing') GROUP BY pool",
+                           -1, &st, NULL) != SQLITE_OK)
+        return berth_journal_error(j, "counting active jobs", reterr);
+    while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *pool = (const char *)sqlite3_column_text(st, 0);
+        r = fn(userdata, pool ? pool : "", sqlite3_column_int64(st, 1));
+    }
+    if (r == 0 && rc != SQLITE_DONE)
+        r = berth_journal_error(j, "counting active jobs", reterr);
+    sqlite3_finalize(st);
+    return r;
+}
+
+int berth_jobstore_page_expired(struct berth_journal *j, int64_t cutoff_ns, struct berth_prune_cursor *cursor,
+                                size_t limit, int (*fn)(void *userdata, const struct berth_job_record *rec),
+                                void *userdata, size_t *ret_count, struct berth_error *reterr)
+{
+    const struct berth_sql_value args[] = {BERTH_SQL_INT(cutoff_ns)};
+
+    if (!j || !cursor || !fn || limit < 1 || limit > BERTH_JOBSTORE_PAGE_MAX)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    return page(j,
+                "SELECT " COLUMNS " FROM jobs INDEXED BY jobs_terminal_order "
+                "WHERE state IN ('exited','failed','cancelled','expired') AND updated_at <= ? "
+                "AND (updated_at, run_id) > (?, ?) ORDER BY updated_at, run_id LIMIT ?",
+                args, ELEMENTSOF(args), 14, &cursor->finished_at, cursor->run_id, limit, fn, userdata, ret_count,
+                reterr);
 }

@@ -133,9 +133,11 @@ int berth_jobstore_find_run(struct berth_journal *j, const char *run_id, struct 
  * berth_jobstore_insert() - add a new record in state accepted, revision 1
  * (@rec->fingerprint required; @rec->cancel_reason ignored),
  * unless that would pass @max_active non-terminal records (-EAGAIN) or
- * @max_retained records in all (-EOVERFLOW; nothing is ever deleted to
- * make room; -ENOSPC and -EDQUOT mean a full filesystem, journal.h).
- * -EEXIST when the key or run id exists.
+ * @max_retained records in all (-EOVERFLOW; nothing is deleted to make
+ * room: only retention prunes terminal records, jobprune.h; tombstones do
+ * not count; -ENOSPC and -EDQUOT mean a full filesystem, journal.h).
+ * -EEXIST when the key or run id exists, as a record or as the tombstone
+ * of a pruned one.
  */
 int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record *rec, int64_t max_active,
                           int64_t max_retained, struct berth_error *reterr);
@@ -195,6 +197,53 @@ struct berth_job_cursor {
 int berth_jobstore_page_open(struct berth_journal *j, struct berth_job_cursor *cursor, size_t limit,
                              int (*fn)(void *userdata, const struct berth_job_record *rec), void *userdata,
                              size_t *ret_count, struct berth_error *reterr);
+
+/**
+ * berth_jobstore_page_queued() - as berth_jobstore_page_open(), but only the
+ * records waiting to be started: state "accepted" or "claimed", oldest
+ * first.  The same keyset query on jobs_open_order: its cost grows with the
+ * page and the jobs that run (claimed or later), not with the queue before
+ * the cursor.  Arguments, cursor and returns as berth_jobstore_page_open().
+ */
+int berth_jobstore_page_queued(struct berth_journal *j, struct berth_job_cursor *cursor, size_t limit,
+                               int (*fn)(void *userdata, const struct berth_job_record *rec), void *userdata,
+                               size_t *ret_count, struct berth_error *reterr);
+
+/**
+ * berth_jobstore_count_active() - call @fn once per pool with how many of its
+ * records hold or may hold a sandbox (claimed, running, reaping,
+ * finalizing); pools with none are not reported.  @pool is borrowed for
+ * the call.  On the partial index jobs_open: the cost grows with those
+ * records, not with the accepted ones.
+ * Return: 0; -EINVAL; @fn's error; journal errors.
+ */
+int berth_jobstore_count_active(struct berth_journal *j, int (*fn)(void *userdata, const char *pool, int64_t count),
+                                void *userdata, struct berth_error *reterr);
+
+/**
+ * struct berth_prune_cursor - a position in the keyset order of terminal
+ * records, (finished_at, run_id) ascending.  All zero is the start.
+ */
+struct berth_prune_cursor {
+    int64_t finished_at;
+    char run_id[BERTH_RUN_ID_LEN + 1];
+};
+
+/**
+ * berth_jobstore_page_expired() - call @fn with at most @limit terminal
+ * records that finished at or before @cutoff_ns and come after @cursor in
+ * (finished_at, run_id) order, oldest first, moving @cursor to the last one
+ * visited.  A keyset query on the partial index jobs_terminal_order: its
+ * cost grows with the page, not with the journal.  The finished time of a
+ * terminal record is its updated_at (jobprune.h, retention).
+ * @limit:     1..BERTH_JOBSTORE_PAGE_MAX.
+ * @ret_count: how many records @fn was called with (may be NULL).
+ * Return: 0 (a page shorter than @limit means the end was reached);
+ * -EINVAL; -EBADMSG (a damaged record); @fn's error; journal errors.
+ */
+int berth_jobstore_page_expired(struct berth_journal *j, int64_t cutoff_ns, struct berth_prune_cursor *cursor,
+                                size_t limit, int (*fn)(void *userdata, const struct berth_job_record *rec),
+                                void *userdata, size_t *ret_count, struct berth_error *reterr);
 
 /** berth_jobstore_counts() - records per state (array of BERTH_JOB_STATE_COUNT). */
 int berth_jobstore_counts(struct berth_journal *j, int64_t counts[BERTH_JOB_STATE_COUNT], struct berth_error *reterr);

@@ -16,6 +16,7 @@
 #include "reserve.h"
 
 struct berth_journal {
+    const struct berth_journal_schema *schema;
     sqlite3 *db;
     int lock_fd;
     int dir_fd; /* the journal's directory, for its space reserve */
@@ -81,9 +82,33 @@ static const char *const migrations[] = {
     "ALTER TABLE jobs ADD COLUMN cancel_reason TEXT;"
     "CREATE INDEX jobs_open_order ON jobs (accepted_at, run_id)"
     "  WHERE state NOT IN ('exited','failed','cancelled','expired');",
+    /* 5: retention (jobprune.h): what is left of a pruned job, and the
+     * order in which terminal jobs expire (by their finished time). */
+    "CREATE TABLE job_tombstones ("
+    "  principal TEXT NOT NULL,"
+    "  scope TEXT NOT NULL,"
+    "  job_id TEXT NOT NULL,"
+    "  run_id TEXT NOT NULL UNIQUE,"
+    "  job_digest TEXT NOT NULL,"
+    "  receipt TEXT NOT NULL,"
+    "  state TEXT NOT NULL CHECK (state IN ('exited','failed','cancelled','expired')),"
+    "  result_digest TEXT NOT NULL,"
+    "  finished_at INTEGER NOT NULL,"
+    "  pruned_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (principal, scope, job_id)"
+    ") STRICT;"
+    "CREATE INDEX jobs_terminal_order ON jobs (updated_at, run_id)"
+    "  WHERE state IN ('exited','failed','cancelled','expired');",
 };
 
 _Static_assert(ELEMENTSOF(migrations) == BERTH_JOURNAL_FORMAT, "one migration per format version");
+
+static const struct berth_journal_schema journal_schema = {
+    .what = "journal",
+    .application_id = BERTH_JOURNAL_APPLICATION_ID,
+    .format = BERTH_JOURNAL_FORMAT,
+    .migrations = migrations,
+};
 
 /* The negative errno for the SQLite result code @rc (extended or primary);
  * @sys is the errno of SQLite's last failed system call (0: none known).
@@ -143,6 +168,33 @@ int berth_journal_bind(struct berth_journal *j, sqlite3_stmt *st, const struct b
             return berth_error_set(reterr, errno_of(rc, 0), "%s: parameter %d: %s", what, idx, sqlite3_errstr(rc));
     }
     return 0;
+}
+
+char *berth_journal_column_text(sqlite3_stmt *st, int col)
+{
+    const unsigned char *t = sqlite3_column_text(st, col);
+    return t ? strdup((const char *)t) : NULL;
+}
+
+int berth_journal_query_int(struct berth_journal *j, const char *sql, const struct berth_sql_value *v, size_t n,
+                            const char *what, int64_t *ret, struct berth_error *reterr)
+{
+    sqlite3_stmt *st = NULL;
+    int r;
+
+    if (!j || !sql || !what || !ret)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (sqlite3_prepare_v2(j->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return berth_journal_error(j, what, reterr);
+    r = berth_journal_bind(j, st, v, n, what, reterr);
+    if (r == 0) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            *ret = sqlite3_column_int64(st, 0);
+        else
+            r = berth_journal_error(j, what, reterr);
+    }
+    sqlite3_finalize(st);
+    return r;
 }
 
 static int exec(struct berth_journal *j, const char *sql, const char *what, struct berth_error *reterr)
@@ -207,6 +259,7 @@ static int open_private_file(int dirfd, const char *name, const char *shown, boo
 
 static int migrate(struct berth_journal *j, struct berth_error *reterr)
 {
+    const struct berth_journal_schema *sc = j->schema;
     int app = 0, version = 0, tables = 0, r;
     char sql[128];
 
@@ -217,32 +270,31 @@ static int migrate(struct berth_journal *j, struct berth_error *reterr)
         (r = pragma_int(j, "PRAGMA user_version", &version, reterr)) < 0 ||
         (r = pragma_int(j, "SELECT count(*) FROM sqlite_schema", &tables, reterr)) < 0)
         goto fail;
-    if (app != BERTH_JOURNAL_APPLICATION_ID && !(app == 0 && version == 0 && tables == 0)) {
+    if ((uint32_t)app != sc->application_id && !(app == 0 && version == 0 && tables == 0)) {
         r = berth_error_set(reterr, -EMEDIUMTYPE, "%s is an SQLite database of another application", j->path);
         goto fail;
     }
     if (version < 0) {
-        r = berth_error_set(reterr, -EBADMSG, "%s has an invalid journal format %d", j->path, version);
+        r = berth_error_set(reterr, -EBADMSG, "%s has an invalid %s format %d", j->path, sc->what, version);
         goto fail;
     }
-    if (version > BERTH_JOURNAL_FORMAT) {
-        r = berth_error_set(reterr, -EPROTONOSUPPORT,
-                            "%s has journal format %d; this berth understands formats up to %d", j->path, version,
-                            BERTH_JOURNAL_FORMAT);
+    if (version > sc->format) {
+        r = berth_error_set(reterr, -EPROTONOSUPPORT, "%s has %s format %d; this berth understands formats up to %d",
+                            j->path, sc->what, version, sc->format);
         goto fail;
     }
-    if (version == BERTH_JOURNAL_FORMAT) {
+    if (version == sc->format) {
         berth_journal_rollback(j);
         return 0;
     }
-    for (; version < BERTH_JOURNAL_FORMAT; version++) {
-        snprintf(sql, sizeof(sql), "migrating the journal to format %d", version + 1);
-        if ((r = exec(j, migrations[version], sql, reterr)) < 0)
+    for (; version < sc->format; version++) {
+        snprintf(sql, sizeof(sql), "migrating the %s to format %d", sc->what, version + 1);
+        if ((r = exec(j, sc->migrations[version], sql, reterr)) < 0)
             goto fail;
     }
-    snprintf(sql, sizeof(sql), "PRAGMA application_id = %d; PRAGMA user_version = %d", BERTH_JOURNAL_APPLICATION_ID,
-             BERTH_JOURNAL_FORMAT);
-    if ((r = exec(j, sql, "recording the journal format", reterr)) < 0)
+    snprintf(sql, sizeof(sql), "PRAGMA application_id = %d; PRAGMA user_version = %d", (int32_t)sc->application_id,
+             sc->format);
+    if ((r = exec(j, sql, "recording the format", reterr)) < 0)
         goto fail;
     return berth_journal_commit(j, reterr);
 fail:
@@ -251,6 +303,12 @@ fail:
 }
 
 int berth_journal_open(const char *path, unsigned flags, struct berth_journal **ret, struct berth_error *reterr)
+{
+    return berth_journal_open_schema(path, flags, &journal_schema, ret, reterr);
+}
+
+int berth_journal_open_schema(const char *path, unsigned flags, const struct berth_journal_schema *schema,
+                              struct berth_journal **ret, struct berth_error *reterr)
 {
     const struct berth_file_expect dir_expect = {
         .type = S_IFDIR,
@@ -266,8 +324,11 @@ int berth_journal_open(const char *path, unsigned flags, struct berth_journal **
     bool create;
     int r;
 
+    if (!schema || !schema->what || !schema->migrations || schema->format < 1)
+        return berth_error_set(reterr, -EINVAL, "invalid schema");
     if (!path || path[0] != '/' || !ret || (flags & ~BERTH_JOURNAL_CREATE))
-        return berth_error_set(reterr, -EINVAL, "%s: the journal needs an absolute path", path ? path : "(null)");
+        return berth_error_set(reterr, -EINVAL, "%s: the %s needs an absolute path", path ? path : "(null)",
+                               schema->what);
     slash = strrchr(path, '/');
     base = slash + 1;
     if (!berth_name_valid(base))
@@ -276,7 +337,7 @@ int berth_journal_open(const char *path, unsigned flags, struct berth_journal **
     for (const char *const *sfx = (const char *const[]){"-wal", "-shm", "-journal", ".lock", ".reserve", NULL}; *sfx;
          sfx++)
         if (strlen(base) > strlen(*sfx) && streq(base + strlen(base) - strlen(*sfx), *sfx))
-            return berth_error_set(reterr, -EINVAL, "%s: a journal name may not end in \"%s\"", path, *sfx);
+            return berth_error_set(reterr, -EINVAL, "%s: a %s name may not end in \"%s\"", path, schema->what, *sfx);
     dir = strndup(path, (size_t)(slash - path) + 1);
     if (!dir || asprintf(&lockname, "%s.lock", base) < 0 || asprintf(&lockpath, "%s.lock", path) < 0 ||
         asprintf(&walname, "%s-wal", base) < 0)
@@ -288,8 +349,8 @@ int berth_journal_open(const char *path, unsigned flags, struct berth_journal **
     r = berth_file_check(dfd, dir, &dir_expect, NULL, reterr);
     if (r < 0) {
         if (r == -EPERM)
-            berth_error_prefix(reterr, "the journal's directory must be private (chmod 0700, owned by uid %u)",
-                               (unsigned)geteuid());
+            berth_error_prefix(reterr, "the %s's directory must be private (chmod 0700, owned by uid %u)",
+                               schema->what, (unsigned)geteuid());
         return r;
     }
 
@@ -297,7 +358,7 @@ int berth_journal_open(const char *path, unsigned flags, struct berth_journal **
         if (errno != ENOENT)
             return berth_error_set(reterr, -errno, "%s: %s", path, strerror(errno));
         if (!(flags & BERTH_JOURNAL_CREATE))
-            return berth_error_set(reterr, -ENOENT, "%s: no journal there", path);
+            return berth_error_set(reterr, -ENOENT, "%s: no %s there", path, schema->what);
         create = true;
     } else {
         create = false;
@@ -306,6 +367,7 @@ int berth_journal_open(const char *path, unsigned flags, struct berth_journal **
     j = calloc(1, sizeof(*j));
     if (!j)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
+    j->schema = schema;
     j->lock_fd = -1;
     j->dir_fd = -1;
     j->path = strdup(path);
@@ -344,7 +406,7 @@ int berth_journal_open(const char *path, unsigned flags, struct berth_journal **
     /* A WAL left by a crash must be ours as well; SQLite will replay it. */
     wal = openat(dfd, walname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (wal >= 0) {
-        r = berth_private_file_check(wal, "the journal's write-ahead log", NULL, reterr);
+        r = berth_private_file_check(wal, "the write-ahead log", NULL, reterr);
         if (r < 0)
             goto fail;
     } else if (errno != ENOENT) {
@@ -354,7 +416,7 @@ int berth_journal_open(const char *path, unsigned flags, struct berth_journal **
 
     if (sqlite3_open_v2(path, &j->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE, NULL) !=
         SQLITE_OK) {
-        r = berth_journal_error(j, "opening the journal", reterr);
+        r = berth_journal_error(j, "opening the database", reterr);
         goto fail;
     }
     sqlite3_extended_result_codes(j->db, 1);
@@ -362,7 +424,7 @@ int berth_journal_open(const char *path, unsigned flags, struct berth_journal **
     if ((r = pragma_text_is(j, "PRAGMA locking_mode = EXCLUSIVE", "exclusive", reterr)) < 0 ||
         (r = pragma_text_is(j, "PRAGMA journal_mode = WAL", "wal", reterr)) < 0 ||
         (r = exec(j, "PRAGMA synchronous = FULL; PRAGMA trusted_schema = OFF; PRAGMA foreign_keys = ON",
-                  "configuring the journal", reterr)) < 0)
+                  "configuring the database", reterr)) < 0)
         goto fail;
     r = migrate(j, reterr);
     if (r < 0)
@@ -373,7 +435,7 @@ int berth_journal_open(const char *path, unsigned flags, struct berth_journal **
 
 fail:
     if (r == -EBADMSG)
-        berth_error_prefix(reterr, "%s is not a usable berth journal", path);
+        berth_error_prefix(reterr, "%s is not a usable berth %s", path, schema->what);
     berth_journal_close(j);
     return r;
 }

@@ -62,7 +62,7 @@
 #define BERTH_JOURNAL_APPLICATION_ID 0x62727468
 
 /** The journal format this libberth writes (PRAGMA user_version). */
-#define BERTH_JOURNAL_FORMAT 4
+#define BERTH_JOURNAL_FORMAT 5
 
 /** berth_journal_open() flag: create the journal when it does not exist. */
 #define BERTH_JOURNAL_CREATE 0x1u
@@ -80,6 +80,27 @@
 struct berth_journal;
 
 /**
+ * struct berth_journal_schema - what makes an SQLite file one kind of berth
+ * database.  The journal is one; other modules (the evidence-sqlite
+ * plugin's metadata) open their own files with their own schema through
+ * berth_journal_open_schema() and get the same safe open, lock, pragmas and
+ * error mapping.
+ * @what:           how messages name the database ("journal").
+ * @application_id: PRAGMA application_id that marks the file as this kind;
+ *                  a file with another is refused (-EMEDIUMTYPE).
+ * @format:         the current format (PRAGMA user_version), at least 1.
+ * @migrations:     @format SQL scripts: migrations[N - 1] turns format N - 1
+ *                  into N; they run in one transaction.
+ * Static storage: the journal handle keeps the pointer.
+ */
+struct berth_journal_schema {
+    const char *what;
+    uint32_t application_id;
+    int format;
+    const char *const *migrations;
+};
+
+/**
  * berth_journal_open() - open (and with BERTH_JOURNAL_CREATE, create) the
  * journal at the absolute @path, take its lock and bring its format up to
  * BERTH_JOURNAL_FORMAT.
@@ -92,6 +113,15 @@ struct berth_journal;
  * -EBADMSG (not an SQLite database, or corrupt); -EIO; -ENOMEM.
  */
 int berth_journal_open(const char *path, unsigned flags, struct berth_journal **ret, struct berth_error *reterr);
+
+/**
+ * berth_journal_open_schema() - berth_journal_open() for a database of the
+ * kind @schema describes (borrowed; it must outlive the handle).  Every
+ * other function of this header then works on it as on the journal.
+ * Return: as berth_journal_open(); -EINVAL also for an invalid @schema.
+ */
+int berth_journal_open_schema(const char *path, unsigned flags, const struct berth_journal_schema *schema,
+                              struct berth_journal **ret, struct berth_error *reterr);
 
 /**
  * berth_journal_close() - checkpoint, close and release the lock.  Accepts
@@ -237,6 +267,22 @@ struct berth_sql_value {
  */
 int berth_journal_bind(struct berth_journal *j, sqlite3_stmt *st, const struct berth_sql_value *v, size_t n,
                        const char *what, struct berth_error *reterr);
+
+/**
+ * berth_journal_column_text() - a malloc'd copy of text column @col of the
+ * current row of @st, or NULL (SQL NULL, or out of memory).
+ */
+char *berth_journal_column_text(sqlite3_stmt *st, int col);
+
+/**
+ * berth_journal_query_int() - run @sql, a query of one integer (one row,
+ * one column), bound with the @n values @v, into *@ret.
+ * @what: the start of the error message.
+ * Return: 0; the errors of berth_journal_bind() and berth_journal_error()
+ * (a query with no row is one).
+ */
+int berth_journal_query_int(struct berth_journal *j, const char *sql, const struct berth_sql_value *v, size_t n,
+                            const char *what, int64_t *ret, struct berth_error *reterr);
 
 /**
  * BERTH_JOURNAL_BIND() - berth_journal_bind() with the values listed in

@@ -448,3 +448,14 @@ int berth_json_canonicalize(const char *buf, size_t len, size_t max_bytes, char 
         return r;
     return berth_json_serialize(v, max_bytes, ret, ret_len, reterr);
 }
+
+int berth_json_emit(json_t *doc, char **ret, size_t *ret_len, struct berth_error *reterr)
+{
+    int r;
+
+    if (!doc)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    r = berth_json_serialize(doc, 0, ret, ret_len, reterr);
+    json_decref(doc);
+    return r;
+}

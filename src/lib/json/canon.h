@@ -88,6 +88,14 @@ int berth_json_serialize(const json_t *value, size_t max_bytes, char **ret, size
                          struct berth_error *reterr);
 
 /**
+ * berth_json_emit() - berth_json_serialize() of @doc without a bound, then
+ * release @doc: for ops that build a document and hand back its bytes.
+ * @doc: stolen, may be NULL (a json_pack() that failed): -ENOMEM then.
+ * Return: 0 or the errors of berth_json_serialize(); -ENOMEM.
+ */
+int berth_json_emit(json_t *doc, char **ret, size_t *ret_len, struct berth_error *reterr);
+
+/**
  * berth_json_canonicalize() - parse @len bytes and serialise them canonically.
  *
  * Arguments and errors are those of berth_json_parse() followed by

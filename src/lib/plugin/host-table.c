@@ -10,6 +10,7 @@
 #include "digest.h"
 #include "fsutil.h"
 #include "host-table.h"
+#include "enrol.h"
 
 static const struct berth_host_instance *instance_of(const struct berth_host *h)
 {
@@ -90,6 +91,26 @@ static int host_publish_file(const struct berth_host *h, int dirfd, const char *
     return berth_publish_at(dirfd, name, data, len, (mode_t)mode, flags, reterr);
 }
 
+static void host_job_changed(const struct berth_host *h, const char *job_id)
+{
+    struct berth_host_instance *inst = h ? (struct berth_host_instance *)h->host_data : NULL;
+
+    if (!inst || !berth_job_id_valid(job_id))
+        return;
+    pthread_mutex_lock(&inst->notify_lock);
+    if (inst->notify)
+        inst->notify(inst->notify_userdata, inst->instance, job_id);
+    pthread_mutex_unlock(&inst->notify_lock);
+}
+
+void berth_host_instance_set_notify(struct berth_host_instance *inst, berth_host_notify_fn *fn, void *userdata)
+{
+    pthread_mutex_lock(&inst->notify_lock);
+    inst->notify = fn;
+    inst->notify_userdata = userdata;
+    pthread_mutex_unlock(&inst->notify_lock);
+}
+
 const struct berth_host *berth_host_instance_init(struct berth_host_instance *inst, const char *instance,
                                                   const struct berth_logger *logger)
 {
@@ -107,5 +128,8 @@ const struct berth_host *berth_host_instance_init(struct berth_host_instance *in
     inst->host.open_beneath = host_open_beneath;
     inst->host.read_file = host_read_file;
     inst->host.publish_file = host_publish_file;
+    inst->host.job_changed = host_job_changed;
+    /* A statically initialised mutex needs no pthread_mutex_destroy(). */
+    inst->notify_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     return &inst->host;
 }

@@ -9,20 +9,37 @@
 #ifndef BERTH_HOST_H
 #define BERTH_HOST_H
 
+#include <pthread.h>
+
 #include <berth/plugin.h>
 
 #include "log.h"
+
+/**
+ * berth_host_notify_fn - where a plugin's job_changed() calls go (plugin.h):
+ * @userdata as given to berth_host_instance_set_notify(), the backend name
+ * of the instance and the job id, already checked (berth_job_id_valid(): 1 to 128 bytes of
+ * [A-Za-z0-9._-]).  Called on the plugin's thread with the instance's notify
+ * lock held: it must be quick, must not block and must not call
+ * berth_host_instance_set_notify().
+ */
+typedef void berth_host_notify_fn(void *userdata, const char *instance, const char *job_id);
 
 /**
  * struct berth_host_instance - storage for one host table.
  * @host:     the table to pass to plugins (&inst->host).
  * @logger:   where the plugin's log lines go (may be NULL to discard).
  * @instance: the backend name, NUL-terminated, at most 63 bytes.
+ * @notify_lock, @notify, @notify_userdata: the sink of job_changed()
+ *            (berth_host_instance_set_notify()); NULL drops the calls.
  */
 struct berth_host_instance {
     struct berth_host host;
     const struct berth_logger *logger;
     char instance[64];
+    pthread_mutex_t notify_lock;
+    berth_host_notify_fn *notify;
+    void *notify_userdata;
 };
 
 /**
@@ -33,5 +50,14 @@ struct berth_host_instance {
  */
 const struct berth_host *berth_host_instance_init(struct berth_host_instance *inst, const char *instance,
                                                   const struct berth_logger *logger);
+
+/**
+ * berth_host_instance_set_notify() - send the instance's job_changed()
+ * calls to @fn(@userdata, ...) from now on; @fn NULL drops them (the
+ * default: a call made before the core is ready is lost, which only costs
+ * a reconcile pass).  Waits for a call in flight, so once it returns with
+ * @fn NULL, @userdata is no longer used.  Any thread; not from @fn.
+ */
+void berth_host_instance_set_notify(struct berth_host_instance *inst, berth_host_notify_fn *fn, void *userdata);
 
 #endif /* BERTH_HOST_H */

@@ -35,7 +35,8 @@ struct berth_plugin_handle {
     } ops;
 };
 
-/* Per kind: name, v1 ops table size, and the required members. */
+/* Per kind: name, v1.0 ops table size, and the required members (the ops
+ * of 1.0; those appended later are optional, NULL for an older plugin). */
 struct required_op {
     const char *name;
     size_t offset;
@@ -68,18 +69,19 @@ static const struct required_op containment_required[] = {
 struct kind_desc {
     uint32_t kind;
     const char *name;
-    size_t v1_size;   /* smallest ops table accepted */
+    size_t v1_size;   /* smallest ops table accepted: the one of ABI 1.0 */
     size_t core_size; /* the table this core knows */
     const struct required_op *required;
     size_t n_required;
 };
 
 static const struct kind_desc kinds[] = {
-    {BERTH_PLUGIN_RUNTIME, "runtime", sizeof(struct berth_runtime_ops_v1), sizeof(struct berth_runtime_ops_v1),
+    /* open_output and forget (ABI 1.1) are optional: a 1.0 table is enough. */
+    {BERTH_PLUGIN_RUNTIME, "runtime", BERTH_RUNTIME_OPS_V1_0_SIZE, sizeof(struct berth_runtime_ops_v1),
      runtime_required, ELEMENTSOF(runtime_required)},
     {BERTH_PLUGIN_IMAGE_SOURCE, "image-source", sizeof(struct berth_image_source_ops_v1),
      sizeof(struct berth_image_source_ops_v1), image_source_required, ELEMENTSOF(image_source_required)},
-    {BERTH_PLUGIN_EVIDENCE_STORE, "evidence-store", sizeof(struct berth_evidence_store_ops_v1),
+    {BERTH_PLUGIN_EVIDENCE_STORE, "evidence-store", BERTH_EVIDENCE_STORE_OPS_V1_0_SIZE,
      sizeof(struct berth_evidence_store_ops_v1), evidence_store_required, ELEMENTSOF(evidence_store_required)},
     {BERTH_PLUGIN_CONTAINMENT, "containment", sizeof(struct berth_containment_ops_v1),
      sizeof(struct berth_containment_ops_v1), containment_required, ELEMENTSOF(containment_required)},

@@ -27,7 +27,7 @@
  *   8. struct_size and ops_size reach the v1 minimum; name, kind     -EPROTO
  *      and version are well-formed; the file is named "<name>.so"
  *   9. The kind is the one asked for                                 -EPROTOTYPE
- *  10. Every required op of the kind is non-NULL                     -ENOSYS
+ *  10. Every required op of the kind (those of ABI 1.0) is non-NULL -ENOSYS
  *  11. Peek mode stops here and never calls init; otherwise init()   (init's error)
  *
  * Peek mode still runs the object's ELF constructors (dlopen does), but

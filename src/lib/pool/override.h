@@ -103,6 +103,7 @@ struct berth_effective {
     json_t *json;
     const char *backend_override;
     unsigned capabilities;
+    unsigned needs; /* bits of enum berth_job_need (placement.h); the caller sets them after the merge */
     enum berth_egress egress;
     char pool_hash[BERTH_HASH_HEX_LEN + 1];
     char overrides_hash[BERTH_HASH_HEX_LEN + 1];

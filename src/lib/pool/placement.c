@@ -16,6 +16,33 @@ static const char *const offer_members[] = {
 };
 static const char *const qualification_members[] = {"expires_ns", "id", NULL};
 
+const char *const berth_job_need_names[BERTH_NEED_COUNT] = {"inputs", "outputs"};
+
+/* A backend's "capabilities": pool capability names and job needs, nothing else. */
+static int parse_capabilities(const json_t *arr, const char *what, unsigned *ret_caps, unsigned *ret_needs,
+                              struct berth_error *reterr)
+{
+    const json_t *v;
+    size_t i;
+    int idx;
+
+    *ret_caps = *ret_needs = 0;
+    if (!json_is_array(arr))
+        return berth_error_set(reterr, -EBADMSG, "%s must be an array of names", what);
+    json_array_foreach(arr, i, v)
+    {
+        const char *name = json_string_value(v);
+
+        if (name && (idx = berth_name_index(berth_capability_names, BERTH_CAP_COUNT, name)) >= 0)
+            *ret_caps |= BERTH_CAP_BIT(idx);
+        else if (name && (idx = berth_name_index(berth_job_need_names, BERTH_NEED_COUNT, name)) >= 0)
+            *ret_needs |= BERTH_NEED_BIT(idx);
+        else
+            return berth_error_set(reterr, -EBADMSG, "%s[%zu] is not one of the known names", what, i);
+    }
+    return 0;
+}
+
 static int parse_offer(const char *name, const json_t *o, struct berth_backend_offer *out, struct berth_error *reterr)
 {
     char what[96];
@@ -27,8 +54,8 @@ static int parse_offer(const char *name, const json_t *o, struct berth_backend_o
         return r;
     out->name = name;
     snprintf(what, sizeof(what), "backend %.64s: capabilities", name);
-    if ((r = berth_name_set_parse(json_object_get(o, "capabilities"), what, berth_capability_names, BERTH_CAP_COUNT,
-                                  &out->capabilities, NULL, reterr)) < 0)
+    if ((r = parse_capabilities(json_object_get(o, "capabilities"), what, &out->capabilities, &out->needs, reterr)) <
+        0)
         return r;
     snprintf(what, sizeof(what), "backend %.64s: egress_classes", name);
     if ((r = berth_name_set_parse(json_object_get(o, "egress_classes"), what, berth_egress_names, BERTH_EGRESS_COUNT,
@@ -147,6 +174,12 @@ static const char *judge(const char *name, const struct berth_effective *e, cons
             snprintf(buf, bufsz, "missing_capability:%s", berth_capability_names[i]);
             return buf;
         }
+    missing = e->needs & ~o->needs;
+    for (i = 0; missing && i < BERTH_NEED_COUNT; i++)
+        if (missing & BERTH_NEED_BIT(i)) {
+            snprintf(buf, bufsz, "missing_capability:%s", berth_job_need_names[i]);
+            return buf;
+        }
     if (!(o->egress & (1u << e->egress))) {
         snprintf(buf, bufsz, "egress_unsupported:%s", berth_egress_names[e->egress]);
         return buf;
@@ -198,7 +231,9 @@ int berth_place(const struct berth_pool *pool, const struct berth_effective *e, 
         json_pack("{s:i, s:s, s:s, s:s, s:s, s:O, s:s}", "schema_version", BERTH_PLACEMENT_SCHEMA_VERSION, "pool_hash",
                   pool->pool_hash, "template_hash", pool->template_hash, "overrides_hash", e->overrides_hash,
                   "effective_manifest_hash", e->effective_hash, "selector_inputs", inputs, "chosen_backend", chosen);
-    if (!receipt)
+    if (!receipt || (e->needs && json_object_set_new(receipt, "job_needs",
+                                                     berth_name_set_json(e->needs, berth_job_need_names,
+                                                                         BERTH_NEED_COUNT)) < 0))
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     r = berth_hash_hex_json(receipt, ret_hash, reterr);
     if (r < 0)

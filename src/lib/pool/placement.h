@@ -35,6 +35,13 @@
  *              "qualification": {"id": "...", "expires_ns": "<ns>"},
  *              "require_qualification": true}, ...}
  *
+ * A backend's "capabilities" may also hold the job needs "inputs" (it
+ * bind-mounts staged inputs read-only) and "outputs" (it captures declared
+ * outputs, open_output()): a job with inputs or outputs is placed only on a
+ * backend that reports the matching need (missing_capability:inputs, ...),
+ * and its receipt then lists them as "job_needs" (absent when the job needs
+ * neither, so that such receipts are unchanged).
+ *
  * "qualification" may be the string "unqualified"; require_qualification
  * defaults to true; the informational members backend, isolation, limits
  * and runtime_version are accepted and ignored.  Thread-safe.
@@ -55,10 +62,22 @@
 #define BERTH_PLACEMENT_SCHEMA_VERSION 1
 #define BERTH_BACKEND_SET_MAX (256 * 1024) /**< largest backend set document, bytes */
 
+/** What a job needs of its backend besides the pool's capabilities, in sorted order of their names. */
+enum berth_job_need {
+    BERTH_NEED_INPUTS,  /* "inputs": staged inputs bind-mounted read-only */
+    BERTH_NEED_OUTPUTS, /* "outputs": declared outputs captured (open_output) */
+    BERTH_NEED_COUNT,
+};
+#define BERTH_NEED_BIT(n) (1u << (n))
+
+/** Names of enum berth_job_need, as backends report them among their capabilities. */
+extern const char *const berth_job_need_names[BERTH_NEED_COUNT];
+
 /** struct berth_backend_offer - what one configured backend offers. */
 struct berth_backend_offer {
     const char *name;
     unsigned capabilities; /* bits of enum berth_capability */
+    unsigned needs;        /* bits of enum berth_job_need it can serve */
     unsigned egress;       /* bits of enum berth_egress */
     bool qualified;
     int64_t qualification_expires_ns;
@@ -89,6 +108,7 @@ void berth_backend_set_free(struct berth_backend_set *set);
 
 /**
  * berth_place() - choose a backend and seal the placement receipt.
+ * @e:              the effective manifest; @e->needs are the job's needs.
  * @now_ns:         the time qualifications are judged at (not recorded).
  * @ret_receipt:    on success, the receipt (a new reference).
  * @ret_hash:       on success, its placement_hash.

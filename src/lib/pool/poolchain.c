@@ -29,13 +29,13 @@ static const char *const registered_members[] = {"manifest", "name", "pool_hash"
 static const char *const updated_members[] = {"manifest", "name", "pool_hash", "prev_pool_hash", NULL};
 static const char *const retired_members[] = {"name", "pool_hash", NULL};
 static const char *const placed_members[] = {
-    "backends", "overrides", "placement_hash", "pool", "pool_hash", "receipt", NULL,
+    "backends", "job_needs", "overrides", "placement_hash", "pool", "pool_hash", "receipt", NULL,
 };
 static const char *const override_refused_members[] = {
     "actor", "overrides", "overrides_hash", "pool", "pool_hash", "reason", "refused_field", NULL,
 };
 static const char *const placement_refused_members[] = {
-    "backends", "effective_manifest_hash", "overrides", "overrides_hash", "pool", "pool_hash",
+    "backends", "effective_manifest_hash", "job_needs", "overrides", "overrides_hash", "pool", "pool_hash",
     "reason",   "selector_inputs",         NULL,
 };
 static const char *const quarantine_members[] = {"dispatch_hash", "slot_hash", "slot_id", NULL};
@@ -346,7 +346,12 @@ static int rederive(struct berth_pool_chain *c, const struct berth_audit_event *
     if (decision == -EPERM)
         return berth_error_set(reterr, -EBADMSG, "the recorded overrides are refused (%s: %s)",
                                berth_refusal_names[rf.reason], rf.field);
-    r = berth_backend_set_from_json(json_object_get(d, "backends"), &set, reterr);
+    r = 0;
+    if (json_object_get(d, "job_needs"))
+        r = berth_name_set_parse(json_object_get(d, "job_needs"), "details.job_needs", berth_job_need_names,
+                                 BERTH_NEED_COUNT, &e->needs, NULL, reterr);
+    if (r == 0)
+        r = berth_backend_set_from_json(json_object_get(d, "backends"), &set, reterr);
     if (r == 0) {
         decision = berth_place(pool, e, set, ev->time_ns, &receipt, ph, &rf, &inputs, reterr);
         if (placed) {

@@ -417,6 +417,14 @@ int berth_registry_place(struct berth_registry *reg, const struct berth_audit_ke
                          const json_t *overrides, const struct berth_backend_set *backends, const char *actor,
                          int64_t now_ns, struct berth_placement_result *res, struct berth_error *reterr)
 {
+    return berth_registry_place_job(reg, key, name, overrides, 0, backends, actor, now_ns, res, reterr);
+}
+
+int berth_registry_place_job(struct berth_registry *reg, const struct berth_audit_key *key, const char *name,
+                             const json_t *overrides, unsigned needs, const struct berth_backend_set *backends,
+                             const char *actor, int64_t now_ns, struct berth_placement_result *res,
+                             struct berth_error *reterr)
+{
     _cleanup_pool_ struct berth_pool *pool = NULL;
     struct berth_effective *e = NULL;
     const char *type = NULL;
@@ -443,6 +451,7 @@ int berth_registry_place(struct berth_registry *reg, const struct berth_audit_ke
                             res->overrides_hash, "reason", berth_refusal_names[res->refusal.reason], "refused_field",
                             res->refusal.field, "actor", actor);
     } else if (decision == 0) {
+        e->needs = needs;
         decision = berth_place(pool, e, backends, now_ns, &res->receipt, res->placement_hash, &res->refusal,
                                &res->selector_inputs, reterr);
         if (decision == -EPERM) {
@@ -457,6 +466,12 @@ int berth_registry_place(struct berth_registry *reg, const struct berth_audit_ke
             details = json_pack("{s:s, s:s, s:O, s:O, s:O, s:s}", "pool", pool->name, "pool_hash", pool->pool_hash,
                                 "overrides", e->overrides, "backends", backends_doc, "receipt", res->receipt,
                                 "placement_hash", res->placement_hash);
+        }
+        if (details && needs &&
+            json_object_set_new(details, "job_needs",
+                                berth_name_set_json(needs, berth_job_need_names, BERTH_NEED_COUNT)) < 0) {
+            json_decref(details);
+            details = NULL;
         }
     }
     json_decref(backends_doc);

@@ -148,6 +148,18 @@ int berth_registry_place(struct berth_registry *reg, const struct berth_audit_ke
                          int64_t now_ns, struct berth_placement_result *res, struct berth_error *reterr);
 
 /**
+ * berth_registry_place_job() - berth_registry_place() for a job that
+ * @needs (bits of enum berth_job_need, placement.h) more of its backend:
+ * only a backend reporting every need is chosen, and the needs are recorded
+ * in the event ("job_needs") and the placement receipt.  @needs 0 is
+ * exactly berth_registry_place().
+ */
+int berth_registry_place_job(struct berth_registry *reg, const struct berth_audit_key *key, const char *name,
+                             const json_t *overrides, unsigned needs, const struct berth_backend_set *backends,
+                             const char *actor, int64_t now_ns, struct berth_placement_result *res,
+                             struct berth_error *reterr);
+
+/**
  * berth_registry_enrol() - sign with @worker and record the enrolment of
  * @worker_name into the active pool @name (pool.worker_enrolled).
  * @ret_details: optional; receives the recorded details.

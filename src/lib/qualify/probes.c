@@ -38,9 +38,13 @@
 #define INSPECT_MAX (4 * 1024 * 1024)
 #define TOKEN_PREFIX "berthq" /* probe job processes are found by their token */
 #define TOKEN_BYTES 12
+#define OUTPUTS_BYTES (1024 * 1024) /* artifact_bytes of the outputs probe */
+#define INPUT_PATH "/inputs/berth-probe/data" /* nested: the directories on the way must stay read-only */
+#define OUTPUT_PATH "/tmp/outputs/berth-probe"
 
 struct run {
     const struct berth_qualify_params *p;
+    bool stages_inputs, captures_outputs; /* capabilities() names "inputs", "outputs" */
     char rootfs[4096];
     char run_id[BERTH_RUN_ID_LEN + 1];
     char token[sizeof(TOKEN_PREFIX) + BERTH_HEX_LEN(TOKEN_BYTES)];
@@ -58,6 +62,14 @@ struct outcome {
     char reason[64];
     char *out;
     size_t out_len, err_len;
+    json_t *outputs; /* inspect's "outputs", or NULL */
+};
+
+/* What a probe job reads and writes besides its argv (probe_io()). */
+struct io {
+    json_t *inputs, *outputs; /* job.inputs, job.outputs (borrowed) */
+    int64_t artifact_bytes;
+    const char *inputs_dir; /* the dispatch's inputs_dir, or NULL */
 };
 
 static void sleep_ms(long ms)
@@ -242,6 +254,7 @@ static int setup_rootfs(struct run *r, struct berth_error *reterr)
 static void outcome_clear(struct outcome *o)
 {
     free(o->out);
+    json_decref(o->outputs);
     memset(o, 0, sizeof(*o));
 }
 
@@ -269,6 +282,7 @@ static int read_outcome(struct run *r, struct outcome *o, bool *ret_terminal, st
                        : -1;
     reason = json_string_value(json_object_get(doc, "reason"));
     snprintf(o->reason, sizeof(o->reason), "%s", reason ? reason : "");
+    o->outputs = json_incref(json_object_get(doc, "outputs"));
     out = json_string_value(json_object_get(doc, "stdout"));
     err = json_string_value(json_object_get(doc, "stderr"));
     if (out) {
@@ -329,9 +343,9 @@ static int probe_receipt(struct run *r, const struct berth_job *job, int64_t now
     return scope ? berth_receipt_create(r->p->key, &rp, ret, reterr) : berth_error_set(reterr, -ENOMEM, "out of memory");
 }
 
-/* Start one probe job; 0 or -errno with reterr. */
-static int start_probe(struct run *r, const char *name, json_t *argv, int64_t wall_ns, int64_t output_bytes,
-                       struct berth_error *reterr)
+/* Start one probe job, with @io (or none); 0 or -errno with reterr. */
+static int start_probe_io(struct run *r, const char *name, json_t *argv, int64_t wall_ns, int64_t output_bytes,
+                          const struct io *io, struct berth_error *reterr)
 {
     _cleanup_json_ json_t *job = NULL, *doc = NULL;
     json_t *receipt = NULL;
@@ -348,8 +362,11 @@ static int start_probe(struct run *r, const char *name, json_t *argv, int64_t wa
                   "pool", "qualify", "image", "sha256:0000000000000000000000000000000000000000000000000000000000000000",
                   "argv", argv, "limits", "cpu_millis", 1000, "memory_bytes", (json_int_t)256 * 1024 * 1024, "pids",
                   PIDS, "scratch_bytes", (json_int_t)SCRATCH_BYTES, "wall_time_ns", (json_int_t)wall_ns, "output_bytes",
-                  (json_int_t)output_bytes, "artifact_bytes", 0);
+                  (json_int_t)output_bytes, "artifact_bytes", (json_int_t)(io ? io->artifact_bytes : 0));
     if (!job)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if (io && ((io->inputs && json_object_set(job, "inputs", io->inputs) < 0) ||
+               (io->outputs && json_object_set(job, "outputs", io->outputs) < 0)))
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     if ((rc = berth_job_from_json(job, &parsed, reterr)) < 0)
         return rc;
@@ -364,12 +381,18 @@ static int start_probe(struct run *r, const char *name, json_t *argv, int64_t wa
                     "receipt", receipt, "job", job, "effective", "pool_hash", "00", "template", "env", "root", "/",
                     "timeout_seconds", 600, "backend_override", "network_egress_class", "none", "credential_env",
                     "rootfs", r->rootfs);
-    if (!doc)
+    if (!doc || (io && io->inputs_dir && json_object_set_new(doc, "inputs_dir", json_string(io->inputs_dir)) < 0))
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     if ((rc = berth_json_serialize(doc, 0, &text, &len, reterr)) < 0)
         return rc;
     rc = r->p->ops->start(r->p->state, text, len, reterr);
     return rc < 0 ? rc : 0;
+}
+
+static int start_probe(struct run *r, const char *name, json_t *argv, int64_t wall_ns, int64_t output_bytes,
+                       struct berth_error *reterr)
+{
+    return start_probe_io(r, name, argv, wall_ns, output_bytes, NULL, reterr);
 }
 
 /* Wait for the job's terminal outcome (bounded by @wall_ns plus a minute). */
@@ -397,15 +420,17 @@ static void reap_probe(struct run *r)
 }
 
 /* Run a probe whose verdict the probe program prints itself: exited 0 and
- * "PASS ...".  @ok and @detail receive the verdict; nothing is recorded. */
-static void run_inside(struct run *r, const char *name, json_t *argv, bool *ok, char *detail, size_t size)
+ * "PASS ...", with @io (or none).  @ok and @detail receive the verdict,
+ * @ret_outcome (optional) what inspect said; nothing is recorded. */
+static void run_inside_io(struct run *r, const char *name, json_t *argv, const struct io *io, bool *ok,
+                          char *detail, size_t size, struct outcome *ret_outcome)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     struct outcome o = {.exit_code = -1};
     int rc;
 
     fresh_ids(r);
-    rc = start_probe(r, name, argv, PROBE_WALL_NS, 65536, &err);
+    rc = start_probe_io(r, name, argv, PROBE_WALL_NS, 65536, io, &err);
     if (rc == 0)
         rc = wait_probe(r, PROBE_WALL_NS, &o, &err);
     *ok = false;
@@ -420,8 +445,17 @@ static void run_inside(struct run *r, const char *name, json_t *argv, bool *ok, 
         else
             snprintf(detail, size, "%s (exit code %d): %s", o.state, o.exit_code, line ? line : "no output");
     }
+    if (ret_outcome) {
+        *ret_outcome = o; /* the caller reaps when it is done with the job */
+        return;
+    }
     reap_probe(r);
     outcome_clear(&o);
+}
+
+static void run_inside(struct run *r, const char *name, json_t *argv, bool *ok, char *detail, size_t size)
+{
+    run_inside_io(r, name, argv, NULL, ok, detail, size, NULL);
 }
 
 static void inside(struct run *r, const char *name, json_t *argv)
@@ -545,6 +579,166 @@ static void output_limit(struct run *r)
     outcome_clear(&o);
 }
 
+/* Which of "inputs" and "outputs" the backend's capabilities() names. */
+static void io_capabilities(struct run *r)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *text = NULL;
+    _cleanup_json_ json_t *doc = NULL;
+    const json_t *v;
+    size_t len = 0, i;
+
+    if (r->p->ops->capabilities(r->p->state, &text, &len, &err) < 0 ||
+        berth_json_parse(text, len, INSPECT_MAX, &doc, &err) < 0)
+        return; /* neither: those probes are then not applicable */
+    json_array_foreach(json_object_get(doc, "capabilities"), i, v)
+    {
+        r->stages_inputs |= streq_ptr(json_string_value(v), "inputs");
+        r->captures_outputs |= streq_ptr(json_string_value(v), "outputs");
+    }
+}
+
+/* A random "berthq-io-<hex>" the probe program must find again. */
+static void io_token(char out[32])
+{
+    snprintf(out, 32, "berthq-io-");
+    random_hex(out + strlen(out), 8);
+}
+
+/* WORK_DIR/inputs, as berthd stages inputs: a private directory holding
+ * @content as the 0444 file "0"; -errno. */
+static int stage_input(struct run *r, const char *content, char *ret_dir, size_t size)
+{
+    _cleanup_close_ int dirfd = -1, fd = -1;
+
+    snprintf(ret_dir, size, "%s/inputs", r->p->work_dir);
+    dirfd = berth_open_trusted(r->p->work_dir, O_RDONLY | O_DIRECTORY, 0, NULL);
+    if (dirfd < 0)
+        return dirfd;
+    if (mkdirat(dirfd, "inputs", 0700) < 0)
+        return -errno;
+    fd = openat(dirfd, "inputs/0", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+    if (fd < 0)
+        return -errno;
+    if (berth_write_all(fd, content, strlen(content)) < 0 || fchmod(fd, 0444) < 0 || fsync(fd) < 0)
+        return -errno;
+    return 0;
+}
+
+/* Remove WORK_DIR/inputs again. */
+static void unstage_input(struct run *r)
+{
+    _cleanup_close_ int dirfd = berth_open_trusted(r->p->work_dir, O_RDONLY | O_DIRECTORY, 0, NULL);
+    _cleanup_close_ int in = dirfd >= 0 ? openat(dirfd, "inputs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+
+    if (in >= 0) {
+        (void)berth_tree_clear(in, NULL);
+        (void)unlinkat(dirfd, "inputs", AT_REMOVEDIR);
+    }
+}
+
+/* inputs-read-only: an input staged as berthd stages it is readable at its
+ * nested /inputs/... path and nothing there can be written, created,
+ * removed or renamed from inside; the staged file is intact afterwards. */
+static void inputs_read_only(struct run *r)
+{
+    static const char name[] = "inputs-read-only";
+    const struct berth_file_expect staged = {.type = S_IFREG, .uid = BERTH_UID_ANY, .max_size = 64};
+    char content[32], dir[4200], digest[BERTH_DIGEST_BUFSZ], detail[512];
+    _cleanup_json_ json_t *inputs = NULL;
+    _cleanup_free_ char *after = NULL;
+    size_t len = 0;
+    struct stat st;
+    bool ok;
+    int rc;
+
+    if (!r->stages_inputs) {
+        record(r, name, "not_applicable", "the backend does not stage inputs (no \"inputs\" capability)");
+        return;
+    }
+    io_token(content);
+    unstage_input(r);
+    if ((rc = stage_input(r, content, dir, sizeof(dir))) < 0 || (rc = berth_digest_bytes(content, strlen(content), digest)) < 0) {
+        record(r, name, "fail", "cannot stage the probe input: %s", strerror(-rc));
+        unstage_input(r);
+        return;
+    }
+    inputs = json_pack("[{s:s, s:{s:s, s:I}}]", "path", INPUT_PATH, "ref", "digest", digest, "size",
+                       (json_int_t)strlen(content));
+    run_inside_io(r, name, json_pack("[s, s, s, s]", "/probe", "inputs", INPUT_PATH, content),
+                  &(struct io){.inputs = inputs, .inputs_dir = dir}, &ok, detail, sizeof(detail), NULL);
+    {
+        _cleanup_close_ int in = berth_open_trusted(dir, O_RDONLY | O_DIRECTORY, 0, NULL);
+        if (ok && (in < 0 || berth_read_file_at(in, "0", &staged, &after, &len, NULL) < 0 ||
+                   !streq(after, content) || fstatat(in, "0", &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                   (st.st_mode & 07777) != 0444)) {
+            ok = false;
+            snprintf(detail, sizeof(detail), "the staged input changed on the host");
+        }
+    }
+    unstage_input(r);
+    record(r, name, ok ? "pass" : "fail", "%s", detail);
+}
+
+/* The declared output @want_content was captured: inspect lists it with its
+ * digest and size, and open_output (when the backend has it) returns it. */
+static bool output_captured(struct run *r, const struct outcome *o, const char *want, char *detail, size_t size)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    char digest[BERTH_DIGEST_BUFSZ], buf[64];
+    const json_t *out = json_array_get(o->outputs, 0);
+    _cleanup_close_ int fd = -1;
+    uint64_t got = 0;
+    ssize_t n;
+
+    if (berth_digest_bytes(want, strlen(want), digest) < 0 || json_array_size(o->outputs) != 1 ||
+        !streq_ptr(json_string_value(json_object_get(out, "id")), "probe") ||
+        !streq_ptr(json_string_value(json_object_get(out, "digest")), digest) ||
+        json_integer_value(json_object_get(out, "size")) != (json_int_t)strlen(want)) {
+        snprintf(detail, size, "inspect does not list the declared output with the digest of what was written");
+        return false;
+    }
+    if (!r->p->ops->open_output)
+        return true;
+    if (r->p->ops->open_output(r->p->state, r->run_id, "probe", &fd, &got, &err) < 0) {
+        snprintf(detail, size, "open_output: %.400s", err.message);
+        return false;
+    }
+    n = pread(fd, buf, sizeof(buf), 0);
+    if (got != strlen(want) || n != (ssize_t)strlen(want) || memcmp(buf, want, (size_t)n) != 0) {
+        snprintf(detail, size, "open_output does not return what the job wrote");
+        return false;
+    }
+    return true;
+}
+
+/* outputs-limit: a declared output written inside is captured exactly, and
+ * writing past artifact_bytes fails inside with ENOSPC. */
+static void outputs_limit(struct run *r)
+{
+    static const char name[] = "outputs-limit";
+    struct outcome o = {.exit_code = -1};
+    _cleanup_json_ json_t *outputs = NULL;
+    char content[32], limit[32], detail[512];
+    bool ok;
+
+    if (!r->captures_outputs) {
+        record(r, name, "not_applicable", "the backend does not capture outputs (no \"outputs\" capability)");
+        return;
+    }
+    io_token(content);
+    snprintf(limit, sizeof(limit), "%d", OUTPUTS_BYTES);
+    outputs = json_pack("[{s:s, s:s, s:s, s:i}]", "id", "probe", "path", OUTPUT_PATH, "media_type", "text/plain",
+                        "max_bytes", 4096);
+    run_inside_io(r, name, json_pack("[s, s, s, s, s]", "/probe", "outputs", OUTPUT_PATH, content, limit),
+                  &(struct io){.outputs = outputs, .artifact_bytes = OUTPUTS_BYTES}, &ok, detail, sizeof(detail), &o);
+    if (ok && !output_captured(r, &o, content, detail, sizeof(detail)))
+        ok = false;
+    reap_probe(r);
+    outcome_clear(&o);
+    record(r, name, ok ? "pass" : "fail", "%s%s", detail, ok ? "; the declared output was captured exactly" : "");
+}
+
 int berth_qualify_probes(const struct berth_qualify_params *p, json_t **ret_probes, bool *ret_passed,
                          char ret_probe_sha256[BERTH_DIGEST_BUFSZ], struct berth_error *reterr)
 {
@@ -559,6 +753,7 @@ int berth_qualify_probes(const struct berth_qualify_params *p, json_t **ret_prob
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     if ((rc = setup_rootfs(&r, reterr)) < 0 || (rc = setup_listeners(&r, reterr)) < 0)
         goto out;
+    io_capabilities(&r);
 
     inside(&r, "rootfs-read-only", json_pack("[s, s]", "/probe", "rootfs"));
     inside(&r, "identity", json_pack("[s, s]", "/probe", "identity"));
@@ -575,8 +770,8 @@ int berth_qualify_probes(const struct berth_qualify_params *p, json_t **ret_prob
     fresh_ids(&r);
     outside(&r, "deadline", json_pack("[s, s, s]", "/probe", "ignore-term", r.token), DEADLINE_PROBE_NS, "expired",
             "expired at its deadline although it ignored SIGTERM; nothing of it left");
-    record(&r, "inputs-read-only", "not_applicable",
-           "the backend refuses jobs with inputs until berth has an evidence store");
+    inputs_read_only(&r);
+    outputs_limit(&r);
     if (r.lost) {
         rc = berth_error_set(reterr, -ENOMEM, "out of memory: %u probe outcomes could not be recorded", r.lost);
         goto out;

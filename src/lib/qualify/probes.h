@@ -22,7 +22,17 @@
  *                            exactly limits.output_bytes kept
  *   deadline                 a job ignoring SIGTERM past its deadline:
  *                            expired, nothing of it left
- *   inputs-read-only         not_applicable while the backend refuses inputs
+ *   inputs-read-only         an input staged as berthd stages it (inputs_dir)
+ *                            is readable at its nested /inputs/... path;
+ *                            writing it, creating beside it or in /inputs,
+ *                            removing and renaming it fail inside, and the
+ *                            staged file is intact on the host
+ *   outputs-limit            a declared output written inside is captured
+ *                            exactly (inspect's digest and size,
+ *                            open_output's bytes), and writing past
+ *                            artifact_bytes fails inside with ENOSPC
+ * The last two are not_applicable when the backend's capabilities() does
+ * not name "inputs" / "outputs".  The input is staged in @work_dir.
  * "Nothing of it left" scans /proc for the job's unique token and run id.
  */
 #ifndef BERTH_PROBES_H

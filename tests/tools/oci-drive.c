@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * oci-drive.c -- a test tool: drive one runtime plugin instance through
+ * the core's loader and the runtime ops, one operation per run, so that
+ * shell tests can use the real runtime-oci plugin on real runtimes without
+ * berthd (each run is a fresh init() on the same state directory, as after
+ * a berthd restart).
+ *
+ *   oci-drive PLUGIN_DIR FILE.so BACKEND CONFIG.json OP [ARGS...]
+ *     capabilities                     the JSON on stdout
+ *     start DISPATCH.json              "started" or "already" on stdout
+ *     inspect RUN_ID                   the JSON on stdout
+ *     wait RUN_ID [SECONDS]            inspect until terminal (default 120 s)
+ *     open-output RUN_ID OUTPUT_ID OUT the output's bytes into the new file
+ *                                      OUT, its size on stdout
+ *     cancel RUN_ID | reap RUN_ID | forget RUN_ID
+ *
+ * Exit status 0; 1 when the operation failed, with "ENAME: message" on
+ * standard error (ENAME the errno name of its return value); 2 for usage.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "canon.h"
+#include "fsutil.h"
+#include "host-table.h"
+#include "jsonobj.h"
+#include "loader.h"
+#include "log.h"
+#include "macro.h"
+
+static void sink(void *userdata, int level, const char *line)
+{
+    (void)userdata;
+    if (level <= BERTH_LOG_WARNING)
+        fprintf(stderr, "oci-drive: plugin: %s\n", line);
+}
+
+static int failed(int r, const struct berth_error *err)
+{
+    const char *name = strerrorname_np(-r);
+    fprintf(stderr, "%s: %s\n", name ? name : "E?", err->message[0] ? err->message : strerror(-r));
+    return 1;
+}
+
+static int usage(void)
+{
+    fputs("usage: oci-drive PLUGIN_DIR FILE.so BACKEND CONFIG.json OP [ARGS...]\n"
+          "  OP: capabilities | start DISPATCH.json | inspect RUN_ID | wait RUN_ID [SECONDS] |\n"
+          "      open-output RUN_ID OUTPUT_ID OUT | cancel RUN_ID | reap RUN_ID | forget RUN_ID\n",
+          stderr);
+    return 2;
+}
+
+/* Read a whole (small) file of any owner. */
+static int slurp(const char *path, char **ret, size_t *ret_len, struct berth_error *err)
+{
+    static const struct berth_file_expect any = {.uid = BERTH_UID_ANY, .max_size = 4 << 20};
+    return berth_read_file_at(AT_FDCWD, path, &any, ret, ret_len, err);
+}
+
+static int print_json(char *text, size_t len)
+{
+    printf("%.*s\n", (int)len, text);
+    free(text);
+    return 0;
+}
+
+static int wait_terminal(const struct berth_runtime_ops_v1 *ops, void *state, const char *id, long seconds,
+                         struct berth_error *err)
+{
+    for (long i = 0; i < seconds * 20; i++) {
+        _cleanup_json_ json_t *doc = NULL;
+        char *text = NULL;
+        size_t len = 0;
+        const char *st;
+        int r = ops->inspect(state, id, &text, &len, err);
+
+        if (r < 0)
+            return r;
+        if (berth_json_parse(text, len, 8 << 20, &doc, err) < 0) {
+            free(text);
+            return -EBADMSG;
+        }
+        st = json_string_value(json_object_get(doc, "state"));
+        if (st && !streq(st, "starting") && !streq(st, "running"))
+            return print_json(text, len);
+        free(text);
+        usleep(50000);
+    }
+    return berth_error_set(err, -ETIMEDOUT, "job %s did not finish within %ld s", id, seconds);
+}
+
+static int open_output(const struct berth_runtime_ops_v1 *ops, void *state, const char *id, const char *output,
+                       const char *out, struct berth_error *err)
+{
+    _cleanup_close_ int fd = -1, dst = -1;
+    uint64_t size = 0, copied = 0;
+    char buf[65536];
+    ssize_t n;
+    int r;
+
+    if (!ops->open_output)
+        return berth_error_set(err, -EOPNOTSUPP, "the plugin has no open_output");
+    if ((r = ops->open_output(state, id, output, &fd, &size, err)) < 0)
+        return r;
+    if (lseek(fd, 0, SEEK_CUR) != 0)
+        return berth_error_set(err, -EIO, "the descriptor is not at offset 0");
+    if ((fcntl(fd, F_GETFL) & O_ACCMODE) != O_RDONLY)
+        return berth_error_set(err, -EIO, "the descriptor is not read-only");
+    dst = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (dst < 0)
+        return berth_error_set(err, -errno, "%s: %m", out);
+    while ((n = read(fd, buf, sizeof(buf))) > 0) {
+        if (berth_write_all(dst, buf, (size_t)n) < 0)
+            return berth_error_set(err, -errno, "%s: %m", out);
+        copied += (uint64_t)n;
+    }
+    if (n < 0)
+        return berth_error_set(err, -errno, "reading the output: %m");
+    if (copied != size)
+        return berth_error_set(err, -EIO, "read %llu bytes of an output of %llu", (unsigned long long)copied,
+                               (unsigned long long)size);
+    printf("%llu\n", (unsigned long long)size);
+    return 0;
+}
+
+static int run_op(const struct berth_runtime_ops_v1 *ops, void *state, int argc, char **argv,
+                  struct berth_error *err)
+{
+    const char *op = argv[0];
+    char *text = NULL;
+    size_t len = 0;
+    int r;
+
+    if (streq(op, "capabilities") && argc == 1) {
+        if ((r = ops->capabilities(state, &text, &len, err)) < 0)
+            return r;
+        return print_json(text, len);
+    }
+    if (streq(op, "start") && argc == 2) {
+        _cleanup_free_ char *doc = NULL;
+        if ((r = slurp(argv[1], &doc, &len, err)) < 0 || (r = ops->start(state, doc, len, err)) < 0)
+            return r;
+        puts(r == 0 ? "started" : "already");
+        return 0;
+    }
+    if (streq(op, "inspect") && argc == 2) {
+        if ((r = ops->inspect(state, argv[1], &text, &len, err)) < 0)
+            return r;
+        return print_json(text, len);
+    }
+    if (streq(op, "wait") && (argc == 2 || argc == 3))
+        return wait_terminal(ops, state, argv[1], argc == 3 ? atol(argv[2]) : 120, err);
+    if (streq(op, "open-output") && argc == 4)
+        return open_output(ops, state, argv[1], argv[2], argv[3], err);
+    if (streq(op, "cancel") && argc == 2)
+        return ops->cancel(state, argv[1], err);
+    if (streq(op, "reap") && argc == 2)
+        return ops->reap(state, argv[1], err);
+    if (streq(op, "forget") && argc == 2) {
+        if (!ops->forget)
+            return berth_error_set(err, -EOPNOTSUPP, "the plugin has no forget");
+        return ops->forget(state, argv[1], err);
+    }
+    return -EINVAL;
+}
+
+int main(int argc, char **argv)
+{
+    const struct berth_logger logger = {.sink = sink, .max_level = BERTH_LOG_WARNING};
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_host_instance inst;
+    struct berth_plugin_handle *h = NULL;
+    _cleanup_free_ char *raw = NULL, *config = NULL;
+    _cleanup_json_ json_t *doc = NULL;
+    size_t len = 0, clen = 0;
+    int r;
+
+    if (argc < 6)
+        return usage();
+    if ((r = slurp(argv[4], &raw, &len, &err)) < 0 || (r = berth_json_parse(raw, len, 1 << 20, &doc, &err)) < 0 ||
+        (r = berth_json_serialize(doc, 0, &config, &clen, &err)) < 0)
+        return failed(r, &err);
+    {
+        const struct berth_plugin_load_options o = {
+            .dir = argv[1],
+            .file = argv[2],
+            .kind = BERTH_PLUGIN_RUNTIME,
+            .host = berth_host_instance_init(&inst, argv[3], &logger),
+            .config = config,
+            .config_len = clen,
+        };
+        if ((r = berth_plugin_load(&o, &h, NULL, &err)) < 0)
+            return failed(r, &err);
+    }
+    r = run_op(berth_plugin_runtime_ops(h), berth_plugin_state(h), argc - 5, argv + 5, &err);
+    berth_plugin_unload(h);
+    if (r == -EINVAL && !err.message[0])
+        return usage();
+    return r < 0 ? failed(r, &err) : 0;
+}

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-ocipin.c -- the runtime pin's file identity (plugins/runtime-oci/
+ * ocicfg.h), which lets berth-oci-shim skip hashing the runtime the plugin
+ * has just hashed: it matches the very file it was taken from, and no
+ * longer once that file was written (same size), had its mtime set back,
+ * or was replaced by another file; it survives the trip through shim.json
+ * exactly, and a malformed identity is refused.
+ */
+#include "testutil.h"
+
+#include <sys/stat.h>
+
+#include "jsonobj.h"
+#include "macro.h"
+#include "ocicfg.h"
+
+#define DIGEST "sha256:0000000000000000000000000000000000000000000000000000000000000001"
+
+static char *dir, *file;
+
+static void setup(void)
+{
+    dir = test_tmpdir();
+    file = test_path(dir, "runtime");
+    test_write_file(file, "#!/bin/true\n", 12, 0755);
+}
+
+static void teardown(void)
+{
+    test_rm_rf(dir);
+    free(dir);
+    free(file);
+}
+
+/* The identity of @path as oci_pin_verify_fd() records it. */
+static struct oci_pin_cache identity_of(const char *path)
+{
+    struct oci_pin_cache c = {.valid = true};
+    struct stat st;
+
+    ck_assert_int_eq(stat(path, &st), 0);
+    c.dev = st.st_dev;
+    c.ino = st.st_ino;
+    c.size = st.st_size;
+    c.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    c.ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
+    return c;
+}
+
+static bool matches(const struct oci_pin_cache *c, const char *path)
+{
+    struct stat st;
+
+    ck_assert_int_eq(stat(path, &st), 0);
+    return oci_pin_identity_matches(c, &st);
+}
+
+/* Wait until the file system's clock has moved past @c's ctime, so a change
+ * made now gets another timestamp (the kernel's coarse clock ticks every
+ * few milliseconds). */
+static void clock_moves(const struct oci_pin_cache *c)
+{
+    for (;;) {
+        struct timespec ts;
+        ck_assert_int_eq(clock_gettime(CLOCK_REALTIME, &ts), 0);
+        if ((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec > c->ctime_ns + 20000000LL)
+            return;
+        ck_assert_int_eq(usleep(5000), 0);
+    }
+}
+
+START_TEST(same_file_matches)
+{
+    struct oci_pin_cache c = identity_of(file);
+
+    ck_assert(matches(&c, file));
+    c.valid = false;
+    ck_assert(!matches(&c, file));
+}
+END_TEST
+
+START_TEST(rewritten_file_does_not_match)
+{
+    struct oci_pin_cache c = identity_of(file);
+    struct timespec keep[2];
+    struct stat st;
+    int fd;
+
+    clock_moves(&c);
+    /* Same size, same inode, other bytes. */
+    fd = open(file, O_WRONLY | O_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, "#!/bin/echo\n", 12, 0), 12);
+    ck_assert_int_eq(close(fd), 0);
+    ck_assert(!matches(&c, file));
+    /* Setting the mtime back does not hide it: that changes the ctime. */
+    ck_assert_int_eq(stat(file, &st), 0);
+    keep[0] = st.st_atim;
+    keep[1].tv_sec = (time_t)(c.mtime_ns / 1000000000LL);
+    keep[1].tv_nsec = (long)(c.mtime_ns % 1000000000LL);
+    ck_assert_int_eq(utimensat(AT_FDCWD, file, keep, 0), 0);
+    ck_assert_int_eq(stat(file, &st), 0);
+    ck_assert_int_eq((int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec, c.mtime_ns);
+    ck_assert(!matches(&c, file));
+}
+END_TEST
+
+START_TEST(replaced_file_does_not_match)
+{
+    struct oci_pin_cache c = identity_of(file);
+    char *other = test_path(dir, "other");
+
+    test_write_file(other, "#!/bin/true\n", 12, 0755);
+    ck_assert_int_eq(rename(other, file), 0);
+    ck_assert(!matches(&c, file));
+    free(other);
+}
+END_TEST
+
+START_TEST(json_round_trip)
+{
+    struct oci_pin_cache c = identity_of(file), back;
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_json_ json_t *j = oci_pin_identity_json(&c);
+
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(oci_pin_identity_parse(j, DIGEST, &back, &err), 0);
+    ck_assert(back.valid);
+    ck_assert(back.dev == c.dev && back.ino == c.ino && back.size == c.size);
+    ck_assert_int_eq(back.mtime_ns, c.mtime_ns);
+    ck_assert_int_eq(back.ctime_ns, c.ctime_ns);
+    ck_assert_str_eq(back.digest, DIGEST);
+    ck_assert(matches(&back, file));
+    c.valid = false;
+    ck_assert_ptr_null(oci_pin_identity_json(&c));
+}
+END_TEST
+
+START_TEST(malformed_identity_refused)
+{
+    static const char *const bad[] = {
+        "{\"dev\":\"1\",\"ino\":\"2\",\"size\":\"3\",\"mtime_ns\":\"4\"}",                     /* no ctime_ns */
+        "{\"dev\":\"1\",\"ino\":\"2\",\"size\":\"3\",\"mtime_ns\":\"4\",\"ctime_ns\":\"5\",\"x\":\"6\"}", /* unknown */
+        "{\"dev\":\"1\",\"ino\":\"2\",\"size\":\"-3\",\"mtime_ns\":\"4\",\"ctime_ns\":\"5\"}",     /* negative */
+        "{\"dev\":1,\"ino\":\"2\",\"size\":\"3\",\"mtime_ns\":\"4\",\"ctime_ns\":\"5\"}",         /* a number */
+        "{\"dev\":\"01\",\"ino\":\"2\",\"size\":\"3\",\"mtime_ns\":\"4\",\"ctime_ns\":\"5\"}",     /* leading 0 */
+        "[\"1\",\"2\",\"3\",\"4\",\"5\"]",
+    };
+
+    for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+        struct berth_error err = BERTH_ERROR_INIT;
+        struct oci_pin_cache back = {0};
+        _cleanup_json_ json_t *j = json_loads(bad[i], 0, NULL);
+
+        ck_assert_ptr_nonnull(j);
+        ck_assert_int_eq(oci_pin_identity_parse(j, DIGEST, &back, &err), -EBADMSG);
+        ck_assert(!back.valid);
+        ck_assert_str_ne(err.message, "");
+    }
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("ocipin");
+    TCase *tc = test_case(s, "identity");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, same_file_matches);
+    tcase_add_test(tc, rewritten_file_does_not_match);
+    tcase_add_test(tc, replaced_file_does_not_match);
+    tcase_add_test(tc, json_round_trip);
+    tcase_add_test(tc, malformed_identity_refused);
+    return s;
+}
+
+TEST_MAIN()
