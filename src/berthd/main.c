@@ -33,7 +33,6 @@
 #include "broker.h"
 #include "canon.h"
 #include "fsutil.h"
-#include "heap.h"
 #include "host-table.h"
 #include "journal.h"
 #include "macro.h"
@@ -634,9 +633,6 @@ int main(int argc, char **argv)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
-    /* Before any thread: keep freed heap for reuse (heap.h has the figures). */
-    if (berth_heap_tune(getenv("GLIBC_TUNABLES")) < 0)
-        fprintf(stderr, "berthd: warning: glibc refused the allocator settings; running with its defaults\n");
     if (berthd_config_load(config, BERTH_PLUGINDIR, &d.cfg, &err) < 0) {
         fprintf(stderr, "berthd: %s\n", err.message);
         return 1;
