@@ -33,6 +33,7 @@
 #include "broker.h"
 #include "canon.h"
 #include "fsutil.h"
+#include "heap.h"
 #include "host-table.h"
 #include "journal.h"
 #include "macro.h"
@@ -633,6 +634,10 @@ int main(int argc, char **argv)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
+    /* Before any thread: keep freed heap for reuse (heap.h has the figures). */
+    r = berth_heap_tune(getenv("GLIBC_TUNABLES"));
+    if (r < 0 && r != -EOPNOTSUPP)
+        fprintf(stderr, "berthd: warning: glibc refused the allocator settings; running with its defaults\n");
     if (berthd_config_load(config, BERTH_PLUGINDIR, &d.cfg, &err) < 0) {
         fprintf(stderr, "berthd: %s\n", err.message);
         return 1;

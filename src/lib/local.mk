@@ -32,6 +32,7 @@ BERTH_BASIC_SOURCES = \
 	src/lib/basic/clock.c src/lib/basic/clock.h \
 	src/lib/basic/encoding.c src/lib/basic/encoding.h \
 	src/lib/basic/fsutil.c src/lib/basic/fsutil.h \
+	src/lib/basic/heap.c src/lib/basic/heap.h \
 	src/lib/basic/log.c src/lib/basic/log.h \
 	src/lib/basic/macro.h \
 	src/lib/basic/names.c src/lib/basic/names.h \
@@ -186,6 +187,7 @@ BERTH_LIB_UNIT_TESTS = \
 	tests/unit/test-enrol \
 	tests/unit/test-error \
 	tests/unit/test-fsutil \
+	tests/unit/test-heap \
 	tests/unit/test-envsafe \
 	tests/unit/test-hmac \
 	tests/unit/test-host \

@@ -8,11 +8,16 @@
 # 1, 8 and 64 concurrent keep-alive clients (tests/bench/bench-submit), and
 # prints berthd's group-commit metrics, one line per client count in the
 # form "clients=N rate=R limit=L ratio=Q p50_ms=X p99_ms=Y", berthd's CPU
-# seconds per 1,000 jobs, and its RSS idle and with 10,000 retained jobs.  Prints figures; asserts nothing about
-# time.  Fails when a submission is refused or berthd does not stop cleanly.
+# seconds per 1,000 jobs, and its RSS idle and with 10,000 retained jobs.
+# L is the in-process accept pipeline measured first, in the same run, on a
+# second installation made the same way (tests/bench/bench-pipeline: the
+# functions berthd calls with a request body, batches of 64, no TLS, no
+# HTTP), and Q = R / L.  Prints figures; asserts nothing about time.  Fails
+# when a submission is refused or berthd does not stop cleanly.
 #
-# Environment: BERTHCTL, BERTHD, BERTH_TEST_PLUGIN_DIR, BENCH_SUBMIT (default:
-# the build tree in the current directory), BENCH_SCALE (multiplies the job
+# Environment: BERTHCTL, BERTHD, BERTH_TEST_PLUGIN_DIR, BENCH_SUBMIT,
+# BENCH_PIPELINE (default: the build tree in the current directory),
+# BENCH_PIPELINE_JOBS (default 8000), BENCH_SCALE (multiplies the job
 # counts, default 1), BENCH_FSYNC_SECONDS (default 2), BENCH_THREADS (berthd's
 # http.threads; default: berthd's own, one per CPU), TMPDIR.
 # shellcheck shell=bash disable=SC2317
@@ -24,6 +29,8 @@ BERTHCTL=${BERTHCTL:-$top_builddir/src/berthctl/berthctl}
 BERTHD=${BERTHD:-$top_builddir/src/berthd/berthd}
 BERTH_TEST_PLUGIN_DIR=${BERTH_TEST_PLUGIN_DIR:-$top_builddir/tests/plugins/.libs}
 BENCH_SUBMIT=${BENCH_SUBMIT:-$top_builddir/tests/bench/bench-submit}
+BENCH_PIPELINE=${BENCH_PIPELINE:-$top_builddir/tests/bench/bench-pipeline}
+BENCH_PIPELINE_JOBS=${BENCH_PIPELINE_JOBS:-8000}
 BENCH_SCALE=${BENCH_SCALE:-1}
 BENCH_FSYNC_SECONDS=${BENCH_FSYNC_SECONDS:-2}
 
@@ -36,13 +43,16 @@ die() {
     exit 1
 }
 
-for f in "$BERTHCTL" "$BERTHD" "$BENCH_SUBMIT"; do
-    [ -x "$f" ] || die "$f is not built (run from the build tree, or set BERTHCTL, BERTHD, BENCH_SUBMIT)"
+for f in "$BERTHCTL" "$BERTHD" "$BENCH_SUBMIT" "$BENCH_PIPELINE"; do
+    [ -x "$f" ] || die "$f is not built (run from the build tree, or set BERTHCTL, BERTHD, BENCH_SUBMIT, BENCH_PIPELINE)"
 done
 [ -f "$BERTH_TEST_PLUGIN_DIR/runtime-script.so" ] ||
     die "no runtime-script.so in $BERTH_TEST_PLUGIN_DIR (make check builds it; or set BERTH_TEST_PLUGIN_DIR)"
 case $BENCH_SCALE in
 '' | *[!0-9]* | 0) die "BENCH_SCALE must be a positive integer" ;;
+esac
+case $BENCH_PIPELINE_JOBS in
+'' | *[!0-9]* | 0) die "BENCH_PIPELINE_JOBS must be a positive integer" ;;
 esac
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/berth-bench-submit.XXXXXX")
@@ -67,21 +77,38 @@ while (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; do
     [ $tries -lt 50 ] || die "no free port found"
 done
 
-mkdir -m 0700 "$TMP/script"
-printf '{"state_directory":"%s"}' "$TMP/script" >"$TMP/script.json"
-"$BERTHCTL" dev-init "$INST" --port "$PORT" --principal dev --image "$SAMPLE_IMAGE" \
-    --backend "script=runtime-script,$TMP/script.json" --plugin-dir "$BERTH_TEST_PLUGIN_DIR" \
-    >"$TMP/dev-init.log" 2>&1 || { cat "$TMP/dev-init.log" >&2; die "berthctl dev-init failed"; }
-# berthd.json starts with "{" on its own line: raise the admission limits.
+# make_installation DIR STATE: "berthctl dev-init" into DIR, the scripted
+# runtime keeping its state in STATE, with the admission and connection
+# limits raised.
+make_installation() {
+    mkdir -m 0700 "$2"
+    printf '{"state_directory":"%s"}' "$2" >"$2.json"
+    "$BERTHCTL" dev-init "$1" --port "$PORT" --principal dev --image "$SAMPLE_IMAGE" \
+        --backend "script=runtime-script,$2.json" --plugin-dir "$BERTH_TEST_PLUGIN_DIR" \
+        >"$1.dev-init.log" 2>&1 || { cat "$1.dev-init.log" >&2; die "berthctl dev-init failed"; }
+    # berthd.json starts with "{" on its own line: raise the admission limits.
+    sed -i "1s|^{\$|{ $JOURNAL,|" "$1/berthd.json"
+    grep -qF "$JOURNAL" "$1/berthd.json" || die "could not add the journal limits to berthd.json"
+    sed -i "1s|^{ |{ $HTTP, |" "$1/berthd.json"
+    grep -qF "$HTTP" "$1/berthd.json" || die "could not add the connection limits to berthd.json"
+}
 JOURNAL='"journal": {"max_active_jobs": 1000000, "max_retained_jobs": 10000000}'
-sed -i "1s|^{\$|{ $JOURNAL,|" "$INST/berthd.json"
-grep -qF "$JOURNAL" "$INST/berthd.json" || die "could not add the journal limits to berthd.json"
 # 64 clients of one certificate on one address open their connections at
 # once: more than the front door's defaults let one host and one principal
 # hold (http.max_per_source, http.max_per_principal).
 HTTP='"http": {'"${BENCH_THREADS:+\"threads\": $BENCH_THREADS, }"'"max_connections": 256, "max_unauthenticated": 128, "max_per_source": 128, "max_per_principal": 128}'
-sed -i "1s|^{ |{ $HTTP, |" "$INST/berthd.json"
-grep -qF "$HTTP" "$INST/berthd.json" || die "could not add the connection limits to berthd.json"
+make_installation "$INST" "$TMP/script"
+
+# The pipeline limit first, on an installation of its own (its journal is
+# not berthd's), while nothing else runs.
+make_installation "$TMP/pipe" "$TMP/pipe-script"
+FINGERPRINT=$(openssl x509 -in "$TMP/pipe/tls/client-dev.pem" -outform DER | sha256sum | cut -d' ' -f1)
+"$BENCH_PIPELINE" --config "$TMP/pipe/berthd.json" --fingerprint "$FINGERPRINT" --image "$SAMPLE_IMAGE" \
+    --jobs "$BENCH_PIPELINE_JOBS" >"$TMP/pipeline.txt" || { cat "$TMP/pipeline.txt" >&2; die "bench-pipeline failed"; }
+cat "$TMP/pipeline.txt"
+LIMIT=$(sed -n 's/^pipeline .* rate=\([0-9]*\)$/\1/p' "$TMP/pipeline.txt")
+[ -n "$LIMIT" ] && [ "$LIMIT" -gt 0 ] || die "bench-pipeline printed no rate"
+
 # The top-level member (two spaces in); the backend's own comes later, deeper.
 STATE=$(sed -n 's|^  "state_directory": *"\([^"]*\)".*|\1|p' "$INST/berthd.json" | head -n 1)
 [ -n "$STATE" ] || die "no state_directory in berthd.json"
@@ -137,15 +164,15 @@ if [ "$total" -lt 10000 ]; then
 fi
 RSS_10K=$(rss_kib)
 
-# The issue's lines: one per client count.  limit= is the in-process accept
-# pipeline (no TLS, no HTTP) measured in the same run; this script does not
-# measure it yet, so limit and ratio print as n/a.
+# The issue's lines: one per client count, limit= the in-process accept
+# pipeline measured above.
 echo
-printf '%s' "$results" | awk '
+printf '%s' "$results" | awk -v limit="$LIMIT" '
     /^clients=/ {
         for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
         sub(/ms$/, "", v["p50"]); sub(/ms$/, "", v["p99"])
-        printf "clients=%s rate=%s limit=n/a ratio=n/a p50_ms=%s p99_ms=%s\n", v["clients"], v["rate"], v["p50"], v["p99"]
+        printf "clients=%s rate=%s limit=%s ratio=%.2f p50_ms=%s p99_ms=%s\n", v["clients"], v["rate"], limit,
+            v["rate"] / limit, v["p50"], v["p99"]
     }'
 awk -v a="$CPU0" -v b="$CPU1" -v n="$total" 'BEGIN { printf "berthd_cpu_s_per_1000_jobs=%.3f (%.2f s for %d jobs)\n", (b - a) * 1000 / n, b - a, n }'
 echo "rss_idle_kib=$RSS_IDLE rss_10k_kib=$RSS_10K"

@@ -34,6 +34,13 @@ else
 EXTRA_DIST += tests/bench/bench-roots.c
 endif
 
+# The in-process accept pipeline (berth_broker_submit_batch() in batches,
+# no TLS, no HTTP): bench-submit.sh's limit= next to berthd's rates.
+noinst_PROGRAMS += tests/bench/bench-pipeline
+tests_bench_bench_pipeline_SOURCES = tests/bench/bench-pipeline.c
+tests_bench_bench_pipeline_CFLAGS = $(BERTH_CORE_CFLAGS)
+tests_bench_bench_pipeline_LDADD = $(BERTH_CORE_LIBS)
+
 # Submissions to a real berthd over HTTPS (libcurl, one thread per client).
 noinst_PROGRAMS += tests/bench/bench-submit
 tests_bench_bench_submit_SOURCES = tests/bench/bench-submit.c
@@ -45,7 +52,8 @@ EXTRA_DIST += tests/bench/bench-submit.sh
 # berthd's memory during a 1 GiB upload.
 EXTRA_DIST += tests/bench/bench-evidence.sh
 
-bench: tests/bench/bench-primitives tests/bench/bench-pools tests/bench/bench-submit tests/bench/bench-disk-limit \
+bench: tests/bench/bench-primitives tests/bench/bench-pools tests/bench/bench-submit tests/bench/bench-pipeline \
+		tests/bench/bench-disk-limit \
 		src/berthd/berthd src/berthctl/berthctl $(plugin_LTLIBRARIES) $(check_LTLIBRARIES) tests/plugins/fixtures.stamp
 	BERTH_TEST_PLUGIN_DIR='$(abs_top_builddir)/$(FIXTURE_DIR)' ./tests/bench/bench-primitives
 	./tests/bench/bench-pools
@@ -54,6 +62,7 @@ bench: tests/bench/bench-primitives tests/bench/bench-pools tests/bench/bench-su
 	BERTHCTL='$(abs_top_builddir)/src/berthctl/berthctl' \
 	BERTHD='$(abs_top_builddir)/src/berthd/berthd' \
 	BENCH_SUBMIT='$(abs_top_builddir)/tests/bench/bench-submit' \
+	BENCH_PIPELINE='$(abs_top_builddir)/tests/bench/bench-pipeline' \
 		$(SHELL) $(srcdir)/tests/bench/bench-submit.sh
 if BERTH_PLUGIN_EVIDENCE_SQLITE
 	BERTH_TEST_PLUGIN_DIR='$(abs_top_builddir)/$(FIXTURE_DIR)' \

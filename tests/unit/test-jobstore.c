@@ -459,6 +459,78 @@ START_TEST(prune_tombstone)
 }
 END_TEST
 
+/* The journal's job counts (format 6, kept by triggers) against a count of
+ * the rows themselves. */
+static void assert_counts_match(int64_t retained, int64_t open)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    int64_t kept_retained = -1, kept_open = -1, rows = -1, open_rows = -1;
+
+    ck_assert_int_eq(berth_journal_query_int(j, "SELECT retained FROM job_counts WHERE id = 1", NULL, 0, "t",
+                                             &kept_retained, &err),
+                     0);
+    ck_assert_int_eq(berth_journal_query_int(j, "SELECT open FROM job_counts WHERE id = 1", NULL, 0, "t", &kept_open,
+                                             &err),
+                     0);
+    ck_assert_int_eq(berth_journal_query_int(j, "SELECT count(*) FROM jobs", NULL, 0, "t", &rows, &err), 0);
+    ck_assert_int_eq(berth_journal_query_int(j,
+                                             "SELECT count(*) FROM jobs WHERE state NOT IN "
+                                             "('exited','failed','cancelled','expired')",
+                                             NULL, 0, "t", &open_rows, &err),
+                     0);
+    ck_assert_int_eq(rows, retained);
+    ck_assert_int_eq(open_rows, open);
+    ck_assert_int_eq(kept_retained, retained);
+    ck_assert_int_eq(kept_open, open);
+}
+
+/* Admission reads the counts the triggers keep, not the rows: they follow
+ * every insert, move between open and terminal, prune and rolled-back
+ * write, and survive a reopen. */
+START_TEST(counts_follow_rows)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    char runs[4][BERTH_RUN_ID_LEN + 1];
+    const char *names[4] = {"c-0", "c-1", "c-2", "c-3"};
+    struct berth_job_record got;
+
+    assert_counts_match(0, 0);
+    for (int i = 0; i < 3; i++) {
+        struct berth_job_record rec = record(names[i], runs[i]);
+        ck_assert_int_eq(berth_jobstore_insert(j, &rec, 16, 16, &err), 0);
+    }
+    assert_counts_match(3, 3);
+    /* Open to open changes nothing; open to terminal moves one. */
+    ck_assert_int_eq(berth_jobstore_transition(j, runs[0], 1, BERTH_JOB_CLAIMED, NULL, 150, &err), 0);
+    assert_counts_match(3, 3);
+    ck_assert_int_eq(berth_jobstore_transition(j, runs[0], 2, BERTH_JOB_FAILED, "{}", 160, &err), 0);
+    ck_assert_int_eq(berth_jobstore_transition(j, runs[1], 1, BERTH_JOB_CANCELLED, "{}", 170, &err), 0);
+    assert_counts_match(3, 1);
+    /* A write rolled back leaves the counts as they were. */
+    {
+        struct berth_job_record rec = record(names[3], runs[3]);
+        ck_assert_int_eq(berth_journal_begin(j, &err), 0);
+        ck_assert_int_eq(berth_jobstore_insert(j, &rec, 16, 16, &err), 0);
+        berth_journal_rollback(j);
+    }
+    assert_counts_match(3, 1);
+    /* A pruned job leaves the count; its tombstone is not a job. */
+    ck_assert_int_eq(berth_jobstore_find_run(j, runs[0], &got, &err), 0);
+    ck_assert_msg(berth_jobstore_prune(j, &got, 2000, NULL, &err) == 0, "%s", err.message);
+    berth_job_record_clear(&got);
+    assert_counts_match(2, 1);
+    /* An admission refused for the limit counts from them: one open of one. */
+    {
+        struct berth_job_record rec = record(names[3], runs[3]);
+        ck_assert_int_eq(berth_jobstore_insert(j, &rec, 1, 16, &err), -EAGAIN);
+        ck_assert_ptr_nonnull(strstr(err.message, "1 jobs are active"));
+    }
+    berth_journal_close(j);
+    j = test_journal_open(dir);
+    assert_counts_match(2, 1);
+}
+END_TEST
+
 /* The figures of "berthctl journal stats". */
 START_TEST(stats)
 {
@@ -512,6 +584,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, paged_open);
     tcase_add_test(tc, durable);
     tcase_add_test(tc, prune_tombstone);
+    tcase_add_test(tc, counts_follow_rows);
     tcase_add_test(tc, stats);
     return s;
 }

@@ -210,7 +210,7 @@ START_TEST(foreign_and_newer)
     berth_journal_close(j);
     raw_sql(newer, "PRAGMA user_version = 99");
     ck_assert_int_eq(open_at(newer, 0, &j, &err), -EPROTONOSUPPORT);
-    ck_assert_ptr_nonnull(strstr(err.message, "has journal format 99; this berth understands formats up to 5"));
+    ck_assert_ptr_nonnull(strstr(err.message, "has journal format 99; this berth understands formats up to 6"));
 
     raw_sql(newer, "PRAGMA user_version = -1");
     ck_assert_int_eq(open_at(newer, 0, &j, &err), -EBADMSG);
@@ -283,16 +283,20 @@ static void make_format_4(const char *path)
 
     ck_assert_msg(open_at(path, BERTH_JOURNAL_CREATE, &j, &err) == 0, "%s", err.message);
     berth_journal_close(j);
-    raw_sql(path, "DROP TABLE job_tombstones; DROP INDEX jobs_terminal_order;"
+    raw_sql(path, "DROP TRIGGER job_counts_insert; DROP TRIGGER job_counts_delete; DROP TRIGGER job_counts_state;"
+                  "DROP TABLE job_counts; DROP TABLE job_tombstones; DROP INDEX jobs_terminal_order;"
                   "INSERT INTO jobs (principal, scope, job_id, run_id, job_digest, pool, job, receipt, effective,"
                   " backend, state, revision, accepted_at, deadline, result, updated_at)"
                   " VALUES ('alice', '[]', 'old-job', 'r1', 'sha256:1', 'p', '{}', '{\"receipt\":{}}', '{}', 'b',"
-                  " 'exited', 3, 10, 20, '{\"result\":{}}', 15);"
+                  " 'exited', 3, 10, 20, '{\"result\":{}}', 15),"
+                  " ('alice', '[]', 'open-job', 'r2', 'sha256:2', 'p', '{}', '{\"receipt\":{}}', '{}', 'b',"
+                  " 'running', 2, 11, 21, NULL, 16);"
                   "PRAGMA user_version = 4;");
 }
 
-/* Format 4 -> 5 on open, in one transaction: the tombstone table and the
- * expiry index appear, every job stays as it was. */
+/* Format 4 -> 6 on open, in one transaction: the tombstone table and the
+ * expiry index appear (5), the job counts hold what the jobs table holds
+ * (6), every job stays as it was. */
 START_TEST(migrate_from_format_4)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -303,8 +307,11 @@ START_TEST(migrate_from_format_4)
     ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'job_tombstones'"), 0);
     ck_assert_msg(open_at(path, 0, &j, &err) == 0, "%s", err.message);
     berth_journal_close(j);
-    ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 5);
+    ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), BERTH_JOURNAL_FORMAT);
+    ck_assert_int_eq(BERTH_JOURNAL_FORMAT, 6);
     ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM job_tombstones"), 0);
+    ck_assert_int_eq(raw_int(path, "SELECT retained FROM job_counts WHERE id = 1"), 2);
+    ck_assert_int_eq(raw_int(path, "SELECT open FROM job_counts WHERE id = 1"), 1);
     ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'jobs_terminal_order'"), 1);
     ck_assert_int_eq(raw_int(path, "SELECT revision FROM jobs WHERE run_id = 'r1' AND state = 'exited' AND "
                                    "updated_at = 15 AND result = '{\"result\":{}}'"),
@@ -326,7 +333,8 @@ START_TEST(migrate_failure_changes_nothing)
     ck_assert_ptr_nonnull(strstr(err.message, "migrating the journal to format 5"));
     ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 4);
     ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'jobs_terminal_order'"), 0);
-    ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM jobs"), 1);
+    ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM jobs"), 2);
+    ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'job_counts'"), 0);
 }
 END_TEST
 

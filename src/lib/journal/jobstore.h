@@ -137,7 +137,9 @@ int berth_jobstore_find_run(struct berth_journal *j, const char *run_id, struct 
  * room: only retention prunes terminal records, jobprune.h; tombstones do
  * not count; -ENOSPC and -EDQUOT mean a full filesystem, journal.h).
  * -EEXIST when the key or run id exists, as a record or as the tombstone
- * of a pruned one.
+ * of a pruned one.  The two counts are read from the journal's job_counts
+ * row (format 6, kept by triggers), so the check costs the same however
+ * many jobs are queued.
  */
 int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record *rec, int64_t max_active,
                           int64_t max_retained, struct berth_error *reterr);

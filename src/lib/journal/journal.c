@@ -25,6 +25,9 @@ struct berth_journal {
     uint64_t reserve_bytes; /* 0: no reserve (berth_journal_set_reserve()) */
 };
 
+/* 1 when the state in column @c is not terminal (jobstore.h), else 0. */
+#define OPEN(c) "(" c " <> 'exited' AND " c " <> 'failed' AND " c " <> 'cancelled' AND " c " <> 'expired')"
+
 /* Format N is reached by running migrations[N - 1] on format N - 1.  A
  * migration only ever adds; it never rewrites history. */
 static const char *const migrations[] = {
@@ -99,6 +102,30 @@ static const char *const migrations[] = {
     ") STRICT;"
     "CREATE INDEX jobs_terminal_order ON jobs (updated_at, run_id)"
     "  WHERE state IN ('exited','failed','cancelled','expired');",
+    /* 6: how many jobs the journal holds and how many of them are open,
+     * kept by triggers in the transaction that changes them, so that
+     * admission (berth_jobstore_insert()) reads two numbers instead of
+     * counting every row of a queue.  OPEN() spells "not terminal" as
+     * comparisons: SQLite builds an ephemeral index for an IN list of more
+     * than two constants on each run of the statement, which cost more than
+     * the insert itself. */
+    "CREATE TABLE job_counts ("
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  retained INTEGER NOT NULL CHECK (retained >= 0),"
+    "  open INTEGER NOT NULL CHECK (open >= 0 AND open <= retained)"
+    ") STRICT;"
+    "INSERT INTO job_counts (id, retained, open)"
+    "  SELECT 1, count(*), coalesce(sum(" OPEN("state") "), 0) FROM jobs;"
+    "CREATE TRIGGER job_counts_insert AFTER INSERT ON jobs BEGIN"
+    "  UPDATE job_counts SET retained = retained + 1, open = open + " OPEN("NEW.state") " WHERE id = 1;"
+    "END;"
+    "CREATE TRIGGER job_counts_delete AFTER DELETE ON jobs BEGIN"
+    "  UPDATE job_counts SET open = open - " OPEN("OLD.state") ", retained = retained - 1 WHERE id = 1;"
+    "END;"
+    "CREATE TRIGGER job_counts_state AFTER UPDATE OF state ON jobs"
+    "  WHEN " OPEN("OLD.state") " <> " OPEN("NEW.state") " BEGIN"
+    "  UPDATE job_counts SET open = open + " OPEN("NEW.state") " - " OPEN("OLD.state") " WHERE id = 1;"
+    "END;",
 };
 
 _Static_assert(ELEMENTSOF(migrations) == BERTH_JOURNAL_FORMAT, "one migration per format version");
