@@ -13,6 +13,10 @@
  *                        state_directory (a test creates it), then exits 0
  *                        with stdout "released" and a newline
  *   ["spew", N]          exits 0 with N bytes of stdout (tests output bounds)
+ *   ["slow-start"]       start() writes "<run_id>.starting", then blocks until
+ *                        "<run_id>.go" exists (at most 10 s, else -EIO), then
+ *                        runs like "sleep" (tests what happens to a job while
+ *                        its start is under way)
  *   ["refuse"]           start() refuses the document (-EBADMSG)
  *   ["flaky"]            the first start() fails with -EIO, the next succeeds
  *   ["leftover"]         exits 0 at once, but cancel() says its teardown is
@@ -157,6 +161,22 @@ static bool id_ok(const char *id)
               strchr("._-", id[i])))
             return false;
     return true;
+}
+
+/* "slow-start": say that start() is under way, then wait for the test's go. */
+static int wait_for_go(struct script *s, const char *run_id, struct berth_error *reterr)
+{
+    int r = mark(s, run_id, ".starting", "", 0, reterr), i;
+
+    if (r < 0)
+        return r;
+    for (i = 0; i < 10000; i++) {
+        if (exists(s, run_id, ".go"))
+            return 0;
+        if (usleep(1000) < 0)
+            return berth_error_set(reterr, -errno, "usleep: %s", strerror(errno));
+    }
+    return berth_error_set(reterr, -EIO, "no go for %s within 10 s", run_id);
 }
 
 static void script_fini(void *state);
@@ -342,6 +362,10 @@ static int script_start(void *state, const char *dispatch, size_t dispatch_len, 
         json_decref(doc);
         return -EIO;
     }
+    if (strcmp(argv0, "slow-start") == 0 && (r = wait_for_go(s, run_id, reterr)) < 0) {
+        json_decref(doc);
+        return r;
+    }
     if (now_ns(s) < 0) {
         json_decref(doc);
         return berth_error_set(reterr, -EIO, "the host clock cannot be read");
@@ -353,7 +377,8 @@ static int script_start(void *state, const char *dispatch, size_t dispatch_len, 
     started = now_ns(s);
     arg1 = json_string_value(json_array_get(json_object_get(job, "argv"), 1));
     due = strcmp(argv0, "sleep-ms") == 0 ? started + (arg1 ? atoll(arg1) : 0) * 1000000LL
-          : strcmp(argv0, "sleep") == 0 || strcmp(argv0, "hold") == 0 ? -1 /* polled */
+          : strcmp(argv0, "sleep") == 0 || strcmp(argv0, "hold") == 0 || strcmp(argv0, "slow-start") == 0
+              ? -1 /* polled */
                                                                        : started;
     rec = json_pack("{s:O, s:I, s:O*}", "argv", json_object_get(job, "argv"), "started_at", (json_int_t)started,
                     "inputs_dir", json_object_get(doc, "inputs_dir"));
@@ -505,7 +530,8 @@ static int script_inspect(void *state, const char *job_id, char **ret_json, size
             out[out_len++] = '\n';
     } else if (strcmp(argv0, "exit") == 0) {
         code = arg1 ? atoi(arg1) : 0;
-    } else if (strcmp(argv0, "sleep") == 0 || strcmp(argv0, "cancelled-before-start") == 0) {
+    } else if (strcmp(argv0, "sleep") == 0 || strcmp(argv0, "cancelled-before-start") == 0 ||
+               strcmp(argv0, "slow-start") == 0) {
         done = false;
     } else if (strcmp(argv0, "sleep-ms") == 0) {
         finished = started + (arg1 ? atoll(arg1) : 0) * 1000000LL;

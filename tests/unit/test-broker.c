@@ -91,6 +91,25 @@ static void wake(void *userdata)
     wakes++;
 }
 
+/* The broker's fault hook: at "dispatch-before-start" of any job, cancel
+ * job @cancel_at_start of FP_A (once), as a caller would at that moment. */
+static const char *cancel_at_start;
+static int cancels_at_start;
+
+static void fault_hook(void *userdata, const char *point)
+{
+    struct berth_reply c = {0};
+
+    (void)userdata;
+    if (!cancel_at_start || strcmp(point, "dispatch-before-start") != 0)
+        return;
+    berth_broker_cancel(broker, FP_A, cancel_at_start, &c);
+    ck_assert_msg(c.status == 202, "cancel at start: %d %s", c.status, c.message);
+    berth_reply_clear(&c);
+    cancel_at_start = NULL;
+    cancels_at_start++;
+}
+
 static void write_policy(const char *text)
 {
     char *tmp = test_path(dir, "policy.tmp");
@@ -126,6 +145,7 @@ static void open_broker_starting(void)
         .jobs_retention_ns = jobs_retention_ns,
         .outputs_retention_ns = OUTPUTS_RETENTION_NS,
         .wake = wake,
+        .fault = fault_hook,
         .logger = &logger,
         .evidence_ops = evidence ? berth_plugin_evidence_store_ops(evidence) : NULL,
         .evidence_state = evidence ? berth_plugin_state(evidence) : NULL,
@@ -1884,6 +1904,127 @@ static bool script_has(const char *run, const char *suffix)
     return access(path, F_OK) == 0;
 }
 
+/* Wait (at most 10 s) for the scripted runtime's file "<run><suffix>". */
+static void await_script_file(const char *run, const char *suffix)
+{
+    int i;
+
+    for (i = 0; i < 10000 && !script_has(run, suffix); i++)
+        ck_assert_int_eq(usleep(1000), 0);
+    ck_assert_msg(script_has(run, suffix), "no %s%s", run, suffix);
+}
+
+/* Let the scripted runtime's start() of @run return. */
+static void script_go(const char *run)
+{
+    char name[256];
+    _cleanup_free_ char *path = NULL;
+
+    snprintf(name, sizeof(name), "%s.go", run);
+    path = test_path(state_dir, name);
+    test_write_file(path, "", 0, 0600);
+}
+
+/* Dispatch and reconcile passes until @want jobs were cancelled (at most 10 s). */
+static void passes_until_cancelled(int want)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_pass_stats st = {0};
+    int i;
+
+    for (i = 0; i < 5000 && (int)st.cancelled < want; i++) {
+        ck_assert_msg(berth_broker_dispatch(broker, &st, &err) == 0, "%s", err.message);
+        ck_assert_msg(berth_broker_reconcile(broker, &st, &err) == 0, "%s", err.message);
+        ck_assert_int_eq(usleep(2000), 0);
+    }
+    ck_assert_int_eq((int)st.cancelled, want);
+}
+
+static void expect_result_status(const char *id, const char *status)
+{
+    struct berth_reply res = {0};
+
+    berth_broker_result(broker, FP_A, id, &res);
+    expect_status(&res, 200, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(res.body, "result"), "status")), status);
+    berth_reply_clear(&res);
+}
+
+/* A cancellation while the backend's start() runs on a start thread: it is
+ * recorded at once, nothing stops the job while its start is under way,
+ * and once start() returned the job is stopped, reaped and recorded
+ * cancelled -- started once, stopped once, never left running. */
+START_TEST(cancel_during_start)
+{
+    _cleanup_free_ char *doc = job_doc("cs", "[\"slow-start\"]", 60000000000LL);
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_reply r = {0}, c = {0};
+    char line[192];
+    const char *run;
+
+    berth_broker_free(broker);
+    start_concurrency = 1;
+    open_broker();
+    r = submit(FP_A, doc);
+    expect_status(&r, 201, NULL);
+    run = run_id_of(r.body);
+    ck_assert_msg(berth_broker_dispatch(broker, NULL, &err) == 0, "%s", err.message);
+    await_script_file(run, ".starting");
+
+    berth_broker_cancel(broker, FP_A, "cs", &c);
+    expect_status(&c, 202, NULL);
+    ck_assert(json_is_true(json_object_get(c.body, "cancel_requested")));
+    ck_assert_str_eq(json_string_value(json_object_get(c.body, "state")), "claimed");
+    berth_reply_clear(&c);
+    /* Its start is under way: passes leave it alone. */
+    passes();
+    passes();
+    snprintf(line, sizeof(line), "cancel %s", run);
+    ck_assert_int_eq(calls(line), 0);
+    ck_assert_str_eq(state_of("cs"), "claimed");
+
+    script_go(run);
+    passes_until_cancelled(1);
+    expect_result_status("cs", "cancelled");
+    snprintf(line, sizeof(line), "start %s", run);
+    ck_assert_int_eq(calls_where(line, "", false), 1);
+    ck_assert_int_eq(calls_where(line, " new", false), 1);
+    snprintf(line, sizeof(line), "cancel %s", run);
+    ck_assert_int_eq(calls(line), 1);
+    snprintf(line, sizeof(line), "reap %s", run);
+    ck_assert_int_eq(calls(line), 1);
+    ck_assert_int_eq(finished_events(run), 1);
+    berth_reply_clear(&r);
+}
+END_TEST
+
+/* A job cancelled while its root and inputs were staged (the cancellation
+ * arrives at the broker's "dispatch-before-start" point, from its start
+ * thread) is never started: reconcile settles it, cancelled, unstarted. */
+START_TEST(cancel_during_staging)
+{
+    _cleanup_free_ char *doc = job_doc("cg", "[\"sleep\"]", 60000000000LL);
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_reply r = {0};
+    char line[192];
+
+    berth_broker_free(broker);
+    start_concurrency = 1;
+    open_broker();
+    cancel_at_start = "cg";
+    r = submit(FP_A, doc);
+    expect_status(&r, 201, NULL);
+    ck_assert_msg(berth_broker_dispatch(broker, NULL, &err) == 0, "%s", err.message);
+    passes_until_cancelled(1);
+    ck_assert_int_eq(cancels_at_start, 1);
+    expect_result_status("cg", "cancelled");
+    snprintf(line, sizeof(line), "start %s", run_id_of(r.body));
+    ck_assert_int_eq(calls_where(line, "", false), 0);
+    ck_assert_int_eq(finished_events(run_id_of(r.body)), 1);
+    berth_reply_clear(&r);
+}
+END_TEST
+
 /* Close the broker and open it again with retention @ns (its startup reconcile runs). */
 static void reopen_with_retention(int64_t ns)
 {
@@ -2116,6 +2257,8 @@ static Suite *make_suite(void)
     tcase_add_test(tc, pool_concurrency);
     tcase_add_test(tc, dispatch_pages);
     tcase_add_test(tc, threaded_starts_bounded);
+    tcase_add_test(tc, cancel_during_start);
+    tcase_add_test(tc, cancel_during_staging);
     tc = test_case(s, "sweeps");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);

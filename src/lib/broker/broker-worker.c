@@ -852,6 +852,28 @@ static int dispatch_refused(struct berth_broker *b, struct berth_job_record *rec
     return 1;
 }
 
+/* Whether claimed @rec is still as the dispatch pass read it: 0 when it is;
+ * 1 when its record moved on meanwhile (a cancellation, or another state:
+ * reconcile looks at it next, and it is not started); -EIO/-EBADMSG. */
+static int claim_unchanged(struct berth_broker *b, const struct berth_job_record *rec, struct berth_error *reterr)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_job_record cur = {0};
+    int r;
+
+    pthread_mutex_lock(&b->lock);
+    r = berth_jobstore_find_run(b->p.journal, rec->run_id, &cur, &err);
+    pthread_mutex_unlock(&b->lock);
+    if (r == 0)
+        r = cur.state != rec->state || cur.revision != rec->revision || cur.cancel_requested ? 1 : 0;
+    else if (r == -EIO || r == -EBADMSG)
+        r = berth_error_set(reterr, r, "%s", err.message);
+    else
+        r = 1; /* gone, or unreadable now: not started on this pass */
+    berth_job_record_clear(&cur);
+    return r;
+}
+
 /* The document a runtime's start() receives (plugin.h). */
 static int dispatch_doc(const struct berth_job_record *rec, const json_t *job, const char *rootfs,
                         const char *inputs_dir, char **ret, size_t *ret_len, struct berth_error *reterr)
@@ -943,8 +965,11 @@ int broker_dispatch_start(struct berth_broker *b, struct berth_job_record *rec, 
     r = dispatch_doc(rec, job, rootfs, inputs_dir, &doc, &len, reterr);
     if (r < 0)
         return finish(b, rec, BERTH_JOB_FAILED, NULL, "damaged_record", stats, reterr);
-    /* Staging takes time: the qualification or the grant may have ended meanwhile. */
-    if ((r = berth_now_ns(CLOCK_REALTIME, &now, reterr)) < 0 || (r = dispatch_refused(b, rec, now, stats, reterr)) != 0)
+    broker_fault(b, "dispatch-before-start");
+    /* Staging takes time: the job may have been cancelled, or its
+     * qualification or grant may have ended meanwhile. */
+    if ((r = claim_unchanged(b, rec, reterr)) != 0 || (r = berth_now_ns(CLOCK_REALTIME, &now, reterr)) < 0 ||
+        (r = dispatch_refused(b, rec, now, stats, reterr)) != 0)
         return r < 0 ? r : 0;
     r = be->ops->start(be->state, doc, len, &err);
     if (r == -EBADMSG || r == -EKEYREJECTED || r == -ETIME || r == -EPERM) {

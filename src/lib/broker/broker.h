@@ -281,7 +281,10 @@ struct berth_broker_backend {
  *                 be quick and must not call into the broker.
  * @fault:         optional test hook, called at named points
  *                 ("submit-before-commit", "submit-after-commit",
- *                 "dispatch-after-claim", "dispatch-after-start",
+ *                 "dispatch-after-claim", "dispatch-before-start" (a
+ *                 claimed job's root and inputs are staged, its record
+ *                 not yet re-read; no broker lock is held there),
+ *                 "dispatch-after-start",
  *                 "event-before-commit": a notified job is terminal and
  *                 its result is about to be signed and recorded); only
  *                 builds with --enable-fault-injection pass one.
