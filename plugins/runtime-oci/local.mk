@@ -9,7 +9,8 @@ OCI_COMMON_FILES = plugins/runtime-oci/jobdir.h \
 	plugins/runtime-oci/binding.c plugins/runtime-oci/binding.h \
 	plugins/runtime-oci/cgroup.c plugins/runtime-oci/cgroup.h \
 	plugins/runtime-oci/outcheck.c plugins/runtime-oci/outcheck.h \
-	plugins/runtime-oci/outmount.c plugins/runtime-oci/outmount.h
+	plugins/runtime-oci/outmount.c plugins/runtime-oci/outmount.h \
+	plugins/runtime-oci/runstate.c plugins/runtime-oci/runstate.h
 OCI_PLUGIN_FILES = \
 	plugins/runtime-oci/binding.c plugins/runtime-oci/binding.h \
 	plugins/runtime-oci/cgroup.c plugins/runtime-oci/cgroup.h \
@@ -17,6 +18,7 @@ OCI_PLUGIN_FILES = \
 	plugins/runtime-oci/ocicfg.c plugins/runtime-oci/ocicfg.h \
 	plugins/runtime-oci/outcheck.c plugins/runtime-oci/outcheck.h \
 	plugins/runtime-oci/outmount.c plugins/runtime-oci/outmount.h \
+	plugins/runtime-oci/runstate.c plugins/runtime-oci/runstate.h \
 	plugins/runtime-oci/runtime-oci.c \
 	plugins/runtime-oci/shim.c \
 	plugins/runtime-oci/watch.c plugins/runtime-oci/watch.h
@@ -47,6 +49,12 @@ check_PROGRAMS += tests/unit/test-ocipin
 TESTS += tests/unit/test-ocipin
 tests_unit_test_ocipin_SOURCES = tests/unit/test-ocipin.c plugins/runtime-oci/ocicfg.c plugins/runtime-oci/ocicfg.h
 tests_unit_test_ocipin_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/plugins/runtime-oci
+# A runtime's state record of a container, read from its --root (no runtime run).
+check_PROGRAMS += tests/unit/test-runstate
+TESTS += tests/unit/test-runstate
+tests_unit_test_runstate_SOURCES = tests/unit/test-runstate.c plugins/runtime-oci/runstate.c \
+	plugins/runtime-oci/runstate.h
+tests_unit_test_runstate_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/plugins/runtime-oci
 
 if BERTH_PLUGIN_IMAGE_OCI_LOCAL
 # The tests stage images, so they need the image library too.

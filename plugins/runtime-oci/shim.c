@@ -71,6 +71,7 @@
 #include "ocicfg.h"
 #include "outcheck.h"
 #include "outmount.h"
+#include "runstate.h"
 #include "binding.h"
 
 #define KILL_RETRY_NS (2LL * 1000000000LL) /* kill --all again while the init lives */
@@ -88,6 +89,7 @@ struct shim {
     json_t *cfg;
     const char *id, *bundle;
     size_t n_prefix;
+    const char *runtime_root;   /* the value of --root in the prefix, or NULL */
     const char **argv; /* runtime prefix + subcommand arguments */
     int runtime_fd;    /* the runtime binary, checked against its pin */
     int64_t deadline_ns, output_bytes, written;
@@ -380,11 +382,22 @@ static int read_pid(struct shim *s)
     return 0;
 }
 
-/* Confirm the runtime no longer knows the container (after delete). */
+/* Confirm the runtime no longer knows the container (after delete): its
+ * state record is gone from the runtime's --root (runstate.h), or, for a
+ * runtime given no --root, `state` fails. */
 static bool container_absent(struct shim *s)
 {
     const char *args[] = {"state", s->id, NULL};
-    int st = run_runtime(s, args, -1, s->log_fd);
+    bool present = true;
+    int st, r;
+
+    if (s->runtime_root) {
+        r = oci_runstate_present(s->runtime_root, s->id, &present);
+        if (r < 0)
+            logf_shim(s, "cannot read the runtime's state directory %s: %s", s->runtime_root, strerror(-r));
+        return r == 0 && !present;
+    }
+    st = run_runtime(s, args, -1, s->log_fd);
     return st >= 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
@@ -827,6 +840,9 @@ static int load_config(struct shim *s)
     }
     if (s->argv[0][0] != '/')
         return fprintf(stderr, "berth-oci-shim: shim.json: the runtime must be an absolute path\n"), -EBADMSG;
+    for (i = 1; i + 1 < s->n_prefix; i++)
+        if (streq(s->argv[i], "--root") && s->argv[i + 1][0] == '/')
+            s->runtime_root = s->argv[i + 1];
     {
         const json_t *pin = json_object_get(s->cfg, "pin");
         struct oci_pin want = {.path = s->argv[0]};

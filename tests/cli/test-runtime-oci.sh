@@ -91,6 +91,14 @@ no_container() {
     if "${rt[@]}" state "$2" >/dev/null 2>&1; then
         fail "$1 still has container $2"
     fi
+    [ -z "$(state_records "$1" "$2")" ] || fail "$1 still keeps a state record of $2: $(state_records "$1" "$2")"
+}
+
+# state_records BACKEND RUN_ID: the entries of the runtime's --root that the
+# shim takes for the container's state record (plugins/runtime-oci/runstate.h:
+# named RUN_ID, or starting with RUN_ID_), one per line.
+state_records() {
+    find "$TMP/state-$1/root" -mindepth 1 -maxdepth 1 \( -name "$2" -o -name "$2_*" \) -printf '%f\n' 2>/dev/null
 }
 
 # Sleep durations unique to this run, so that no other test's process matches.
@@ -180,6 +188,11 @@ for POOL in default native; do
             fail "$be: pid $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline")) holds berthd's inherited descriptor"
         fi
     done
+    # While it runs, the runtime answers `state` and keeps the record the
+    # shim looks for after delete instead of running `state` again.
+    "${be}" --root "$TMP/state-$be/root" state "$RUN_ID" >/dev/null 2>&1 || fail "$be: no state of running $RUN_ID"
+    [ -n "$(state_records "$be" "$RUN_ID")" ] ||
+        fail "$be: no state record of running $RUN_ID in: $(ls "$TMP/state-$be/root")"
     run 0 CLIENT cancel "$be-cancel"
     finish "$be-cancel"
     [ "$(result "$be-cancel" .status)" = cancelled ] || fail "$be: cancel: $(cat "$TMP/$be-cancel.out/result.json")"
