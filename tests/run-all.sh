@@ -192,6 +192,15 @@ grep -qx ':test-result: PASS' ci-build/asan/tests/cli/test-berthd-crash.trs || {
     cat ci-build/asan/tests/cli/test-berthd-crash.log >&2 || true
     exit 1
 }
+# So must the fault-injection cases of these suites, which say so when they ran.
+for t in test-berthd-jobio test-berthd-events; do
+    grep -qx ':test-result: PASS' "ci-build/asan/tests/cli/$t.trs" &&
+        grep -q '^# fault injection ran: ' "ci-build/asan/tests/cli/$t.log" || {
+        echo "the fault-injection case of $t did not run and pass in the fault-injection build" >&2
+        cat "ci-build/asan/tests/cli/$t.log" >&2 || true
+        exit 1
+    }
+done
 
 step "4/5 libFuzzer targets, ${FUZZ_SECONDS:-60} s each"
 tar -xJf "$tarball" -C ci-build

@@ -207,6 +207,7 @@ if [ "${BERTH_FAULT_INJECTION:-no}" = yes ]; then
     run_id=$(run_id_of "$TMP/body")
     [ "$(starts "$run_id")" = 1 ] || fail "job crash was started $(starts "$run_id") times"
     stop_berthd
+    echo "# fault injection ran: kill -9 between the notification and the commit"
 else
     echo "# berthd was built without --enable-fault-injection: the crash part is skipped"
 fi

@@ -150,6 +150,7 @@ if [ "${BERTH_FAULT_INJECTION:-no}" = yes ]; then
     api dev GET "/v1/audit?after=0"
     [ "$(grep -c "\"job.finished\".*$CRASH_RUN\|$CRASH_RUN.*\"job.finished\"" "$TMP/body")" = 1 ] ||
         fail "not exactly one job.finished for $CRASH_RUN"
+    echo "# fault injection ran: kill -9 mid-capture"
 else
     echo "# kill -9 mid-capture: skipped in this build (no --enable-fault-injection)"
 fi
