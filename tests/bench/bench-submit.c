@@ -5,12 +5,14 @@
  *
  *   bench-submit --url https://127.0.0.1:PORT --cert FILE --key FILE --cacert FILE
  *                --clients N --jobs-per-client M --image DIGEST --tag STRING
+ *                [--pool NAME] [--command PATH]
  *   bench-submit --fsync DIR --seconds S
  *
  * Submission mode: N threads, each with one libcurl easy handle (so one TLS
  * connection, kept alive), first open their connection with GET /v1/health,
  * then all start together and POST M unique jobs ("<tag>-c<client>-j<n>",
- * argv ["echo","x"], pool "default") to /v1/jobs one after the other.  Every
+ * argv ["echo","x"], pool "default"; --pool and --command PATH, which makes
+ * argv [PATH], change them) to /v1/jobs one after the other.  Every
  * request is timed with CLOCK_MONOTONIC; 201 counts as accepted, anything
  * else (including a transport failure) as an error.  One summary line:
  *
@@ -49,7 +51,7 @@
 #define TIMEOUT_MS 60000L /* per request */
 
 struct options {
-    const char *url, *cert, *key, *cacert, *image, *tag, *fsync_dir;
+    const char *url, *cert, *key, *cacert, *image, *tag, *fsync_dir, *pool, *command;
     long clients, jobs_per_client, seconds;
 };
 
@@ -91,6 +93,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: bench-submit --url URL --cert FILE --key FILE --cacert FILE --clients N\n"
                "                    --jobs-per-client M --image DIGEST --tag STRING\n"
+               "                    [--pool NAME] [--command PATH]\n"
                "       bench-submit --fsync DIR --seconds S\n");
 }
 
@@ -107,8 +110,9 @@ static bool parse_long(const char *s, long min, long max, long *out)
     return true;
 }
 
-/* The tag becomes part of job ids: [A-Za-z0-9._-], short enough for a 128-byte id. */
-static bool tag_ok(const char *s)
+/* 1 to 64 of [A-Za-z0-9._-] and the characters of @more: short enough for a
+ * 128-byte job id, and nothing that needs escaping in JSON. */
+static bool chars_ok(const char *s, const char *more)
 {
     size_t i, n = strlen(s);
 
@@ -116,9 +120,15 @@ static bool tag_ok(const char *s)
         return false;
     for (i = 0; i < n; i++)
         if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
-              s[i] == '.' || s[i] == '_' || s[i] == '-'))
+              s[i] == '.' || s[i] == '_' || s[i] == '-' || strchr(more, s[i])))
             return false;
     return true;
+}
+
+/* The tag becomes part of job ids. */
+static bool tag_ok(const char *s)
+{
+    return chars_ok(s, "");
 }
 
 /* A manifest digest: "sha256:" and 64 lowercase hex digits (safe inside a JSON string). */
@@ -442,11 +452,12 @@ static void *client_main(void *arg)
     for (j = 0; !c->setup_failed && j < opt->jobs_per_client; j++) {
         double t0;
         int n = snprintf(body, sizeof(body),
-                         "{\"schema_version\":1,\"id\":\"%s-c%ld-j%ld\",\"pool\":\"default\",\"image\":\"%s\","
-                         "\"argv\":[\"echo\",\"x\"],\"limits\":{\"cpu_millis\":1000,\"memory_bytes\":268435456,"
+                         "{\"schema_version\":1,\"id\":\"%s-c%ld-j%ld\",\"pool\":\"%s\",\"image\":\"%s\","
+                         "\"argv\":[\"%s\"%s],\"limits\":{\"cpu_millis\":1000,\"memory_bytes\":268435456,"
                          "\"pids\":64,\"scratch_bytes\":67108864,\"wall_time_ns\":60000000000,"
                          "\"output_bytes\":65536,\"artifact_bytes\":1048576}}",
-                         opt->tag, c->index, j, opt->image);
+                         opt->tag, c->index, j, opt->pool, opt->image, opt->command ? opt->command : "echo",
+                         opt->command ? "" : ",\"x\"");
         if (n < 0 || n >= (int)sizeof(body)) {
             note_error(c, "job document too long");
             c->setup_failed = true;
@@ -594,6 +605,7 @@ int main(int argc, char **argv)
         {"clients", required_argument, NULL, 'n'}, {"jobs-per-client", required_argument, NULL, 'm'},
         {"image", required_argument, NULL, 'i'},   {"tag", required_argument, NULL, 't'},
         {"fsync", required_argument, NULL, 'f'},   {"seconds", required_argument, NULL, 's'},
+        {"pool", required_argument, NULL, 'p'},    {"command", required_argument, NULL, 'x'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     struct options opt = {.clients = 0, .jobs_per_client = 0, .seconds = 0};
@@ -608,6 +620,8 @@ int main(int argc, char **argv)
         case 'i': opt.image = optarg; break;
         case 't': opt.tag = optarg; break;
         case 'f': opt.fsync_dir = optarg; break;
+        case 'p': opt.pool = optarg; break;
+        case 'x': opt.command = optarg; break;
         case 'n':
             if (!parse_long(optarg, 1, MAX_CLIENTS, &opt.clients)) {
                 fprintf(stderr, "bench-submit: --clients: 1 to %d\n", MAX_CLIENTS);
@@ -648,6 +662,16 @@ int main(int argc, char **argv)
     }
     if (strncmp(opt.url, "https://", 8) != 0) {
         fprintf(stderr, "bench-submit: --url must be https://\n");
+        return 2;
+    }
+    if (!opt.pool)
+        opt.pool = "default";
+    if (!chars_ok(opt.pool, "")) {
+        fprintf(stderr, "bench-submit: --pool: 1-64 of [A-Za-z0-9._-]\n");
+        return 2;
+    }
+    if (opt.command && (opt.command[0] != '/' || !chars_ok(opt.command, "/"))) {
+        fprintf(stderr, "bench-submit: --command: an absolute path, 1-64 of [A-Za-z0-9/._-]\n");
         return 2;
     }
     if (!tag_ok(opt.tag)) {

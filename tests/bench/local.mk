@@ -80,6 +80,6 @@ bench-overhead: all tests/tools/mkbundle
 	$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/tests/bench/overhead $(OVERHEAD_ARGS)
 # make bench-starts: a queue of jobs started by berthd against the same
 # number of runs by hand at the same parallelism (root; image plugin).
-bench-starts: all tests/tools/mkbundle
+bench-starts: all tests/tools/mkbundle tests/bench/bench-submit
 	$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/tests/bench/starts
 .PHONY: bench bench-overhead bench-starts
