@@ -17,12 +17,19 @@ SAMPLE_IMAGE=sha256:6f1c3b0a9e2d4c8b7a6f5e4d3c2b1a0987654321fedcba9876543210fedc
 BERTHD_PID=
 PORT=
 
-# A port nobody listens on, from a range chosen by this shell's pid.
+# A port nobody listens on, from a range chosen by this shell's pid, below
+# the kernel's ephemeral range (ip_local_port_range, 32768 and up by
+# default): an outgoing connection of any test may take a port of that
+# range as its source port, and so hold berthd's port between a stop and a
+# restart ("Address already in use").
 pick_port() {
-    local p tries=0
-    p=$((20000 + ($$ * 7 + RANDOM) % 20000))
+    local p tries=0 lo hi=32768
+    read -r hi _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || hi=32768
+    lo=$((hi > 13024 ? hi - 12000 : 1024))
+    [ "$hi" -gt "$lo" ] || fail "the ephemeral port range starts at $hi: no room below it"
+    p=$((lo + ($$ * 7 + RANDOM) % (hi - lo)))
     while (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do
-        p=$((20000 + (p + 97) % 20000))
+        p=$((lo + (p - lo + 97) % (hi - lo)))
         tries=$((tries + 1))
         [ $tries -lt 50 ] || fail "no free port found"
     done
