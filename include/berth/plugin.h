@@ -104,7 +104,7 @@ extern "C" {
 /** ABI major version: bumped only for incompatible changes. */
 #define BERTH_PLUGIN_ABI_MAJOR 1
 /** ABI minor version: bumped when something is appended. */
-#define BERTH_PLUGIN_ABI_MINOR 1
+#define BERTH_PLUGIN_ABI_MINOR 2
 /** Pack a major and minor version the way struct berth_plugin stores them. */
 #define BERTH_PLUGIN_ABI_PACK(major, minor) ((uint32_t)(((major) << 16) | ((minor)&0xffff)))
 /** The ABI version this header describes, packed as major << 16 | minor. */
@@ -397,6 +397,55 @@ struct berth_host {
  *     the tombstone cannot be removed.
  * @flags: (ABI 1.1, not a function) BERTH_RUNTIME_CONCURRENT or 0; 0 (and
  *     absent in a 1.0 table) keeps the instance's calls serialized.
+ *
+ * Appended in ABI 1.2, warm slots (docs/warm-slots.md); NULL in an older
+ * plugin, whose pools then only start cold.  A slot is one sandbox created
+ * before its job exists, for exactly one job, never reused:
+ *
+ * @provision: create the slot described by @slot, a JSON object:
+ *
+ *       {"schema_version": 1, "slot_id": "s" and 32 hex digits,
+ *        "pool": the pool, "image": "sha256:..." (the image's digest),
+ *        "effective": {the effective manifest, as in a dispatch},
+ *        "limits": {the seven job limits the slot is for},
+ *        "rootfs": absolute path of the staged image (as in a dispatch),
+ *        "not_after": ns string (CLOCK_REALTIME): the slot retires then}
+ *
+ *     and return once it is ready: the runtime's `create` done, with the
+ *     deny-all spec a job of exactly these parameters gets, and a process
+ *     that runs the claiming job's argv once started.  Returns 0; -EEXIST
+ *     when the id is in use; -EBADMSG (the document is invalid or names a
+ *     configuration the backend cannot run); -EPERM (the runtime fails its
+ *     pin); -EIO or -ETIMEDOUT when the sandbox could not be created (its
+ *     state is removed again, or, when that cannot be proven yet, left as a
+ *     "lost" slot for discard).  Blocking: the runtime's `create` runs
+ *     meanwhile (about 110 ms for runsc here).
+ * @claim: start the job of @dispatch (a dispatch document, as for start)
+ *     in the ready slot @slot_id.  The plugin checks the receipt as start
+ *     does and that the job is one the slot was made for (effective
+ *     manifest, image, limits, pool, rootfs equal, no inputs, the runtime
+ *     pin unchanged); then the job id is consumed exactly as start()
+ *     consumes it, and the slot is gone.  Returns 0 (started), 1 (the job
+ *     id was started before: the slot is untouched), -ESTALE (the job does
+ *     not fit the slot, or the slot is no longer ready: the slot is
+ *     untouched; discard it and start the job cold; also while another
+ *     claim or discard of it is under way), -ENOENT (no such slot), and
+ *     start's errors (-EBADMSG, -EKEYREJECTED, -ETIME, -EPERM)
+ *     for the dispatch itself.  After 0 the job is the plugin's as after
+ *     start(): inspect, cancel, reap and forget take its run id.
+ * @discard: destroy the unclaimed slot @slot_id: its sandbox, processes,
+ *     cgroup and state.  Returns 0 once that is proven (as cancel proves
+ *     a job's teardown); -ENOENT when there is no such slot (or it was
+ *     claimed meanwhile); -EBUSY when the proof cannot be made now, or a
+ *     claim of it is under way (retry later).
+ * @slots: list the instance's unclaimed slots as a JSON object
+ *     {"slots": [{"slot_id", "state": "provisioning" | "ready" | "lost",
+ *     "created_at": ns string or null, "provision_ns": ns string or null,
+ *     "reason": code or null}]} sorted by slot_id (at most 4096 listed);
+ *     "lost" is a slot whose
+ *     sandbox or supervisor died or that retired: discard it.  Slots
+ *     survive a berthd restart; berthd lists them at start-up and discards
+ *     those it did not provision in its current configuration.
  */
 struct berth_runtime_ops_v1 {
     int (*capabilities)(void *state, char **ret_json, size_t *ret_len, struct berth_error *reterr);
@@ -409,6 +458,12 @@ struct berth_runtime_ops_v1 {
                        struct berth_error *reterr);
     int (*forget)(void *state, const char *job_id, struct berth_error *reterr);
     uint64_t flags; /* ABI 1.1: BERTH_RUNTIME_* below; 0 in a 1.0 plugin */
+    /* ABI 1.2 */
+    int (*provision)(void *state, const char *slot, size_t slot_len, struct berth_error *reterr);
+    int (*claim)(void *state, const char *slot_id, const char *dispatch, size_t dispatch_len,
+                 struct berth_error *reterr);
+    int (*discard)(void *state, const char *slot_id, struct berth_error *reterr);
+    int (*slots)(void *state, char **ret_json, size_t *ret_len, struct berth_error *reterr);
 };
 
 /**

@@ -91,6 +91,8 @@ int oci_binding_config(const json_t *dispatch, const struct berth_job *job, cons
         (r = berth_json_int_member(params, WHAT, "pids_ceiling", true, 0, INT64_MAX, &pids, reterr)) < 0 ||
         (r = berth_json_string_member(params, WHAT, "cgroups_path", true, &bp.cgroups_path, reterr)) < 0 ||
         (r = berth_json_string_member(params, WHAT, "outputs_dir", false, &bp.outputs_dir, reterr)) < 0 ||
+        (r = berth_json_string_member(params, WHAT, "slot_init", false, &bp.slot_init, reterr)) < 0 ||
+        (r = berth_json_string_member(params, WHAT, "slot_handoff", false, &bp.slot_handoff, reterr)) < 0 ||
         (r = staged_inputs(dispatch, job, in, reterr)) < 0)
         return r == -ENOMEM ? r : -EBADMSG;
     bp.inputs = in->list;
@@ -177,4 +179,78 @@ int oci_binding_check_config(const json_t *dispatch, const struct berth_job *job
                                                    "sealed job in \"%s\"", key);
     }
     return berth_error_set(reterr, -EPERM, "config.json is not the deny-all spec rebuilt from the sealed job");
+}
+
+/* ------------------------------------------------------------------------- */
+/* warm slots                                                                 */
+
+static const char *const slot_members[] = {
+    "effective", "image", "limits", "not_after", "pool", "rootfs", "schema_version", "slot_id", NULL,
+};
+
+int oci_binding_slot(const json_t *slot, struct berth_job **ret_job, json_t **ret_dispatch, int64_t *ret_not_after,
+                     struct berth_error *reterr)
+{
+    const char *id = NULL, *pool = NULL, *image = NULL, *rootfs = NULL;
+    const json_t *effective = json_object_get(slot, "effective"), *limits = json_object_get(slot, "limits");
+    _cleanup_json_ json_t *job_doc = NULL, *dispatch = NULL;
+    struct berth_limits parsed;
+    struct berth_job *job = NULL;
+    int64_t version = 0, not_after = 0;
+    int r;
+
+    if (!json_is_object(slot))
+        return berth_error_set(reterr, -EBADMSG, "a slot document is a JSON object");
+    if ((r = berth_json_only_members(slot, "slot", slot_members, reterr)) < 0 ||
+        (r = berth_json_int_member(slot, "slot", "schema_version", true, 1, 1, &version, reterr)) < 0 ||
+        (r = berth_json_string_member(slot, "slot", "slot_id", true, &id, reterr)) < 0 ||
+        (r = berth_json_string_member(slot, "slot", "pool", true, &pool, reterr)) < 0 ||
+        (r = berth_json_string_member(slot, "slot", "image", true, &image, reterr)) < 0 ||
+        (r = berth_json_string_member(slot, "slot", "rootfs", true, &rootfs, reterr)) < 0 ||
+        (r = berth_limits_parse(limits, "slot.limits", &parsed, reterr)) < 0)
+        return r == -ENOMEM ? r : -EBADMSG;
+    if (!json_is_object(effective))
+        return berth_error_set(reterr, -EBADMSG, "slot.effective must be an object (the effective manifest)");
+    if (rootfs[0] != '/')
+        return berth_error_set(reterr, -EBADMSG, "slot.rootfs must be an absolute path (the staged root)");
+    if (berth_json_ns_value(json_object_get(slot, "not_after"), &not_after) < 0)
+        return berth_error_set(reterr, -EBADMSG, "slot.not_after must be a nanosecond string");
+    /* The job its bundle is built for: the slot's own, running berth-slot-init. */
+    job_doc = json_pack("{s:i, s:s, s:s, s:s, s:[s], s:[], s:[], s:O}", "schema_version", 1, "id", id, "pool", pool,
+                        "image", image, "argv", BERTH_BUNDLE_SLOT_INIT, "inputs", "outputs", "limits", limits);
+    dispatch = json_pack("{s:O, s:s}", "effective", effective, "rootfs", rootfs);
+    if (!job_doc || !dispatch)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if ((r = berth_job_from_json(job_doc, &job, reterr)) < 0) {
+        berth_error_prefix(reterr, "slot");
+        return r == -ENOMEM ? r : -EBADMSG;
+    }
+    *ret_job = job;
+    *ret_dispatch = TAKE_PTR(dispatch);
+    if (ret_not_after)
+        *ret_not_after = not_after;
+    return 0;
+}
+
+int oci_binding_slot_match(const json_t *slot, const json_t *dispatch, const struct berth_job *job,
+                           struct berth_error *reterr)
+{
+    const char *differs = NULL;
+
+    if (!json_equal(json_object_get(slot, "effective"), json_object_get(dispatch, "effective")))
+        differs = "effective manifest";
+    else if (!streq_ptr(json_string_value(json_object_get(slot, "image")), job->image))
+        differs = "image";
+    else if (!json_equal(json_object_get(slot, "limits"), json_object_get(job->doc, "limits")))
+        differs = "limits";
+    else if (!streq_ptr(json_string_value(json_object_get(slot, "pool")), job->pool))
+        differs = "pool";
+    else if (!streq_ptr(json_string_value(json_object_get(slot, "rootfs")),
+                        json_string_value(json_object_get(dispatch, "rootfs"))))
+        differs = "staged root";
+    if (differs)
+        return berth_error_set(reterr, -ESTALE, "the slot was provisioned for another %s", differs);
+    if (json_array_size(json_object_get(job->doc, "inputs")) > 0)
+        return berth_error_set(reterr, -ESTALE, "a job with inputs cannot run in a warm slot");
+    return 0;
 }

@@ -18,7 +18,14 @@
  *      bound at job.inputs[i].path), and the bundle parameters the plugin
  *      chose (shim.json "bundle_params": {"uid", "gid", "nproc",
  *      "pids_ceiling", "cgroups_path", "outputs_dir" (the job's outputs
- *      tmpfs, outmount.h; absent when it has no room for outputs)}).
+ *      tmpfs, outmount.h; absent when it has no room for outputs),
+ *      "slot_init", "slot_handoff" (a warm slot's: berth_bundle_config()'s
+ *      slot form; absent for a job's own bundle)}).
+ *   For a warm slot (docs/warm-slots.md) config.json is built twice: when
+ *   the slot is provisioned, from the slot document (oci_binding_slot()),
+ *   and when a job claims it, from the job's dispatch; both in slot form,
+ *   which ignores the job's argv, so they are equal exactly when the job is
+ *   one the slot was built for (oci_binding_slot_match()).
  * Thread-safe (no state).
  */
 #ifndef BERTH_OCI_BINDING_H
@@ -79,5 +86,30 @@ int oci_binding_check_inputs(const json_t *dispatch, const struct berth_job *job
  */
 int oci_binding_check_config(const json_t *dispatch, const struct berth_job *job, const json_t *params,
                              const char *config_text, size_t len, struct berth_error *reterr);
+
+/**
+ * oci_binding_slot() - check a warm slot's document @slot (the JSON object
+ * provision() receives, jobdir.h slot.json: schema_version 1, slot_id,
+ * pool, image, effective, limits, rootfs, not_after; no other member) and
+ * derive what its bundle is built from: the job it stands for (@ret_job: id
+ * slot_id, argv [BERTH_BUNDLE_SLOT_INIT], no inputs or outputs, the slot's
+ * limits; berth_job_free()) and a dispatch-shaped object (@ret_dispatch:
+ * {effective, rootfs}; json_decref()) for oci_binding_config().
+ * @ret_not_after: when not NULL, the slot's retirement time (CLOCK_REALTIME
+ * ns).  Nothing is written on failure.
+ * Return: 0; -EBADMSG (a member missing, malformed or unknown); -ENOMEM.
+ */
+int oci_binding_slot(const json_t *slot, struct berth_job **ret_job, json_t **ret_dispatch, int64_t *ret_not_after,
+                     struct berth_error *reterr);
+
+/**
+ * oci_binding_slot_match() - whether the job @job of the parsed dispatch
+ * @dispatch may claim the slot @slot: the same effective manifest (JSON
+ * equality), image, limits, pool and staged root, and no inputs (they are
+ * bound when a container is created, which a slot has done already).
+ * Return: 0; -ESTALE when they differ (reterr says in what).
+ */
+int oci_binding_slot_match(const json_t *slot, const json_t *dispatch, const struct berth_job *job,
+                           struct berth_error *reterr);
 
 #endif /* BERTH_OCI_BINDING_H */

@@ -43,6 +43,26 @@
  *   reaped        after reap(): everything else is gone (the outputs tmpfs
  *                 unmounted); inspect says -ENOENT, start says "already
  *                 started"; forget() removes it and the directory.
+ *
+ * STATE/slots/<slot_id>/ (0700, created exclusively by provision()) is a
+ * warm slot (docs/warm-slots.md): the files of a job directory, built from
+ * the slot document instead of a dispatch (the bundle in slot form,
+ * binding.h), and
+ *   slot.json     the slot document provision() received (0600)
+ *   slot          the slot id: the container's id and its cgroup's name,
+ *                 which stay the slot's after the claim
+ *   handoff/      (0755) bound read-only in the container; at the claim the
+ *                 shim writes the job's argv there (BERTH_BUNDLE_SLOT_ARGV)
+ *   claimed       a FIFO: the shim's answer ("started"/"failed") to claim()
+ *   ready.json    {"created_at": "<ns>", "provision_ns": "<ns>"} once
+ *                 `create` succeeded: the slot can be claimed
+ *   result.json   a slot that ended without a job (state "failed", reason
+ *                 slot_discarded, slot_expired, slot_lost, create_failed or
+ *                 a binding reason)
+ * The control FIFO takes "claim\n" (dispatch.json is in place) and
+ * "discard\n".  claim() first renames the directory to STATE/jobs/<run_id>
+ * (RENAME_NOREPLACE: the job's tombstone, as mkdir is for start()); from
+ * then on it is that job's directory.  discard() removes the directory.
  */
 #ifndef BERTH_OCI_JOBDIR_H
 #define BERTH_OCI_JOBDIR_H
@@ -60,6 +80,12 @@
 #define OCI_JOB_RESULT "result.json"
 #define OCI_JOB_REAPED "reaped"
 #define OCI_JOB_OUTPUTS "outputs"
+#define OCI_SLOT_DOC "slot.json"
+#define OCI_SLOT_ID "slot"
+#define OCI_SLOT_HANDOFF "handoff"
+#define OCI_SLOT_CLAIMED "claimed"
+#define OCI_SLOT_READY "ready.json"
+#define OCI_SLOT_MAX (256 * 1024) /* slot.json, bytes */
 
 #define OCI_SHIM_CONFIG_MAX (64 * 1024)
 #define OCI_RESULT_MAX (16 * 1024) /* room for 16 outputs */
@@ -68,6 +94,7 @@
 #define OCI_SHIM_SYNC_FD 3
 #define OCI_SHIM_SYNC_STARTED "started\n"
 #define OCI_SHIM_SYNC_FAILED "failed\n"
+#define OCI_SHIM_SYNC_CREATED "created\n" /* a slot is ready */
 
 /* Exit status of the shim when another shim holds the job's lock. */
 #define OCI_SHIM_EXIT_BUSY 75

@@ -13,6 +13,7 @@ OCI_COMMON_FILES = plugins/runtime-oci/jobdir.h \
 	plugins/runtime-oci/runstate.c plugins/runtime-oci/runstate.h
 OCI_PLUGIN_FILES = \
 	plugins/runtime-oci/binding.c plugins/runtime-oci/binding.h \
+	plugins/runtime-oci/oci.h plugins/runtime-oci/slots.c plugins/runtime-oci/slot-init.c \
 	plugins/runtime-oci/cgroup.c plugins/runtime-oci/cgroup.h \
 	plugins/runtime-oci/jobdir.h \
 	plugins/runtime-oci/ocicfg.c plugins/runtime-oci/ocicfg.h \
@@ -29,11 +30,19 @@ plugins_runtime_oci_berth_oci_shim_SOURCES = plugins/runtime-oci/shim.c $(OCI_CO
 plugins_runtime_oci_berth_oci_shim_CFLAGS = $(OCI_CFLAGS)
 plugins_runtime_oci_berth_oci_shim_LDADD = $(BERTH_CORE_LIBS)
 
+# The process of a warm slot's container: static (it runs on any image's
+# root) and without sanitizers, which cannot be linked statically.
+pkglibexec_PROGRAMS += plugins/runtime-oci/berth-slot-init
+plugins_runtime_oci_berth_slot_init_SOURCES = plugins/runtime-oci/slot-init.c
+plugins_runtime_oci_berth_slot_init_CFLAGS = -std=gnu11 $(WARN_CFLAGS) $(JANSSON_CFLAGS)
+plugins_runtime_oci_berth_slot_init_LDFLAGS = -all-static
+
 plugin_LTLIBRARIES += plugins/runtime-oci/runtime-oci.la
-plugins_runtime_oci_runtime_oci_la_SOURCES = plugins/runtime-oci/runtime-oci.c \
-	plugins/runtime-oci/watch.c plugins/runtime-oci/watch.h $(OCI_COMMON_FILES)
+plugins_runtime_oci_runtime_oci_la_SOURCES = plugins/runtime-oci/runtime-oci.c plugins/runtime-oci/oci.h \
+	plugins/runtime-oci/slots.c plugins/runtime-oci/watch.c plugins/runtime-oci/watch.h $(OCI_COMMON_FILES)
 plugins_runtime_oci_runtime_oci_la_CFLAGS = $(OCI_CFLAGS) \
-	-DBERTH_OCI_SHIM_PATH=\"$(pkglibexecdir)/berth-oci-shim\"
+	-DBERTH_OCI_SHIM_PATH=\"$(pkglibexecdir)/berth-oci-shim\" \
+	-DBERTH_OCI_SLOT_INIT_PATH=\"$(pkglibexecdir)/berth-slot-init\"
 plugins_runtime_oci_runtime_oci_la_LDFLAGS = $(BERTH_PLUGIN_LDFLAGS)
 plugins_runtime_oci_runtime_oci_la_LIBADD = $(BERTH_CORE_LIBS)
 
@@ -89,6 +98,8 @@ if BERTH_PLUGIN_EVIDENCE_SQLITE
 # Jobs with inputs and outputs through berthd and the evidence store, on runsc and crun.
 TESTS += tests/cli/test-berthd-jobio-oci.sh
 endif
+# Warm slots through the plugin's ops, on runsc and crun (root).
+TESTS += tests/cli/test-runtime-oci-warm.sh
 # The plugin itself through the loader, on real crun (root).
 check_PROGRAMS += tests/unit/test-runtime-oci
 TESTS += tests/unit/test-runtime-oci
@@ -103,5 +114,5 @@ EXTRA_DIST += tests/cli/test-bundle-runtimes.sh tests/cli/test-runtime-oci.sh te
 	tests/cli/test-runtime-oci-disk.sh tests/cli/test-runtime-oci-teardown.sh \
 	tests/cli/test-runsc-revoked.sh tests/cli/test-berthd-retention-oci.sh tests/cli/test-berthd-jobio-oci.sh \
 	tests/cli/test-berthd-events-oci.sh tests/cli/test-berthd-roots-oci.sh \
-	tests/cli/oci-lib.sh tests/bench/overhead tests/bench/direct-lib.sh tests/bench/starts tests/unit/test-runtime-oci.c tests/tools/mkbundle.c \
-	tests/cli/test-runtime-oci-io.sh tests/tools/oci-drive.c tests/unit/test-outcheck.c tests/unit/test-ocipin.c
+	tests/cli/oci-lib.sh tests/cli/oci-drive-lib.sh tests/bench/overhead tests/bench/direct-lib.sh tests/bench/starts tests/bench/slots tests/unit/test-runtime-oci.c tests/tools/mkbundle.c \
+	tests/cli/test-runtime-oci-io.sh tests/cli/test-runtime-oci-warm.sh tests/tools/oci-drive.c tests/unit/test-outcheck.c tests/unit/test-ocipin.c

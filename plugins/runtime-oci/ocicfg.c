@@ -26,6 +26,7 @@ static const char *const members[] = {"broker_public_key",
                                       "pids_ceiling",
                                       "runtime",
                                       "shim",
+                                      "slot_init",
                                       "start_timeout_ns",
                                       "state_directory",
                                       "uid",
@@ -134,6 +135,7 @@ int oci_config_parse(const char *json, size_t len, const char *default_shim, str
         (r = berth_json_string_member(c.doc, WHAT, "isolation", true, &c.isolation, reterr)) < 0 ||
         (r = berth_json_string_member(c.doc, WHAT, "state_directory", true, &c.state_directory, reterr)) < 0 ||
         (r = berth_json_string_member(c.doc, WHAT, "shim", false, &c.shim, reterr)) < 0 ||
+        (r = berth_json_string_member(c.doc, WHAT, "slot_init", false, &c.slot_init, reterr)) < 0 ||
         (r = berth_json_int_member(c.doc, WHAT, "uid", false, 1, 0xfffffffe, &uid, reterr)) < 0 ||
         (r = berth_json_int_member(c.doc, WHAT, "gid", false, 1, 0xfffffffe, &gid, reterr)) < 0 ||
         (r = berth_json_int_member(c.doc, WHAT, "pids_ceiling", false, 1, 1 << 22, &c.pids_ceiling, reterr)) < 0 ||
@@ -147,7 +149,8 @@ int oci_config_parse(const char *json, size_t len, const char *default_shim, str
     }
     if (!c.shim)
         c.shim = default_shim;
-    if ((r = absolute(c.state_directory, "state_directory", reterr)) < 0 || (r = absolute(c.shim, "shim", reterr)) < 0)
+    if ((r = absolute(c.state_directory, "state_directory", reterr)) < 0 || (r = absolute(c.shim, "shim", reterr)) < 0 ||
+        (c.slot_init && (r = absolute(c.slot_init, "slot_init", reterr)) < 0))
         goto fail;
     c.uid = (uint32_t)uid;
     c.gid = (uint32_t)gid;

@@ -10,6 +10,7 @@
  *    "global_args": ["--network=none", "--platform=ptrace"],
  *    "state_directory": "/var/lib/berth/runtime/runsc",
  *    "shim": "/usr/libexec/berth/berth-oci-shim",          (optional)
+ *    "slot_init": "/usr/libexec/berth/berth-slot-init",    (optional; warm slots)
  *    "unmount": ["/sys/fs/cgroup/unified"],                   (optional)
  *    "uid": 65534, "gid": 65534,                              (optional)
  *    "pids_ceiling": 4096,                                    (optional)
@@ -80,6 +81,7 @@ struct oci_config {
     size_t n_global_args;
     const char *state_directory;
     const char *shim;
+    const char *slot_init; /* berth-slot-init (warm slots); NULL: the plugin's default */
     const json_t *unmount; /* array of absolute paths, may be NULL */
     uint32_t uid, gid;
     int64_t pids_ceiling; /* 0 = none */

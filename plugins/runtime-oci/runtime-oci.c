@@ -53,6 +53,7 @@
 #include "jobdir.h"
 #include "jsonobj.h"
 #include "macro.h"
+#include "oci.h"
 #include "ocicfg.h"
 #include "outcheck.h"
 #include "outmount.h"
@@ -62,33 +63,20 @@
 #ifndef BERTH_OCI_SHIM_PATH
 #error "BERTH_OCI_SHIM_PATH must name the installed berth-oci-shim"
 #endif
+#ifndef BERTH_OCI_SLOT_INIT_PATH
+#error "BERTH_OCI_SLOT_INIT_PATH must name the installed berth-slot-init"
+#endif
 
 #define DISPATCH_MAX (2 * 1024 * 1024)
 #define CANCEL_WAIT_NS (3LL * 1000000000LL) /* then -ETIMEDOUT: berthd asks again on its next pass */
 #define REAP_WAIT_NS (10LL * 1000000000LL)  /* for a shim that wrote its result to exit */
 #define TEARDOWN_WAIT_NS (2LL * 1000000000LL) /* for the job's cgroup to empty after SIGKILL */
-#define VERSION_MAX 256
+#define VERSION_MAX OCI_VERSION_MAX
 
 extern char **environ;
 
-struct oci {
-    const struct berth_host *host;
-    struct oci_config cfg;
-    char *jobs_dir, *root_dir;
-    int jobsfd, lockfd; /* lockfd: the state directory, flock()ed for this instance's life */
-    bool locked;
-    char version[VERSION_MAX];
-    char shim_sha256[BERTH_DIGEST_BUFSZ]; /* bound into qualifications (capabilities().shim_sha256) */
-    struct oci_watch *watch;              /* tells berthd when a job's result appears (watch.h), or NULL */
-    /* The ops run on several threads at once (BERTH_RUNTIME_CONCURRENT):
-     * this lock guards what they share and change -- locked, version and
-     * cfg.pin_cache.  Everything else of the instance is set by init and
-     * only read afterwards, and each job's own files are changed only by
-     * the op berthd runs for that job (never two at once for one job). */
-    pthread_mutex_t lock;
-};
 
-static bool run_id_ok(const char *id)
+bool oci_run_id_ok(const char *id)
 {
     size_t i;
 
@@ -223,7 +211,7 @@ static int check_runtime(struct oci *o, char *version, struct berth_error *reter
 /* oci_pin_check() under the instance's lock (it updates the pin cache);
  * on success *ret_seen (optional) gets the identity and digest of the file
  * it checked, which then is the pin's. */
-static int pin_check(struct oci *o, struct oci_pin_cache *ret_seen, struct berth_error *reterr)
+int oci_runtime_pin_check(struct oci *o, struct oci_pin_cache *ret_seen, struct berth_error *reterr)
 {
     int r;
 
@@ -295,7 +283,7 @@ static int claim_state_dir(struct oci *o, struct berth_error *reterr)
 }
 
 /* claim_state_dir() under the instance's lock. */
-static int take_state_lock(struct oci *o, struct berth_error *reterr)
+int oci_take_state_lock(struct oci *o, struct berth_error *reterr)
 {
     int r;
 
@@ -316,21 +304,36 @@ static int oci_init(const struct berth_host *host, const char *config, size_t co
     if (!o)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     o->host = host;
-    o->jobsfd = o->lockfd = -1;
+    o->jobsfd = o->slotsfd = o->bundlesfd = o->lockfd = -1;
     pthread_mutex_init(&o->lock, NULL);
     if ((r = oci_config_parse(config, config_len, BERTH_OCI_SHIM_PATH, &o->cfg, reterr)) < 0)
         goto fail;
+    if (!o->cfg.slot_init)
+        o->cfg.slot_init = BERTH_OCI_SLOT_INIT_PATH;
     if (asprintf(&o->jobs_dir, "%s/jobs", o->cfg.state_directory) < 0 ||
+        asprintf(&o->slots_dir, "%s/slots", o->cfg.state_directory) < 0 ||
+        asprintf(&o->bundles_dir, "%s/bundles", o->cfg.state_directory) < 0 ||
         asprintf(&o->root_dir, "%s/root", o->cfg.state_directory) < 0) {
         r = berth_error_set(reterr, -ENOMEM, "out of memory");
         goto fail;
     }
     if ((r = make_private_dir(o->cfg.state_directory, reterr)) < 0 || (r = make_private_dir(o->jobs_dir, reterr)) < 0 ||
-        (r = make_private_dir(o->root_dir, reterr)) < 0)
+        (r = make_private_dir(o->root_dir, reterr)) < 0 || (r = make_private_dir(o->slots_dir, reterr)) < 0 ||
+        (r = make_private_dir(o->bundles_dir, reterr)) < 0)
         goto fail;
     o->jobsfd = berth_open_trusted(o->jobs_dir, O_RDONLY | O_DIRECTORY, 0, reterr);
     if (o->jobsfd < 0) {
         r = o->jobsfd;
+        goto fail;
+    }
+    o->slotsfd = berth_open_trusted(o->slots_dir, O_RDONLY | O_DIRECTORY, 0, reterr);
+    if (o->slotsfd < 0) {
+        r = o->slotsfd;
+        goto fail;
+    }
+    o->bundlesfd = berth_open_trusted(o->bundles_dir, O_RDONLY | O_DIRECTORY, 0, reterr);
+    if (o->bundlesfd < 0) {
+        r = o->bundlesfd;
         goto fail;
     }
     if ((r = check_shim(o, reterr)) < 0)
@@ -340,7 +343,7 @@ static int oci_init(const struct berth_host *host, const char *config, size_t co
         r = berth_error_set(reterr, -errno, "cannot open %s: %m", o->cfg.state_directory);
         goto fail;
     }
-    if ((r = take_state_lock(o, reterr)) < 0 && r != -EAGAIN)
+    if ((r = oci_take_state_lock(o, reterr)) < 0 && r != -EAGAIN)
         goto fail;
     /* A runtime that fails its pin is reported by capabilities(); berthd still starts. */
     if (check_runtime(o, version, &err) < 0)
@@ -356,6 +359,12 @@ static int oci_init(const struct berth_host *host, const char *config, size_t co
 fail:
     if (o->jobsfd >= 0)
         close(o->jobsfd);
+    if (o->slotsfd >= 0)
+        close(o->slotsfd);
+    if (o->bundlesfd >= 0)
+        close(o->bundlesfd);
+    free(o->slots_dir);
+    free(o->bundles_dir);
     if (o->lockfd >= 0)
         close(o->lockfd);
     free(o->jobs_dir);
@@ -374,15 +383,19 @@ static void oci_fini(void *state)
         return;
     oci_watch_stop(o->watch); /* first: its thread calls the host, never after fini */
     close(o->jobsfd);
+    close(o->slotsfd);
+    close(o->bundlesfd);
     close(o->lockfd);
     free(o->jobs_dir);
+    free(o->slots_dir);
+    free(o->bundles_dir);
     free(o->root_dir);
     oci_config_clear(&o->cfg);
     pthread_mutex_destroy(&o->lock);
     free(o);
 }
 
-static int give_json(json_t *doc, char **ret_json, size_t *ret_len, struct berth_error *reterr)
+int oci_give_json(json_t *doc, char **ret_json, size_t *ret_len, struct berth_error *reterr)
 {
     int r;
 
@@ -402,7 +415,7 @@ static int oci_capabilities(void *state, char **ret_json, size_t *ret_len, struc
     r = check_runtime(o, version, reterr);
     if (r < 0)
         return r;
-    return give_json(
+    return oci_give_json(
         json_pack("{s:s, s:{s:s, s:s, s:s}, s:s, s:s, s:[s, s], s:[s, s, s, s], s:{s:I, s:I, s:I, s:I}, s:s}", "backend",
                   "oci", "runtime", "path", o->cfg.pin.path, "version", version, "sha256", o->cfg.pin.sha256,
                   "shim_sha256", o->shim_sha256, "isolation", o->cfg.isolation, "egress_classes", "none", "loopback",
@@ -415,26 +428,15 @@ static int oci_capabilities(void *state, char **ret_json, size_t *ret_len, struc
 /* ------------------------------------------------------------------------- */
 /* start                                                                      */
 
-struct dispatch {
-    const char *text; /* the document as berthd sent it (borrowed) */
-    size_t len;
-    json_t *doc;
-    const char *run_id;
-    int64_t deadline;
-    struct berth_job *job;
-    const json_t *effective;
-    const char *rootfs;
-    struct oci_pin_cache pin_seen; /* the runtime as start() checked it */
-};
 
-static void dispatch_clear(struct dispatch *d)
+void oci_dispatch_clear(struct dispatch *d)
 {
     json_decref(d->doc);
     berth_job_free(d->job);
     memset(d, 0, sizeof(*d));
 }
 
-static int dispatch_parse(const struct oci *o, const char *text, size_t len, struct dispatch *d,
+int oci_dispatch_parse(const struct oci *o, const char *text, size_t len, struct dispatch *d,
                           struct berth_error *reterr)
 {
     const json_t *receipt;
@@ -451,7 +453,7 @@ static int dispatch_parse(const struct oci *o, const char *text, size_t len, str
     d->run_id = json_string_value(json_object_get(receipt, "run_id"));
     d->effective = json_object_get(d->doc, "effective");
     d->rootfs = json_string_value(json_object_get(d->doc, "rootfs"));
-    if (sv != 1 || !run_id_ok(d->run_id) || !json_is_object(d->effective) ||
+    if (sv != 1 || !oci_run_id_ok(d->run_id) || !json_is_object(d->effective) ||
         berth_json_ns_value(json_object_get(receipt, "deadline"), &d->deadline) < 0)
         return berth_error_set(reterr, -EBADMSG, "not a schema_version 1 dispatch document");
     if (!d->rootfs || d->rootfs[0] != '/')
@@ -470,10 +472,10 @@ static int dispatch_parse(const struct oci *o, const char *text, size_t len, str
  * for a job with room for outputs (@outputs bytes, 0 for none), the empty
  * mount point of its outputs tmpfs, which shim.json announces before
  * start() mounts it. */
-static int prepare(struct oci *o, const struct dispatch *d, int jobfd, const char *jobdir, uint64_t outputs,
-                   struct berth_error *reterr)
+int oci_prepare(struct oci *o, const struct dispatch *d, int jobfd, const char *jobdir, uint64_t outputs,
+                const char *slot_init, struct berth_error *reterr)
 {
-    _cleanup_free_ char *bundle = NULL, *outputs_dir = NULL;
+    _cleanup_free_ char *bundle = NULL, *outputs_dir = NULL, *handoff = NULL;
     _cleanup_json_ json_t *config = NULL, *shim = NULL, *params = NULL, *mount = NULL;
     _cleanup_free_ char *text = NULL;
     _cleanup_close_ int bundlefd = -1;
@@ -481,9 +483,22 @@ static int prepare(struct oci *o, const struct dispatch *d, int jobfd, const cha
     size_t len = 0;
     int r;
 
-    if (asprintf(&bundle, "%s/%s", jobdir, OCI_JOB_BUNDLE) < 0 ||
-        (outputs && asprintf(&outputs_dir, "%s/%s", jobdir, OCI_JOB_OUTPUTS) < 0))
+    /* A slot's bundle stays where `create` saw it when the claim renames the
+     * slot's directory (runsc reads config.json again at `start`). */
+    if ((slot_init ? asprintf(&bundle, "%s/%s", o->bundles_dir, d->run_id)
+                   : asprintf(&bundle, "%s/%s", jobdir, OCI_JOB_BUNDLE)) < 0 ||
+        (outputs && asprintf(&outputs_dir, "%s/%s", jobdir, OCI_JOB_OUTPUTS) < 0) ||
+        (slot_init && asprintf(&handoff, "%s/%s", jobdir, OCI_SLOT_HANDOFF) < 0))
         return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if (slot_init) {
+        /* The handoff directory is the job's to read (its uid), never to write. */
+        if (mkdirat(jobfd, OCI_SLOT_HANDOFF, 0755) < 0 || fchmodat(jobfd, OCI_SLOT_HANDOFF, 0755, 0) < 0)
+            return berth_error_set(reterr, -errno, "cannot create %s: %m", handoff);
+        if (mkfifoat(jobfd, OCI_SLOT_CLAIMED, 0600) < 0)
+            return berth_error_set(reterr, -errno, "cannot create %s/%s: %m", jobdir, OCI_SLOT_CLAIMED);
+        if ((r = berth_publish_at(jobfd, OCI_SLOT_ID, d->run_id, strlen(d->run_id), 0600, 0, reterr)) < 0)
+            return r;
+    }
     if (outputs) {
         mount = json_pack("{s:I, s:i, s:I, s:I}", "size", (json_int_t)outputs, "nr_inodes", OCI_OUTPUTS_INODES, "uid",
                           (json_int_t)o->cfg.uid, "gid", (json_int_t)o->cfg.gid);
@@ -492,22 +507,29 @@ static int prepare(struct oci *o, const struct dispatch *d, int jobfd, const cha
         if (mkdirat(jobfd, OCI_JOB_OUTPUTS, 0700) < 0)
             return berth_error_set(reterr, -errno, "cannot create %s: %m", outputs_dir);
     }
-    if (mkdirat(jobfd, OCI_JOB_BUNDLE, 0700) < 0)
-        return berth_error_set(reterr, -errno, "cannot create the bundle in %s: %m", jobdir);
-    bundlefd = openat(jobfd, OCI_JOB_BUNDLE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    {
+        /* provision() made a slot's (the id's claim); a job's is made here. */
+        int parent = slot_init ? o->bundlesfd : jobfd;
+        const char *name = slot_init ? d->run_id : OCI_JOB_BUNDLE;
+        if (!slot_init && mkdirat(parent, name, 0700) < 0)
+            return berth_error_set(reterr, -errno, "cannot create the bundle %s: %m", bundle);
+        bundlefd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
     if (bundlefd < 0)
         return berth_error_set(reterr, -errno, "cannot prepare %s: %m", jobdir);
     if ((r = oci_cgroup_path(o->cfg.state_directory, d->run_id, cgroup)) < 0)
         return berth_error_set(reterr, r, "cannot name the job's cgroup: %s", strerror(-r));
     /* What the shim rebuilds config.json from (binding.h). */
-    params = json_pack("{s:I, s:I, s:I, s:I, s:s, s:s*}", "uid", (json_int_t)o->cfg.uid, "gid", (json_int_t)o->cfg.gid,
-                       "nproc", (json_int_t)(o->cfg.pids_ceiling ? d->job->limits.pids : 0), "pids_ceiling",
-                       (json_int_t)o->cfg.pids_ceiling, "cgroups_path", cgroup, "outputs_dir", outputs_dir);
+    params = json_pack("{s:I, s:I, s:I, s:I, s:s, s:s*, s:s*, s:s*}", "uid", (json_int_t)o->cfg.uid, "gid",
+                       (json_int_t)o->cfg.gid, "nproc", (json_int_t)(o->cfg.pids_ceiling ? d->job->limits.pids : 0),
+                       "pids_ceiling", (json_int_t)o->cfg.pids_ceiling, "cgroups_path", cgroup, "outputs_dir",
+                       outputs_dir, "slot_init", slot_init, "slot_handoff", handoff);
     if (!params)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     if ((r = oci_binding_config(d->doc, d->job, params, &config, reterr)) < 0 ||
         (r = berth_bundle_write(bundlefd, config, reterr)) < 0 ||
-        (r = berth_publish_at(jobfd, OCI_JOB_DISPATCH, d->text, d->len, 0600, 0, reterr)) < 0)
+        (r = berth_publish_at(jobfd, slot_init ? OCI_SLOT_DOC : OCI_JOB_DISPATCH, d->text, d->len, 0600, 0, reterr)) <
+            0)
         return r;
     /* "identity": the file start() just hashed, so the shim hashes the
      * runtime again only when the file at the path is another one. */
@@ -531,7 +553,7 @@ static int prepare(struct oci *o, const struct dispatch *d, int jobfd, const cha
 
 /* Run the shim in @mode for @jobdir and wait for its first process.  With
  * @syncfd >= 0 it becomes the shim's fd 3.  Returns its exit status or -errno. */
-static int run_shim(struct oci *o, const char *mode, const char *jobdir, int syncfd, struct berth_error *reterr)
+int oci_run_shim(struct oci *o, const char *mode, const char *jobdir, int syncfd, struct berth_error *reterr)
 {
     posix_spawn_file_actions_t fa;
     char *argv[] = {(char *)o->cfg.shim, (char *)mode, (char *)jobdir, NULL};
@@ -561,7 +583,7 @@ static int run_shim(struct oci *o, const char *mode, const char *jobdir, int syn
 }
 
 /* Read the shim's one line on @fd within the start timeout. */
-static int await_shim(struct oci *o, int fd, const char *jobdir, struct berth_error *reterr)
+int oci_await_shim(struct oci *o, int fd, const char *jobdir, const char *want, struct berth_error *reterr)
 {
     int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, o->cfg.start_timeout_ns);
     char buf[64];
@@ -590,22 +612,40 @@ static int await_shim(struct oci *o, int fd, const char *jobdir, struct berth_er
             break;
     }
     buf[n] = '\0';
-    if (strcmp(buf, OCI_SHIM_SYNC_STARTED) == 0 || strcmp(buf, OCI_SHIM_SYNC_FAILED) == 0)
-        return 0; /* failed: result.json says why, and inspect reports it */
+    if (strcmp(buf, want) == 0)
+        return 0;
+    if (strcmp(buf, OCI_SHIM_SYNC_FAILED) == 0)
+        return 1; /* result.json says why */
     return berth_error_set(reterr, -EIO, "the shim ended before starting the job; see %s/%s", jobdir,
                            OCI_JOB_RUNTIME_LOG);
 }
 
 /* Undo a start() that ran nothing: the outputs tmpfs (if it was mounted),
  * then the job directory, so that the id is released. */
-static void unclaim(struct oci *o, int jobfd, const char *jobdir, const char *run_id)
+void oci_unclaim(int parentfd, int dirfd, const char *dir, const char *name)
 {
     _cleanup_free_ char *mnt = NULL;
 
-    if (asprintf(&mnt, "%s/%s", jobdir, OCI_JOB_OUTPUTS) >= 0)
-        (void)oci_outputs_release(jobfd, OCI_JOB_OUTPUTS, mnt, NULL);
-    (void)berth_tree_clear(jobfd, NULL);
-    (void)unlinkat(o->jobsfd, run_id, AT_REMOVEDIR);
+    if (asprintf(&mnt, "%s/%s", dir, OCI_JOB_OUTPUTS) >= 0)
+        (void)oci_outputs_release(dirfd, OCI_JOB_OUTPUTS, mnt, NULL);
+    (void)berth_tree_clear(dirfd, NULL);
+    (void)unlinkat(parentfd, name, AT_REMOVEDIR);
+}
+
+int oci_dispatch_admit(struct oci *o, const char *text, size_t len, struct dispatch *d, struct berth_error *reterr)
+{
+    int64_t now;
+    int r;
+
+    if ((r = oci_dispatch_parse(o, text, len, d, reterr)) < 0 || (r = oci_take_state_lock(o, reterr)) < 0)
+        return r;
+    if (faccessat(o->jobsfd, d->run_id, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+        return 1; /* started before (a retry after a lost reply) or finished: never again */
+    if ((r = berth_now_ns(CLOCK_REALTIME, &now, reterr)) < 0)
+        return r;
+    if (d->deadline <= now)
+        return berth_error_set(reterr, -ETIME, "the job's deadline has passed");
+    return oci_runtime_pin_check(o, &d->pin_seen, reterr);
 }
 
 static int oci_start(void *state, const char *dispatch, size_t dispatch_len, struct berth_error *reterr)
@@ -616,25 +656,10 @@ static int oci_start(void *state, const char *dispatch, size_t dispatch_len, str
     _cleanup_free_ char *jobdir = NULL;
     _cleanup_close_ int jobfd = -1;
     int p[2] = {-1, -1};
-    int64_t now;
     int r;
 
-    r = dispatch_parse(o, dispatch, dispatch_len, &d, reterr);
-    if (r < 0)
-        goto out;
-    if ((r = take_state_lock(o, reterr)) < 0)
-        goto out;
-    if (faccessat(o->jobsfd, d.run_id, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-        r = 1; /* started before (a retry after a lost reply) or finished: never again */
-        goto out;
-    }
-    if ((r = berth_now_ns(CLOCK_REALTIME, &now, reterr)) < 0)
-        goto out;
-    if (d.deadline <= now) {
-        r = berth_error_set(reterr, -ETIME, "the job's deadline has passed");
-        goto out;
-    }
-    if ((r = pin_check(o, &d.pin_seen, reterr)) < 0)
+    r = oci_dispatch_admit(o, dispatch, dispatch_len, &d, reterr);
+    if (r != 0)
         goto out;
     if (asprintf(&jobdir, "%s/%s", o->jobs_dir, d.run_id) < 0) {
         r = berth_error_set(reterr, -ENOMEM, "out of memory");
@@ -653,31 +678,33 @@ static int oci_start(void *state, const char *dispatch, size_t dispatch_len, str
         r = berth_error_set(reterr, -EBADMSG, "the job's limits are invalid");
         goto out;
     }
-    r = prepare(o, &d, jobfd, jobdir, bounds.outputs, reterr);
+    r = oci_prepare(o, &d, jobfd, jobdir, bounds.outputs, NULL, reterr);
     if (r == 0 && bounds.outputs)
         r = oci_outputs_mount(jobfd, OCI_JOB_OUTPUTS, bounds.outputs, o->cfg.uid, o->cfg.gid, reterr);
     if (r < 0) {
         /* Nothing ran: release the id so that a retry (or nothing) is clean. */
-        unclaim(o, jobfd, jobdir, d.run_id);
+        oci_unclaim(o->jobsfd, jobfd, jobdir, d.run_id);
         goto out;
     }
     if (pipe2(p, O_CLOEXEC) < 0) {
         r = berth_error_set(reterr, -errno, "pipe: %m");
         goto out;
     }
-    r = run_shim(o, "supervise", jobdir, p[1], reterr);
+    r = oci_run_shim(o, "supervise", jobdir, p[1], reterr);
     close(p[1]);
     if (r > 0)
         r = berth_error_set(reterr, -EIO, "the shim exited with status %d; see %s/%s", r, jobdir, OCI_JOB_RUNTIME_LOG);
     if (r == 0)
-        r = await_shim(o, p[0], jobdir, reterr);
+        r = oci_await_shim(o, p[0], jobdir, OCI_SHIM_SYNC_STARTED, reterr);
+    if (r == 1)
+        r = 0; /* failed: inspect reports it from result.json */
     close(p[0]);
     if (r == 0) {
         o->host->log(o->host, BERTH_LOG_INFO, "job %s started by %s", d.run_id, o->cfg.pin.path);
         oci_watch_job(o->watch, jobfd, d.run_id); /* berthd hears of its end at once */
     }
 out:
-    dispatch_clear(&d);
+    oci_dispatch_clear(&d);
     return r;
 }
 
@@ -689,9 +716,9 @@ static int open_job_dir(struct oci *o, const char *job_id, struct berth_error *r
 {
     int fd, r;
 
-    if ((r = take_state_lock(o, reterr)) < 0)
+    if ((r = oci_take_state_lock(o, reterr)) < 0)
         return r;
-    if (!run_id_ok(job_id))
+    if (!oci_run_id_ok(job_id))
         return berth_error_set(reterr, -ENOENT, "no job %s here", job_id ? job_id : "(null)");
     fd = openat(o->jobsfd, job_id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
@@ -714,7 +741,7 @@ static int open_job(struct oci *o, const char *job_id, struct berth_error *reter
 }
 
 /* Whether a shim holds the job's lock: 1 yes, 0 no (none supervises it). */
-static int shim_alive(int jobfd)
+int oci_shim_alive(int jobfd)
 {
     _cleanup_close_ int fd = openat(jobfd, OCI_JOB_LOCK, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 
@@ -726,13 +753,13 @@ static int shim_alive(int jobfd)
     return 0;
 }
 
-static bool has_result(int jobfd)
+bool oci_has_result(int jobfd)
 {
     return faccessat(jobfd, OCI_JOB_RESULT, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 /* A job without a live shim and without a result: let `cleanup` settle it. */
-static int settle_orphan(struct oci *o, const char *job_id, struct berth_error *reterr)
+int oci_settle_orphan(struct oci *o, const char *job_id, struct berth_error *reterr)
 {
     _cleanup_free_ char *jobdir = NULL;
     int r;
@@ -740,7 +767,7 @@ static int settle_orphan(struct oci *o, const char *job_id, struct berth_error *
     if (asprintf(&jobdir, "%s/%s", o->jobs_dir, job_id) < 0)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     o->host->log(o->host, BERTH_LOG_WARNING, "job %s has no shim and no result: cleaning up", job_id);
-    r = run_shim(o, "cleanup", jobdir, -1, reterr);
+    r = oci_run_shim(o, "cleanup", jobdir, -1, reterr);
     if (r == OCI_SHIM_EXIT_BUSY)
         return berth_error_set(reterr, -EAGAIN, "job %s: another shim holds it", job_id);
     if (r != 0)
@@ -797,17 +824,17 @@ static int oci_inspect(void *state, const char *job_id, char **ret_json, size_t 
     jobfd = open_job(o, job_id, reterr);
     if (jobfd < 0)
         return jobfd;
-    if (!has_result(jobfd)) {
-        r = shim_alive(jobfd);
+    if (!oci_has_result(jobfd)) {
+        r = oci_shim_alive(jobfd);
         if (r < 0)
             return berth_error_set(reterr, r, "job %s: cannot check its shim: %s", job_id, strerror(-r));
         if (r == 1) {
             bool started = faccessat(jobfd, OCI_JOB_STARTED, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
             oci_watch_job(o->watch, jobfd, job_id); /* again after a berthd restart; idempotent */
-            return give_json(json_pack("{s:i, s:s}", "schema_version", 1, "state", started ? "running" : "starting"),
+            return oci_give_json(json_pack("{s:i, s:s}", "schema_version", 1, "state", started ? "running" : "starting"),
                              ret_json, ret_len, reterr);
         }
-        if ((r = settle_orphan(o, job_id, reterr)) < 0)
+        if ((r = oci_settle_orphan(o, job_id, reterr)) < 0)
             return r == -ENOENT ? -EIO : r;
     }
     if ((r = read_result(jobfd, job_id, &res, reterr)) < 0)
@@ -825,7 +852,7 @@ static int oci_inspect(void *state, const char *job_id, char **ret_json, size_t 
         json_object_set_new(res, "stdout", out) < 0 || json_object_set_new(res, "stderr", err) < 0 ||
         (!json_object_get(res, "outputs") && json_object_set_new(res, "outputs", json_array()) < 0))
         return berth_error_set(reterr, -ENOMEM, "out of memory");
-    return give_json(json_incref(res), ret_json, ret_len, reterr);
+    return oci_give_json(json_incref(res), ret_json, ret_len, reterr);
 }
 
 /* The declared output @output_id of @job_id's dispatch: its path and max_bytes. */
@@ -917,22 +944,22 @@ static int oci_open_output(void *state, const char *job_id, const char *output_i
  * and no process is left in the job's cgroup in any hierarchy (cgroup.h;
  * leftovers are killed, empty groups removed).  -EBUSY when either cannot
  * be shown now: berthd keeps the job reaping and asks again. */
-static int prove_teardown(struct oci *o, int jobfd, const char *job_id, struct berth_error *reterr)
+int oci_prove_teardown(struct oci *o, int jobfd, const char *job_id, struct berth_error *reterr)
 {
-    char cgroup[OCI_CGROUP_PATH_MAX];
+    char cgroup[OCI_CGROUP_PATH_MAX], idbuf[64];
     int r;
 
     /* The shim writes result.json last and exits right after, which
      * releases its lock (flock(2) has no timed wait): look again after
      * 100 us, doubling to 10 ms, so the usual sub-millisecond gap costs
      * about that, not a fixed tick. */
-    for (int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, REAP_WAIT_NS), nap_us = 100; shim_alive(jobfd) == 1;) {
+    for (int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, REAP_WAIT_NS), nap_us = 100; oci_shim_alive(jobfd) == 1;) {
         if (berth_deadline_passed(CLOCK_MONOTONIC, until))
             return berth_error_set(reterr, -EBUSY, "job %s: teardown not proven: its shim is still running", job_id);
         usleep((useconds_t)nap_us);
         nap_us = nap_us < 10000 ? nap_us * 2 : 10000;
     }
-    if ((r = oci_cgroup_path(o->cfg.state_directory, job_id, cgroup)) < 0)
+    if ((r = oci_cgroup_path(o->cfg.state_directory, oci_container_id(jobfd, job_id, idbuf), cgroup)) < 0)
         return berth_error_set(reterr, r, "job %s: cannot name its cgroup: %s", job_id, strerror(-r));
     r = oci_cgroup_drain(OCI_CGROUP_ROOT, cgroup, TEARDOWN_WAIT_NS, reterr);
     if (r < 0) {
@@ -954,10 +981,10 @@ static int oci_cancel(void *state, const char *job_id, struct berth_error *reter
     jobfd = open_job(o, job_id, reterr);
     if (jobfd < 0)
         return jobfd;
-    while (!has_result(jobfd)) {
-        r = shim_alive(jobfd);
+    while (!oci_has_result(jobfd)) {
+        r = oci_shim_alive(jobfd);
         if (r == 0) {
-            if ((r = settle_orphan(o, job_id, reterr)) < 0)
+            if ((r = oci_settle_orphan(o, job_id, reterr)) < 0)
                 return r;
             break;
         }
@@ -974,7 +1001,7 @@ static int oci_cancel(void *state, const char *job_id, struct berth_error *reter
                                    (long long)(CANCEL_WAIT_NS / BERTH_NS_PER_SEC));
         usleep(20000);
     }
-    return prove_teardown(o, jobfd, job_id, reterr);
+    return oci_prove_teardown(o, jobfd, job_id, reterr);
 }
 
 static int oci_reap(void *state, const char *job_id, struct berth_error *reterr)
@@ -987,9 +1014,9 @@ static int oci_reap(void *state, const char *job_id, struct berth_error *reterr)
     jobfd = open_job(o, job_id, reterr);
     if (jobfd < 0)
         return jobfd;
-    if (!has_result(jobfd))
+    if (!oci_has_result(jobfd))
         return berth_error_set(reterr, -EBUSY, "job %s has not finished", job_id);
-    if ((r = prove_teardown(o, jobfd, job_id, reterr)) < 0)
+    if ((r = oci_prove_teardown(o, jobfd, job_id, reterr)) < 0)
         return r;
     /* The outputs tmpfs goes first (never walked into by the tree clear),
      * proven unmounted; berthd's inputs_dir is only no longer referenced. */
@@ -998,6 +1025,12 @@ static int oci_reap(void *state, const char *job_id, struct berth_error *reterr)
     if ((r = oci_outputs_release(jobfd, OCI_JOB_OUTPUTS, outputs, reterr)) < 0) {
         berth_error_prefix(reterr, "job %s", job_id);
         return r;
+    }
+    {
+        char idbuf[64];
+        const char *cid = oci_container_id(jobfd, job_id, idbuf);
+        if (cid != job_id && (r = oci_remove_bundle(o, cid, reterr)) < 0)
+            return r;
     }
     if ((r = berth_tree_clear(jobfd, reterr)) < 0)
         return r;
@@ -1038,6 +1071,10 @@ static const struct berth_runtime_ops_v1 oci_ops = {
     .open_output = oci_open_output,
     .forget = oci_forget,
     .flags = BERTH_RUNTIME_CONCURRENT, /* see struct oci's lock */
+    .provision = oci_provision,
+    .claim = oci_claim,
+    .discard = oci_discard,
+    .slots = oci_slots,
 };
 
 static const struct berth_plugin oci_plugin = {

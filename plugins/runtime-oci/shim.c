@@ -5,7 +5,14 @@
  * exit status, output and deadline never depend on berthd being up.
  *
  *   berth-oci-shim supervise JOBDIR   (started by the plugin's start())
+ *   berth-oci-shim provision SLOTDIR  (started by the plugin's provision())
  *   berth-oci-shim cleanup JOBDIR     (the plugin, when no shim holds the lock)
+ *
+ * provision: supervise for a warm slot (slots.c, docs/warm-slots.md):
+ * `create` from slot.json, "created" on fd 3, then the slot is held until
+ * "claim" on the control FIFO (then as supervise from `start` on, answering
+ * on the slot's "claimed" FIFO), "discard", its not_after, or the death of
+ * its sandbox.
  *
  * supervise: detaches (fork, setsid), takes JOBDIR/lock for its whole life,
  * becomes a child subreaper (so the container's init, re-parented when the
@@ -73,6 +80,7 @@
 #include "outmount.h"
 #include "runstate.h"
 #include "binding.h"
+#include "bundle.h"
 
 #define KILL_RETRY_NS (2LL * 1000000000LL) /* kill --all again while the init lives */
 #define DRAIN_NS (2LL * 1000000000LL)      /* output still read after the init exited */
@@ -562,6 +570,18 @@ static void capture_outputs(struct shim *s)
     logf_shim(s, "captured %zu output(s)", json_array_size(s->outputs));
 }
 
+/* The bundle's config.json, from shim.json's "bundle" (a job's is in its
+ * directory, a warm slot's in STATE/bundles). */
+static int read_config(struct shim *s, char **ret, size_t *ret_len, struct berth_error *err)
+{
+    struct berth_file_expect expect = {.type = S_IFREG, .uid = geteuid(), .mode_mask = 077, .max_size = 4 << 20};
+    _cleanup_close_ int fd = berth_open_trusted(s->bundle, O_RDONLY | O_DIRECTORY, 0, err);
+
+    if (fd < 0)
+        return fd;
+    return berth_read_file_at(fd, "config.json", &expect, ret, ret_len, err);
+}
+
 /* Before create: the receipt verifies with the broker key of shim.json,
  * config.json is the deny-all spec rebuilt from the sealed job and the
  * staged inputs it binds are there (binding.h).  Keeps the dispatch and its
@@ -570,7 +590,7 @@ static const char *check_binding(struct shim *s)
 {
     struct berth_file_expect expect = {.type = S_IFREG, .uid = geteuid(), .mode_mask = 077, .max_size = 4 << 20};
     struct berth_error err = BERTH_ERROR_INIT;
-    _cleanup_free_ char *text = NULL, *config = NULL, *cfgpath = NULL;
+    _cleanup_free_ char *text = NULL, *config = NULL;
     _cleanup_json_ json_t *doc = NULL;
     struct berth_job *job = NULL;
     const char *b64 = json_string_value(json_object_get(s->cfg, "broker_public_key"));
@@ -583,12 +603,10 @@ static const char *check_binding(struct shim *s)
         logf_shim(s, "refusing the job: shim.json broker_public_key is not a key");
         return "receipt_rejected";
     }
-    if (asprintf(&cfgpath, "%s/config.json", OCI_JOB_BUNDLE) < 0)
-        return "binding_unreadable";
     if (berth_read_file_at(s->jobfd, OCI_JOB_DISPATCH, &expect, &text, &len, &err) < 0 ||
         berth_json_parse(text, len, 4 << 20, &doc, &err) < 0 ||
         berth_job_from_json(json_object_get(doc, "job"), &job, &err) < 0 ||
-        berth_read_file_at(s->jobfd, cfgpath, &expect, &config, &clen, &err) < 0) {
+        read_config(s, &config, &clen, &err) < 0) {
         logf_shim(s, "refusing the job: %s", err.message);
         berth_job_free(job);
         return "binding_unreadable";
@@ -609,8 +627,238 @@ static const char *check_binding(struct shim *s)
     return reason ? reason : check_outputs_mount(s);
 }
 
-static int supervise(struct shim *s, int syncfd)
+/* Before a slot's create: config.json is the deny-all spec in slot form
+ * rebuilt from slot.json (binding.h), and the outputs tmpfs is mounted.
+ * Returns NULL or the reason code the slot fails with. */
+static const char *check_slot(struct shim *s)
 {
+    struct berth_file_expect expect = {.type = S_IFREG, .uid = geteuid(), .mode_mask = 077, .max_size = OCI_SLOT_MAX};
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *text = NULL, *config = NULL;
+    _cleanup_json_ json_t *doc = NULL, *shape = NULL;
+    struct berth_job *job = NULL;
+    size_t len = 0, clen = 0;
+    const char *reason = NULL;
+
+    if (berth_read_file_at(s->jobfd, OCI_SLOT_DOC, &expect, &text, &len, &err) < 0 ||
+        berth_json_parse(text, len, OCI_SLOT_MAX, &doc, &err) < 0 ||
+        oci_binding_slot(doc, &job, &shape, NULL, &err) < 0 ||
+        read_config(s, &config, &clen, &err) < 0)
+        reason = "binding_unreadable";
+    else if (!json_object_get(json_object_get(s->cfg, "bundle_params"), "slot_init") ||
+             oci_binding_check_config(shape, job, json_object_get(s->cfg, "bundle_params"), config, clen, &err) < 0)
+        reason = "config_mismatch";
+    berth_job_free(job);
+    if (reason) {
+        logf_shim(s, "refusing the slot before create: %s", err.message[0] ? err.message : "not in slot form");
+        return reason;
+    }
+    return check_outputs_mount(s);
+}
+
+/* The argv of the claiming job, for berth-slot-init (bundle.h): its strings,
+ * each ending in a NUL byte, in the handoff directory, 0444. */
+static int write_handoff(struct shim *s)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    const json_t *argv = json_object_get(s->job->doc, "argv"), *v;
+    _cleanup_close_ int dirfd = -1;
+    char *buf = NULL;
+    size_t size = 0, i;
+    FILE *f = open_memstream(&buf, &size);
+    int r;
+
+    if (!f)
+        return -ENOMEM;
+    json_array_foreach(argv, i, v)
+    {
+        const char *a = json_string_value(v);
+        if (a)
+            fwrite(a, 1, strlen(a) + 1, f);
+    }
+    if (fclose(f) != 0) {
+        free(buf);
+        return -ENOMEM;
+    }
+    if (size == 0 || size > BERTH_BUNDLE_SLOT_ARGV_MAX || json_array_size(argv) > BERTH_BUNDLE_SLOT_ARGC_MAX) {
+        free(buf);
+        logf_shim(s, "the job's argv does not fit the slot's handoff (%zu bytes)", size);
+        return -E2BIG;
+    }
+    dirfd = berth_open_beneath(s->jobfd, OCI_SLOT_HANDOFF, O_RDONLY | O_DIRECTORY, 0, &err);
+    r = dirfd < 0 ? dirfd : berth_publish_at(dirfd, BERTH_BUNDLE_SLOT_ARGV, buf, size, 0444, 0, &err);
+    free(buf);
+    if (r < 0)
+        logf_shim(s, "cannot write the handoff: %s", err.message);
+    return r;
+}
+
+/* Tear a slot (or a claimed job that cannot start) down and record @reason.
+ * Its container was never started, and runsc cannot signal a created one:
+ * its init (runsc-sandbox, or crun's init waiting for `start`) is killed
+ * directly -- a child of the shim not yet reaped, so the pid is still its
+ * -- and reaped, so that `delete` finds no sandbox left to wait for. */
+static void end_slot(struct shim *s, const char *reason, const char *state)
+{
+    if (s->init_pid > 0 && !s->init_exited)
+        (void)kill(s->init_pid, SIGKILL);
+    reap_all(s);
+    delete_container(s);
+    reap_all(s);
+    drain_cgroup(s);
+    s->started_at = -1;
+    write_result(s, state, reason, -1);
+}
+
+static bool run_id_shaped(const char *id)
+{
+    size_t i;
+
+    if (!id || strlen(id) != 33 || id[0] != 'r')
+        return false;
+    for (i = 1; i < 33; i++)
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* Whether a claim has made this slot's directory a job's: dispatch.json is
+ * in it and STATE/jobs/<its run id> is this very directory (claim() renames
+ * it there, RENAME_NOREPLACE, before it says "claim").  A dispatch.json
+ * that names another place -- a claim whose rename failed, or a forged one
+ * -- is not acted on. */
+static bool claimed_here(struct shim *s)
+{
+    struct berth_file_expect expect = {.type = S_IFREG, .uid = geteuid(), .mode_mask = 077, .max_size = 4 << 20};
+    _cleanup_free_ char *text = NULL, *path = NULL;
+    _cleanup_json_ json_t *doc = NULL;
+    const char *run_id, *slots;
+    struct stat here, named;
+    size_t len = 0;
+
+    if (faccessat(s->jobfd, OCI_JOB_DISPATCH, F_OK, AT_SYMLINK_NOFOLLOW) < 0 ||
+        berth_read_file_at(s->jobfd, OCI_JOB_DISPATCH, &expect, &text, &len, NULL) < 0 ||
+        berth_json_parse(text, len, 4 << 20, &doc, NULL) < 0)
+        return false;
+    run_id = json_string_value(json_object_get(json_object_get(json_object_get(doc, "receipt"), "receipt"), "run_id"));
+    slots = strstr(s->jobdir, "/slots/");
+    if (!run_id_shaped(run_id) || !slots ||
+        asprintf(&path, "%.*s/jobs/%s", (int)(slots - s->jobdir), s->jobdir, run_id) < 0)
+        return false;
+    return fstat(s->jobfd, &here) == 0 && fstatat(AT_FDCWD, path, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+           here.st_dev == named.st_dev && here.st_ino == named.st_ino;
+}
+
+/*
+ * A slot after `create`: tell provision() it is ready, then hold it until
+ * "claim" (dispatch.json is there: check it as supervise does before
+ * create, hand the argv over, arm the job's deadline; returns 0 with
+ * *@syncfd the claimed FIFO, for the start's answer) or until it ends
+ * ("discard", not_after, the sandbox's death: torn down, result written;
+ * returns 1).
+ */
+static int hold_slot(struct shim *s, int *syncfd, int *claimfd, int ctlfd, int timerfd, int64_t create_started)
+{
+    struct itimerspec its = {0};
+    const char *end = NULL, *refused;
+    bool cancelled = false, claimed = false;
+    int64_t now = 0;
+    const json_t *dl;
+
+    if (berth_now_ns(CLOCK_REALTIME, &now, NULL) < 0)
+        now = create_started;
+    write_json(s, OCI_SLOT_READY, json_pack("{s:o, s:o}", "created_at", ns_json(now), "provision_ns",
+                                            ns_json(now - create_started)));
+    sync_line(*syncfd, OCI_SHIM_SYNC_CREATED);
+    *syncfd = -1;
+    logf_shim(s, "slot ready, init pid %d", (int)s->init_pid);
+    while (!end) {
+        struct pollfd p[3] = {
+            {.fd = s->sigfd, .events = POLLIN},
+            {.fd = timerfd, .events = POLLIN},
+            {.fd = ctlfd, .events = POLLIN},
+        };
+        char buf[64];
+        ssize_t n;
+
+        if (poll(p, ELEMENTSOF(p), 500) < 0 && errno != EINTR) {
+            logf_shim(s, "poll: %m");
+            end = "slot_lost";
+            break;
+        }
+        if (p[0].revents) {
+            struct signalfd_siginfo si;
+            while (read(s->sigfd, &si, sizeof(si)) == sizeof(si))
+                ;
+        }
+        reap_children(s);
+        claimed = claimed_here(s); /* "claim" only wakes the loop; a claim cut short is found too */
+        if (s->init_exited || s->state) {
+            logf_shim(s, "the slot's sandbox ended while idle");
+            end = "slot_lost";
+            break;
+        }
+        if (claimed)
+            break;
+        if (p[1].revents) {
+            uint64_t ticks;
+            if (read(timerfd, &ticks, sizeof(ticks)) == sizeof(ticks)) {
+                logf_shim(s, "the slot retires (not_after)");
+                end = "slot_expired";
+                break;
+            }
+        }
+        if (!p[2].revents)
+            continue;
+        n = read(ctlfd, buf, sizeof(buf));
+        if (n > 0 && memmem(buf, (size_t)n, "discard", 7)) {
+            logf_shim(s, "discard requested");
+            end = "slot_discarded";
+        } else if (n > 0 && memmem(buf, (size_t)n, "cancel", 6)) {
+            /* A claim cut short after its rename (the plugin died before
+             * "claim"): the directory is the job's, and berthd cancels it. */
+            logf_shim(s, "cancel requested before the job started");
+            cancelled = true;
+            end = "cancelled";
+        }
+    }
+    if (end) {
+        end_slot(s, end, cancelled ? "cancelled" : "failed");
+        return 1; /* claimfd closes with the shim: a claim in flight reads end of file */
+    }
+    /* Claimed: the directory is the job's now (claim() renamed it). */
+    *syncfd = TAKE_FD(*claimfd);
+    refused = check_binding(s);
+    dl = json_object_get(json_object_get(json_object_get(s->dispatch, "receipt"), "receipt"), "deadline");
+    if (!refused && berth_json_ns_value(dl, &s->deadline_ns) < 0)
+        refused = "receipt_rejected";
+    if (!refused && write_handoff(s) < 0)
+        refused = "handoff_failed";
+    if (refused) {
+        end_slot(s, refused, "failed");
+        sync_line(*syncfd, OCI_SHIM_SYNC_FAILED);
+        *syncfd = -1;
+        return 1;
+    }
+    its.it_value.tv_sec = s->deadline_ns / 1000000000LL;
+    its.it_value.tv_nsec = s->deadline_ns % 1000000000LL;
+    if (timerfd_settime(timerfd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
+        logf_shim(s, "cannot arm the deadline: %m");
+        end_slot(s, "start_failed", "failed");
+        sync_line(*syncfd, OCI_SHIM_SYNC_FAILED);
+        *syncfd = -1;
+        return 1;
+    }
+    logf_shim(s, "claimed by job %s", s->job->id);
+    return 0;
+}
+
+static int supervise(struct shim *s, int syncfd, bool slot)
+{
+    int64_t create_started = 0;
+    /* A slot's answer FIFO, held open for writing from now on (jobdir.h). */
+    _cleanup_close_ int claimfd =
+        slot ? openat(s->jobfd, OCI_SLOT_CLAIMED, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC) : -1;
     _cleanup_close_ int out_r = -1, err_r = -1, sigfd = -1, timerfd = -1, ctlfd = -1;
     int outp[2] = {-1, -1}, errp[2] = {-1, -1};
     char pidfile[PATH_MAX];
@@ -659,7 +907,7 @@ static int supervise(struct shim *s, int syncfd)
 
     snprintf(pidfile, sizeof(pidfile), "%s/%s", s->jobdir, OCI_JOB_PIDFILE);
     {
-        const char *refused = check_binding(s);
+        const char *refused = slot ? check_slot(s) : check_binding(s);
         if (refused) {
             close(outp[1]);
             close(errp[1]);
@@ -670,6 +918,8 @@ static int supervise(struct shim *s, int syncfd)
     }
     {
         const char *create[] = {"create", "--bundle", s->bundle, "--pid-file", pidfile, s->id, NULL};
+        if (berth_now_ns(CLOCK_REALTIME, &create_started, NULL) < 0)
+            create_started = 0;
         /* The container inherits create's stdout and stderr: the pipes. */
         bool ok = runtime_ok(s, create, outp[1], errp[1]);
         close(outp[1]);
@@ -689,6 +939,8 @@ static int supervise(struct shim *s, int syncfd)
     }
     /* Now, before start: the sandbox's ptrace stubs, which die with it, must not count. */
     note_helpers(s);
+    if (slot && hold_slot(s, &syncfd, &claimfd, ctlfd, timerfd, create_started) != 0)
+        return 0;
     {
         const char *start[] = {"start", s->id, NULL};
         if (berth_now_ns(CLOCK_REALTIME, &s->started_at, NULL) < 0)
@@ -915,12 +1167,13 @@ static void reset_signals(void)
 
 static int usage(void)
 {
-    fputs("usage: berth-oci-shim supervise|cleanup JOBDIR\n"
+    fputs("usage: berth-oci-shim supervise|provision|cleanup JOBDIR\n"
           "       berth-oci-shim --version\n"
           "\n"
           "Supervises one job of berth's runtime-oci plugin (started by berthd; not for\n"
           "interactive use).  JOBDIR is the job's directory below the backend's\n"
-          "state_directory/jobs; its shim.json says what to run.\n",
+          "state_directory/jobs (or, for provision, a warm slot's below\n"
+          "state_directory/slots); its shim.json says what to run.\n",
           stderr);
     return 2;
 }
@@ -929,17 +1182,20 @@ int main(int argc, char **argv)
 {
     struct shim s = {.jobfd = -1, .out_fd = -1, .err_fd = -1, .log_fd = -1, .runtime_fd = -1, .sigfd = -1, .started_at = -1};
     _cleanup_close_ int lockfd = -1;
-    bool sup;
+    bool sup, slot;
     int syncfd = -1, r;
 
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
         printf("berth-oci-shim %s\n", PACKAGE_VERSION);
         return 0;
     }
-    if (argc != 3 || (strcmp(argv[1], "supervise") != 0 && strcmp(argv[1], "cleanup") != 0) || argv[2][0] != '/')
+    if (argc != 3 ||
+        (strcmp(argv[1], "supervise") != 0 && strcmp(argv[1], "provision") != 0 && strcmp(argv[1], "cleanup") != 0) ||
+        argv[2][0] != '/')
         return usage();
     reset_signals();
-    sup = strcmp(argv[1], "supervise") == 0;
+    slot = strcmp(argv[1], "provision") == 0;
+    sup = slot || strcmp(argv[1], "supervise") == 0;
     s.jobdir = argv[2];
     if (sup) {
         syncfd = fcntl(OCI_SHIM_SYNC_FD, F_DUPFD_CLOEXEC, 10);
@@ -1011,7 +1267,7 @@ int main(int argc, char **argv)
         }
         dup2(s.log_fd, 2);
     }
-    r = sup ? supervise(&s, syncfd) : cleanup(&s);
+    r = sup ? supervise(&s, syncfd, slot) : cleanup(&s);
     json_decref(s.cfg);
     json_decref(s.dispatch);
     json_decref(s.outputs);

@@ -82,4 +82,8 @@ bench-overhead: all tests/tools/mkbundle
 # number of runs by hand at the same parallelism (root; image plugin).
 bench-starts: all tests/tools/mkbundle tests/bench/bench-submit
 	$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/tests/bench/starts
-.PHONY: bench bench-overhead bench-starts
+# make bench-slots: a job cold and in a warm slot, at the runtime plugin
+# (root; image plugin).
+bench-slots: all tests/tools/oci-drive
+	$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/tests/bench/slots
+.PHONY: bench bench-overhead bench-starts bench-slots

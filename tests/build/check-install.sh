@@ -39,6 +39,7 @@ lib/pkgconfig/berth-plugin.pc
 lib/systemd/system/berthd.service
 lib/tmpfiles.d/berth.conf
 libexec/berth/berth-oci-shim
+libexec/berth/berth-slot-init
 libexec/berth/berth-probe
 sbin/berthd
 share/berth/examples/backends.json
@@ -54,6 +55,7 @@ share/doc/berth/evidence.md
 share/doc/berth/evidence-sqlite.md
 share/doc/berth/images.md
 share/doc/berth/runtime-oci.md
+share/doc/berth/warm-slots.md
 share/man/man1/berthctl.1
 share/man/man5/berthd.json.5
 share/man/man7/berth-plugin.7
@@ -73,7 +75,7 @@ fi
 outside=$(cd "$dest" && find . \( -type f -o -type l \) | sed 's|^\.||' | grep -v "^$prefix/" || :)
 [ -z "$outside" ] || fail "installed outside $prefix: $outside"
 
-for f in bin/berthctl sbin/berthd libexec/berth/berth-oci-shim libexec/berth/berth-probe \
+for f in bin/berthctl sbin/berthd libexec/berth/berth-oci-shim libexec/berth/berth-slot-init libexec/berth/berth-probe \
     lib/berth/plugins/runtime-oci.so lib/berth/plugins/image-oci-local.so lib/berth/plugins/evidence-sqlite.so; do
     [ -x "$root/$f" ] || fail "$f is not executable"
 done
@@ -88,7 +90,7 @@ grep -q "^ExecStart=$prefix/sbin/berthd " "$root/lib/systemd/system/berthd.servi
     fail "berthd.service does not run $prefix/sbin/berthd"
 # Exports: the dynamic symbol table of each installed ELF object, defined
 # symbols only.
-for f in bin/berthctl sbin/berthd libexec/berth/berth-oci-shim libexec/berth/berth-probe \
+for f in bin/berthctl sbin/berthd libexec/berth/berth-oci-shim libexec/berth/berth-slot-init libexec/berth/berth-probe \
     lib/berth/plugins/runtime-oci.so lib/berth/plugins/image-oci-local.so lib/berth/plugins/evidence-sqlite.so; do
     if readelf -d "$root/$f" 2>/dev/null | grep -q 'NEEDED.*libberth'; then
         fail "$f needs a shared libberth: $(readelf -d "$root/$f" | grep NEEDED | grep libberth)"

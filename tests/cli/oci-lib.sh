@@ -35,12 +35,12 @@ oci_config() {
     rt=$(command -v "$name") || fail "$name is not installed"
     case $name in
     runsc)
-        printf '{"runtime":%s,"isolation":"gvisor","global_args":["--network=none","--platform=ptrace"],"state_directory":"%s","shim":"%s","pids_ceiling":4096}' \
-            "$(pin_json "$rt")" "$TMP/state-$name" "$BERTH_OCI_SHIM" >"$TMP/$name.json"
+        printf '{"runtime":%s,"isolation":"gvisor","global_args":["--network=none","--platform=ptrace"],"state_directory":"%s","shim":"%s","slot_init":"%s","pids_ceiling":4096}' \
+            "$(pin_json "$rt")" "$TMP/state-$name" "$BERTH_OCI_SHIM" "${BERTH_SLOT_INIT:?}" >"$TMP/$name.json"
         ;;
     crun)
-        printf '{"runtime":%s,"isolation":"native","state_directory":"%s","shim":"%s","unmount":["/sys/fs/cgroup/unified"]}' \
-            "$(pin_json "$rt")" "$TMP/state-$name" "$BERTH_OCI_SHIM" >"$TMP/$name.json"
+        printf '{"runtime":%s,"isolation":"native","state_directory":"%s","shim":"%s","slot_init":"%s","unmount":["/sys/fs/cgroup/unified"]}' \
+            "$(pin_json "$rt")" "$TMP/state-$name" "$BERTH_OCI_SHIM" "${BERTH_SLOT_INIT:?}" >"$TMP/$name.json"
         ;;
     esac
 }

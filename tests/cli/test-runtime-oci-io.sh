@@ -27,6 +27,7 @@
 . "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
 . "$BERTH_TOP_SRCDIR/tests/cli/berthd-lib.sh"
 . "$BERTH_TOP_SRCDIR/tests/cli/oci-lib.sh" # skips (77) unless root
+. "$BERTH_TOP_SRCDIR/tests/cli/oci-drive-lib.sh"
 : "${BERTH_OCI_DRIVE:?}"
 require_tool mountpoint util-linux
 
@@ -56,16 +57,6 @@ for be in runsc crun; do
     mv "$TMP/$be.new" "$TMP/$be.json"
 done
 
-# drive BACKEND OP ARGS...: the plugin, one operation (stdout/stderr in $TMP).
-drive() { "$BERTH_OCI_DRIVE" "$PLUGINS" runtime-oci.so "$1" "$TMP/$1.json" "${@:2}"; }
-# drive_ok / drive_fails ENAME BACKEND OP ARGS...
-drive_ok() { run 0 drive "$@"; }
-drive_fails() {
-    local want=$1
-    shift
-    run 1 drive "$@"
-    grep -q "^$want: " "$TMP/stderr" || fail "drive $*: expected $want: $(cat "$TMP/stderr")"
-}
 
 # new_job NAME SCRIPT [ARTIFACT_BYTES] [OUTPUTS_JSON] [INPUTS_JSON]: $TMP/NAME.job.json
 new_job() {
@@ -95,20 +86,9 @@ dispatch() {
                       backend_override: null, network_egress_class: "none", credential_env: []},
           rootfs: $rootfs} + (if $in == "" then {} else {inputs_dir: $in} end)' >"$TMP/$1.dispatch.json"
 }
-run_of() { cat "$TMP/$1.run"; }
 jobdir() { echo "$TMP/statefs/state-$1/jobs/$(run_of "$2")"; }
-# start BACKEND NAME; wait_job BACKEND NAME: the terminal inspect in $TMP/NAME.inspect.json
+# start BACKEND NAME: start job NAME cold
 start() { drive_ok "$1" start "$TMP/$2.dispatch.json"; }
-wait_job() {
-    drive_ok "$1" wait "$(run_of "$2")"
-    cp "$TMP/stdout" "$TMP/$2.inspect.json"
-}
-inspected() { jq -r "$2" "$TMP/$1.inspect.json"; }
-# job_stdout NAME: what the job printed (inspect's base64url stdout)
-job_stdout() {
-    jq -r .stdout "$TMP/$1.inspect.json" | tr -- '-_' '+/' | awk '{ p = length($0) % 4; if (p) $0 = $0 substr("==", 1, 4 - p); print }' |
-        base64 -d
-}
 used_bytes() { df -B1 --output=used "$TMP/statefs" | tail -n1 | tr -d " "; }
 
 # The staged inputs, as berthd stages them: a root-owned 0700 directory of

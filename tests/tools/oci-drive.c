@@ -14,6 +14,9 @@
  *     open-output RUN_ID OUTPUT_ID OUT the output's bytes into the new file
  *                                      OUT, its size on stdout
  *     cancel RUN_ID | reap RUN_ID | forget RUN_ID
+ *     provision SLOT.json              a warm slot (ABI 1.2), ready on exit
+ *     claim SLOT_ID DISPATCH.json      "started" or "already" on stdout
+ *     discard SLOT_ID | slots          the latter: the JSON on stdout
  *
  * Exit status 0; 1 when the operation failed, with "ENAME: message" on
  * standard error (ENAME the errno name of its return value); 2 for usage.
@@ -53,7 +56,8 @@ static int usage(void)
 {
     fputs("usage: oci-drive PLUGIN_DIR FILE.so BACKEND CONFIG.json OP [ARGS...]\n"
           "  OP: capabilities | start DISPATCH.json | inspect RUN_ID | wait RUN_ID [SECONDS] |\n"
-          "      open-output RUN_ID OUTPUT_ID OUT | cancel RUN_ID | reap RUN_ID | forget RUN_ID\n",
+          "      open-output RUN_ID OUTPUT_ID OUT | cancel RUN_ID | reap RUN_ID | forget RUN_ID |\n"
+          "      provision SLOT.json | claim SLOT_ID DISPATCH.json | discard SLOT_ID | slots\n",
           stderr);
     return 2;
 }
@@ -164,6 +168,35 @@ static int run_op(const struct berth_runtime_ops_v1 *ops, void *state, int argc,
         return ops->cancel(state, argv[1], err);
     if (streq(op, "reap") && argc == 2)
         return ops->reap(state, argv[1], err);
+    if (streq(op, "provision") && argc == 2) {
+        _cleanup_free_ char *doc = NULL;
+        if (!ops->provision)
+            return berth_error_set(err, -EOPNOTSUPP, "the plugin has no warm slots");
+        if ((r = slurp(argv[1], &doc, &len, err)) < 0)
+            return r;
+        return ops->provision(state, doc, len, err);
+    }
+    if (streq(op, "claim") && argc == 3) {
+        _cleanup_free_ char *doc = NULL;
+        if (!ops->claim)
+            return berth_error_set(err, -EOPNOTSUPP, "the plugin has no warm slots");
+        if ((r = slurp(argv[2], &doc, &len, err)) < 0 || (r = ops->claim(state, argv[1], doc, len, err)) < 0)
+            return r;
+        puts(r == 0 ? "started" : "already");
+        return 0;
+    }
+    if (streq(op, "discard") && argc == 2) {
+        if (!ops->discard)
+            return berth_error_set(err, -EOPNOTSUPP, "the plugin has no warm slots");
+        return ops->discard(state, argv[1], err);
+    }
+    if (streq(op, "slots") && argc == 1) {
+        if (!ops->slots)
+            return berth_error_set(err, -EOPNOTSUPP, "the plugin has no warm slots");
+        if ((r = ops->slots(state, &text, &len, err)) < 0)
+            return r;
+        return print_json(text, len);
+    }
     if (streq(op, "forget") && argc == 2) {
         if (!ops->forget)
             return berth_error_set(err, -EOPNOTSUPP, "the plugin has no forget");

@@ -187,6 +187,18 @@ static int input_mounts(json_t *m, const struct berth_bundle_params *p)
     return 0;
 }
 
+/* A warm slot's init (executable, nothing else) and its handoff directory. */
+static int slot_mounts(json_t *m, const struct berth_bundle_params *p)
+{
+    if (!p->slot_init)
+        return 0;
+    if (append(m, mount(BERTH_BUNDLE_SLOT_INIT, "bind", p->slot_init, json_pack("[s,s,s,s]", "bind", "ro", "nosuid", "nodev"))) < 0 ||
+        append(m, mount(BERTH_BUNDLE_SLOT_HANDOFF, "bind", p->slot_handoff,
+                        json_pack("[s,s,s,s,s]", "bind", "ro", "nosuid", "nodev", "noexec"))) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
 const char *const berth_bundle_root_mount_points[] = {
     "proc", "dev", "sys", "tmp", BERTH_BUNDLE_INPUTS_NAME, NULL,
 };
@@ -207,7 +219,7 @@ static json_t *mounts(const struct berth_bundle_params *p)
         append(m, bounded_tmpfs("/dev/shm", "shm", b.shm)) < 0 ||
         append(m, mount("/sys", "sysfs", "sysfs", json_pack("[s,s,s,s]", "nosuid", "noexec", "nodev", "ro"))) < 0 ||
         append(m, bounded_tmpfs("/tmp", "tmpfs", b.tmp)) < 0 || append(m, outputs_mount(p, b.outputs)) < 0 ||
-        input_mounts(m, p) < 0)
+        input_mounts(m, p) < 0 || slot_mounts(m, p) < 0)
         return NULL;
     return TAKE_PTR(m);
 }
@@ -231,6 +243,10 @@ static int check_params(const struct berth_bundle_params *p, const char **ret_ro
         return berth_error_set(reterr, -EINVAL,
                                "scratch_bytes %" PRId64 " leaves no room for /tmp: an OCI bundle needs at least %d",
                                p->job->limits.scratch_bytes, BERTH_BUNDLE_TMPFS_GRAIN);
+    if (!p->slot_init != !p->slot_handoff ||
+        (p->slot_init && (!absolute_clean(p->slot_init) || !absolute_clean(p->slot_handoff))))
+        return berth_error_set(reterr, -EINVAL, "a warm slot's bundle needs the absolute host paths of its init and "
+                                                "its handoff directory");
     if (bounds.outputs && !absolute_clean(p->outputs_dir))
         return berth_error_set(reterr, -EINVAL, "artifact_bytes %" PRId64 " needs the absolute host path of the "
                                                 "job's outputs tmpfs",
@@ -258,7 +274,7 @@ static int check_params(const struct berth_bundle_params *p, const char **ret_ro
 int berth_bundle_config(const struct berth_bundle_params *p, json_t **ret, struct berth_error *reterr)
 {
     _cleanup_json_ json_t *process = NULL, *lnx = NULL, *doc = NULL, *rlimits = NULL, *env = NULL, *caps = NULL,
-                          *ns = NULL;
+                          *ns = NULL, *slot_argv = NULL;
     const json_t *tenv = NULL, *argv;
     const char *root = NULL, *n;
     uint32_t uid, gid;
@@ -272,6 +288,10 @@ int berth_bundle_config(const struct berth_bundle_params *p, json_t **ret, struc
     env = environment(tenv);
     if (!json_is_array(argv) || !env)
         return berth_error_set(reterr, -EINVAL, "the job's argv or the template's env is malformed");
+    if (p->slot_init)
+        argv = slot_argv = json_pack("[s]", BERTH_BUNDLE_SLOT_INIT);
+    if (!argv)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
     rlimits = json_array();
     if (!rlimits || append(rlimits, rlimit("RLIMIT_NOFILE", p->nofile ? p->nofile : BERTH_BUNDLE_DEFAULT_NOFILE)) < 0 ||
         append(rlimits, rlimit("RLIMIT_CORE", 0)) < 0 ||
