@@ -82,6 +82,9 @@ int oci_run_shim(struct oci *o, const char *mode, const char *jobdir, int syncfd
 int oci_await_shim(struct oci *o, int fd, const char *jobdir, const char *want, struct berth_error *reterr);
 /* Remove a directory under @parentfd named @name that ran nothing (its outputs tmpfs first). */
 void oci_unclaim(int parentfd, int dirfd, const char *dir, const char *name);
+/* Write @line to the FIFO @fd (a shim's control FIFO) with SIGPIPE blocked
+ * in this thread: 0 or -errno (-EPIPE when its reader is gone). */
+int oci_fifo_say(int fd, const char *line);
 /* 1 when a shim holds the lock of the directory @dirfd, 0 when none does. */
 int oci_shim_alive(int dirfd);
 bool oci_has_result(int dirfd);

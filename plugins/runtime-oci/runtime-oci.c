@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -632,6 +633,26 @@ void oci_unclaim(int parentfd, int dirfd, const char *dir, const char *name)
     (void)unlinkat(parentfd, name, AT_REMOVEDIR);
 }
 
+int oci_fifo_say(int fd, const char *line)
+{
+    sigset_t pipe_only, old;
+    const struct timespec zero = {0};
+    int r, e;
+
+    /* A reader that went away gives EPIPE, never a SIGPIPE to the host. */
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    if (pthread_sigmask(SIG_BLOCK, &pipe_only, &old) != 0)
+        return -EINVAL;
+    r = berth_write_all(fd, line, strlen(line));
+    e = errno;
+    if (r < 0 && e == EPIPE && !sigismember(&old, SIGPIPE))
+        while (sigtimedwait(&pipe_only, NULL, &zero) < 0 && errno == EINTR)
+            ;
+    (void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return r < 0 ? -e : 0;
+}
+
 int oci_dispatch_admit(struct oci *o, const char *text, size_t len, struct dispatch *d, struct berth_error *reterr)
 {
     int64_t now;
@@ -994,7 +1015,7 @@ static int oci_cancel(void *state, const char *job_id, struct berth_error *reter
             /* The shim reads its FIFO; without a reader the open fails (ENXIO) and the loop looks again. */
             _cleanup_close_ int fd = openat(jobfd, OCI_JOB_CONTROL, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
             if (fd >= 0)
-                (void)berth_write_all(fd, "cancel\n", 7);
+                (void)oci_fifo_say(fd, "cancel\n");
         }
         if (berth_deadline_passed(CLOCK_MONOTONIC, until))
             return berth_error_set(reterr, -ETIMEDOUT, "job %s: still running %lld s after cancel", job_id,

@@ -734,15 +734,18 @@ static bool claimed_here(struct shim *s)
     _cleanup_json_ json_t *doc = NULL;
     const char *run_id, *slots;
     struct stat here, named;
-    size_t len = 0;
+    size_t len = 0, jl;
 
     if (faccessat(s->jobfd, OCI_JOB_DISPATCH, F_OK, AT_SYMLINK_NOFOLLOW) < 0 ||
         berth_read_file_at(s->jobfd, OCI_JOB_DISPATCH, &expect, &text, &len, NULL) < 0 ||
         berth_json_parse(text, len, 4 << 20, &doc, NULL) < 0)
         return false;
     run_id = json_string_value(json_object_get(json_object_get(json_object_get(doc, "receipt"), "receipt"), "run_id"));
-    slots = strstr(s->jobdir, "/slots/");
-    if (!run_id_shaped(run_id) || !slots ||
+    /* The shim was started on STATE/slots/<slot id> (33 characters): the
+     * last "/slots/" of its path, wherever else STATE has one. */
+    jl = strlen(s->jobdir);
+    slots = jl > 40 ? s->jobdir + jl - 40 : NULL;
+    if (!run_id_shaped(run_id) || !slots || strncmp(slots, "/slots/", 7) != 0 ||
         asprintf(&path, "%.*s/jobs/%s", (int)(slots - s->jobdir), s->jobdir, run_id) < 0)
         return false;
     return fstat(s->jobfd, &here) == 0 && fstatat(AT_FDCWD, path, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -761,7 +764,7 @@ static int hold_slot(struct shim *s, int *syncfd, int *claimfd, int ctlfd, int t
 {
     struct itimerspec its = {0};
     const char *end = NULL, *refused;
-    bool cancelled = false, claimed = false;
+    bool cancelled = false, claimed = false, asked = false;
     int64_t now = 0;
     const json_t *dl;
 
@@ -813,14 +816,27 @@ static int hold_slot(struct shim *s, int *syncfd, int *claimfd, int ctlfd, int t
         n = read(ctlfd, buf, sizeof(buf));
         if (n > 0 && memmem(buf, (size_t)n, "discard", 7)) {
             logf_shim(s, "discard requested");
+            asked = true;
             end = "slot_discarded";
         } else if (n > 0 && memmem(buf, (size_t)n, "cancel", 6)) {
             /* A claim cut short after its rename (the plugin died before
              * "claim"): the directory is the job's, and berthd cancels it. */
             logf_shim(s, "cancel requested before the job started");
-            cancelled = true;
+            cancelled = asked = true;
             end = "cancelled";
         }
+    }
+    /* Ending on its own (not asked by discard or cancel, which hold or need
+     * no lock): first the slot's flock, so that no claim is between its
+     * checks and its rename; a claim that holds it either renames the slot
+     * (then it is claimed after all) or gives up. */
+    while (end && !asked && flock(s->jobfd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
+        if (claimed_here(s)) {
+            logf_shim(s, "claimed while it ended (%s): the job will find out at start", end);
+            end = NULL;
+            break;
+        }
+        usleep(10000);
     }
     if (end) {
         end_slot(s, end, cancelled ? "cancelled" : "failed");
@@ -859,6 +875,13 @@ static int supervise(struct shim *s, int syncfd, bool slot)
     /* A slot's answer FIFO, held open for writing from now on (jobdir.h). */
     _cleanup_close_ int claimfd =
         slot ? openat(s->jobfd, OCI_SLOT_CLAIMED, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC) : -1;
+
+    if (slot && claimfd < 0) {
+        logf_shim(s, "cannot open the slot's %s FIFO: %m", OCI_SLOT_CLAIMED);
+        write_result(s, "failed", "slot_setup", -1);
+        sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
+        return 1;
+    }
     _cleanup_close_ int out_r = -1, err_r = -1, sigfd = -1, timerfd = -1, ctlfd = -1;
     int outp[2] = {-1, -1}, errp[2] = {-1, -1};
     char pidfile[PATH_MAX];

@@ -144,9 +144,10 @@ int oci_provision(void *state, const char *slot, size_t slot_len, struct berth_e
     }
     /* The init is bound into the container: it must be trusted like the shim. */
     initfd = berth_open_trusted(o->cfg.slot_init, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, reterr);
-    if (initfd < 0 || (r = berth_trusted_file_check(initfd, o->cfg.slot_init, 0, NULL, reterr)) < 0) {
-        r = initfd < 0 ? initfd : r;
+    if (initfd < 0 || berth_trusted_file_check(initfd, o->cfg.slot_init, 0, NULL, reterr) < 0) {
         berth_error_prefix(reterr, "slot_init");
+        if (reterr)
+            reterr->code = -EPERM;
         r = -EPERM;
         goto out;
     }
@@ -186,6 +187,9 @@ int oci_provision(void *state, const char *slot, size_t slot_len, struct berth_e
         r = berth_error_set(reterr, -errno, "cannot open %s: %m", dir);
         goto out;
     }
+    /* Held until the shim answers: slots() says "provisioning" meanwhile,
+     * and no discard works on a slot still being built. */
+    (void)flock(fd, LOCK_EX | LOCK_NB);
     r = oci_prepare(o, &d, fd, dir, bounds.outputs, o->cfg.slot_init, reterr);
     if (r == 0 && bounds.outputs)
         r = oci_outputs_mount(fd, OCI_JOB_OUTPUTS, bounds.outputs, o->cfg.uid, o->cfg.gid, reterr);
@@ -202,6 +206,7 @@ int oci_provision(void *state, const char *slot, size_t slot_len, struct berth_e
             r = berth_error_set(reterr, -EIO, "the runtime could not create the slot's sandbox; see %s/%s", dir,
                                 OCI_JOB_RUNTIME_LOG);
         close(p[0]);
+        (void)flock(fd, LOCK_UN);
         if (r < 0) {
             /* The shim tears down what it created before it answers "failed". */
             struct berth_error ignored = BERTH_ERROR_INIT;
@@ -246,6 +251,8 @@ int oci_claim(void *state, const char *slot_id, const char *dispatch, size_t dis
         goto out;
     if ((fd = open_slot(o, slot_id, reterr)) < 0) {
         r = fd == -EBUSY ? -ESTALE : fd;
+        if (reterr)
+            reterr->code = r;
         goto out;
     }
     if ((r = read_json_at(fd, OCI_SLOT_DOC, OCI_SLOT_MAX, &slot, reterr)) < 0 ||
@@ -311,7 +318,7 @@ int oci_claim(void *state, const char *slot_id, const char *dispatch, size_t dis
         o->host->log(o->host, BERTH_LOG_WARNING, "fsync after claiming slot %s: %m", slot_id);
     /* A shim that died just now leaves a job without a result: inspect
      * settles it as runtime_lost, as for any job whose shim is gone. */
-    if (berth_write_all(ctl, "claim\n", 6) < 0)
+    if (oci_fifo_say(ctl, "claim\n") < 0)
         o->host->log(o->host, BERTH_LOG_WARNING, "job %s: slot %s's shim did not take the claim: %m", d.run_id,
                      slot_id);
     r = oci_await_shim(o, answer, jobdir, OCI_SHIM_SYNC_STARTED, reterr);
@@ -365,7 +372,7 @@ int oci_discard(void *state, const char *slot_id, struct berth_error *reterr)
         {
             _cleanup_close_ int ctl = openat(fd, OCI_JOB_CONTROL, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
             if (ctl >= 0)
-                (void)berth_write_all(ctl, "discard\n", 8);
+                (void)oci_fifo_say(ctl, "discard\n");
         }
         if (berth_deadline_passed(CLOCK_MONOTONIC, until))
             return berth_error_set(reterr, -EBUSY, "slot %s: still there %lld s after discard", slot_id,
@@ -425,14 +432,19 @@ int oci_slots(void *state, char **ret_json, size_t *ret_len, struct berth_error 
         _cleanup_close_ int fd = openat(o->slotsfd, ids[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         _cleanup_json_ json_t *ready = NULL, *result = NULL;
         const char *st, *reason = NULL;
+        bool busy;
         int alive;
 
         if (fd < 0)
             continue; /* claimed or discarded meanwhile */
         (void)read_json_at(fd, OCI_SLOT_READY, 4096, &ready, NULL);
         (void)read_json_at(fd, OCI_JOB_RESULT, OCI_RESULT_MAX, &result, NULL);
-        alive = oci_shim_alive(fd);
-        if (result) {
+        busy = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+        alive = busy ? 1 : oci_shim_alive(fd);
+        if (busy) {
+            /* provision, a claim, a discard or the shim's own end is at work on it */
+            st = ready ? "ready" : "provisioning";
+        } else if (result) {
             st = "lost";
             reason = json_string_value(json_object_get(result, "reason"));
         } else if (alive != 1) {

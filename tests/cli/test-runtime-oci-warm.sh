@@ -15,7 +15,7 @@
 : "${BERTH_OCI_DRIVE:?}" "${BERTH_SLOT_INIT:?}"
 
 cleanup_mounts() {
-    grep -o "$TMP/state-[^ ]*/outputs" /proc/self/mounts 2>/dev/null | while read -r m; do umount -l "$m"; done
+    grep -o "$TMP/[^ ]*/outputs" /proc/self/mounts 2>/dev/null | while read -r m; do umount -l "$m"; done
     rm -rf "$TMP"
 }
 trap cleanup_mounts EXIT
@@ -278,4 +278,16 @@ for be in runsc crun; do
     [ -z "$(find "$TMP/state-$be/root" -mindepth 1 -maxdepth 1)" ] ||
         fail "$be: the runtime keeps containers: $(ls "$TMP/state-$be/root")"
 done
+# A state directory whose own path has a "slots" component: the shim still
+# finds its claim (it once looked for the jobs directory in the wrong place).
+mkdir -p "$TMP/slots/deep"
+jq --arg d "$TMP/slots/deep/state-crun" '.state_directory = $d' "$TMP/crun.json" >"$TMP/deep.json"
+new_slot deep-a
+drive_ok deep provision "$TMP/deep-a.slot.json"
+new_job deep-job 'echo deep'
+drive_ok deep claim "$(id_of deep-a)" "$TMP/deep-job.dispatch.json"
+drive_ok deep wait "$(run_of deep-job)" 30
+cp "$TMP/stdout" "$TMP/deep-job.inspect.json"
+[ "$(job_stdout deep-job)" = deep ] || fail "a claim under $TMP/slots/deep: $(cat "$TMP/deep-job.inspect.json")"
+drive_ok deep reap "$(run_of deep-job)"
 echo "ok"
