@@ -148,6 +148,46 @@ static int activity(struct berth_buf *out, const struct berth_broker_health *h)
     return r;
 }
 
+/* The warm slot lines of @h (docs/warm-slots.md): slots per target, hits,
+ * cold starts for want of a slot, quarantines, provisioning and refill. */
+static int warm(struct berth_buf *out, const struct berth_broker_health *h)
+{
+    const struct {
+        const char *name, *help;
+        uint64_t n;
+    } counters[] = {
+        {"berth_warm_hits_total", "Jobs started in a warm slot.", h->warm_hits},
+        {"berth_warm_misses_total", "Jobs of a warm target's shape started cold for want of a ready slot.",
+         h->warm_misses},
+        {"berth_warm_quarantined_total", "Warm slots destroyed unused because their key differed at claim.",
+         h->warm_quarantined},
+        {"berth_warm_provisioned_total", "Warm slots provisioned.", h->warm_provisioned},
+        {"berth_warm_provision_failures_total", "Warm slot provisionings that failed.", h->warm_provision_failed},
+        {"berth_warm_lost_total", "Ready warm slots that died or retired unused and were destroyed.", h->warm_lost},
+    };
+    size_t i;
+    int r = put(out, "# HELP berth_warm_slots Warm slots per pool and image, by state.\n"
+                     "# TYPE berth_warm_slots gauge\n");
+
+    for (i = 0; r == 0 && i < h->n_warm; i++)
+        r = put(out,
+                "berth_warm_slots{pool=\"%s\",image=\"%s\",state=\"ready\"} %llu\n"
+                "berth_warm_slots{pool=\"%s\",image=\"%s\",state=\"claiming\"} %llu\n",
+                h->warm[i].pool, h->warm[i].image, (unsigned long long)h->warm[i].ready, h->warm[i].pool,
+                h->warm[i].image, (unsigned long long)h->warm[i].claiming);
+    for (i = 0; r == 0 && i < ELEMENTSOF(counters); i++)
+        r = put(out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", counters[i].name, counters[i].help,
+                counters[i].name, counters[i].name, (unsigned long long)counters[i].n);
+    if (r == 0)
+        r = put(out,
+                "# HELP berth_warm_provision_seconds The last warm slot's provisioning time.\n"
+                "# TYPE berth_warm_provision_seconds gauge\nberth_warm_provision_seconds %.6f\n"
+                "# HELP berth_warm_refill_seconds From a claim to the next warm slot ready, the last time.\n"
+                "# TYPE berth_warm_refill_seconds gauge\nberth_warm_refill_seconds %.6f\n",
+                (double)h->warm_provision_ns_last / 1e9, (double)h->warm_refill_ns_last / 1e9);
+    return r;
+}
+
 int berthd_metrics_render(const struct berthd_metrics *m, const int64_t jobs[BERTH_JOB_STATE_COUNT],
                           uint64_t policy_reloads, unsigned connections, const struct berth_broker_health *health,
                           struct berth_buf *out)
@@ -204,5 +244,7 @@ int berthd_metrics_render(const struct berthd_metrics *m, const int64_t jobs[BER
         r = storage(out, health);
     if (r == 0)
         r = activity(out, health);
+    if (r == 0)
+        r = warm(out, health);
     return r;
 }

@@ -86,4 +86,8 @@ bench-starts: all tests/tools/mkbundle tests/bench/bench-submit
 # (root; image plugin).
 bench-slots: all tests/tools/oci-drive
 	$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/tests/bench/slots
-.PHONY: bench bench-overhead bench-starts bench-slots
+# make bench-warm: warm against cold through berthd over mTLS, a burst
+# against a warm target, and what an idle slot costs (root; image plugin).
+bench-warm: all
+	$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/tests/bench/bench-warm $(WARM_ARGS)
+.PHONY: bench bench-overhead bench-starts bench-slots bench-warm

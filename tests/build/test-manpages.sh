@@ -232,6 +232,9 @@ if [ -f "$page" ]; then
         c_array "$cfg" "${obj}_members" | prefixed "$obj." >"$TMP/expected"
         check "$obj vs ${obj}_members" SS "$obj"
     done
+    { c_array "$cfg" warm_members | prefixed "warm."
+      c_array "$cfg" warm_target_members | prefixed "warm.pools.POOL[]."; } >"$TMP/expected"
+    check "warm vs warm_members and warm_target_members" SS warm
     c_array "$cfg" backend_members | prefixed "backends.NAME." >"$TMP/expected"
     check "backends vs backend_members" SS backends
     { c_array "$cfg" image_members | prefixed "images."

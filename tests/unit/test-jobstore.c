@@ -152,6 +152,13 @@ START_TEST(state_machine)
     ck_assert_ptr_nonnull(strstr(err.message, "cannot move from accepted to exited"));
     ck_assert_int_eq(berth_jobstore_transition(j, run_id, 1, BERTH_JOB_CLAIMED, NULL, 110, &err), 0);
     ck_assert_int_eq(berth_jobstore_transition(j, run_id, 2, BERTH_JOB_RUNNING, NULL, 120, &err), 0);
+    /* A warm start is recorded at the revision of the move to running, and kept. */
+    ck_assert_int_eq(berth_jobstore_set_warm(j, run_id, 2, "{\"slot_id\":\"s1\"}", &err), -ESTALE);
+    ck_assert_int_eq(berth_jobstore_set_warm(j, run_id, 3, "{\"slot_id\":\"s1\"}", &err), 0);
+    ck_assert_int_eq(berth_jobstore_find_run(j, run_id, &got, &err), 0);
+    ck_assert_str_eq(got.warm, "{\"slot_id\":\"s1\"}");
+    ck_assert_int_eq(got.revision, 3);
+    berth_job_record_clear(&got);
     ck_assert_int_eq(berth_jobstore_transition(j, run_id, 3, BERTH_JOB_ACCEPTED, NULL, 130, &err), -EINVAL);
     ck_assert_int_eq(berth_jobstore_transition(j, run_id, 3, BERTH_JOB_FINALIZING, NULL, 130, &err), 0);
     ck_assert_int_eq(berth_jobstore_transition(j, run_id, 4, BERTH_JOB_EXITED, "{\"result\":1}", 140, &err), 0);
@@ -160,6 +167,7 @@ START_TEST(state_machine)
     ck_assert_int_eq(got.revision, 5);
     ck_assert_str_eq(got.result, "{\"result\":1}");
     ck_assert_int_eq(got.updated_at, 140);
+    ck_assert_str_eq(got.warm, "{\"slot_id\":\"s1\"}");
     berth_job_record_clear(&got);
     /* Terminal is final. */
     ck_assert_int_eq(berth_jobstore_transition(j, run_id, 5, BERTH_JOB_FAILED, NULL, 150, &err), -EINVAL);

@@ -210,7 +210,7 @@ START_TEST(foreign_and_newer)
     berth_journal_close(j);
     raw_sql(newer, "PRAGMA user_version = 99");
     ck_assert_int_eq(open_at(newer, 0, &j, &err), -EPROTONOSUPPORT);
-    ck_assert_ptr_nonnull(strstr(err.message, "has journal format 99; this berth understands formats up to 6"));
+    ck_assert_ptr_nonnull(strstr(err.message, "has journal format 99; this berth understands formats up to 7"));
 
     raw_sql(newer, "PRAGMA user_version = -1");
     ck_assert_int_eq(open_at(newer, 0, &j, &err), -EBADMSG);
@@ -283,7 +283,8 @@ static void make_format_4(const char *path)
 
     ck_assert_msg(open_at(path, BERTH_JOURNAL_CREATE, &j, &err) == 0, "%s", err.message);
     berth_journal_close(j);
-    raw_sql(path, "DROP TRIGGER job_counts_insert; DROP TRIGGER job_counts_delete; DROP TRIGGER job_counts_state;"
+    raw_sql(path, "ALTER TABLE jobs DROP COLUMN warm;"
+                  "DROP TRIGGER job_counts_insert; DROP TRIGGER job_counts_delete; DROP TRIGGER job_counts_state;"
                   "DROP TABLE job_counts; DROP TABLE job_tombstones; DROP INDEX jobs_terminal_order;"
                   "INSERT INTO jobs (principal, scope, job_id, run_id, job_digest, pool, job, receipt, effective,"
                   " backend, state, revision, accepted_at, deadline, result, updated_at)"
@@ -294,9 +295,10 @@ static void make_format_4(const char *path)
                   "PRAGMA user_version = 4;");
 }
 
-/* Format 4 -> 6 on open, in one transaction: the tombstone table and the
+/* Format 4 -> 7 on open, in one transaction: the tombstone table and the
  * expiry index appear (5), the job counts hold what the jobs table holds
- * (6), every job stays as it was. */
+ * (6), the warm column is there and NULL (7: every old job started cold),
+ * every job stays as it was. */
 START_TEST(migrate_from_format_4)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -308,7 +310,8 @@ START_TEST(migrate_from_format_4)
     ck_assert_msg(open_at(path, 0, &j, &err) == 0, "%s", err.message);
     berth_journal_close(j);
     ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), BERTH_JOURNAL_FORMAT);
-    ck_assert_int_eq(BERTH_JOURNAL_FORMAT, 6);
+    ck_assert_int_eq(BERTH_JOURNAL_FORMAT, 7);
+    ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM jobs WHERE warm IS NULL"), 2);
     ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM job_tombstones"), 0);
     ck_assert_int_eq(raw_int(path, "SELECT retained FROM job_counts WHERE id = 1"), 2);
     ck_assert_int_eq(raw_int(path, "SELECT open FROM job_counts WHERE id = 1"), 1);

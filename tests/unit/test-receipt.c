@@ -277,6 +277,47 @@ static int resign_verify(const struct fixture *f, json_t *body, const json_t *re
     return r;
 }
 
+/* A warm start: the result carries the slot, and its shape is checked. */
+START_TEST(result_warm)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct fixture f;
+    json_t *receipt, *result, *body, *warm;
+    const json_t *got = NULL;
+    struct berth_result_params p = {0};
+
+    setup(&f);
+    receipt = make_receipt(&f, NULL);
+    warm = json_pack("{s:s, s:s, s:s}", "slot_id", "s0123456789abcdef0123456789abcdef", "slot_hash",
+                     "1111111111111111111111111111111111111111111111111111111111111111", "provision_ns", "195000000");
+    p = (struct berth_result_params){.broker = "host-1", .job = f.job, .receipt = receipt,
+                                     .status = BERTH_RESULT_EXITED, .started_at = 1, .finished_at = 2, .warm = warm};
+    ck_assert_msg(berth_result_create(f.key, &p, &result, &err) == 0, "%s", err.message);
+    ck_assert_int_eq(berth_result_verify(result, berth_signing_key_public(f.key), f.job, receipt, &got, &err), 0);
+    ck_assert(json_equal(json_object_get(got, "warm"), warm));
+    body = json_deep_copy(json_object_get(result, "result"));
+    json_decref(result);
+    /* A slot id that is not one, an unknown member, a missing time: refused. */
+    json_object_set_new(json_object_get(body, "warm"), "slot_id", json_string("../x"));
+    ck_assert_int_eq(resign_verify(&f, body, receipt, &err), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(err.message, "malformed slot id"));
+    json_object_set_new(json_object_get(body, "warm"), "slot_id", json_string("s0123456789abcdef0123456789abcdef"));
+    ck_assert_int_eq(resign_verify(&f, body, receipt, &err), 0);
+    json_object_set_new(json_object_get(body, "warm"), "reused", json_true());
+    ck_assert_int_eq(resign_verify(&f, body, receipt, &err), -EBADMSG);
+    json_object_del(json_object_get(body, "warm"), "reused");
+    json_object_del(json_object_get(body, "warm"), "provision_ns");
+    ck_assert_int_eq(resign_verify(&f, body, receipt, &err), -EBADMSG);
+    /* create refuses a malformed one too. */
+    json_object_set_new(warm, "slot_hash", json_string("short"));
+    ck_assert_int_eq(berth_result_create(f.key, &p, &result, &err), -EINVAL);
+    json_decref(body);
+    json_decref(warm);
+    json_decref(receipt);
+    teardown(&f);
+}
+END_TEST
+
 START_TEST(result_outputs)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -369,6 +410,7 @@ static Suite *make_suite(void)
     TCase *tc = test_case(s, "receipt");
 
     tcase_add_test(tc, receipt_round_trip);
+    tcase_add_test(tc, result_warm);
     tcase_add_test(tc, receipt_refusals);
     tcase_add_test(tc, receipt_bad_arguments);
     tcase_add_test(tc, result_round_trip);

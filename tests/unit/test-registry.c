@@ -537,19 +537,71 @@ START_TEST(warm_slot)
     struct berth_error err = BERTH_ERROR_INIT;
     const char *a = "1111111111111111111111111111111111111111111111111111111111111111";
     const char *b = "2222222222222222222222222222222222222222222222222222222222222222";
-    _cleanup_json_ json_t *ev = NULL;
+    const char *run = "r0123456789abcdef0123456789abcdef";
+    _cleanup_json_ json_t *ev = NULL, *ev2 = NULL, *ev3 = NULL;
 
-    ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "slot-1", a, a, ACTOR, NOW, &err), 1);
-    ck_assert_uint_eq(event_count(), 0); /* attaching records nothing */
-    ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "slot-1", a, b, ACTOR, NOW, &err), 0);
+    ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "p", "slot-1", a, a, run, ACTOR, NOW, &err), 1);
     ck_assert_uint_eq(event_count(), 1);
     ev = event(1);
-    ck_assert_str_eq(json_string_value(json_object_get(ev, "type")), "pool.warm_quarantine");
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "details"), "slot_hash")), a);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "details"), "dispatch_hash")), b);
-    ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "slot 1", a, b, ACTOR, NOW, &err), -EINVAL);
-    ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "slot-1", "short", b, ACTOR, NOW, &err), -EINVAL);
+    ck_assert_str_eq(json_string_value(json_object_get(ev, "type")), "pool.warm_attached");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "details"), "run_id")), run);
+    ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "p", "slot-2", a, b, run, ACTOR, NOW, &err), 0);
+    ck_assert_uint_eq(event_count(), 2);
+    ev2 = event(2);
+    ck_assert_str_eq(json_string_value(json_object_get(ev2, "type")), "pool.warm_quarantine");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev2, "details"), "slot_hash")), a);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev2, "details"), "dispatch_hash")), b);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev2, "details"), "reason")), "manifest");
+    /* Equal hashes, another reason: the runtime refused the claim. */
+    ck_assert_int_eq(berth_registry_warm_quarantine(reg, &key, "p", "slot-3", a, a, "runtime", ACTOR, NOW, &err), 0);
+    ev3 = event(3);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev3, "details"), "reason")), "runtime");
+    ck_assert_int_eq(berth_registry_warm_quarantine(reg, &key, "p", "slot-3", a, a, "whim", ACTOR, NOW, &err),
+                     -EINVAL);
+    ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "p", "slot 1", a, b, run, ACTOR, NOW, &err), -EINVAL);
+    ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "p", "slot-1", "short", b, run, ACTOR, NOW, &err),
+                     -EINVAL);
+    ck_assert_uint_eq(event_count(), 3);
     ck_assert_int_eq(verify(NULL, NULL, 0), 0);
+}
+END_TEST
+
+static void attach_other_hash(json_t *d)
+{
+    json_object_set_new(d, "dispatch_hash",
+                        json_string("3333333333333333333333333333333333333333333333333333333333333333"));
+}
+
+static void quarantine_matching(json_t *d)
+{
+    json_object_set_new(d, "dispatch_hash", json_incref(json_object_get(d, "slot_hash")));
+}
+
+/* A forged attach of a slot to a dispatch with another manifest, and a
+ * "manifest" quarantine of a slot whose hash matched, fail verification. */
+START_TEST(warm_forgeries_detected)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    const char *a = "1111111111111111111111111111111111111111111111111111111111111111";
+    const char *b = "2222222222222222222222222222222222222222222222222222222222222222";
+    const char *run = "r0123456789abcdef0123456789abcdef";
+
+    ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "p", "slot-1", a, a, run, ACTOR, NOW, &err), 1);
+    ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "p", "slot-2", a, b, run, ACTOR, NOW, &err), 0);
+    ck_assert_int_eq(verify(NULL, NULL, 0), 0);
+    forge_and_verify(1, "pool.warm_attached", attach_other_hash, 3, "hash differs");
+}
+END_TEST
+
+START_TEST(warm_quarantine_forgery_detected)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    const char *a = "1111111111111111111111111111111111111111111111111111111111111111";
+    const char *b = "2222222222222222222222222222222222222222222222222222222222222222";
+    const char *run = "r0123456789abcdef0123456789abcdef";
+
+    ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "p", "slot-2", a, b, run, ACTOR, NOW, &err), 0);
+    forge_and_verify(1, "pool.warm_quarantine", quarantine_matching, 2, "although its hash matched");
 }
 END_TEST
 
@@ -573,6 +625,8 @@ static Suite *make_suite(void)
     tcase_add_test(tc, chain_rules_registration);
     tcase_add_test(tc, enrol_and_claim);
     tcase_add_test(tc, warm_slot);
+    tcase_add_test(tc, warm_forgeries_detected);
+    tcase_add_test(tc, warm_quarantine_forgery_detected);
     return s;
 }
 

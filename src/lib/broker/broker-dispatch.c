@@ -95,7 +95,7 @@ int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats
 {
     _cleanup_json_ json_t *limits = json_object(), *in_use = json_object();
     bool counted = true, staging = false, end = false, claimed = false;
-    size_t room, pages, n = 0, i;
+    size_t room, pages, n = 0, i, waiting = 0;
     int64_t now;
     int r;
 
@@ -140,14 +140,18 @@ int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats
             if (leave_alone(b, rec))
                 continue;
             if (rec->state == BERTH_JOB_ACCEPTED) {
-                if (!pool_has_room(limits, in_use, rec->pool))
+                if (!pool_has_room(limits, in_use, rec->pool)) {
+                    waiting++;
                     continue; /* waits for a slot in its pool; its deadline still runs */
+                }
                 if (pool_take(in_use, rec->pool) < 0) {
                     counted = false;
                     break;
                 }
             }
             rr = broker_dispatch_claim(b, rec, now, stats, &staging, &err);
+            if (rr != 1 && rec->state == BERTH_JOB_ACCEPTED)
+                waiting++;
             if (rr == 1) {
                 claimed = true;
                 rr = broker_starts_hand(b, rec, stats, &err);
@@ -179,5 +183,9 @@ int berth_broker_dispatch(struct berth_broker *b, struct berth_pass_stats *stats
         if (stats)
             stats->errors++;
     }
+    /* Warm slots are refilled only behind the queue: a job that waits, or
+     * a page bound that left jobs unread, comes first. */
+    if (r == 0 && counted)
+        broker_warm_pass(b, waiting + (end ? 0 : 1) + (room == 0 ? 1 : 0), limits, in_use);
     return r;
 }

@@ -114,6 +114,31 @@ struct broker_starts {
     struct berth_job_cursor cursor; /* where the next dispatch pass goes on (broker-dispatch.c; dispatching thread) */
 };
 
+/* Warm slots (broker-warm.c, docs/warm-slots.md): the slots this berthd
+ * provisioned and has not handed to a job or destroyed yet. */
+struct broker_warm_slot {
+    char slot_id[34];
+    size_t target;    /* index into p.warm */
+    size_t backend;   /* index into backends */
+    char hash[65];    /* the effective_manifest_hash it was provisioned for */
+    char *qualification; /* the backend's qualification id then, or NULL */
+    char *rootfs;
+    int64_t provision_ns, not_after;
+    bool claiming;    /* a start thread is claiming or discarding it */
+};
+
+struct broker_warm {
+    pthread_mutex_t lock; /* this struct; never held across a plugin call or with @lock */
+    struct broker_warm_slot *v;
+    size_t n, cap;
+    bool swept;           /* the slots of an earlier run are destroyed (worker thread) */
+    int64_t *last_miss;   /* per target: CLOCK_MONOTONIC of the last cold start for want of a slot */
+    uint64_t hits, misses, quarantined, provisioned, provision_failed, lost, discarded;
+    int64_t provision_ns_last, refill_ns_last; /* the last provisioning; claim to refilled */
+    int64_t refill_from;  /* CLOCK_MONOTONIC of a claim not yet refilled, 0 when none */
+    struct berth_backoff backoff; /* provisioning failures, CLOCK_MONOTONIC */
+};
+
 /* One runtime instance's calls, serialized (broker-serial.c). */
 struct broker_serial;
 
@@ -135,6 +160,7 @@ struct berth_broker {
     struct broker_starts starts;
     struct broker_serial **serial; /* per backend: its call lock, or NULL when its plugin declares concurrent calls safe */
     struct berth_rootcache *roots; /* with a stager: one sealed root per image (broker-roots.c), else NULL */
+    struct broker_warm warm;
 };
 
 /* The authenticated caller, resolved under the lock. */
@@ -257,6 +283,12 @@ int broker_audit(struct berth_broker *b, const char *type, const struct berth_jo
  * other errors may pass. */
 int broker_stage(struct berth_broker *b, const struct berth_job_record *rec, const char *image, char **ret_rootfs,
                  struct berth_error *reterr);
+
+/* Hold the cached root of @image for the warm slot @slot_id (released with
+ * berth_rootcache_release(b->roots, slot_id)); *@ret_rootfs its path.
+ * -EOPNOTSUPP without a stager; else broker_stage()'s errors. */
+int broker_stage_slot(struct berth_broker *b, const char *slot_id, const char *image, const json_t *effective,
+                      char **ret_rootfs, struct berth_error *reterr);
 
 /* Remove @rec's staged rootfs and inputs, if any (best effort; logged). */
 void broker_unstage(struct berth_broker *b, const struct berth_job_record *rec);
@@ -488,6 +520,36 @@ void broker_starts_stage_unlock(struct berth_broker *b);
  * point into it).  0 or -ENOMEM. */
 int broker_serial_wrap(struct berth_broker *b);
 void broker_serial_free(struct berth_broker *b);
+
+/* --- broker-warm.c: warm slots (docs/warm-slots.md) --- */
+
+int broker_warm_init(struct berth_broker *b);
+void broker_warm_free(struct berth_broker *b);
+
+/* Worker thread, lock not held, before admission opens: destroy every slot
+ * the backends hold (none is this run's yet).  Return: true once none is
+ * left (admission may open), false to try again on the next pass. */
+bool broker_warm_sweep(struct berth_broker *b);
+
+/* Worker thread, lock not held, after a dispatch pass that left @waiting
+ * accepted jobs queued: discard lost and retired slots, then provision at
+ * most one slot towards the targets when no job waits and the host and
+ * pool bounds leave room (@in_use: sandboxes per pool, @limits: each
+ * limited pool's max_concurrency). */
+void broker_warm_pass(struct berth_broker *b, size_t waiting, const json_t *limits, const json_t *in_use);
+
+/* Any thread, lock not held, in broker_dispatch_start() right before a cold
+ * start: start @rec (its dispatch document @doc) in a ready slot of its
+ * shape, recording the attach (or the quarantine) first.  Return: 1 started
+ * warm, *@ret_warm the record's warm member (a new reference); 2 the
+ * backend had started the job already; 0 start it cold; start's refusals
+ * (-EBADMSG, -EKEYREJECTED, -ETIME, -EPERM); another negative errno when
+ * it is uncertain whether it started (retried as a start is). */
+int broker_warm_claim(struct berth_broker *b, const struct berth_job_record *rec, const json_t *job, const char *doc,
+                      size_t len, json_t **ret_warm, struct berth_error *reterr);
+
+/* Fill the warm members of @h (any thread; takes warm.lock). */
+void broker_warm_health(struct berth_broker *b, struct berth_broker_health *h);
 
 /* Call the fault hook. */
 void broker_fault(struct berth_broker *b, const char *point);

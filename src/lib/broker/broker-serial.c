@@ -67,6 +67,26 @@ static int serial_forget(void *st, const char *job_id, struct berth_error *reter
     return SERIAL_CALL(st, forget, job_id, reterr);
 }
 
+static int serial_provision(void *st, const char *slot, size_t len, struct berth_error *reterr)
+{
+    return SERIAL_CALL(st, provision, slot, len, reterr);
+}
+
+static int serial_claim(void *st, const char *slot_id, const char *dispatch, size_t len, struct berth_error *reterr)
+{
+    return SERIAL_CALL(st, claim, slot_id, dispatch, len, reterr);
+}
+
+static int serial_discard(void *st, const char *slot_id, struct berth_error *reterr)
+{
+    return SERIAL_CALL(st, discard, slot_id, reterr);
+}
+
+static int serial_slots(void *st, char **ret_json, size_t *ret_len, struct berth_error *reterr)
+{
+    return SERIAL_CALL(st, slots, ret_json, ret_len, reterr);
+}
+
 int broker_serial_wrap(struct berth_broker *b)
 {
     size_t i;
@@ -95,6 +115,10 @@ int broker_serial_wrap(struct berth_broker *b)
         s->ops.open_output = real->open_output ? serial_open_output : NULL;
         s->ops.forget = real->forget ? serial_forget : NULL;
         s->ops.flags = real->flags;
+        s->ops.provision = real->provision ? serial_provision : NULL;
+        s->ops.claim = real->claim ? serial_claim : NULL;
+        s->ops.discard = real->discard ? serial_discard : NULL;
+        s->ops.slots = real->slots ? serial_slots : NULL;
         b->serial[i] = s;
         be->ops = &s->ops;
         be->state = s;

@@ -141,6 +141,20 @@ int broker_stage(struct berth_broker *b, const struct berth_job_record *rec, con
     return 0;
 }
 
+int broker_stage_slot(struct berth_broker *b, const char *slot_id, const char *image, const json_t *effective,
+                      char **ret_rootfs, struct berth_error *reterr)
+{
+    struct stage_call call = {.b = b};
+    int held;
+
+    *ret_rootfs = NULL;
+    if (!b->p.stage_ops || !b->p.stage_directory || !b->roots)
+        return berth_error_set(reterr, -EOPNOTSUPP, "warm slots need an image source that stages roots");
+    call.cwd = json_string_value(json_object_get(json_object_get(effective, "template"), "root"));
+    held = berth_rootcache_hold(b->roots, image, slot_id, stage_image, &call, ret_rootfs, reterr);
+    return held < 0 ? held : 0;
+}
+
 void broker_unstage(struct berth_broker *b, const struct berth_job_record *rec)
 {
     struct berth_error err = BERTH_ERROR_INIT;

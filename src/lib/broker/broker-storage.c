@@ -319,6 +319,7 @@ int berth_broker_health(struct berth_broker *b, struct berth_broker_health *ret)
     ret->reconcile_passes = atomic_load(&b->events.passes);
     ret->job_events = atomic_load(&b->events.received);
     ret->job_events_lost = atomic_load(&b->events.lost);
+    broker_warm_health(b, ret);
     if (ret->degraded) {
         ret->reason = "storage_full";
         ret->retry_in_ns = berth_backoff_wait_ns(s->journal_full ? &s->check : &s->stage, broker_mono_now());

@@ -245,7 +245,8 @@ bool berth_broker_admitting(struct berth_broker *b)
 void broker_sweep_cycle_end(struct berth_broker *b)
 {
     memset(&b->sweep.cursor, 0, sizeof(b->sweep.cursor));
-    if (!b->sweep.cycle_error && !atomic_load(&b->sweep.admitting)) {
+    /* The warm slots of an earlier run are destroyed before admission opens. */
+    if (!b->sweep.cycle_error && !atomic_load(&b->sweep.admitting) && broker_warm_sweep(b)) {
         berth_logf(b->p.logger, BERTH_LOG_INFO, "admission opens: the startup pass checked every open job (%zu)",
                    b->sweep.cycle_visited);
         atomic_store(&b->sweep.admitting, true);

@@ -324,6 +324,7 @@ struct move_write {
     enum berth_job_state to;
     const char *result, *audit_type;
     json_t *audit_extra;
+    const char *warm; /* with the move to running: the warm slot it started in */
     int64_t now;
 };
 
@@ -332,6 +333,8 @@ static int move_write(struct berth_journal *j, void *userdata, struct berth_erro
     struct move_write *m = userdata;
     int r = berth_jobstore_transition(j, m->rec->run_id, m->rec->revision, m->to, m->result, m->now, reterr);
 
+    if (r == 0 && m->warm)
+        r = berth_jobstore_set_warm(j, m->rec->run_id, m->rec->revision + 1, m->warm, reterr);
     if (r == 0 && m->audit_type)
         r = broker_audit(m->b, m->audit_type, m->rec, "berthd", json_incref(m->audit_extra), reterr);
     return r;
@@ -342,11 +345,16 @@ static int move_write(struct berth_journal *j, void *userdata, struct berth_erro
  * (it may use the space reserve); while storage is degraded every other
  * move fails at once with -ENOSPC.  A space failure is logged once, by the
  * degraded state, not here. */
-static int move(struct berth_broker *b, struct berth_job_record *rec, enum berth_job_state to, const char *result,
-                const char *audit_type, json_t *audit_extra, struct berth_error *reterr)
+static int move_warm(struct berth_broker *b, struct berth_job_record *rec, enum berth_job_state to, const char *result,
+                     const char *audit_type, json_t *audit_extra, const char *warm, struct berth_error *reterr)
 {
-    struct move_write m = {
-        .b = b, .rec = rec, .to = to, .result = result, .audit_type = audit_type, .audit_extra = audit_extra};
+    struct move_write m = {.b = b,
+                           .rec = rec,
+                           .to = to,
+                           .result = result,
+                           .audit_type = audit_type,
+                           .audit_extra = audit_extra,
+                           .warm = warm};
     char what[64];
     int r;
 
@@ -363,11 +371,18 @@ static int move(struct berth_broker *b, struct berth_job_record *rec, enum berth
                        berth_job_state_names[to], reterr->message);
         return r;
     }
-    berth_logf(b->p.logger, BERTH_LOG_NOTICE, "job %s run %s of %s: %s -> %s", rec->job_id, rec->run_id, rec->principal,
-               berth_job_state_names[rec->state], berth_job_state_names[to]);
+    berth_logf(b->p.logger, BERTH_LOG_NOTICE, "job %s run %s of %s: %s -> %s%s", rec->job_id, rec->run_id,
+               rec->principal, berth_job_state_names[rec->state], berth_job_state_names[to], warm ? " (warm)" : "");
     rec->state = to;
     rec->revision++;
     return 0;
+}
+
+/* Record @to (see move_warm()), without a warm slot. */
+static int move(struct berth_broker *b, struct berth_job_record *rec, enum berth_job_state to, const char *result,
+                const char *audit_type, json_t *audit_extra, struct berth_error *reterr)
+{
+    return move_warm(b, rec, to, result, audit_type, audit_extra, NULL, reterr);
 }
 
 static const enum berth_result_status status_of_state[] = {
@@ -452,7 +467,7 @@ static int finish(struct berth_broker *b, struct berth_job_record *rec, enum ber
                   struct berth_error *reterr)
 {
     struct berth_job *job = NULL;
-    _cleanup_json_ json_t *receipt = NULL, *result = NULL, *audit = NULL;
+    _cleanup_json_ json_t *receipt = NULL, *result = NULL, *audit = NULL, *warm = NULL;
     _cleanup_free_ char *text = NULL;
     struct berth_result_params rp;
     bool reached = rec->state != BERTH_JOB_ACCEPTED; /* the backend may hold something of it */
@@ -466,6 +481,7 @@ static int finish(struct berth_broker *b, struct berth_job_record *rec, enum ber
     if (r < 0)
         return r;
     receipt = json_loads(rec->receipt, JSON_REJECT_DUPLICATES, NULL);
+    warm = rec->warm ? json_loads(rec->warm, JSON_REJECT_DUPLICATES, NULL) : NULL;
     rp = (struct berth_result_params){
         .broker = b->p.name,
         .job = job,
@@ -482,6 +498,7 @@ static int finish(struct berth_broker *b, struct berth_job_record *rec, enum ber
         .output_error = o ? o->output_error : NULL,
         .started_at = o ? o->started_at : -1,
         .finished_at = finished_at,
+        .warm = warm,
     };
     if (rp.output_error) {
         rp.status = BERTH_RESULT_FAILED;
@@ -923,8 +940,9 @@ int broker_dispatch_start(struct berth_broker *b, struct berth_job_record *rec, 
 {
     const struct berth_broker_backend *be = broker_backend(b, rec->backend);
     struct berth_error err = BERTH_ERROR_INIT;
-    _cleanup_free_ char *doc = NULL, *rootfs = NULL, *inputs_dir = NULL;
-    _cleanup_json_ json_t *job = NULL;
+    _cleanup_free_ char *doc = NULL, *rootfs = NULL, *inputs_dir = NULL, *warm_text = NULL;
+    _cleanup_json_ json_t *job = NULL, *warm = NULL;
+    json_t *started = NULL;
     const char *image;
     size_t len = 0;
     int64_t now;
@@ -971,7 +989,11 @@ int broker_dispatch_start(struct berth_broker *b, struct berth_job_record *rec, 
     if ((r = claim_unchanged(b, rec, reterr)) != 0 || (r = berth_now_ns(CLOCK_REALTIME, &now, reterr)) < 0 ||
         (r = dispatch_refused(b, rec, now, stats, reterr)) != 0)
         return r < 0 ? r : 0;
-    r = be->ops->start(be->state, doc, len, &err);
+    r = broker_warm_claim(b, rec, job, doc, len, &warm, &err);
+    if (r == 0)
+        r = be->ops->start(be->state, doc, len, &err);
+    else if (r > 0)
+        r = 0; /* started in a warm slot (1), or before (2) */
     if (r == -EBADMSG || r == -EKEYREJECTED || r == -ETIME || r == -EPERM) {
         berth_logf(b->p.logger, BERTH_LOG_ERR, "job %s run %s: backend %s refused to start it: %s", rec->job_id,
                    rec->run_id, be->name, err.message);
@@ -988,7 +1010,15 @@ int broker_dispatch_start(struct berth_broker *b, struct berth_job_record *rec, 
     }
     broker_retry_succeeded(b, rec, BROKER_OP_START, be->name);
     broker_fault(b, "dispatch-after-start");
-    r = move(b, rec, BERTH_JOB_RUNNING, NULL, "job.started", NULL, reterr);
+    if (warm && (berth_json_serialize(warm, 0, &warm_text, NULL, reterr) < 0 ||
+                 !(started = json_pack("{s:O}", "warm", warm))))
+        berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: out of memory recording its warm slot", rec->job_id,
+                   rec->run_id);
+    r = move_warm(b, rec, BERTH_JOB_RUNNING, NULL, "job.started", TAKE_PTR(started), warm_text, reterr);
+    if (r == 0 && warm_text) {
+        free(rec->warm);
+        rec->warm = TAKE_PTR(warm_text);
+    }
     if (r == 0 && stats)
         stats->started++;
     return r == -ESTALE ? 0 : r;

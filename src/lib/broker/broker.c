@@ -117,6 +117,10 @@ int berth_broker_new(const struct berth_broker_params *p, struct berth_broker **
     }
     broker_storage_init(b);
     atomic_init(&b->sweep.admitting, false);
+    if (broker_warm_init(b) < 0) {
+        berth_broker_free(b);
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    }
     if ((r = broker_roots_open(b, reterr)) < 0) {
         berth_broker_free(b);
         return r;
@@ -134,6 +138,7 @@ void berth_broker_free(struct berth_broker *b)
     if (!b)
         return;
     broker_starts_free(b); /* no start runs after this */
+    broker_warm_free(b);
     broker_roots_free(b);
     broker_serial_free(b);
     if (b->reg) {

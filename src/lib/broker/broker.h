@@ -219,6 +219,29 @@ struct berth_broker_backend {
     const char *plugin_sha256; /* the plugin file's digest (qualification.h) */
 };
 
+/** Warm targets a configuration may declare, and slots a host may hold, at most. */
+#define BERTH_WARM_TARGETS_MAX 16
+#define BERTH_WARM_SLOTS_MAX 64
+
+/**
+ * struct berth_warm_target - one shape of job berthd keeps warm slots for
+ * (docs/warm-slots.md, berthd.json(5) "warm"): a job of pool @pool whose
+ * image is @image, whose limits are @limits (the seven job limits, JSON
+ * equal) and whose effective manifest is the pool's merged with
+ * @overrides, without inputs or outputs.
+ * @min_ready: ready slots kept; @max_ready: kept while jobs of this shape
+ *             went cold for lack of a slot in the last minute.
+ * @memory_bytes: @limits' memory_bytes, counted against the host bound.
+ */
+struct berth_warm_target {
+    const char *pool;
+    const char *image;
+    const json_t *overrides; /* NULL: none */
+    const json_t *limits;
+    int64_t min_ready, max_ready;
+    int64_t memory_bytes;
+};
+
 /**
  * struct berth_broker_params - what berth_broker_new() needs.  Pointers are
  * borrowed and must outlive the broker, except @backends (copied shallowly:
@@ -313,6 +336,11 @@ struct berth_broker_params {
     unsigned start_concurrency; /* starts under way at once, on their own threads; 0: on the dispatching thread */
     int64_t jobs_retention_ns;
     int64_t outputs_retention_ns;
+    const struct berth_warm_target *warm; /* warm targets (docs/warm-slots.md), @n_warm of them */
+    size_t n_warm;
+    int64_t warm_max_slots;        /* slots the host holds at most (0: no warm slots) */
+    int64_t warm_max_memory_bytes; /* and the sum of their memory_bytes at most */
+    int64_t warm_max_age_ns;       /* a slot unclaimed this long is retired */
     const struct berth_logger *logger;
     void (*wake)(void *userdata);
     void (*fault)(void *userdata, const char *point);
@@ -539,6 +567,17 @@ struct berth_broker_health {
     uint64_t reconcile_passes;
     uint64_t job_events;
     uint64_t job_events_lost;
+    /* Warm slots (docs/warm-slots.md), per warm target (the order of
+     * p.warm; @warm_ready and @warm_claiming count its slots now) and in
+     * total since the start. */
+    size_t n_warm;
+    struct {
+        const char *pool, *image; /* borrowed from the parameters */
+        uint64_t ready, claiming;
+    } warm[BERTH_WARM_TARGETS_MAX];
+    uint64_t warm_hits, warm_misses, warm_quarantined, warm_provisioned, warm_provision_failed, warm_lost;
+    int64_t warm_provision_ns_last; /* the last slot's provisioning, ns (0: none yet) */
+    int64_t warm_refill_ns_last;    /* from a claim to the next slot ready, ns (0: none yet) */
 };
 
 /**

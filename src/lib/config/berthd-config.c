@@ -18,6 +18,7 @@
 #include "jsonobj.h"
 #include "macro.h"
 #include "names.h"
+#include "job.h"
 
 #define NS_PER_MS 1000000LL
 #define NS_PER_S 1000000000LL
@@ -29,8 +30,10 @@ static const char *const top_members[] = {
     "audit_key",       "backends", "broker_name", "evidence",    "http",
     "images",          "journal",  "listen",      "plugin_directory",      "policy",
     "pools_directory", "probe",    "receipt_key", "reconcile_interval_ns", "retention",
-    "root_cache_bytes", "schema_version",  "start_concurrency", "state_directory", "tls",  NULL,
+    "root_cache_bytes", "schema_version",  "start_concurrency", "state_directory", "tls",  "warm", NULL,
 };
+static const char *const warm_members[] = {"max_age_ns", "max_memory_bytes", "max_slots", "pools", NULL};
+static const char *const warm_target_members[] = {"image", "limits", "max_ready", "min_ready", "overrides", NULL};
 static const char *const listen_members[] = {"address", "port", NULL};
 static const char *const tls_members[] = {"certificate", "client_ca", "private_key", NULL};
 static const char *const journal_members[] = {"max_active_jobs", "max_retained_jobs", "reserve_bytes", NULL};
@@ -76,6 +79,10 @@ static const struct int_setting int_settings[] = {
     /* Retention: 1 s (short enough for a test) to 100 days, default 7 days. */
     INT_SETTING("retention", jobs_ns, NS_PER_S, RETENTION_MAX_NS, 7 * NS_PER_DAY),
     INT_SETTING("retention", outputs_ns, NS_PER_S, RETENTION_MAX_NS, 7 * NS_PER_DAY),
+    /* Warm slots (docs/warm-slots.md): at most 64 on the host, 8 by default, retired after 10 min. */
+    INT_SETTING("warm", max_slots, 0, BERTH_WARM_SLOTS_MAX, 8),
+    INT_SETTING("warm", max_memory_bytes, 0, (INT64_C(1) << 53) - 1, INT64_C(4) << 30),
+    INT_SETTING("warm", max_age_ns, NS_PER_S, NS_PER_DAY, 600 * NS_PER_S),
     INT_SETTING("http", max_connections, 1, 4096, 64),
     INT_SETTING("http", max_header_bytes, 1024, 65536, 16384),
     INT_SETTING("http", max_body_bytes, 1024, 16 * 1024 * 1024, 1024 * 1024 + 64 * 1024),
@@ -242,6 +249,83 @@ static int parse_backends(const json_t *o, struct berthd_config *c, struct berth
     return 0;
 }
 
+/* One warm target of pool @pool: {image, limits, overrides?, min_ready, max_ready?}. */
+static int parse_warm_target(const json_t *v, const char *what, const char *pool, struct berthd_config *c,
+                             struct berth_error *reterr)
+{
+    struct berth_warm_target *t = &c->warm[c->n_warm];
+    struct berth_limits limits;
+    uint8_t raw[BERTH_SHA256_LEN];
+    char sub[192];
+    int r;
+
+    t->pool = pool;
+    t->max_ready = -1;
+    if ((r = berth_json_only_members(v, what, warm_target_members, reterr)) < 0 ||
+        (r = berth_json_string_member(v, what, "image", true, &t->image, reterr)) < 0 ||
+        (r = berth_json_int_member(v, what, "min_ready", true, 0, BERTH_WARM_SLOTS_MAX, &t->min_ready, reterr)) <
+            0 ||
+        (r = berth_json_int_member(v, what, "max_ready", false, 0, BERTH_WARM_SLOTS_MAX, &t->max_ready, reterr)) < 0)
+        return r;
+    if (berth_digest_parse(t->image, raw) < 0)
+        return berth_error_set(reterr, -EBADMSG, "%s.image must be an image digest, sha256:<64 lowercase hex>", what);
+    if (t->max_ready < 0)
+        t->max_ready = t->min_ready;
+    if (t->max_ready < t->min_ready)
+        return berth_error_set(reterr, -EBADMSG, "%s.max_ready must not be below min_ready", what);
+    t->limits = json_object_get(v, "limits");
+    snprintf(sub, sizeof(sub), "%s.limits", what);
+    if (!t->limits)
+        return berth_error_set(reterr, -EBADMSG, "%s is missing", sub);
+    if ((r = berth_limits_parse(t->limits, sub, &limits, reterr)) < 0)
+        return r;
+    t->memory_bytes = limits.memory_bytes;
+    t->overrides = json_object_get(v, "overrides");
+    if (t->overrides && !json_is_object(t->overrides))
+        return berth_error_set(reterr, -EBADMSG, "%s.overrides must be an object", what);
+    c->n_warm++;
+    return 0;
+}
+
+/* "warm": host bounds, and per pool a list of warm targets. */
+static int parse_warm(const json_t *o, struct berthd_config *c, struct berth_error *reterr)
+{
+    const json_t *pools;
+    const char *pool;
+    json_t *list;
+    int r;
+
+    if (!o)
+        return 0;
+    if ((r = berth_json_only_members(o, "config.warm", warm_members, reterr)) < 0 ||
+        (r = parse_settings(o, "warm", c, reterr)) < 0)
+        return r;
+    pools = json_object_get(o, "pools");
+    if (!pools)
+        return 0;
+    if (!json_is_object(pools))
+        return berth_error_set(reterr, -EBADMSG, "config.warm.pools must be an object of pool names");
+    json_object_foreach((json_t *)pools, pool, list)
+    {
+        char what[160];
+        size_t i;
+
+        if (!berth_pool_name_valid(pool))
+            return berth_error_set(reterr, -EBADMSG, "config.warm.pools: a pool name must be " BERTH_POOL_NAME_RULE);
+        if (!json_is_array(list))
+            return berth_error_set(reterr, -EBADMSG, "config.warm.pools.%s must be a list of warm targets", pool);
+        for (i = 0; i < json_array_size(list); i++) {
+            if (c->n_warm >= BERTH_WARM_TARGETS_MAX)
+                return berth_error_set(reterr, -EBADMSG, "config.warm: at most %d warm targets",
+                                       BERTH_WARM_TARGETS_MAX);
+            snprintf(what, sizeof(what), "config.warm.pools.%s[%zu]", pool, i);
+            if ((r = parse_warm_target(json_array_get(list, i), what, pool, c, reterr)) < 0)
+                return r;
+        }
+    }
+    return 0;
+}
+
 /* "evidence": the evidence store, and the one member of its config berthd reads itself. */
 static int parse_evidence(struct berthd_config *c, struct berth_error *reterr)
 {
@@ -346,6 +430,8 @@ int berthd_config_parse(const char *text, size_t len, const char *default_plugin
         c->has_images = true;
     }
     if (json_object_get(c->doc, "evidence") && (r = parse_evidence(c, reterr)) < 0)
+        goto fail;
+    if ((r = parse_warm(json_object_get(c->doc, "warm"), c, reterr)) < 0)
         goto fail;
     return 0;
 fail:

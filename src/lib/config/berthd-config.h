@@ -27,6 +27,8 @@
 
 #include <berth/error.h>
 
+#include "broker.h" /* struct berth_warm_target */
+
 #define BERTH_BERTHD_CONFIG_MAX (1024 * 1024) /**< largest berthd.json, bytes */
 #define BERTH_BERTHD_BACKENDS_MAX 64          /**< most members of "backends" */
 #define BERTH_BERTHD_FRONT_THREADS_MAX 64     /**< most front threads (http.threads) */
@@ -109,6 +111,10 @@ struct berthd_config {
     struct berthd_backend_config evidence;
     bool has_evidence;
     int64_t evidence_max_object_bytes;
+    /* warm: host bounds and targets (docs/warm-slots.md); the targets borrow from @doc */
+    int64_t max_slots, max_memory_bytes, max_age_ns;
+    struct berth_warm_target warm[BERTH_WARM_TARGETS_MAX];
+    size_t n_warm;
 };
 
 /**

@@ -27,8 +27,9 @@ static const char *const runtime_members[] = {"plugin", "plugin_version", "quali
 static const char *const result_members[] = {
     "broker",         "exit_code",      "finished_at", "job_digest", "job_id", "key_id", "kind",
     "output_error",   "outputs",        "reason",      "receipt_digest", "schema_version", "started_at", "status",
-    "stderr",         "stdout",         NULL,
+    "stderr",         "stdout",         "warm",        NULL,
 };
+static const char *const warm_members[] = {"provision_ns", "slot_hash", "slot_id", NULL};
 static const char *const output_members[] = {"digest", "id", "media_type", "size", NULL};
 static const char *const output_error_members[] = {"id", "problem", NULL};
 
@@ -129,6 +130,23 @@ static json_t *b64_string(const void *data, size_t len)
     return json_string(text);
 }
 
+/* The result's "warm" member: the slot a job started in (docs/warm-slots.md). */
+static int check_warm(const json_t *w, struct berth_error *reterr)
+{
+    const char *id = NULL, *hash = NULL;
+    int64_t ns;
+    int r;
+
+    if ((r = berth_json_only_members(w, "result.warm", warm_members, reterr)) < 0 ||
+        (r = berth_json_string_member(w, "result.warm", "slot_id", true, &id, reterr)) < 0 ||
+        (r = berth_json_string_member(w, "result.warm", "slot_hash", true, &hash, reterr)) < 0 ||
+        (r = berth_json_ns_member(w, "result.warm", "provision_ns", &ns, reterr)) < 0)
+        return r;
+    if (strlen(id) != 33 || id[0] != 's' || !berth_is_hex(id + 1, 32) || !berth_is_hex(hash, 64))
+        return berth_error_set(reterr, -EBADMSG, "result.warm names a malformed slot id or effective_manifest_hash");
+    return 0;
+}
+
 int berth_result_create(const struct berth_signing_key *key, const struct berth_result_params *p, json_t **ret,
                         struct berth_error *reterr)
 {
@@ -158,6 +176,9 @@ int berth_result_create(const struct berth_signing_key *key, const struct berth_
         p->started_at >= 0 ? berth_json_ns(p->started_at) : json_null(), "finished_at", berth_json_ns(p->finished_at));
     if (!body)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if (p->warm && ((r = check_warm(p->warm, reterr)) < 0 ||
+                    json_object_set_new(body, "warm", json_deep_copy(p->warm)) < 0))
+        return r < 0 ? -EINVAL : berth_error_set(reterr, -ENOMEM, "out of memory");
     return berth_envelope_seal(key, "result", body, ret, reterr);
 }
 
@@ -274,6 +295,9 @@ int berth_result_verify(const json_t *env, const uint8_t pub[BERTH_ED25519_PUBLI
         return berth_error_set(reterr, -EBADMSG, "result.stdout and result.stderr must be base64url");
     if (job && out_len + err_len > job->limits.output_bytes)
         return berth_error_set(reterr, -EBADMSG, "result output is more than the job's output_bytes");
+    v = json_object_get(body, "warm");
+    if (v && (r = check_warm(v, reterr)) < 0)
+        return -EBADMSG;
     outputs = json_object_get(body, "outputs");
     if ((r = check_outputs(outputs, json_object_get(body, "output_error"), status, job, reterr)) < 0)
         return r;

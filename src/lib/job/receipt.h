@@ -133,6 +133,10 @@ struct berth_result_params {
     const json_t *output_error; /* {id, problem} or NULL; then @outputs must be empty */
     int64_t started_at;    /* < 0: never started */
     int64_t finished_at;
+    /* NULL: the job started cold or never started (no "warm" member); else
+     * {slot_id, slot_hash, provision_ns}: the warm slot it started in
+     * (docs/warm-slots.md), copied into the result's "warm" member. */
+    const json_t *warm;
 };
 
 /**
@@ -151,7 +155,10 @@ int berth_result_create(const struct berth_signing_key *key, const struct berth_
  * (with @job: each output one the job declares, once, with its media type
  * and within its max_bytes; an output_error naming a declared output, with
  * no output listed and status failed), and -- when @receipt is not NULL --
- * that receipt_digest is that receipt's digest.
+ * that receipt_digest is that receipt's digest.  The optional member
+ * "warm" must be {slot_id, slot_hash, provision_ns}: a slot id ("s" and 32
+ * hex digits), the slot's effective_manifest_hash (64 hex digits) and the
+ * nanoseconds its provisioning took.
  * Return: 0 or -EBADMSG naming what is wrong.
  */
 int berth_result_verify(const json_t *env, const uint8_t pub[BERTH_ED25519_PUBLIC_LEN], const struct berth_job *job,

@@ -54,6 +54,7 @@ void berth_job_record_clear(struct berth_job_record *rec)
     free(rec->pool);
     free(rec->fingerprint);
     free(rec->cancel_reason);
+    free(rec->warm);
     memset(rec, 0, sizeof(*rec));
 }
 
@@ -61,7 +62,7 @@ int berth_job_record_copy(struct berth_job_record *dst, const struct berth_job_r
 {
     char **const fields[] = {&dst->principal, &dst->scope,   &dst->job_id,    &dst->run_id, &dst->job_digest, &dst->job,
                              &dst->receipt,   &dst->backend, &dst->effective, &dst->pool,   &dst->result,
-                             &dst->fingerprint, &dst->cancel_reason};
+                             &dst->fingerprint, &dst->cancel_reason, &dst->warm};
     size_t i;
 
     *dst = *src; /* the scalars; every string is replaced below */
@@ -109,7 +110,7 @@ int berth_run_id(const char *broker_key_id, const char *principal, const char *s
 
 #define COLUMNS                                                                                                        \
     "principal, scope, job_id, run_id, job_digest, job, receipt, backend, state, revision, accepted_at, deadline, "    \
-    "cancel_requested, result, updated_at, effective, pool, fingerprint, cancel_reason"
+    "cancel_requested, result, updated_at, effective, pool, fingerprint, cancel_reason, warm"
 
 static int read_row(sqlite3_stmt *st, struct berth_job_record *rec)
 {
@@ -136,9 +137,11 @@ static int read_row(sqlite3_stmt *st, struct berth_job_record *rec)
     rec->pool = berth_journal_column_text(st, 16);
     rec->fingerprint = berth_journal_column_text(st, 17);
     rec->cancel_reason = berth_journal_column_text(st, 18);
+    rec->warm = berth_journal_column_text(st, 19);
     if (idx < 0 || !rec->principal || !rec->scope || !rec->job_id || !rec->run_id || !rec->job_digest || !rec->job ||
         !rec->receipt || !rec->backend || !rec->effective || !rec->pool || !rec->fingerprint ||
-        (sqlite3_column_type(st, 18) != SQLITE_NULL && !rec->cancel_reason)) {
+        (sqlite3_column_type(st, 18) != SQLITE_NULL && !rec->cancel_reason) ||
+        (sqlite3_column_type(st, 19) != SQLITE_NULL && !rec->warm)) {
         berth_job_record_clear(rec);
         return idx < 0 ? -EBADMSG : -ENOMEM;
     }
@@ -225,7 +228,7 @@ int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record
         return berth_error_set(reterr, -EAGAIN, "%lld jobs are active, the limit", (long long)active);
     if (sqlite3_prepare_v2(berth_journal_db(j),
                            "INSERT INTO jobs (" COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'accepted', 1, ?, ?, 0, "
-                           "NULL, ?, ?, ?, ?, NULL)",
+                           "NULL, ?, ?, ?, ?, NULL, NULL)",
                            -1, &st, NULL) != SQLITE_OK)
         return berth_journal_error(j, "recording a job", reterr);
     r = BERTH_JOURNAL_BIND(j, st, "recording a job", reterr, BERTH_SQL_TEXT(rec->principal), BERTH_SQL_TEXT(rec->scope),
@@ -245,12 +248,33 @@ int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record
     return rc == SQLITE_DONE ? 0 : berth_journal_error(j, "recording a job", reterr);
 }
 
+/* Run the prepared, bound UPDATE @st of one row (run @run_id at revision
+ * @expected_revision) and finalize it; -ESTALE when no row matched. */
+static int step_row_update(struct berth_journal *j, sqlite3_stmt *st, int bound, const char *what,
+                           const char *run_id, int64_t expected_revision, struct berth_error *reterr)
+{
+    int rc;
+
+    if (bound < 0) {
+        sqlite3_finalize(st);
+        return bound;
+    }
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return berth_journal_error(j, what, reterr);
+    if (sqlite3_changes(berth_journal_db(j)) != 1)
+        return berth_error_set(reterr, -ESTALE, "job run %s moved on from revision %lld", run_id,
+                               (long long)expected_revision);
+    return 0;
+}
+
 static int update(struct berth_journal *j, const char *run_id, int64_t expected_revision, const char *state,
                   const char *result, bool cancel, const char *cancel_reason, int64_t now_ns,
                   struct berth_error *reterr)
 {
     sqlite3_stmt *st = NULL;
-    int rc, r;
+    int r;
 
     if (sqlite3_prepare_v2(berth_journal_db(j),
                            "UPDATE jobs SET state = ?, result = coalesce(?, result), revision = revision + 1, "
@@ -262,18 +286,7 @@ static int update(struct berth_journal *j, const char *run_id, int64_t expected_
     r = BERTH_JOURNAL_BIND(j, st, "updating a job", reterr, BERTH_SQL_TEXT(state), BERTH_SQL_TEXT(result),
                            BERTH_SQL_INT(cancel), BERTH_SQL_TEXT(cancel_reason), BERTH_SQL_INT(now_ns),
                            BERTH_SQL_TEXT(run_id), BERTH_SQL_INT(expected_revision));
-    if (r < 0) {
-        sqlite3_finalize(st);
-        return r;
-    }
-    rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE)
-        return berth_journal_error(j, "updating a job", reterr);
-    if (sqlite3_changes(berth_journal_db(j)) != 1)
-        return berth_error_set(reterr, -ESTALE, "job run %s moved on from revision %lld", run_id,
-                               (long long)expected_revision);
-    return 0;
+    return step_row_update(j, st, r, "updating a job", run_id, expected_revision, reterr);
 }
 
 int berth_jobstore_transition(struct berth_journal *j, const char *run_id, int64_t expected_revision,
@@ -300,6 +313,22 @@ int berth_jobstore_transition(struct berth_journal *j, const char *run_id, int64
     }
     berth_job_record_clear(&cur);
     return update(j, run_id, expected_revision, berth_job_state_names[to], result, false, NULL, now_ns, reterr);
+}
+
+int berth_jobstore_set_warm(struct berth_journal *j, const char *run_id, int64_t expected_revision, const char *warm,
+                            struct berth_error *reterr)
+{
+    sqlite3_stmt *st = NULL;
+    int r;
+
+    if (!j || !run_id || !warm)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (sqlite3_prepare_v2(berth_journal_db(j), "UPDATE jobs SET warm = ? WHERE run_id = ? AND revision = ?", -1, &st,
+                           NULL) != SQLITE_OK)
+        return berth_journal_error(j, "recording a warm start", reterr);
+    r = BERTH_JOURNAL_BIND(j, st, "recording a warm start", reterr, BERTH_SQL_TEXT(warm), BERTH_SQL_TEXT(run_id),
+                           BERTH_SQL_INT(expected_revision));
+    return step_row_update(j, st, r, "recording a warm start", run_id, expected_revision, reterr);
 }
 
 int berth_jobstore_request_cancel(struct berth_journal *j, const char *run_id, const char *reason, int64_t now_ns,

@@ -88,6 +88,7 @@ struct berth_job_record {
     int64_t updated_at;
     char *fingerprint;
     char *cancel_reason;
+    char *warm; /* the warm slot it started in (berth_jobstore_set_warm()), or NULL: cold, or not started */
 };
 
 void berth_job_record_clear(struct berth_job_record *rec);
@@ -152,6 +153,17 @@ int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record
  */
 int berth_jobstore_transition(struct berth_journal *j, const char *run_id, int64_t expected_revision,
                               enum berth_job_state to, const char *result, int64_t now_ns, struct berth_error *reterr);
+
+/**
+ * berth_jobstore_set_warm() - record that run @run_id, now at revision
+ * @expected_revision, was started in a warm slot: @warm is canonical JSON
+ * {slot_id, slot_hash, provision_ns} (docs/warm-slots.md), stored as given
+ * and returned in struct berth_job_record.warm; the revision does not
+ * change.  Called in the transaction that records the start.
+ * Return: 0; -ESTALE (the record moved on); -EINVAL; journal errors.
+ */
+int berth_jobstore_set_warm(struct berth_journal *j, const char *run_id, int64_t expected_revision, const char *warm,
+                            struct berth_error *reterr);
 
 /**
  * berth_jobstore_request_cancel() - mark the record cancel_requested (and bump

@@ -126,6 +126,10 @@ static const char *const migrations[] = {
     "  WHEN " OPEN("OLD.state") " <> " OPEN("NEW.state") " BEGIN"
     "  UPDATE job_counts SET open = open + " OPEN("NEW.state") " - " OPEN("OLD.state") " WHERE id = 1;"
     "END;",
+    /* 7: warm slots (docs/warm-slots.md): the slot a job was started in,
+     * {slot_id, slot_hash, provision_ns} as canonical JSON, NULL for a
+     * cold start; the signed result says so. */
+    "ALTER TABLE jobs ADD COLUMN warm TEXT;",
 };
 
 _Static_assert(ELEMENTSOF(migrations) == BERTH_JOURNAL_FORMAT, "one migration per format version");

@@ -147,6 +147,13 @@ int berth_pool_from_json(const json_t *doc, struct berth_pool **ret, struct bert
 /** berth_pool_free() - release; accepts NULL. */
 void berth_pool_free(struct berth_pool *pool);
 
+static inline void berth_pool_freep(struct berth_pool **p)
+{
+    berth_pool_free(*p);
+}
+/** _cleanup_pool_ - an owned struct berth_pool pointer, freed at scope exit. */
+#define _cleanup_pool_ __attribute__((cleanup(berth_pool_freep)))
+
 /**
  * berth_pool_to_json() - the normalised manifest with its pool_hash, as a new
  * reference (what "pool show" prints).  NULL when out of memory.

@@ -38,7 +38,8 @@ static const char *const placement_refused_members[] = {
     "backends", "effective_manifest_hash", "job_needs", "overrides", "overrides_hash", "pool", "pool_hash",
     "reason",   "selector_inputs",         NULL,
 };
-static const char *const quarantine_members[] = {"dispatch_hash", "slot_hash", "slot_id", NULL};
+static const char *const quarantine_members[] = {"dispatch_hash", "pool", "reason", "slot_hash", "slot_id", NULL};
+static const char *const attached_members[] = {"dispatch_hash", "pool", "run_id", "slot_hash", "slot_id", NULL};
 
 int berth_pool_chain_new(struct berth_pool_chain **ret)
 {
@@ -436,20 +437,56 @@ static int check_claim(struct berth_pool_chain *c, const json_t *d, struct berth
     return 0;
 }
 
-static int check_quarantine(const json_t *d, struct berth_error *reterr)
+/* The members both warm events share: a slot id and two hashes; *@ret_equal whether the hashes are equal. */
+static int check_warm_hashes(const json_t *d, bool *ret_equal, struct berth_error *reterr)
 {
-    const char *id = NULL, *a = NULL, *b = NULL;
+    const char *id = NULL, *a = NULL, *b = NULL, *pool = NULL;
     int r;
 
-    if ((r = berth_json_only_members(d, "details", quarantine_members, reterr)) < 0 ||
-        (r = berth_json_string_member(d, "details", "slot_id", true, &id, reterr)) < 0 ||
+    if ((r = berth_json_string_member(d, "details", "slot_id", true, &id, reterr)) < 0 ||
         (r = berth_json_string_member(d, "details", "slot_hash", true, &a, reterr)) < 0 ||
-        (r = berth_json_string_member(d, "details", "dispatch_hash", true, &b, reterr)) < 0)
+        (r = berth_json_string_member(d, "details", "dispatch_hash", true, &b, reterr)) < 0 ||
+        (r = berth_json_string_member(d, "details", "pool", false, &pool, reterr)) < 0)
         return r;
     if (!berth_worker_name_valid(id) || !berth_is_hex(a, BERTH_HASH_HEX_LEN) || !berth_is_hex(b, BERTH_HASH_HEX_LEN))
         return berth_error_set(reterr, -EBADMSG, "malformed slot_id or hashes");
-    if (streq(a, b))
+    *ret_equal = streq(a, b);
+    return 0;
+}
+
+/* pool.warm_quarantine: a slot destroyed unused.  For its manifest (the
+ * reason of events without one), the two hashes differ; for another
+ * reason ("qualification", "runtime") they may be equal. */
+static int check_quarantine(const json_t *d, struct berth_error *reterr)
+{
+    const char *reason = NULL;
+    bool equal = false;
+    int r;
+
+    if ((r = berth_json_only_members(d, "details", quarantine_members, reterr)) < 0 ||
+        (r = check_warm_hashes(d, &equal, reterr)) < 0 ||
+        (r = berth_json_string_member(d, "details", "reason", false, &reason, reterr)) < 0)
+        return r;
+    if (reason && !streq(reason, "manifest") && !streq(reason, "qualification") && !streq(reason, "runtime"))
+        return berth_error_set(reterr, -EBADMSG, "unknown quarantine reason %s", reason);
+    if ((!reason || streq(reason, "manifest")) && equal)
         return berth_error_set(reterr, -EBADMSG, "a slot quarantined although its hash matched");
+    return 0;
+}
+
+/* pool.warm_attached: a slot given to a run; only ever with equal hashes. */
+static int check_attached(const json_t *d, struct berth_error *reterr)
+{
+    const char *run_id = NULL;
+    bool equal = false;
+    int r;
+
+    if ((r = berth_json_only_members(d, "details", attached_members, reterr)) < 0 ||
+        (r = check_warm_hashes(d, &equal, reterr)) < 0 ||
+        (r = berth_json_string_member(d, "details", "run_id", true, &run_id, reterr)) < 0)
+        return r;
+    if (!equal)
+        return berth_error_set(reterr, -EBADMSG, "a slot attached although its hash differs from the dispatch's");
     return 0;
 }
 
@@ -480,6 +517,8 @@ int berth_pool_chain_check(void *userdata, const struct berth_audit_event *ev, s
         r = check_claim(c, d, reterr);
     else if (streq(ev->type, "pool.warm_quarantine"))
         r = check_quarantine(d, reterr);
+    else if (streq(ev->type, "pool.warm_attached"))
+        r = check_attached(d, reterr);
     else
         r = berth_error_set(reterr, -EBADMSG, "unknown pool event type %s", ev->type);
     if (r == -ENOMEM)

@@ -28,8 +28,12 @@
  *   pool.claim_receipt     a claim signed by a worker enrolled in that pool,
  *                          for a placement recorded in that pool, of a job
  *                          id not claimed in that pool before
- *   pool.warm_quarantine   {slot_id, slot_hash, dispatch_hash}: two different
- *                          hashes
+ *   pool.warm_attached     {pool, slot_id, slot_hash, dispatch_hash, run_id}:
+ *                          two equal hashes
+ *   pool.warm_quarantine   {pool, slot_id, slot_hash, dispatch_hash, reason}:
+ *                          two different hashes when the reason is
+ *                          "manifest" (or absent); "qualification" and
+ *                          "runtime" quarantine a slot whose hash matched
  *
  * Events of other subsystems are skipped; an unknown pool.* type is an
  * error.  Not thread-safe; one chain per thread.

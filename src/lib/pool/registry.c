@@ -36,12 +36,6 @@ static inline void chain_freep(struct berth_pool_chain **c)
 }
 #define _cleanup_chain_ BERTH_CLEANUP(chain_freep)
 
-static inline void pool_freep(struct berth_pool **p)
-{
-    berth_pool_free(*p);
-}
-#define _cleanup_pool_ BERTH_CLEANUP(pool_freep)
-
 int berth_registry_open(struct berth_journal *j, struct berth_registry **ret, struct berth_error *reterr)
 {
     struct berth_registry *reg;
@@ -561,24 +555,60 @@ int berth_registry_claim(struct berth_registry *reg, const struct berth_audit_ke
     return r;
 }
 
-int berth_registry_warm_attach(struct berth_registry *reg, const struct berth_audit_key *key, const char *slot_id,
-                               const char *slot_hash, const char *dispatch_hash, const char *actor, int64_t now_ns,
-                               struct berth_error *reterr)
+static bool warm_args_valid(const char *pool, const char *slot_id, const char *slot_hash, const char *dispatch_hash)
+{
+    return pool && berth_worker_name_valid(slot_id) && berth_is_hex(slot_hash, BERTH_HASH_HEX_LEN) &&
+           berth_is_hex(dispatch_hash, BERTH_HASH_HEX_LEN);
+}
+
+static int warm_record(struct berth_registry *reg, const struct berth_audit_key *key, const char *type,
+                       json_t *details, const char *actor, int64_t now_ns, struct berth_error *reterr)
 {
     int r;
 
-    if (!reg || !key || !berth_worker_name_valid(slot_id) || !berth_is_hex(slot_hash, BERTH_HASH_HEX_LEN) ||
-        !berth_is_hex(dispatch_hash, BERTH_HASH_HEX_LEN))
-        return berth_error_set(reterr, -EINVAL, "a slot id and two hex effective_manifest_hash values are required");
-    if (streq(slot_hash, dispatch_hash))
-        return 1;
-    if ((r = begin(reg, reterr)) < 0)
+    if (!details)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if ((r = begin(reg, reterr)) < 0) {
+        json_decref(details);
         return r;
-    r = record_commit(
-        reg, key, now_ns, "pool.warm_quarantine", actor,
-        json_pack("{s:s, s:s, s:s}", "slot_id", slot_id, "slot_hash", slot_hash, "dispatch_hash", dispatch_hash), NULL,
-        reterr);
+    }
+    return record_commit(reg, key, now_ns, type, actor, details, NULL, reterr);
+}
+
+int berth_registry_warm_attach(struct berth_registry *reg, const struct berth_audit_key *key, const char *pool,
+                               const char *slot_id, const char *slot_hash, const char *dispatch_hash,
+                               const char *run_id, const char *actor, int64_t now_ns, struct berth_error *reterr)
+{
+    int r;
+
+    if (!reg || !key || !run_id || !warm_args_valid(pool, slot_id, slot_hash, dispatch_hash))
+        return berth_error_set(reterr, -EINVAL, "a pool, a slot id, a run id and two hex effective_manifest_hash "
+                                                "values are required");
+    if (streq(slot_hash, dispatch_hash)) {
+        r = warm_record(reg, key, "pool.warm_attached",
+                        json_pack("{s:s, s:s, s:s, s:s, s:s}", "pool", pool, "slot_id", slot_id, "slot_hash",
+                                  slot_hash, "dispatch_hash", dispatch_hash, "run_id", run_id),
+                        actor, now_ns, reterr);
+        return r < 0 ? r : 1;
+    }
+    r = warm_record(reg, key, "pool.warm_quarantine",
+                    json_pack("{s:s, s:s, s:s, s:s, s:s}", "pool", pool, "slot_id", slot_id, "slot_hash", slot_hash,
+                              "dispatch_hash", dispatch_hash, "reason", "manifest"),
+                    actor, now_ns, reterr);
     return r < 0 ? r : 0;
+}
+
+int berth_registry_warm_quarantine(struct berth_registry *reg, const struct berth_audit_key *key, const char *pool,
+                                   const char *slot_id, const char *slot_hash, const char *dispatch_hash,
+                                   const char *reason, const char *actor, int64_t now_ns, struct berth_error *reterr)
+{
+    if (!reg || !key || !reason || (!streq(reason, "qualification") && !streq(reason, "runtime")) ||
+        !warm_args_valid(pool, slot_id, slot_hash, dispatch_hash))
+        return berth_error_set(reterr, -EINVAL, "a pool, a slot id, two hex hashes and a reason are required");
+    return warm_record(reg, key, "pool.warm_quarantine",
+                       json_pack("{s:s, s:s, s:s, s:s, s:s}", "pool", pool, "slot_id", slot_id, "slot_hash", slot_hash,
+                                 "dispatch_hash", dispatch_hash, "reason", reason),
+                       actor, now_ns, reterr);
 }
 
 int berth_registry_verify(struct berth_journal *j, const struct berth_audit_key *key,

@@ -183,16 +183,34 @@ int berth_registry_claim(struct berth_registry *reg, const struct berth_audit_ke
                          struct berth_error *reterr);
 
 /**
- * berth_registry_warm_attach() - the warm-slot predicate: a slot provisioned
- * for @slot_hash (an effective_manifest_hash) attaches to a dispatch only
- * when @dispatch_hash is equal.  Otherwise the slot is quarantined: a
- * pool.warm_quarantine event (slot id, both hashes) is recorded and the
- * dispatch must go cold.
- * Return: 1 attach; 0 quarantined (recorded); -EINVAL; journal errors.
+ * berth_registry_warm_attach() - the warm-slot predicate (docs/warm-slots.md):
+ * a slot of pool @pool provisioned for @slot_hash (an
+ * effective_manifest_hash, 64 hex digits) attaches to the dispatch of run
+ * @run_id only when @dispatch_hash is equal.  Either way the decision is
+ * recorded in the chain before the slot is used or destroyed:
+ * pool.warm_attached {pool, slot_id, slot_hash, dispatch_hash, run_id}, or
+ * pool.warm_quarantine {pool, slot_id, slot_hash, dispatch_hash, reason:
+ * "manifest"}; after a quarantine the slot must be destroyed unused and
+ * the dispatch go cold.
+ * Return: 1 attach; 0 quarantined (recorded); -EINVAL (a malformed id or
+ * hash); journal errors.
  */
-int berth_registry_warm_attach(struct berth_registry *reg, const struct berth_audit_key *key, const char *slot_id,
-                               const char *slot_hash, const char *dispatch_hash, const char *actor, int64_t now_ns,
-                               struct berth_error *reterr);
+int berth_registry_warm_attach(struct berth_registry *reg, const struct berth_audit_key *key, const char *pool,
+                               const char *slot_id, const char *slot_hash, const char *dispatch_hash,
+                               const char *run_id, const char *actor, int64_t now_ns, struct berth_error *reterr);
+
+/**
+ * berth_registry_warm_quarantine() - record pool.warm_quarantine {pool,
+ * slot_id, slot_hash, dispatch_hash, reason} for a slot whose manifest hash
+ * matched but that may not take the dispatch for another @reason:
+ * "qualification" (the job's receipt names another qualification than the
+ * slot was provisioned under) or "runtime" (the runtime refused the claim:
+ * its pin or the slot's binding changed).  The slot must be destroyed
+ * unused.  Return: 0; -EINVAL; journal errors.
+ */
+int berth_registry_warm_quarantine(struct berth_registry *reg, const struct berth_audit_key *key, const char *pool,
+                                   const char *slot_id, const char *slot_hash, const char *dispatch_hash,
+                                   const char *reason, const char *actor, int64_t now_ns, struct berth_error *reterr);
 
 /** What berth_registry_verify() checked. */
 struct berth_verify_report {

@@ -1,0 +1,211 @@
+# test-berthd-warm-oci.sh -- warm slots through the real berthd
+# (docs/warm-slots.md), runtime-oci on real runsc and crun, the busybox image
+# built here:
+#
+# - berthd keeps min_ready slots per warm target and refills after a claim;
+# - a job of the target's shape runs in a slot: the same deny-all answers as
+#   cold (uid, capabilities, read-only root, pid 1 is the job), and its
+#   signed result names the slot and its provisioning time; a job of
+#   another shape runs cold and its result has no "warm";
+# - a pool update between provisioning and claim quarantines the slot with a
+#   chained pool.warm_quarantine naming both hashes, and the job runs cold;
+#   the slots that follow are of the new manifest and warm again;
+# - a slot whose sandbox was killed while idle is replaced;
+# - kill -9 berthd with 4 ready slots: after the restart none of them is
+#   left (directory, bundle, container, cgroup) and new ones are made;
+# - "berthctl pool verify" re-derives every attach and quarantine;
+# - /metrics counts hits, misses and quarantines;
+# - a bad "warm" configuration is refused at start-up, naming the member.
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+. "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
+. "$BERTH_TOP_SRCDIR/tests/cli/berthd-lib.sh"
+. "$BERTH_TOP_SRCDIR/tests/cli/oci-lib.sh" # skips (77) unless root
+
+oci_install runsc crun
+add_pool on-runsc runsc
+add_pool on-crun crun
+LIMITS='{"cpu_millis": 1000, "memory_bytes": 268435456, "pids": 64, "scratch_bytes": 16777216,
+         "wall_time_ns": 60000000000, "output_bytes": 65536, "artifact_bytes": 0}'
+
+# --- a bad warm configuration is refused, naming the member -----------------
+cp "$INST/berthd.json" "$TMP/berthd.good.json"
+edit_config '.warm = {pools: {"on-crun": [{image: $d, limits: $l, min_ready: 3, max_ready: 1}]}}' \
+    --arg d "$DIGEST" --argjson l "$LIMITS"
+try_start_berthd && fail "berthd started with max_ready below min_ready"
+grep -q "config.warm.pools.on-crun\[0\].max_ready must not be below min_ready" "$TMP/berthd.log" ||
+    fail "no clear refusal: $(cat "$TMP/berthd.log")"
+edit_config '.warm = {pools: {"on-crun": [{image: $d, limits: ($l | del(.pids)), min_ready: 1}]}}' \
+    --arg d "$DIGEST" --argjson l "$LIMITS"
+try_start_berthd && fail "berthd started with a warm target lacking a limit"
+grep -q "config.warm.pools.on-crun\[0\].limits" "$TMP/berthd.log" || fail "no clear refusal: $(cat "$TMP/berthd.log")"
+edit_config '.warm = {spare: 1}'
+try_start_berthd && fail "berthd started with an unknown warm member"
+grep -q "spare" "$TMP/berthd.log" || fail "no clear refusal: $(cat "$TMP/berthd.log")"
+cp "$TMP/berthd.good.json" "$INST/berthd.json"
+
+edit_config '.warm = {max_slots: 8, pools: {"on-runsc": [{image: $d, limits: $l, min_ready: 2}],
+                                           "on-crun": [{image: $d, limits: $l, min_ready: 2}]}}' \
+    --arg d "$DIGEST" --argjson l "$LIMITS"
+start_berthd
+
+# ready_slots BACKEND: the ids of the backend's ready slots, one per line.
+ready_slots() {
+    local d
+    for d in "$TMP/state-$1"/slots/s*; do
+        [ -f "$d/ready.json" ] && basename "$d"
+    done 2>/dev/null || true
+}
+# wait_ready BACKEND N: until the backend holds N ready slots (30 s at most).
+wait_ready() {
+    local deadline=$((SECONDS + 30))
+    until [ "$(ready_slots "$1" | wc -l)" = "$2" ]; do
+        [ "$SECONDS" -lt "$deadline" ] ||
+            fail "$1 holds $(ready_slots "$1" | wc -l) ready slots, not $2: $(grep -i slot "$TMP/berthd.log" | tail -n 5)"
+        sleep 0.1
+    done
+}
+# metric NAME: its value in /metrics.
+metric() {
+    api dev GET /metrics
+    expect_status 200
+    awk -v n="$1" '$1 == n { print $2 }' "$TMP/body"
+}
+# cgroup_of BACKEND ID: the cgroup runtime-oci gives container ID.
+cgroup_of() {
+    echo "/sys/fs/cgroup/berth/$(printf '%s' "$TMP/state-$1" | sha256sum | cut -c1-16)/$2"
+}
+# gone BACKEND ID: nothing of slot ID is left: directory, bundle, container, cgroup.
+gone() {
+    [ ! -e "$TMP/state-$1/slots/$2" ] || fail "$1: slot $2's directory is left"
+    [ ! -e "$TMP/state-$1/bundles/$2" ] || fail "$1: slot $2's bundle is left"
+    [ -z "$(find "$TMP/state-$1/root" -maxdepth 1 \( -name "$2" -o -name "$2_*" \) 2>/dev/null)" ] ||
+        fail "$1: slot $2's container is left"
+    [ ! -e "$(cgroup_of "$1" "$2")" ] || fail "$1: slot $2's cgroup is left"
+}
+
+PROBE='echo "uid $(id -u)"
+grep "^CapEff:" /proc/self/status | tr -d "[:space:]"; echo
+touch /rootfile 2>/dev/null && echo "root writable" || echo "root read-only"
+echo "pid1 $(tr "\0" " " </proc/1/cmdline)"'
+want_probe() { # ID: the deny-all answers, warm or cold
+    local line
+    for line in "uid 65534" "CapEff:0000000000000000" "root read-only" "pid1 /bin/sh -c $PROBE"; do
+        grep -qxF -- "$line" "$TMP/$1.out/stdout" || fail "$1: no \"$line\" in: $(cat "$TMP/$1.out/stdout")"
+    done
+}
+
+wait_ready runsc 2
+wait_ready crun 2
+[ "$(metric berth_warm_provisioned_total)" = 4 ] || fail "provisioned: $(metric berth_warm_provisioned_total)"
+
+# --- a warm hit on each runtime, and a refill ------------------------------
+for be in runsc crun; do
+    before=$(ready_slots "$be")
+    POOL=on-$be bb_job "warm-$be" "$PROBE"
+    submit "warm-$be"
+    finish "warm-$be"
+    [ "$(result "warm-$be" .status)" = exited ] || fail "warm-$be: $(jq -c .result "$TMP/warm-$be.out/result.json")"
+    want_probe "warm-$be"
+    slot=$(result "warm-$be" .warm.slot_id)
+    grep -qxF "$slot" <<<"$before" || fail "warm-$be ran in $slot, not one of the ready slots: $before"
+    [ "$(result "warm-$be" .warm.provision_ns)" -gt 0 ] || fail "warm-$be: no provisioning time"
+    [ "$(result "warm-$be" .warm.slot_hash | wc -c)" = 65 ] || fail "warm-$be: no slot hash"
+    wait_ready "$be" 2
+    ready_slots "$be" | grep -qxF "$slot" && fail "$be: slot $slot is ready again after its job"
+    log_has "job warm-$be run r[0-9a-f]* of dev: claimed -> running \(warm\)" || fail "no warm start logged"
+done
+[ "$(metric berth_warm_hits_total)" = 2 ] || fail "hits: $(metric berth_warm_hits_total)"
+
+# --- another shape runs cold: no slot is used --------------------------------
+before=$(ready_slots crun)
+POOL=on-crun bb_job cold-shape "$PROBE" 30000000000
+submit cold-shape
+finish cold-shape
+[ "$(result cold-shape .warm)" = null ] || fail "a job of another shape ran warm: $(result cold-shape .warm)"
+want_probe cold-shape
+[ "$(ready_slots crun)" = "$before" ] || fail "a cold job of another shape changed the slots"
+
+# --- a pool update between provisioning and claim: quarantine, cold ----------
+old=$(ready_slots crun)
+jq '.template.env += {"GREETING": "updated"}' "$INST/pools/on-crun.json" >"$TMP/on-crun-2.json"
+run 0 CLIENT pool register "$TMP/on-crun-2.json"
+POOL=on-crun bb_job after-update "$PROBE; echo \"greeting \$GREETING\""
+submit after-update
+finish after-update
+[ "$(result after-update .status)" = exited ] || fail "after-update: $(jq -c .result "$TMP/after-update.out/result.json")"
+[ "$(result after-update .warm)" = null ] || fail "a job ran in a slot of the old manifest"
+grep -qx "greeting updated" "$TMP/after-update.out/stdout" || fail "not the updated pool: $(cat "$TMP/after-update.out/stdout")"
+want_probe after-update
+log_has "warm slot s[0-9a-f]{32} quarantined \(manifest\)" || fail "no quarantine logged"
+api dev GET /v1/audit
+expect_status 200
+grep '"type":"pool.warm_quarantine"' "$TMP/body" >"$TMP/quarantine.json" || fail "no pool.warm_quarantine event"
+q=$(tail -n 1 "$TMP/quarantine.json")
+qslot=$(jq -r .details.slot_id <<<"$q")
+grep -qxF "$qslot" <<<"$old" || fail "the quarantined slot $qslot was not one of the old ones: $old"
+[ "$(jq -r .details.reason <<<"$q")" = manifest ] || fail "quarantine reason: $q"
+[ "$(jq -r '.details.slot_hash != .details.dispatch_hash' <<<"$q")" = true ] || fail "the hashes are equal: $q"
+gone crun "$qslot"
+# The old manifest's other slot is quarantined by the next job, or the refill replaces both.
+POOL=on-crun bb_job after-update-2 "$PROBE"
+submit after-update-2
+finish after-update-2
+for k in 1 2 3; do
+    POOL=on-crun bb_job "after-update-w$k" "$PROBE"
+    submit "after-update-w$k"
+    finish "after-update-w$k"
+    [ "$(result "after-update-w$k" .warm)" = null ] || break
+done
+[ "$(result "after-update-w$k" .warm)" != null ] || fail "no warm start after the pool update"
+hash_new=$(result "after-update-w$k" .warm.slot_hash)
+[ "$hash_new" = "$(jq -r .details.dispatch_hash <<<"$q")" ] || fail "the new slot is not of the new manifest"
+[ "$(metric berth_warm_quarantined_total)" -ge 1 ] || fail "quarantines: $(metric berth_warm_quarantined_total)"
+
+# --- a slot whose sandbox dies while idle is replaced ------------------------
+wait_ready crun 2
+victim=$(ready_slots crun | head -n 1)
+kill -9 "$(cat "$TMP/state-crun/slots/$victim/init.pid")"
+deadline=$((SECONDS + 30))
+while [ -e "$TMP/state-crun/slots/$victim" ]; do
+    [ "$SECONDS" -lt "$deadline" ] || fail "the killed slot $victim was never destroyed"
+    sleep 0.1
+done
+gone crun "$victim"
+wait_ready crun 2
+[ "$(metric berth_warm_lost_total)" -ge 1 ] || fail "lost: $(metric berth_warm_lost_total)"
+
+# --- every attach is in the chain, before its job started -------------------
+api dev GET /v1/audit
+expect_status 200
+attached=$(grep -c '"type":"pool.warm_attached"' "$TMP/body" || true)
+[ "$attached" = "$(metric berth_warm_hits_total)" ] || fail "$attached pool.warm_attached events for $(metric berth_warm_hits_total) hits"
+
+# --- kill -9 berthd with 4 ready slots: nothing of them is left ----------------
+wait_ready runsc 2
+wait_ready crun 2
+before_runsc=$(ready_slots runsc)
+before_crun=$(ready_slots crun)
+kill_berthd
+start_berthd
+log_has "admission opens" 30 || fail "admission never opened: $(tail -n 20 "$TMP/berthd.log")"
+[ "$(grep -cE "warm slot s[0-9a-f]{32} destroyed \(left by an earlier run\)" "$TMP/berthd.log")" -ge 4 ] ||
+    fail "the slots of the earlier run were not destroyed: $(grep -i slot "$TMP/berthd.log")"
+for s in $before_runsc; do gone runsc "$s"; done
+for s in $before_crun; do gone crun "$s"; done
+wait_ready runsc 2
+wait_ready crun 2
+for s in $(ready_slots runsc) $(ready_slots crun); do
+    grep -qxF "$s" <<<"$before_runsc
+$before_crun" && fail "slot $s of the earlier run is ready again"
+done
+POOL=on-runsc bb_job after-restart "$PROBE"
+submit after-restart
+finish after-restart
+[ "$(result after-restart .warm)" != null ] || fail "no warm start after the restart"
+want_probe after-restart
+stop_berthd
+
+# --- pool verify re-derives every attach and quarantine ----------------------
+run 0 "$BERTHCTL" --journal "$INST/state/journal.db" --audit-key "$INST/keys/audit.key" pool verify
+# (A forged attach with a valid MAC is refused: test-registry, warm_forgeries_detected.)
+echo ok
