@@ -128,7 +128,8 @@ struct broker_warm_slot {
 };
 
 struct broker_warm {
-    pthread_mutex_t lock; /* this struct; never held across a plugin call or with @lock */
+    pthread_mutex_t lock; /* this struct; never held across a plugin call; may be taken inside the broker's @lock, never the reverse */
+    pthread_rwlock_t list_lock; /* claims (read) never run while the worker lists the slots (write) */
     struct broker_warm_slot *v;
     size_t n, cap;
     bool swept;           /* the slots of an earlier run are destroyed (worker thread) */

@@ -47,6 +47,7 @@ int broker_warm_init(struct berth_broker *b)
     struct broker_warm *w = &b->warm;
 
     pthread_mutex_init(&w->lock, NULL);
+    pthread_rwlock_init(&w->list_lock, NULL);
     berth_backoff_init(&w->backoff, NS_PER_S / 4, 30 * NS_PER_S);
     w->last_miss = calloc(b->p.n_warm ? b->p.n_warm : 1, sizeof(*w->last_miss));
     w->swept = false; /* also without targets: slots an earlier configuration left are destroyed */
@@ -72,6 +73,7 @@ void broker_warm_free(struct berth_broker *b)
     free(w->v);
     free(w->last_miss);
     pthread_mutex_destroy(&w->lock);
+    pthread_rwlock_destroy(&w->list_lock);
     memset(w, 0, sizeof(*w));
 }
 
@@ -173,7 +175,7 @@ bool broker_warm_sweep(struct berth_broker *b)
         }
         for (k = 0; k < json_array_size(slots); k++) {
             const char *id = json_string_value(json_object_get(json_array_get(slots, k), "slot_id"));
-            if (id && discard(b, be, id, "left by an earlier run") < 0)
+            if (id && discard(b, be, id, "left by an earlier run") < 0 && b->p.n_warm && b->p.warm_max_slots)
                 clean = false;
         }
     }
@@ -323,7 +325,12 @@ static void reconcile_slots(struct berth_broker *b)
         const struct berth_broker_backend *be = &b->backends[i];
         _cleanup_json_ json_t *slots = NULL;
 
-        if (!warm_capable(be) || !(slots = listing(b, be)))
+        if (!warm_capable(be))
+            continue;
+        pthread_rwlock_wrlock(&w->list_lock);
+        slots = listing(b, be);
+        pthread_rwlock_unlock(&w->list_lock);
+        if (!slots)
             continue;
         for (k = 0; k < json_array_size(slots); k++) {
             const json_t *e = json_array_get(slots, k);
@@ -371,6 +378,11 @@ void broker_warm_pass(struct berth_broker *b, size_t waiting, const json_t *limi
     struct broker_warm *w = &b->warm;
     struct berth_error err = BERTH_ERROR_INIT;
     char current[BERTH_WARM_TARGETS_MAX][BERTH_HASH_HEX_LEN + 1];
+    struct {
+        char slot_id[34], hash[BERTH_HASH_HEX_LEN + 1];
+        size_t target;
+    } stale[BERTH_WARM_SLOTS_MAX];
+    size_t n_stale = 0;
     int64_t mono = 0, memory = 0;
     size_t ti, i, total;
     ssize_t want = -1;
@@ -393,6 +405,38 @@ void broker_warm_pass(struct berth_broker *b, size_t waiting, const json_t *limi
         current[ti][0] = '\0';
         if (target_shape(b, &b->p.warm[ti], &effective, current[ti], &be_i, &err) < 0)
             current[ti][0] = '\0';
+    }
+    /* Slots of an older manifest are retired: quarantined in the chain,
+     * never handed out, destroyed by the next pass's reconcile_slots(). */
+    pthread_mutex_lock(&w->lock);
+    for (i = 0; i < w->n && n_stale < BERTH_WARM_SLOTS_MAX; i++) {
+        struct broker_warm_slot *c = &w->v[i];
+        if (c->claiming || c->not_after == 0 || c->target >= BERTH_WARM_TARGETS_MAX || !current[c->target][0] ||
+            streq(c->hash, current[c->target]))
+            continue;
+        c->not_after = 0;
+        memcpy(stale[n_stale].slot_id, c->slot_id, sizeof(c->slot_id));
+        memcpy(stale[n_stale].hash, c->hash, sizeof(c->hash));
+        stale[n_stale].target = c->target;
+        n_stale++;
+        w->quarantined++;
+    }
+    pthread_mutex_unlock(&w->lock);
+    for (i = 0; i < n_stale; i++) {
+        int64_t now = 0;
+        int rr;
+        pthread_mutex_lock(&b->lock);
+        rr = berth_now_ns(CLOCK_REALTIME, &now, &err);
+        if (rr == 0)
+            rr = berth_registry_warm_quarantine(b->reg, b->p.audit_key, b->p.warm[stale[i].target].pool,
+                                                stale[i].slot_id, stale[i].hash, current[stale[i].target],
+                                                "manifest", "berthd", now, &err);
+        pthread_mutex_unlock(&b->lock);
+        if (rr < 0)
+            berth_logf(b->p.logger, BERTH_LOG_ERR, "warm slot %s: its quarantine is not recorded: %s",
+                       stale[i].slot_id, err.message);
+        berth_logf(b->p.logger, BERTH_LOG_NOTICE, "pool %s: warm slot %s quarantined (manifest): the pool changed",
+                   b->p.warm[stale[i].target].pool, stale[i].slot_id);
     }
     pthread_mutex_lock(&w->lock);
     total = w->n;
@@ -445,7 +489,11 @@ static ssize_t target_of(const struct berth_broker *b, const struct berth_job_re
         return -1;
     for (i = 0; i < b->p.n_warm; i++) {
         const struct berth_warm_target *t = &b->p.warm[i];
-        if (streq(t->pool, rec->pool) && streq(t->image, image) && json_equal(t->limits, json_object_get(job, "limits")))
+        const json_t *ov = json_object_get(job, "overrides");
+        bool same_overrides = t->overrides ? (ov ? json_equal(t->overrides, ov) : json_object_size(t->overrides) == 0)
+                                           : (!ov || json_object_size(ov) == 0);
+        if (streq(t->pool, rec->pool) && streq(t->image, image) &&
+            json_equal(t->limits, json_object_get(job, "limits")) && same_overrides)
             return (ssize_t)i;
     }
     return -1;
@@ -502,7 +550,7 @@ int broker_warm_claim(struct berth_broker *b, const struct berth_job_record *rec
     _cleanup_json_ json_t *effective = NULL, *receipt = NULL;
     char dispatch_hash[BERTH_HASH_HEX_LEN + 1];
     const char *qual;
-    ssize_t ti = target_of(b, rec, job);
+    ssize_t ti = target_of(b, rec, job), pick = -1;
     const struct berth_broker_backend *be;
     int64_t now = 0, mono = 0;
     size_t i;
@@ -511,37 +559,36 @@ int broker_warm_claim(struct berth_broker *b, const struct berth_job_record *rec
     *ret_warm = NULL;
     if (ti < 0 || b->p.warm_max_slots == 0)
         return 0;
+    effective = json_loads(rec->effective, JSON_REJECT_DUPLICATES, NULL);
+    receipt = json_loads(rec->receipt, JSON_REJECT_DUPLICATES, NULL);
+    if (!effective || !receipt || berth_hash_hex_json(effective, dispatch_hash, &err) < 0)
+        return 0; /* the cold start judges the damaged record */
+    /* A slot of the job's manifest first; else one of an older manifest,
+     * which the attach check quarantines. */
     pthread_mutex_lock(&w->lock);
     for (i = 0; i < w->n; i++) {
         struct broker_warm_slot *c = &w->v[i];
         if (c->target == (size_t)ti && !c->claiming && c->not_after > 0 &&
-            streq(b->backends[c->backend].name, rec->backend)) {
-            c->claiming = true;
-            s = *c; /* the strings stay the list's: it is marked, nobody frees them */
-            break;
+            streq(b->backends[c->backend].name, rec->backend) && (pick < 0 || streq(c->hash, dispatch_hash))) {
+            pick = (ssize_t)i;
+            if (streq(c->hash, dispatch_hash))
+                break;
         }
     }
-    if (i == w->n) {
+    if (pick < 0) {
         (void)berth_now_ns(CLOCK_MONOTONIC, &mono, NULL);
         w->misses++;
         w->last_miss[ti] = mono;
-    } else if (!w->refill_from) {
-        (void)berth_now_ns(CLOCK_MONOTONIC, &w->refill_from, NULL);
+    } else {
+        w->v[pick].claiming = true;
+        s = w->v[pick]; /* the strings stay the list's: it is marked, nobody frees them */
+        if (!w->refill_from)
+            (void)berth_now_ns(CLOCK_MONOTONIC, &w->refill_from, NULL);
     }
     pthread_mutex_unlock(&w->lock);
-    if (i == w->n)
+    if (pick < 0)
         return 0;
     be = &b->backends[s.backend];
-    effective = json_loads(rec->effective, JSON_REJECT_DUPLICATES, NULL);
-    receipt = json_loads(rec->receipt, JSON_REJECT_DUPLICATES, NULL);
-    if (!effective || !receipt || berth_hash_hex_json(effective, dispatch_hash, &err) < 0) {
-        pthread_mutex_lock(&w->lock);
-        ssize_t at = slot_index(w, s.slot_id);
-        if (at >= 0)
-            w->v[at].claiming = false;
-        pthread_mutex_unlock(&w->lock);
-        return 0; /* the cold start judges the damaged record */
-    }
     /* The receipt's qualification must be the one the slot was made under. */
     qual = json_string_value(
         json_object_get(json_object_get(json_object_get(receipt, "receipt"), "runtime"), "qualification"));
@@ -567,7 +614,11 @@ int broker_warm_claim(struct berth_broker *b, const struct berth_job_record *rec
         pthread_mutex_unlock(&w->lock);
         return 0; /* the attach is not recorded: the slot stays, the job goes cold */
     }
+    /* Not while the worker lists the slots: runtime-oci's slots() locks
+     * each slot shared, and a claim that meets that lock is refused. */
+    pthread_rwlock_rdlock(&w->list_lock);
     r = be->ops->claim(be->state, s.slot_id, doc, len, &err);
+    pthread_rwlock_unlock(&w->list_lock);
     /* -ESTALE: the runtime says the slot does not fit; -EPERM: the runtime
      * no longer passes its pin, so the slot's sandbox is of a runtime that
      * is not the pinned one any more.  Either way it is destroyed, and the

@@ -602,8 +602,9 @@ int berth_registry_warm_quarantine(struct berth_registry *reg, const struct bert
                                    const char *slot_id, const char *slot_hash, const char *dispatch_hash,
                                    const char *reason, const char *actor, int64_t now_ns, struct berth_error *reterr)
 {
-    if (!reg || !key || !reason || (!streq(reason, "qualification") && !streq(reason, "runtime")) ||
-        !warm_args_valid(pool, slot_id, slot_hash, dispatch_hash))
+    if (!reg || !key || !reason || !warm_args_valid(pool, slot_id, slot_hash, dispatch_hash) ||
+        (!streq(reason, "qualification") && !streq(reason, "runtime") &&
+         !(streq(reason, "manifest") && !streq(slot_hash, dispatch_hash))))
         return berth_error_set(reterr, -EINVAL, "a pool, a slot id, two hex hashes and a reason are required");
     return warm_record(reg, key, "pool.warm_quarantine",
                        json_pack("{s:s, s:s, s:s, s:s, s:s}", "pool", pool, "slot_id", slot_id, "slot_hash", slot_hash,

@@ -201,12 +201,13 @@ int berth_registry_warm_attach(struct berth_registry *reg, const struct berth_au
 
 /**
  * berth_registry_warm_quarantine() - record pool.warm_quarantine {pool,
- * slot_id, slot_hash, dispatch_hash, reason} for a slot whose manifest hash
- * matched but that may not take the dispatch for another @reason:
- * "qualification" (the job's receipt names another qualification than the
- * slot was provisioned under) or "runtime" (the runtime refused the claim:
- * its pin or the slot's binding changed).  The slot must be destroyed
- * unused.  Return: 0; -EINVAL; journal errors.
+ * slot_id, slot_hash, dispatch_hash, reason} for a slot that may not take
+ * a dispatch: "qualification" (the job's receipt names another
+ * qualification than the slot was provisioned under), "runtime" (the
+ * runtime refused the claim: its pin or the slot's binding changed), or
+ * "manifest" with two different hashes (berthd retires a slot of an older
+ * manifest; @dispatch_hash is then the hash a job of its target has now).
+ * The slot must be destroyed unused.  Return: 0; -EINVAL; journal errors.
  */
 int berth_registry_warm_quarantine(struct berth_registry *reg, const struct berth_audit_key *key, const char *pool,
                                    const char *slot_id, const char *slot_hash, const char *dispatch_hash,
