@@ -21,6 +21,9 @@
 . "$BERTH_TOP_SRCDIR/tests/cli/berthd-lib.sh"
 . "$BERTH_TOP_SRCDIR/tests/cli/oci-lib.sh" # skips (77) unless root
 
+# A failing run's slots outlive its berthd by design: end their shims too.
+trap 'cleanup_berthd; pkill -KILL -f "berth-oci-shim provision $TMP/" 2>/dev/null || true' EXIT
+
 oci_install runsc crun
 add_pool on-runsc runsc
 add_pool on-crun crun
@@ -211,7 +214,11 @@ submit after-restart
 finish after-restart
 [ "$(result after-restart .warm)" != null ] || fail "no warm start after the restart"
 want_probe after-restart
+# A clean stop destroys the slots it made.
 stop_berthd
+[ -z "$(ready_slots runsc)$(ready_slots crun)" ] ||
+    fail "slots outlived a clean stop: $(ready_slots runsc) $(ready_slots crun)"
+[ -z "$(pgrep -f "berth-oci-shim provision $TMP/" || true)" ] || fail "slot shims outlived a clean stop"
 
 # --- pool verify re-derives every attach and quarantine ----------------------
 run 0 "$BERTHCTL" --journal "$INST/state/journal.db" --audit-key "$INST/keys/audit.key" pool verify

@@ -54,6 +54,9 @@ int broker_warm_init(struct berth_broker *b)
     return w->last_miss ? 0 : -ENOMEM;
 }
 
+static int discard(struct berth_broker *b, const struct berth_broker_backend *be, const char *slot_id,
+                   const char *why);
+
 static void slot_clear(struct broker_warm_slot *s)
 {
     free(s->qualification);
@@ -68,8 +71,13 @@ void broker_warm_free(struct berth_broker *b)
 
     if (!w->last_miss)
         return; /* never initialized */
-    for (i = 0; i < w->n; i++)
+    /* A clean stop destroys the slots it made (no start thread runs now);
+     * after a crash the next start-up does (broker_warm_sweep()). */
+    for (i = 0; i < w->n; i++) {
+        if (!w->v[i].claiming)
+            (void)discard(b, &b->backends[w->v[i].backend], w->v[i].slot_id, "berthd stops");
         slot_clear(&w->v[i]);
+    }
     free(w->v);
     free(w->last_miss);
     pthread_mutex_destroy(&w->lock);
