@@ -86,6 +86,16 @@ gone() {
     [ ! -e "$(cgroup_of "$1" "$2")" ] || fail "$1: slot $2's cgroup is left"
 }
 
+# destroyed BACKEND ID: wait (30 s at most) until slot ID's directory is gone, then gone.
+destroyed() {
+    local deadline=$((SECONDS + 30))
+    while [ -e "$TMP/state-$1/slots/$2" ]; do
+        [ "$SECONDS" -lt "$deadline" ] || fail "$1: slot $2 was never destroyed"
+        sleep 0.1
+    done
+    gone "$1" "$2"
+}
+
 PROBE='echo "uid $(id -u)"
 grep "^CapEff:" /proc/self/status | tr -d "[:space:]"; echo
 touch /rootfile 2>/dev/null && echo "root writable" || echo "root read-only"
@@ -147,12 +157,7 @@ if [ "$(result after-update .warm)" != null ]; then
     grep -qxF "$(result after-update .warm.slot_id)" <<<"$old" && fail "a job ran in a slot of the old manifest"
 fi
 for qslot in $old; do
-    deadline=$((SECONDS + 30))
-    while [ -e "$TMP/state-crun/slots/$qslot" ]; do
-        [ "$SECONDS" -lt "$deadline" ] || fail "the old slot $qslot was never destroyed"
-        sleep 0.1
-    done
-    gone crun "$qslot"
+    destroyed crun "$qslot"
     api dev GET /v1/audit
     expect_status 200
     q=$(grep '"type":"pool.warm_quarantine"' "$TMP/body" | grep -F "\"slot_id\":\"$qslot\"" | tail -n 1)
@@ -173,12 +178,7 @@ finish after-update-w
 wait_ready crun 2
 victim=$(ready_slots crun | head -n 1)
 kill -9 "$(cat "$TMP/state-crun/slots/$victim/init.pid")"
-deadline=$((SECONDS + 30))
-while [ -e "$TMP/state-crun/slots/$victim" ]; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "the killed slot $victim was never destroyed"
-    sleep 0.1
-done
-gone crun "$victim"
+destroyed crun "$victim"
 wait_ready crun 2
 [ "$(metric berth_warm_lost_total)" -ge 1 ] || fail "lost: $(metric berth_warm_lost_total)"
 

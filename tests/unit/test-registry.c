@@ -532,12 +532,15 @@ START_TEST(enrol_and_claim)
 }
 END_TEST
 
+/* Two effective_manifest_hash values and a run id for the warm-slot events. */
+#define WARM_HASH_A "1111111111111111111111111111111111111111111111111111111111111111"
+#define WARM_HASH_B "2222222222222222222222222222222222222222222222222222222222222222"
+#define WARM_RUN "r0123456789abcdef0123456789abcdef"
+
 START_TEST(warm_slot)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    const char *a = "1111111111111111111111111111111111111111111111111111111111111111";
-    const char *b = "2222222222222222222222222222222222222222222222222222222222222222";
-    const char *run = "r0123456789abcdef0123456789abcdef";
+    const char *a = WARM_HASH_A, *b = WARM_HASH_B, *run = WARM_RUN;
     _cleanup_json_ json_t *ev = NULL, *ev2 = NULL, *ev3 = NULL;
 
     ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "p", "slot-1", a, a, run, ACTOR, NOW, &err), 1);
@@ -582,9 +585,7 @@ static void quarantine_matching(json_t *d)
 START_TEST(warm_forgeries_detected)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    const char *a = "1111111111111111111111111111111111111111111111111111111111111111";
-    const char *b = "2222222222222222222222222222222222222222222222222222222222222222";
-    const char *run = "r0123456789abcdef0123456789abcdef";
+    const char *a = WARM_HASH_A, *b = WARM_HASH_B, *run = WARM_RUN;
 
     ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "p", "slot-1", a, a, run, ACTOR, NOW, &err), 1);
     ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "p", "slot-2", a, b, run, ACTOR, NOW, &err), 0);
@@ -596,9 +597,7 @@ END_TEST
 START_TEST(warm_quarantine_forgery_detected)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    const char *a = "1111111111111111111111111111111111111111111111111111111111111111";
-    const char *b = "2222222222222222222222222222222222222222222222222222222222222222";
-    const char *run = "r0123456789abcdef0123456789abcdef";
+    const char *a = WARM_HASH_A, *b = WARM_HASH_B, *run = WARM_RUN;
 
     ck_assert_int_eq(berth_registry_warm_attach(reg, &key, "p", "slot-2", a, b, run, ACTOR, NOW, &err), 0);
     forge_and_verify(1, "pool.warm_quarantine", quarantine_matching, 2, "although its hash matched");
