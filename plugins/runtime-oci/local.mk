@@ -116,6 +116,6 @@ EXTRA_DIST += tests/cli/test-bundle-runtimes.sh tests/cli/test-runtime-oci.sh te
 	tests/cli/test-runtime-oci-disk.sh tests/cli/test-runtime-oci-teardown.sh \
 	tests/cli/test-runsc-revoked.sh tests/cli/test-berthd-retention-oci.sh tests/cli/test-berthd-jobio-oci.sh \
 	tests/cli/test-berthd-events-oci.sh tests/cli/test-berthd-roots-oci.sh \
-	tests/cli/oci-lib.sh tests/cli/oci-drive-lib.sh tests/bench/overhead tests/bench/direct-lib.sh tests/bench/starts tests/bench/slots tests/bench/bench-warm tests/unit/test-runtime-oci.c tests/tools/mkbundle.c \
+	tests/cli/oci-lib.sh tests/cli/oci-drive-lib.sh tests/bench/overhead tests/bench/direct-lib.sh tests/bench/steps-lib.sh tests/bench/starts tests/bench/slots tests/bench/bench-warm tests/unit/test-runtime-oci.c tests/tools/mkbundle.c \
 	tests/cli/test-runtime-oci-io.sh tests/cli/test-runtime-oci-warm.sh tests/cli/test-berthd-warm-oci.sh \
 	tests/tools/oci-drive.c tests/unit/test-outcheck.c tests/unit/test-ocipin.c

@@ -172,9 +172,24 @@ static int warm(struct berth_buf *out, const struct berth_broker_health *h)
     for (i = 0; r == 0 && i < h->n_warm; i++)
         r = put(out,
                 "berth_warm_slots{pool=\"%s\",image=\"%s\",state=\"ready\"} %llu\n"
+                "berth_warm_slots{pool=\"%s\",image=\"%s\",state=\"provisioning\"} %llu\n"
                 "berth_warm_slots{pool=\"%s\",image=\"%s\",state=\"claiming\"} %llu\n",
                 h->warm[i].pool, h->warm[i].image, (unsigned long long)h->warm[i].ready, h->warm[i].pool,
-                h->warm[i].image, (unsigned long long)h->warm[i].claiming);
+                h->warm[i].image, (unsigned long long)h->warm[i].provisioning, h->warm[i].pool, h->warm[i].image,
+                (unsigned long long)h->warm[i].claiming);
+    if (r == 0 && h->n_warm)
+        r = put(out, "# HELP berth_warm_target_events_total Per warm target: jobs started in one of its slots "
+                     "(hit), jobs of its shape started cold for want of a ready slot (miss), its slots "
+                     "quarantined (their key differed at a claim, or the pool changed).\n"
+                     "# TYPE berth_warm_target_events_total counter\n");
+    for (i = 0; r == 0 && i < h->n_warm; i++)
+        r = put(out,
+                "berth_warm_target_events_total{pool=\"%s\",image=\"%s\",event=\"hit\"} %llu\n"
+                "berth_warm_target_events_total{pool=\"%s\",image=\"%s\",event=\"miss\"} %llu\n"
+                "berth_warm_target_events_total{pool=\"%s\",image=\"%s\",event=\"quarantined\"} %llu\n",
+                h->warm[i].pool, h->warm[i].image, (unsigned long long)h->warm[i].hits, h->warm[i].pool,
+                h->warm[i].image, (unsigned long long)h->warm[i].misses, h->warm[i].pool, h->warm[i].image,
+                (unsigned long long)h->warm[i].quarantined);
     for (i = 0; r == 0 && i < ELEMENTSOF(counters); i++)
         r = put(out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", counters[i].name, counters[i].help,
                 counters[i].name, counters[i].name, (unsigned long long)counters[i].n);

@@ -14,7 +14,8 @@
 # - kill -9 berthd with 4 ready slots: after the restart none of them is
 #   left (directory, bundle, container, cgroup) and new ones are made;
 # - "berthctl pool verify" re-derives every attach and quarantine;
-# - /metrics counts hits, misses and quarantines;
+# - /metrics counts hits, misses and quarantines; "berthctl pool show" and
+#   /metrics show each warm target's slots and counts;
 # - a bad "warm" configuration is refused at start-up, naming the member.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 . "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
@@ -137,6 +138,20 @@ finish cold-shape
 [ "$(result cold-shape .warm)" = null ] || fail "a job of another shape ran warm: $(result cold-shape .warm)"
 want_probe cold-shape
 [ "$(ready_slots crun)" = "$before" ] || fail "a cold job of another shape changed the slots"
+
+# --- pool show and /metrics, per warm target ---------------------------------
+wait_ready crun 2
+run 0 CLIENT --json pool show on-crun
+jq -e --arg d "$DIGEST" '.warm | length == 1 and .[0].image == $d and .[0].min_ready == 2 and
+        .[0].max_ready >= 2 and .[0].slots == {ready: 2, provisioning: 0, claiming: 0} and .[0].hits == 1 and
+        .[0].misses == 0 and .[0].quarantined == 0 and .[0].provisioned == 3 and .[0].limits.pids == 64' \
+    "$TMP/stdout" >/dev/null || fail "pool show on-crun: $(jq -c .warm "$TMP/stdout")"
+run 0 CLIENT --json pool show default
+[ "$(jq 'has("warm")' "$TMP/stdout")" = false ] || fail "a pool without warm targets shows warm slots"
+labels="pool=\"on-crun\",image=\"$DIGEST\""
+[ "$(metric "berth_warm_target_events_total{$labels,event=\"hit\"}")" = 1 ] || fail "no hit counted for on-crun"
+[ "$(metric "berth_warm_slots{$labels,state=\"ready\"}")" = 2 ] || fail "ready slots of on-crun not 2"
+[ "$(metric "berth_warm_slots{$labels,state=\"provisioning\"}")" = 0 ] || fail "on-crun provisioning"
 
 # --- a pool update: the old manifest's slots are quarantined --------------
 # Either the job's claim finds only old slots (the attach check quarantines

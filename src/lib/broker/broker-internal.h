@@ -132,12 +132,25 @@ struct broker_warm {
     pthread_rwlock_t list_lock; /* claims (read) never run while the worker lists the slots (write) */
     struct broker_warm_slot *v;
     size_t n, cap;
-    bool swept;           /* the slots of an earlier run are destroyed (worker thread) */
+    atomic_bool swept;    /* the slots of an earlier run are destroyed (written by the worker thread) */
     int64_t *last_miss;   /* per target: CLOCK_MONOTONIC of the last cold start for want of a slot */
     uint64_t hits, misses, quarantined, provisioned, provision_failed, lost, discarded;
     int64_t provision_ns_last, refill_ns_last; /* the last provisioning; claim to refilled */
     int64_t refill_from;  /* CLOCK_MONOTONIC of a claim not yet refilled, 0 when none */
     struct berth_backoff backoff; /* provisioning failures, CLOCK_MONOTONIC */
+    struct broker_warm_tally {
+        uint64_t hits, misses, quarantined, provisioned;
+    } *tally;             /* per target, since the start */
+    ssize_t provisioning; /* the target a slot is being provisioned for, -1 none */
+    int64_t reconciled;   /* CLOCK_MONOTONIC of the last slots() listing (refill side) */
+    char current[BERTH_WARM_TARGETS_MAX][65]; /* each target's effective_manifest_hash then, "" unknown */
+    /* The refill thread (with start threads): the worker hands it each
+     * pass's counts (under @lock) and never waits for a provisioning. */
+    pthread_t thread;
+    pthread_cond_t cond;
+    bool threaded, stop, pending;
+    size_t pend_waiting;
+    json_t *pend_limits, *pend_in_use;
 };
 
 /* One runtime instance's calls, serialized (broker-serial.c). */
@@ -532,11 +545,19 @@ void broker_warm_free(struct berth_broker *b);
  * left (admission may open), false to try again on the next pass. */
 bool broker_warm_sweep(struct berth_broker *b);
 
+/* Start the refill thread when there are warm targets and start threads
+ * (after broker_starts_init(); with start_concurrency 0 the refill runs on
+ * the dispatching thread).  0 or a negative errno. */
+int broker_warm_start(struct berth_broker *b);
+
 /* Worker thread, lock not held, after a dispatch pass that left @waiting
  * accepted jobs queued: discard lost and retired slots, then provision at
  * most one slot towards the targets when no job waits and the host and
  * pool bounds leave room (@in_use: sandboxes per pool, @limits: each
- * limited pool's max_concurrency). */
+ * limited pool's max_concurrency).  With a refill thread this only hands
+ * it copies of the counts and returns: a provisioning (a runtime's whole
+ * create) never delays the worker recording results; after each slot it
+ * made the thread wakes the worker, whose next pass asks for the next. */
 void broker_warm_pass(struct berth_broker *b, size_t waiting, const json_t *limits, const json_t *in_use);
 
 /* Any thread, lock not held, in broker_dispatch_start() right before a cold
@@ -551,6 +572,11 @@ int broker_warm_claim(struct berth_broker *b, const struct berth_job_record *rec
 
 /* Fill the warm members of @h (any thread; takes warm.lock). */
 void broker_warm_health(struct berth_broker *b, struct berth_broker_health *h);
+
+/* The "warm" member of pool @pool's berth_broker_pool_show() reply (a new
+ * reference), NULL when this host has no warm target for it or out of
+ * memory.  Any thread; takes warm.lock (the broker lock may be held). */
+json_t *broker_warm_pool_json(struct berth_broker *b, const char *pool);
 
 /* Call the fault hook. */
 void broker_fault(struct berth_broker *b, const char *point);

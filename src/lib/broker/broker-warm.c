@@ -7,10 +7,13 @@
  * - Start-up: every slot a backend holds is from an earlier run (berthd
  *   keeps no slot across a restart) and is destroyed before admission
  *   opens (broker_warm_sweep()).
- * - Refill (worker thread, broker_warm_pass()): lost and retired slots are
- *   discarded; then, when no accepted job waits and the bounds leave room
- *   (warm.max_slots, warm.max_memory_bytes, the pool's max_concurrency
- *   counting its jobs and slots), one slot is provisioned per pass.
+ * - Refill (the refill thread, woken by each dispatch pass through
+ *   broker_warm_pass()): lost and retired slots are discarded; then, when
+ *   no accepted job waits and the bounds leave room (warm.max_slots,
+ *   warm.max_memory_bytes, the pool's max_concurrency counting its jobs
+ *   and slots), one slot is provisioned per pass.  A provisioning is a
+ *   runtime's whole create (about 200 ms on runsc): on the worker it would
+ *   hold back every result recorded behind it, the warm job's first.
  * - Claim (broker_warm_claim(), the start path): a job of a target's shape
  *   takes a ready slot.  The attach is recorded in the pool chain first
  *   (pool.warm_attached); a slot whose effective_manifest_hash, or whose
@@ -41,17 +44,23 @@
 #define NS_PER_S INT64_C(1000000000)
 /* A target keeps max_ready slots this long after a job went cold for want of one. */
 #define WARM_DEMAND_NS (60 * NS_PER_S)
+/* The refill lists the backends' slots and re-derives the targets'
+ * manifests at most this often (a lost or retired slot waits this long). */
+#define WARM_RECONCILE_NS (NS_PER_S / 4)
 
 int broker_warm_init(struct berth_broker *b)
 {
     struct broker_warm *w = &b->warm;
 
     pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cond, NULL);
     pthread_rwlock_init(&w->list_lock, NULL);
     berth_backoff_init(&w->backoff, NS_PER_S / 4, 30 * NS_PER_S);
     w->last_miss = calloc(b->p.n_warm ? b->p.n_warm : 1, sizeof(*w->last_miss));
-    w->swept = false; /* also without targets: slots an earlier configuration left are destroyed */
-    return w->last_miss ? 0 : -ENOMEM;
+    w->tally = calloc(b->p.n_warm ? b->p.n_warm : 1, sizeof(*w->tally));
+    w->provisioning = -1;
+    atomic_init(&w->swept, false); /* also without targets: slots an earlier configuration left are destroyed */
+    return w->last_miss && w->tally ? 0 : -ENOMEM;
 }
 
 static int discard(struct berth_broker *b, const struct berth_broker_backend *be, const char *slot_id,
@@ -71,6 +80,16 @@ void broker_warm_free(struct berth_broker *b)
 
     if (!w->last_miss)
         return; /* never initialized */
+    if (w->threaded) {
+        pthread_mutex_lock(&w->lock);
+        w->stop = true;
+        pthread_cond_signal(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+        pthread_join(w->thread, NULL); /* after the provisioning under way, if any */
+        w->threaded = false;
+    }
+    json_decref(w->pend_limits);
+    json_decref(w->pend_in_use);
     /* A clean stop destroys the slots it made (no start thread runs now);
      * after a crash the next start-up does (broker_warm_sweep()). */
     for (i = 0; i < w->n; i++) {
@@ -80,7 +99,9 @@ void broker_warm_free(struct berth_broker *b)
     }
     free(w->v);
     free(w->last_miss);
+    free(w->tally);
     pthread_mutex_destroy(&w->lock);
+    pthread_cond_destroy(&w->cond);
     pthread_rwlock_destroy(&w->list_lock);
     memset(w, 0, sizeof(*w));
 }
@@ -166,7 +187,7 @@ bool broker_warm_sweep(struct berth_broker *b)
     bool clean = true;
     size_t i, k;
 
-    if (b->warm.swept)
+    if (atomic_load(&b->warm.swept))
         return true;
     for (i = 0; i < b->p.n_backends; i++) {
         const struct berth_broker_backend *be = &b->backends[i];
@@ -187,7 +208,7 @@ bool broker_warm_sweep(struct berth_broker *b)
                 clean = false;
         }
     }
-    b->warm.swept = clean;
+    atomic_store(&b->warm.swept, clean);
     return clean;
 }
 
@@ -311,6 +332,7 @@ static int provision(struct berth_broker *b, size_t ti, struct berth_error *rete
     s->provision_ns = t1 - t0;
     s->not_after = now + b->p.warm_max_age_ns;
     w->provisioned++;
+    w->tally[ti].provisioned++;
     w->provision_ns_last = t1 - t0;
     if (w->refill_from) {
         w->refill_ns_last = t1 - w->refill_from;
@@ -381,41 +403,18 @@ static void reconcile_slots(struct berth_broker *b)
     }
 }
 
-void broker_warm_pass(struct berth_broker *b, size_t waiting, const json_t *limits, const json_t *in_use)
+/* Retire the slots of an older manifest than their target's now: quarantined
+ * in the chain, never handed out, destroyed by the next reconcile_slots(). */
+static void retire_stale(struct berth_broker *b, const char current[][BERTH_HASH_HEX_LEN + 1])
 {
     struct broker_warm *w = &b->warm;
     struct berth_error err = BERTH_ERROR_INIT;
-    char current[BERTH_WARM_TARGETS_MAX][BERTH_HASH_HEX_LEN + 1];
     struct {
         char slot_id[34], hash[BERTH_HASH_HEX_LEN + 1];
         size_t target;
     } stale[BERTH_WARM_SLOTS_MAX];
-    size_t n_stale = 0;
-    int64_t mono = 0, memory = 0;
-    size_t ti, i, total;
-    ssize_t want = -1;
-    int r;
+    size_t n_stale = 0, i;
 
-    if (!b->p.n_warm || b->p.warm_max_slots == 0 || !w->swept || atomic_load(&b->stopping))
-        return;
-    reconcile_slots(b);
-    if (waiting > 0 || broker_storage_degraded(b))
-        return; /* queued jobs first: a slot never takes a job's place */
-    (void)berth_now_ns(CLOCK_MONOTONIC, &mono, NULL);
-    if (!berth_backoff_due(&w->backoff, mono))
-        return;
-    /* Each target's manifest now: a slot of an older one (the pool was
-     * updated) does not count as ready; the job that claims it quarantines
-     * it, or it retires at warm.max_age_ns. */
-    for (ti = 0; ti < b->p.n_warm && ti < BERTH_WARM_TARGETS_MAX; ti++) {
-        _cleanup_json_ json_t *effective = NULL;
-        size_t be_i;
-        current[ti][0] = '\0';
-        if (target_shape(b, &b->p.warm[ti], &effective, current[ti], &be_i, &err) < 0)
-            current[ti][0] = '\0';
-    }
-    /* Slots of an older manifest are retired: quarantined in the chain,
-     * never handed out, destroyed by the next pass's reconcile_slots(). */
     pthread_mutex_lock(&w->lock);
     for (i = 0; i < w->n && n_stale < BERTH_WARM_SLOTS_MAX; i++) {
         struct broker_warm_slot *c = &w->v[i];
@@ -428,6 +427,7 @@ void broker_warm_pass(struct berth_broker *b, size_t waiting, const json_t *limi
         stale[n_stale].target = c->target;
         n_stale++;
         w->quarantined++;
+        w->tally[c->target].quarantined++;
     }
     pthread_mutex_unlock(&w->lock);
     for (i = 0; i < n_stale; i++) {
@@ -446,6 +446,39 @@ void broker_warm_pass(struct berth_broker *b, size_t waiting, const json_t *limi
         berth_logf(b->p.logger, BERTH_LOG_NOTICE, "pool %s: warm slot %s quarantined (manifest): the pool changed",
                    b->p.warm[stale[i].target].pool, stale[i].slot_id);
     }
+}
+
+/* One refill pass (see broker_warm_pass()); true when it made a slot. */
+static bool refill(struct berth_broker *b, size_t waiting, const json_t *limits, const json_t *in_use)
+{
+    struct broker_warm *w = &b->warm;
+    struct berth_error err = BERTH_ERROR_INIT;
+    char (*current)[BERTH_HASH_HEX_LEN + 1] = w->current; /* written by this thread only */
+    int64_t mono = 0, memory = 0;
+    size_t ti, i, total;
+    ssize_t want = -1;
+    int r;
+
+    if (!b->p.n_warm || b->p.warm_max_slots == 0 || !atomic_load(&w->swept) || atomic_load(&b->stopping))
+        return false;
+    (void)berth_now_ns(CLOCK_MONOTONIC, &mono, NULL);
+    if (!w->reconciled || mono - w->reconciled >= WARM_RECONCILE_NS) {
+        w->reconciled = mono;
+        reconcile_slots(b);
+        /* Each target's manifest now: a slot of an older one (the pool was
+         * updated) does not count as ready and is retired. */
+        for (ti = 0; ti < b->p.n_warm && ti < BERTH_WARM_TARGETS_MAX; ti++) {
+            _cleanup_json_ json_t *effective = NULL;
+            size_t be_i;
+            if (target_shape(b, &b->p.warm[ti], &effective, current[ti], &be_i, &err) < 0)
+                current[ti][0] = '\0';
+        }
+        retire_stale(b, (const char(*)[BERTH_HASH_HEX_LEN + 1])current);
+    }
+    if (waiting > 0 || broker_storage_degraded(b))
+        return false; /* queued jobs first: a slot never takes a job's place */
+    if (!berth_backoff_due(&w->backoff, mono))
+        return false;
     pthread_mutex_lock(&w->lock);
     total = w->n;
     for (i = 0; i < w->n; i++)
@@ -469,11 +502,14 @@ void broker_warm_pass(struct berth_broker *b, size_t waiting, const json_t *limi
             continue; /* the pool's max_concurrency counts its slots */
         want = (ssize_t)ti;
     }
+    if (want >= 0)
+        w->provisioning = want;
     pthread_mutex_unlock(&w->lock);
     if (want < 0)
-        return;
+        return false;
     r = provision(b, (size_t)want, &err);
     pthread_mutex_lock(&w->lock);
+    w->provisioning = -1;
     if (r < 0) {
         w->provision_failed++;
         if (berth_backoff_failed(&w->backoff, mono))
@@ -482,6 +518,82 @@ void broker_warm_pass(struct berth_broker *b, size_t waiting, const json_t *limi
     } else if (berth_backoff_succeeded(&w->backoff)) {
         berth_logf(b->p.logger, BERTH_LOG_NOTICE, "pool %s: warm slots are provisioned again", b->p.warm[want].pool);
     }
+    pthread_mutex_unlock(&w->lock);
+    return r == 0;
+}
+
+static void *refill_main(void *userdata)
+{
+    struct berth_broker *b = userdata;
+    struct broker_warm *w = &b->warm;
+
+    for (;;) {
+        json_t *limits, *in_use;
+        size_t waiting;
+        bool made;
+
+        pthread_mutex_lock(&w->lock);
+        while (!w->stop && !w->pending)
+            pthread_cond_wait(&w->cond, &w->lock);
+        if (w->stop) {
+            pthread_mutex_unlock(&w->lock);
+            return NULL;
+        }
+        w->pending = false;
+        waiting = w->pend_waiting;
+        limits = TAKE_PTR(w->pend_limits);
+        in_use = TAKE_PTR(w->pend_in_use);
+        pthread_mutex_unlock(&w->lock);
+        made = refill(b, waiting, limits, in_use);
+        json_decref(limits);
+        json_decref(in_use);
+        /* The counts are older than the slot: the worker's next pass hands
+         * fresh ones (and dispatches what arrived meanwhile first). */
+        if (made && b->p.wake)
+            b->p.wake(b->p.userdata);
+    }
+}
+
+int broker_warm_start(struct berth_broker *b)
+{
+    struct broker_warm *w = &b->warm;
+    int r;
+
+    if (!b->p.n_warm || b->p.warm_max_slots == 0 || b->p.start_concurrency == 0)
+        return 0;
+    r = pthread_create(&w->thread, NULL, refill_main, b);
+    if (r != 0)
+        return -r;
+    w->threaded = true;
+    return 0;
+}
+
+void broker_warm_pass(struct berth_broker *b, size_t waiting, const json_t *limits, const json_t *in_use)
+{
+    struct broker_warm *w = &b->warm;
+    json_t *l, *u;
+
+    if (!b->p.n_warm || b->p.warm_max_slots == 0)
+        return;
+    if (!w->threaded) {
+        (void)refill(b, waiting, limits, in_use);
+        return;
+    }
+    l = json_deep_copy(limits);
+    u = json_deep_copy(in_use);
+    if (!l || !u) {
+        json_decref(l);
+        json_decref(u);
+        return; /* out of memory: no refill this pass */
+    }
+    pthread_mutex_lock(&w->lock);
+    json_decref(w->pend_limits);
+    json_decref(w->pend_in_use);
+    w->pend_limits = l;
+    w->pend_in_use = u;
+    w->pend_waiting = waiting;
+    w->pending = true;
+    pthread_cond_signal(&w->cond);
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -535,6 +647,7 @@ static void quarantine(struct berth_broker *b, const struct broker_warm_slot *s,
                rec->job_id, rec->run_id, s->slot_id, reason ? reason : "manifest");
     pthread_mutex_lock(&b->warm.lock);
     b->warm.quarantined++;
+    b->warm.tally[s->target].quarantined++;
     /* Never handed out again; reconcile_slots() destroys it if this discard cannot. */
     if ((at = slot_index(&b->warm, s->slot_id)) >= 0)
         b->warm.v[at].not_after = 0;
@@ -586,6 +699,7 @@ int broker_warm_claim(struct berth_broker *b, const struct berth_job_record *rec
     if (pick < 0) {
         (void)berth_now_ns(CLOCK_MONOTONIC, &mono, NULL);
         w->misses++;
+        w->tally[ti].misses++;
         w->last_miss[ti] = mono;
     } else {
         w->v[pick].claiming = true;
@@ -659,6 +773,7 @@ int broker_warm_claim(struct berth_broker *b, const struct berth_job_record *rec
                           berth_json_ns(s.provision_ns));
     pthread_mutex_lock(&w->lock);
     w->hits++;
+    w->tally[s.target].hits++;
     pthread_mutex_unlock(&w->lock);
     slot_drop(b, s.slot_id);
     return 1;
@@ -685,6 +800,12 @@ void broker_warm_health(struct berth_broker *b, struct berth_broker_health *h)
         else
             h->warm[w->v[i].target].ready++;
     }
+    for (i = 0; i < h->n_warm; i++) {
+        h->warm[i].provisioning = w->provisioning == (ssize_t)i;
+        h->warm[i].hits = w->tally[i].hits;
+        h->warm[i].misses = w->tally[i].misses;
+        h->warm[i].quarantined = w->tally[i].quarantined;
+    }
     h->warm_hits = w->hits;
     h->warm_misses = w->misses;
     h->warm_quarantined = w->quarantined;
@@ -694,4 +815,44 @@ void broker_warm_health(struct berth_broker *b, struct berth_broker_health *h)
     h->warm_provision_ns_last = w->provision_ns_last;
     h->warm_refill_ns_last = w->refill_ns_last;
     pthread_mutex_unlock(&w->lock);
+}
+
+json_t *broker_warm_pool_json(struct berth_broker *b, const char *pool)
+{
+    struct broker_warm *w = &b->warm;
+    _cleanup_json_ json_t *targets = json_array();
+    size_t ti, i;
+    int r = 0;
+
+    if (!targets || !w->last_miss)
+        return NULL;
+    pthread_mutex_lock(&w->lock);
+    for (ti = 0; r == 0 && ti < b->p.n_warm; ti++) {
+        const struct berth_warm_target *t = &b->p.warm[ti];
+        uint64_t ready = 0, claiming = 0;
+
+        if (!streq(t->pool, pool))
+            continue;
+        for (i = 0; i < w->n; i++) {
+            if (w->v[i].target != ti)
+                continue;
+            if (w->v[i].claiming || w->v[i].not_after == 0)
+                claiming++;
+            else
+                ready++;
+        }
+        r = json_array_append_new(
+            targets,
+            json_pack("{s:s, s:O, s:o, s:I, s:I, s:{s:I, s:I, s:I}, s:I, s:I, s:I, s:I}", "image", t->image, "limits",
+                      t->limits, "overrides", t->overrides ? json_deep_copy(t->overrides) : json_object(), "min_ready",
+                      (json_int_t)t->min_ready, "max_ready", (json_int_t)t->max_ready, "slots", "ready",
+                      (json_int_t)ready, "provisioning", (json_int_t)(w->provisioning == (ssize_t)ti), "claiming",
+                      (json_int_t)claiming, "hits", (json_int_t)w->tally[ti].hits, "misses",
+                      (json_int_t)w->tally[ti].misses, "quarantined", (json_int_t)w->tally[ti].quarantined,
+                      "provisioned", (json_int_t)w->tally[ti].provisioned));
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (r < 0 || json_array_size(targets) == 0)
+        return NULL;
+    return TAKE_PTR(targets);
 }

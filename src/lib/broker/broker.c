@@ -125,9 +125,9 @@ int berth_broker_new(const struct berth_broker_params *p, struct berth_broker **
         berth_broker_free(b);
         return r;
     }
-    if (broker_serial_wrap(b) < 0 || (r = broker_starts_init(b)) < 0) {
+    if (broker_serial_wrap(b) < 0 || (r = broker_starts_init(b)) < 0 || broker_warm_start(b) < 0) {
         berth_broker_free(b);
-        return berth_error_set(reterr, -ENOMEM, "cannot start the start threads: out of memory or threads");
+        return berth_error_set(reterr, -ENOMEM, "cannot start the start or refill threads: out of memory or threads");
     }
     *ret = b;
     return 0;
@@ -138,7 +138,7 @@ void berth_broker_free(struct berth_broker *b)
     if (!b)
         return;
     broker_starts_free(b); /* no start runs after this */
-    broker_warm_free(b);
+    broker_warm_free(b);   /* nor a refill */
     broker_roots_free(b);
     broker_serial_free(b);
     if (b->reg) {
@@ -901,11 +901,14 @@ void berth_broker_pool_show(struct berth_broker *b, const char *fingerprint, con
         } else if (r < 0) {
             broker_fail(reply, 503, "journal", "the pool could not be read");
         } else {
+            json_t *warm = broker_warm_pool_json(b, name);
             doc = json_deep_copy(pool->manifest);
-            if (doc && json_object_set_new(doc, "pool_hash", json_string(pool->pool_hash)) < 0) {
+            if (doc && (json_object_set_new(doc, "pool_hash", json_string(pool->pool_hash)) < 0 ||
+                        (warm && json_object_set_new(doc, "warm", TAKE_PTR(warm)) < 0))) {
                 json_decref(doc);
                 doc = NULL; /* succeed() replies 500 */
             }
+            json_decref(warm);
             succeed(reply, 200, doc);
         }
     }

@@ -487,8 +487,12 @@ int berth_broker_pool_register_trusted(struct berth_broker *b, const char *body,
  * berth_broker_pool_list() - 200 {pools: [{name, pool_hash,
  * backend_allowlist}]}: every active pool for an admin, the granted ones
  * otherwise; 403.
- * berth_broker_pool_show() - 200 {the normalised manifest with pool_hash};
- * 403; 404 (absent, or not granted to a non-admin).
+ * berth_broker_pool_show() - 200 {the normalised manifest with pool_hash,
+ * and, when this host keeps warm slots for the pool, "warm": one entry per
+ * warm target {image, limits, overrides, min_ready, max_ready, slots:
+ * {ready, provisioning, claiming}, hits, misses, quarantined, provisioned}
+ * (counts since berthd started; docs/warm-slots.md)}; 403; 404 (absent, or
+ * not granted to a non-admin).
  */
 void berth_broker_pool_list(struct berth_broker *b, const char *fingerprint, struct berth_reply *reply);
 void berth_broker_pool_show(struct berth_broker *b, const char *fingerprint, const char *name,
@@ -568,12 +572,13 @@ struct berth_broker_health {
     uint64_t job_events;
     uint64_t job_events_lost;
     /* Warm slots (docs/warm-slots.md), per warm target (the order of
-     * p.warm; @warm_ready and @warm_claiming count its slots now) and in
-     * total since the start. */
+     * p.warm; @ready, @provisioning and @claiming count its slots now,
+     * the rest since the start) and in total since the start. */
     size_t n_warm;
     struct {
         const char *pool, *image; /* borrowed from the parameters */
-        uint64_t ready, claiming;
+        uint64_t ready, provisioning, claiming;
+        uint64_t hits, misses, quarantined;
     } warm[BERTH_WARM_TARGETS_MAX];
     uint64_t warm_hits, warm_misses, warm_quarantined, warm_provisioned, warm_provision_failed, warm_lost;
     int64_t warm_provision_ns_last; /* the last slot's provisioning, ns (0: none yet) */
