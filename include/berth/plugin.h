@@ -200,9 +200,11 @@ enum berth_plugin_kind {
  *           instance may have changed (for a runtime: it exited, failed or
  *           its sandbox went away), so that the core looks at it soon
  *           instead of at its next reconcile pass.  @job_id is the id the
- *           core passed to start() (at most 128 bytes of [A-Za-z0-9._-]);
- *           anything else, and an id the instance does not run, is
- *           ignored.  May be called from any thread -- one of the core's
+ *           core passed to start() (at most 128 bytes of [A-Za-z0-9._-]),
+ *           or (ABI 1.2) the slot_id of a warm slot provision() made, when
+ *           that slot ended or its sandbox died while idle: the core then
+ *           lists slots() at once; anything else, and an id the instance
+ *           does not run, is ignored.  May be called from any thread -- one of the core's
  *           during an op, or a thread of the plugin's own -- at any time
  *           between the return of init() and the call of fini() (not from
  *           within fini), as often as the plugin likes: calls for a job the

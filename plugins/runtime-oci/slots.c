@@ -219,6 +219,9 @@ int oci_provision(void *state, const char *slot, size_t slot_len, struct berth_e
         (void)oci_remove_bundle(o, d.run_id, NULL);
         goto out;
     }
+    /* berthd hears at once of a slot whose sandbox dies while idle (the
+     * shim then publishes its result.json); claim() re-arms it for the job. */
+    oci_watch_job(o->watch, fd, d.run_id);
     o->host->log(o->host, BERTH_LOG_INFO, "slot %s ready", d.run_id);
 out:
     d.text = NULL;

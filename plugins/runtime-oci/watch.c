@@ -141,7 +141,12 @@ void oci_watch_job(struct oci_watch *w, int jobfd, const char *run_id)
     snprintf(path, sizeof(path), "/proc/self/fd/%d", jobfd);
     pthread_mutex_lock(&w->lock);
     wd = inotify_add_watch(w->ifd, path, IN_MOVED_TO | IN_CREATE | IN_ONLYDIR);
-    if (wd >= 0 && !find(w, wd)) {
+    /* One watch per directory (inode): a warm slot's, armed under its slot
+     * id, becomes its job's when claim() renames it and arms it again. */
+    struct watched *known = wd >= 0 ? find(w, wd) : NULL;
+    if (known)
+        snprintf(known->run_id, sizeof(known->run_id), "%s", run_id);
+    if (wd >= 0 && !known) {
         if (w->n == w->cap && w->cap < WATCH_MAX) {
             size_t cap = w->cap ? w->cap * 2 : 16;
             struct watched *v = reallocarray(w->v, cap, sizeof(*v));

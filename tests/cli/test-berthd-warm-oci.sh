@@ -10,7 +10,8 @@
 # - a pool update between provisioning and claim quarantines the slot with a
 #   chained pool.warm_quarantine naming both hashes, and the job runs cold;
 #   the slots that follow are of the new manifest and warm again;
-# - a slot whose sandbox was killed while idle is replaced;
+# - a slot whose sandbox was killed while idle is replaced, berthd told by
+#   the slot's notification (not the reconcile timer);
 # - kill -9 berthd with 4 ready slots: after the restart none of them is
 #   left (directory, bundle, container, cgroup) and new ones are made;
 # - "berthctl pool verify" re-derives every attach and quarantine;
@@ -189,14 +190,6 @@ finish after-update-w
 [ "$(result after-update-w .warm.slot_hash)" = "$new_hash" ] || fail "the new slot is not of the new manifest"
 [ "$(metric berth_warm_quarantined_total)" -ge 2 ] || fail "quarantines: $(metric berth_warm_quarantined_total)"
 
-# --- a slot whose sandbox dies while idle is replaced ------------------------
-wait_ready crun 2
-victim=$(ready_slots crun | head -n 1)
-kill -9 "$(cat "$TMP/state-crun/slots/$victim/init.pid")"
-destroyed crun "$victim"
-wait_ready crun 2
-[ "$(metric berth_warm_lost_total)" -ge 1 ] || fail "lost: $(metric berth_warm_lost_total)"
-
 # --- every attach is in the chain, before its job started -------------------
 api dev GET /v1/audit
 expect_status 200
@@ -234,6 +227,22 @@ stop_berthd
 [ -z "$(ready_slots runsc)$(ready_slots crun)" ] ||
     fail "slots outlived a clean stop: $(ready_slots runsc) $(ready_slots crun)"
 [ -z "$(pgrep -f "berth-oci-shim provision $TMP/" || true)" ] || fail "slot shims outlived a clean stop"
+
+# --- a slot whose sandbox dies while idle is replaced, on its notification --
+# With the reconcile timer at its longest (60 s), nothing but the slot's own
+# notification (runtime-oci's watch, job_changed with the slot id) makes
+# berthd look at the slots within the 30 s that "destroyed" waits.
+edit_config '.reconcile_interval_ns = 60000000000'
+start_berthd
+wait_ready runsc 2
+wait_ready crun 2
+sleep 1 # the passes the refill's own wake-ups caused are over
+victim=$(ready_slots crun | head -n 1)
+kill -9 "$(cat "$TMP/state-crun/slots/$victim/init.pid")"
+destroyed crun "$victim"
+wait_ready crun 2
+[ "$(metric berth_warm_lost_total)" = 1 ] || fail "lost: $(metric berth_warm_lost_total)"
+stop_berthd
 
 # --- pool verify re-derives every attach and quarantine ----------------------
 run 0 "$BERTHCTL" --journal "$INST/state/journal.db" --audit-key "$INST/keys/audit.key" pool verify

@@ -87,6 +87,12 @@ void berth_broker_job_changed(struct berth_broker *b, const char *backend, const
     if (!b || !backend || strlen(backend) > BERTH_BACKEND_NAME_MAX || !berth_job_id_valid(run_id) ||
         strlen(run_id) > BERTH_JOB_ID_MAX)
         return;
+    /* A warm slot of this run that ended idle: the refill looks at the slots now. */
+    if (broker_warm_slot_changed(b, backend, run_id)) {
+        if (b->p.wake)
+            b->p.wake(b->p.userdata);
+        return;
+    }
     broker_events_add(b, backend, run_id);
     if (b->p.wake)
         b->p.wake(b->p.userdata);

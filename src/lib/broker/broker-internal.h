@@ -143,6 +143,7 @@ struct broker_warm {
     } *tally;             /* per target, since the start */
     ssize_t provisioning; /* the target a slot is being provisioned for, -1 none */
     int64_t reconciled;   /* CLOCK_MONOTONIC of the last slots() listing (refill side) */
+    atomic_bool changed;  /* a slot was notified (job_changed): list the slots on the next pass */
     char current[BERTH_WARM_TARGETS_MAX][65]; /* each target's effective_manifest_hash then, "" unknown */
     /* The refill thread (with start threads): the worker hands it each
      * pass's counts (under @lock) and never waits for a provisioning. */
@@ -569,6 +570,12 @@ void broker_warm_pass(struct berth_broker *b, size_t waiting, const json_t *limi
  * it is uncertain whether it started (retried as a start is). */
 int broker_warm_claim(struct berth_broker *b, const struct berth_job_record *rec, const json_t *job, const char *doc,
                       size_t len, json_t **ret_warm, struct berth_error *reterr);
+
+/* Whether @id is a warm slot backend @backend holds for this run; then the
+ * next refill pass lists the slots at once (the notification of a slot
+ * whose sandbox died idle, or that was destroyed).  Any thread, including
+ * a plugin's inside job_changed; takes only warm.lock. */
+bool broker_warm_slot_changed(struct berth_broker *b, const char *backend, const char *id);
 
 /* Fill the warm members of @h (any thread; takes warm.lock). */
 void broker_warm_health(struct berth_broker *b, struct berth_broker_health *h);

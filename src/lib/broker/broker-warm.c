@@ -59,6 +59,7 @@ int broker_warm_init(struct berth_broker *b)
     w->last_miss = calloc(b->p.n_warm ? b->p.n_warm : 1, sizeof(*w->last_miss));
     w->tally = calloc(b->p.n_warm ? b->p.n_warm : 1, sizeof(*w->tally));
     w->provisioning = -1;
+    atomic_init(&w->changed, false);
     atomic_init(&w->swept, false); /* also without targets: slots an earlier configuration left are destroyed */
     return w->last_miss && w->tally ? 0 : -ENOMEM;
 }
@@ -462,7 +463,7 @@ static bool refill(struct berth_broker *b, size_t waiting, const json_t *limits,
     if (!b->p.n_warm || b->p.warm_max_slots == 0 || !atomic_load(&w->swept) || atomic_load(&b->stopping))
         return false;
     (void)berth_now_ns(CLOCK_MONOTONIC, &mono, NULL);
-    if (!w->reconciled || mono - w->reconciled >= WARM_RECONCILE_NS) {
+    if (!w->reconciled || mono - w->reconciled >= WARM_RECONCILE_NS || atomic_exchange(&w->changed, false)) {
         w->reconciled = mono;
         reconcile_slots(b);
         /* Each target's manifest now: a slot of an older one (the pool was
@@ -777,6 +778,23 @@ int broker_warm_claim(struct berth_broker *b, const struct berth_job_record *rec
     pthread_mutex_unlock(&w->lock);
     slot_drop(b, s.slot_id);
     return 1;
+}
+
+bool broker_warm_slot_changed(struct berth_broker *b, const char *backend, const char *id)
+{
+    struct broker_warm *w = &b->warm;
+    bool ours = false;
+    ssize_t at;
+
+    if (!w->last_miss || id[0] != 's')
+        return false; /* run ids start with "r" */
+    pthread_mutex_lock(&w->lock);
+    at = slot_index(w, id);
+    ours = at >= 0 && streq(b->backends[w->v[at].backend].name, backend);
+    pthread_mutex_unlock(&w->lock);
+    if (ours)
+        atomic_store(&w->changed, true);
+    return ours;
 }
 
 void broker_warm_health(struct berth_broker *b, struct berth_broker_health *h)
