@@ -41,6 +41,7 @@
 #include "watch.h"
 
 #define DISCARD_WAIT_NS (3LL * 1000000000LL)
+#define ENDING_WAIT_NS (1000000000LL) /* an ending slot's shim exits this soon after its result */
 #define CLAIM_MARGIN_NS (5LL * 1000000000LL) /* a slot this close to not_after is not claimed */
 #define SLOTS_MAX 4096 /* listed by slots() */
 
@@ -94,6 +95,15 @@ static int open_slot(struct oci *o, const char *slot_id, struct berth_error *ret
     fd = openat(o->slotsfd, slot_id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return berth_error_set(reterr, -errno, errno == ENOENT ? "no slot %s" : "slot %s: %m", slot_id);
+    /* A slot with a result is ending: its shim holds the lock from its
+     * teardown until it exits, right after it published result.json (which
+     * is what notified berthd).  Wait for that exit, 100 us doubling to
+     * 10 ms, for at most ENDING_WAIT_NS. */
+    for (int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, ENDING_WAIT_NS), nap_us = 100;
+         flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK && oci_has_result(fd) &&
+         !berth_deadline_passed(CLOCK_MONOTONIC, until);
+         nap_us = nap_us < 10000 ? nap_us * 2 : 10000)
+        usleep((useconds_t)nap_us);
     if (flock(fd, LOCK_EX | LOCK_NB) < 0)
         return berth_error_set(reterr, errno == EWOULDBLOCK ? -EBUSY : -errno,
                                errno == EWOULDBLOCK ? "slot %s is being claimed or discarded" : "slot %s: %m",
@@ -444,12 +454,15 @@ int oci_slots(void *state, char **ret_json, size_t *ret_len, struct berth_error 
         (void)read_json_at(fd, OCI_JOB_RESULT, OCI_RESULT_MAX, &result, NULL);
         busy = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
         alive = busy ? 1 : oci_shim_alive(fd);
-        if (busy) {
-            /* provision, a claim, a discard or the shim's own end is at work on it */
-            st = ready ? "ready" : "provisioning";
-        } else if (result) {
+        if (result) {
+            /* Final, even while the ending shim still holds the lock: it
+             * publishes result.json (which is what notified berthd) and
+             * only then exits.  A claimed slot is not here any more. */
             st = "lost";
             reason = json_string_value(json_object_get(result, "reason"));
+        } else if (busy) {
+            /* provision, a claim, a discard or the shim's own end is at work on it */
+            st = ready ? "ready" : "provisioning";
         } else if (alive != 1) {
             st = "lost";
             reason = "runtime_lost";

@@ -12,6 +12,7 @@
 #   the slots that follow are of the new manifest and warm again;
 # - a slot whose sandbox was killed while idle is replaced, berthd told by
 #   the slot's notification (not the reconcile timer);
+# - slots count against their pool's max_concurrency and yield to its jobs;
 # - kill -9 berthd with 4 ready slots: after the restart none of them is
 #   left (directory, bundle, container, cgroup) and new ones are made;
 # - "berthctl pool verify" re-derives every attach and quarantine;
@@ -242,6 +243,26 @@ kill -9 "$(cat "$TMP/state-crun/slots/$victim/init.pid")"
 destroyed crun "$victim"
 wait_ready crun 2
 [ "$(metric berth_warm_lost_total)" = 1 ] || fail "lost: $(metric berth_warm_lost_total)"
+stop_berthd
+
+# --- slots yield to jobs within the pool's max_concurrency --------------------
+# Pool "capped" (max_concurrency 2) keeps 2 slots; a job of another shape
+# takes one of the 2 places, so one slot goes; when the job ends it comes back.
+add_pool capped crun
+jq '.max_concurrency = 2' "$INST/pools/capped.json" >"$TMP/capped.json" && cp "$TMP/capped.json" "$INST/pools/capped.json"
+edit_config '.warm = {pools: {capped: [{image: $d, limits: $l, min_ready: 2}]}} | del(.reconcile_interval_ns)' \
+    --arg d "$DIGEST" --argjson l "$LIMITS"
+start_berthd
+wait_ready crun 2
+POOL=capped bb_job long 'sleep 60' 90000000000
+submit long
+wait_ready crun 1
+log_has "warm slot s[0-9a-f]{32} yields to the jobs of its pool \(max_concurrency\)" ||
+    fail "no slot yielded: $(grep -i slot "$TMP/berthd.log" | tail -n 5)"
+sleep 1
+[ "$(ready_slots crun | wc -l)" = 1 ] || fail "the pool passed its max_concurrency: $(ready_slots crun | wc -l) slots"
+run 0 CLIENT cancel long
+wait_ready crun 2
 stop_berthd
 
 # --- pool verify re-derives every attach and quarantine ----------------------

@@ -11,7 +11,9 @@
  *   broker_warm_pass()): lost and retired slots are discarded; then, when
  *   no accepted job waits and the bounds leave room (warm.max_slots,
  *   warm.max_memory_bytes, the pool's max_concurrency counting its jobs
- *   and slots), one slot is provisioned per pass.  A provisioning is a
+ *   and slots), one slot is provisioned per pass; while a pool's jobs
+ *   and slots pass its max_concurrency, its newest slots yield (are
+ *   retired), since a job is never held back by a slot.  A provisioning is a
  *   runtime's whole create (about 200 ms on runsc): on the worker it would
  *   hold back every result recorded behind it, the warm job's first.
  * - Claim (broker_warm_claim(), the start path): a job of a target's shape
@@ -449,7 +451,71 @@ static void retire_stale(struct berth_broker *b, const char current[][BERTH_HASH
     }
 }
 
-/* One refill pass (see broker_warm_pass()); true when it made a slot. */
+/* Whether a start is under way: its job may be about to claim a slot that
+ * the counts see twice (as the job's sandbox and as a ready slot). */
+static bool starts_busy(struct berth_broker *b)
+{
+    bool busy;
+
+    if (b->p.start_concurrency == 0)
+        return false; /* starts run on the dispatching thread, which is not in one now */
+    pthread_mutex_lock(&b->starts.lock);
+    busy = b->starts.n_busy > 0;
+    pthread_mutex_unlock(&b->starts.lock);
+    return busy;
+}
+
+/* Slots count against their pool's max_concurrency, and they yield to
+ * jobs: while a pool's open jobs (@in_use) and its ready slots pass its
+ * limit (@limits), the surplus slots are retired (destroyed by the next
+ * listing, which this asks for; no chain event: nothing differed).  A job
+ * never waits for a slot to go: dispatch counts jobs only.  Returns
+ * whether it retired any. */
+static bool yield_to_jobs(struct berth_broker *b, const json_t *limits, const json_t *in_use)
+{
+    struct broker_warm *w = &b->warm;
+    char retired[BERTH_WARM_SLOTS_MAX][34];
+    size_t n_retired = 0, ti, tj, i;
+
+    if (starts_busy(b))
+        return false; /* the next pass, when the start has claimed or gone cold */
+    pthread_mutex_lock(&w->lock);
+    for (ti = 0; ti < b->p.n_warm; ti++) {
+        const char *pool = b->p.warm[ti].pool;
+        json_int_t limit = json_integer_value(json_object_get(limits, pool));
+        int64_t excess = -limit;
+        bool seen = false;
+
+        for (tj = 0; tj < ti && !seen; tj++)
+            seen = streq(b->p.warm[tj].pool, pool);
+        if (limit <= 0 || seen)
+            continue; /* unlimited, or this pool was done with an earlier target */
+        excess += json_integer_value(json_object_get(in_use, pool));
+        for (i = 0; i < w->n; i++)
+            if (!w->v[i].claiming && w->v[i].not_after > 0 && streq(b->p.warm[w->v[i].target].pool, pool))
+                excess++;
+        /* The newest slots first: the list's end. */
+        for (i = w->n; excess > 0 && i-- > 0;) {
+            struct broker_warm_slot *c = &w->v[i];
+            if (c->claiming || c->not_after == 0 || !streq(b->p.warm[c->target].pool, pool))
+                continue;
+            c->not_after = 0;
+            excess--;
+            if (n_retired < BERTH_WARM_SLOTS_MAX)
+                memcpy(retired[n_retired++], c->slot_id, sizeof(c->slot_id));
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
+    for (i = 0; i < n_retired; i++)
+        berth_logf(b->p.logger, BERTH_LOG_INFO, "warm slot %s yields to the jobs of its pool (max_concurrency)",
+                   retired[i]);
+    if (n_retired)
+        atomic_store(&w->changed, true);
+    return n_retired > 0;
+}
+
+/* One refill pass (see broker_warm_pass()); true when it made a slot, or
+ * retired one that the next pass destroys. */
 static bool refill(struct berth_broker *b, size_t waiting, const json_t *limits, const json_t *in_use)
 {
     struct broker_warm *w = &b->warm;
@@ -476,6 +542,8 @@ static bool refill(struct berth_broker *b, size_t waiting, const json_t *limits,
         }
         retire_stale(b, (const char(*)[BERTH_HASH_HEX_LEN + 1])current);
     }
+    if (yield_to_jobs(b, limits, in_use))
+        return true;
     if (waiting > 0 || broker_storage_degraded(b))
         return false; /* queued jobs first: a slot never takes a job's place */
     if (!berth_backoff_due(&w->backoff, mono))
