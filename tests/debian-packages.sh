@@ -16,7 +16,9 @@
 #                         libarchive-tools for foreign layers), openssl as an
 #                         independent TLS peer, xz for the dist tarball,
 #                         passwd for the unprivileged distcheck, systemd for
-#                         the unit checks, groff for the man page lint, and
+#                         the unit checks, systemd-container (nspawn) to boot
+#                         a real systemd for containment-systemd's tests,
+#                         groff for the man page lint, and
 #                         util-linux (flock; Essential, so always there);
 #                         sqlite3 for the benchmarks that read the journal
 
@@ -25,7 +27,7 @@ BERTH_BUILD_PACKAGES="autoconf automake libtool make pkg-config gcc libc6-dev
 libjansson-dev libsodium-dev libsqlite3-dev libssl-dev libsystemd-dev check
 libevent-dev libcurl4-openssl-dev libarchive-dev zlib1g-dev"
 BERTH_RUN_PACKAGES="runsc crun busybox-static jq curl procps"
-BERTH_TEST_PACKAGES="clang libclang-rt-14-dev llvm openssl xz-utils passwd systemd
+BERTH_TEST_PACKAGES="clang libclang-rt-14-dev llvm openssl xz-utils passwd systemd systemd-container
 umoci skopeo debootstrap attr groff-base util-linux libarchive-tools sqlite3"
 
 # berth_missing_packages PACKAGE...: print the PACKAGEs that dpkg does not

@@ -651,19 +651,45 @@ struct berth_evidence_store_ops_v1 {
 #define BERTH_EVIDENCE_STORE_OPS_V1_0_SIZE (offsetof(struct berth_evidence_store_ops_v1, upload))
 
 /**
- * struct berth_containment_ops_v1 - confines host-side processes of one job
- * (for example a systemd scope and its cgroup).
+ * struct berth_containment_ops_v1 - confines the host-side processes of one
+ * job (its supervisor, e.g. the shim, and its payload, the sandbox) in a
+ * unit of the host's service manager, whose cgroup outlives any of them, so
+ * that the job can always be found, stopped and proven gone.
+ * containment-systemd (docs/containment.md) is berth's implementation.
  *
- * @capabilities: describe the mechanism as JSON (controllers it can limit,
- *     whether kills are cgroup-wide).
- * @create: create the container unit for the job described by @spec (JSON:
- *     job id, limits) and return a JSON handle (unit name, cgroup path).
- *     -EEXIST when one already exists for the job id.
- * @attach: move the process referred to by @pidfd into the job's unit.
- * @kill: send @signo to every process in the job's unit.
- * @status: report the unit as JSON (`active`, `populated`, resource use).
- * @destroy: kill what remains, wait until the unit is empty and remove it.
- *     0 when removed, -ENOENT when confirmed absent.
+ * A job is named by its @job_id: 1 to 64 bytes of [A-Za-z0-9_-] (-EINVAL
+ * otherwise).  JSON documents are UTF-8, owned by the caller once returned
+ * (free(3)).  Every op may be called from any thread.
+ *
+ * @capabilities: describe the mechanism: {"manager": name, "version",
+ *     "kill": "cgroup" when kills reach every process of the unit's cgroup,
+ *     "controllers": the cgroup v2 controllers available, space-separated}.
+ *     Errors: the manager cannot be reached (-ENOENT, -ECONNREFUSED), or is
+ *     not who it should be (-EACCES).
+ * @create: start the job's unit and, in it, the command of @spec:
+ *     {"job_id": ID, "argv": [absolute path, arguments...] (1 to 256)},
+ *     which runs as the job's supervisor.  The command is handed over once:
+ *     nothing can start the same unit again with it.  *@ret_json receives
+ *     the handle {"unit": name, "cgroup": path below the cgroup2 mount}.
+ *     -EEXIST a unit for @job_id exists and is not inactive; -EPERM the
+ *     unit is not the one the plugin ships (altered, or masked by an
+ *     earlier destroy: a job id is never reused); -ENOENT the unit's
+ *     definition is not installed; -EBADMSG @spec invalid; -EIO or
+ *     -ETIMEDOUT the manager did not start it.
+ * @attach: move the process referred to by @pidfd (pidfd_open(2)) into the
+ *     job's payload group.  -ESRCH not a live process.
+ * @kill: send @signo (1 to 64) to every process in the job's unit.
+ * @status: report the unit as JSON: {"unit", "load_state", "active_state",
+ *     "sub_state" (the manager's words), "cgroup", "populated": any process
+ *     in the group, "masked", "job_pending": the manager has a start or
+ *     stop queued for it}.
+ * @destroy: fence and drain: mask the unit persistently (nothing starts it
+ *     again), stop it, kill everything left in its cgroup (cgroup.kill),
+ *     and return 0 only with proof that it is gone (masked, no pending job,
+ *     its cgroup empty or absent).  -ENOENT when nothing of it was running
+ *     (it is fenced all the same); -ETIMEDOUT processes remain after the
+ *     drain timeout; -EAGAIN the proof did not hold.  Any error means the
+ *     job may still hold processes: call it again later.
  */
 struct berth_containment_ops_v1 {
     int (*capabilities)(void *state, char **ret_json, size_t *ret_len, struct berth_error *reterr);

@@ -29,6 +29,8 @@ include/berth/file.h
 include/berth/log.h
 include/berth/plugin.h
 include/berth/version.h
+lib/berth/plugins/containment-systemd.la
+lib/berth/plugins/containment-systemd.so
 lib/berth/plugins/evidence-sqlite.la
 lib/berth/plugins/evidence-sqlite.so
 lib/berth/plugins/image-oci-local.la
@@ -36,8 +38,10 @@ lib/berth/plugins/image-oci-local.so
 lib/berth/plugins/runtime-oci.la
 lib/berth/plugins/runtime-oci.so
 lib/pkgconfig/berth-plugin.pc
+lib/systemd/system/berth-job@.service
 lib/systemd/system/berthd.service
 lib/tmpfiles.d/berth.conf
+libexec/berth/berth-contained
 libexec/berth/berth-oci-shim
 libexec/berth/berth-slot-init
 libexec/berth/berth-probe
@@ -51,6 +55,7 @@ share/berth/examples/pools/ci.json
 share/berth/examples/pools/default.json
 share/berth/examples/pools/graders.json
 share/doc/berth/berthd.md
+share/doc/berth/containment.md
 share/doc/berth/evidence.md
 share/doc/berth/evidence-sqlite.md
 share/doc/berth/images.md
@@ -76,7 +81,8 @@ outside=$(cd "$dest" && find . \( -type f -o -type l \) | sed 's|^\.||' | grep -
 [ -z "$outside" ] || fail "installed outside $prefix: $outside"
 
 for f in bin/berthctl sbin/berthd libexec/berth/berth-oci-shim libexec/berth/berth-slot-init libexec/berth/berth-probe \
-    lib/berth/plugins/runtime-oci.so lib/berth/plugins/image-oci-local.so lib/berth/plugins/evidence-sqlite.so; do
+    libexec/berth/berth-contained lib/berth/plugins/runtime-oci.so lib/berth/plugins/image-oci-local.so \
+    lib/berth/plugins/evidence-sqlite.so lib/berth/plugins/containment-systemd.so; do
     [ -x "$root/$f" ] || fail "$f is not executable"
 done
 writable=$(find "$root" -perm /022 ! -type l)
@@ -88,10 +94,13 @@ pc() { PKG_CONFIG_PATH=$root/lib/pkgconfig PKG_CONFIG_LIBDIR=$root/lib/pkgconfig
 pc --cflags | grep -q -- "-I$prefix/include" || fail "berth-plugin.pc: cflags $(pc --cflags) lack -I$prefix/include"
 grep -q "^ExecStart=$prefix/sbin/berthd " "$root/lib/systemd/system/berthd.service" ||
     fail "berthd.service does not run $prefix/sbin/berthd"
+grep -qx "ExecStart=$prefix/libexec/berth/berth-contained %i" "$root/lib/systemd/system/berth-job@.service" ||
+    fail "berth-job@.service does not run $prefix/libexec/berth/berth-contained"
 # Exports: the dynamic symbol table of each installed ELF object, defined
 # symbols only.
 for f in bin/berthctl sbin/berthd libexec/berth/berth-oci-shim libexec/berth/berth-slot-init libexec/berth/berth-probe \
-    lib/berth/plugins/runtime-oci.so lib/berth/plugins/image-oci-local.so lib/berth/plugins/evidence-sqlite.so; do
+    libexec/berth/berth-contained lib/berth/plugins/runtime-oci.so lib/berth/plugins/image-oci-local.so \
+    lib/berth/plugins/evidence-sqlite.so lib/berth/plugins/containment-systemd.so; do
     if readelf -d "$root/$f" 2>/dev/null | grep -q 'NEEDED.*libberth'; then
         fail "$f needs a shared libberth: $(readelf -d "$root/$f" | grep NEEDED | grep libberth)"
     fi

@@ -37,6 +37,22 @@ if grep -v "^$" "$TMP/out" | grep -q .; then
     fail "systemd-analyze verify complained"
 fi
 
+# The job template, as an instance of it, pointed at the built launcher.
+job="$BERTH_TOP_BUILDDIR/conf/berth-job@.service"
+if [ -n "${BERTH_CONTAINED:-}" ] && [ -f "$job" ]; then
+    grep -q '@[a-z]*@' "$job" && fail "berth-job@.service has unsubstituted @variables@"
+    for want in '^Type=exec$' '^KillMode=control-group$' '^Delegate=yes$' '^Restart=no$' \
+        '^StandardOutput=null$' '^StandardError=null$' '^LoadCredential=berth-launch:/run/berth/contained/%i.json$'; do
+        grep -q "$want" "$job" || fail "berth-job@.service lacks $want"
+    done
+    sed "s|^ExecStart=[^ ]*|ExecStart=$BERTH_CONTAINED|" "$job" >"$TMP/berth-job@check.service"
+    systemd-analyze verify --man=no "$TMP/berth-job@check.service" >"$TMP/out" 2>&1 ||
+        fail "systemd-analyze verify failed on berth-job@.service"
+    if grep -v "^$" "$TMP/out" | grep -q .; then
+        fail "systemd-analyze verify complained about berth-job@.service"
+    fi
+fi
+
 # tmpfiles: the snippet parses and creates the directories 0700 (as root
 # they belong to root; otherwise to the caller, who cannot chown).
 conf="$BERTH_TOP_BUILDDIR/conf/berth.conf"

@@ -4,7 +4,8 @@
  * the core's loader and the runtime ops, one operation per run, so that
  * shell tests can use the real runtime-oci plugin on real runtimes without
  * berthd (each run is a fresh init() on the same state directory, as after
- * a berthd restart).
+ * a berthd restart).  A FILE.so named containment-*.so is loaded as a
+ * containment plugin instead, with the containment ops below.
  *
  *   oci-drive PLUGIN_DIR FILE.so BACKEND CONFIG.json OP [ARGS...]
  *     capabilities                     the JSON on stdout
@@ -17,6 +18,10 @@
  *     provision SLOT.json              a warm slot (ABI 1.2), ready on exit
  *     claim SLOT_ID DISPATCH.json      "started" or "already" on stdout
  *     discard SLOT_ID | slots          the latter: the JSON on stdout
+ *   containment plugins:
+ *     capabilities | status JOB_ID     the JSON on stdout
+ *     create SPEC.json                 the handle (JSON) on stdout
+ *     attach JOB_ID PID | kill JOB_ID SIGNO | destroy JOB_ID
  *
  * Exit status 0; 1 when the operation failed, with "ENAME: message" on
  * standard error (ENAME the errno name of its return value); 2 for usage.
@@ -27,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,7 +63,9 @@ static int usage(void)
     fputs("usage: oci-drive PLUGIN_DIR FILE.so BACKEND CONFIG.json OP [ARGS...]\n"
           "  OP: capabilities | start DISPATCH.json | inspect RUN_ID | wait RUN_ID [SECONDS] |\n"
           "      open-output RUN_ID OUTPUT_ID OUT | cancel RUN_ID | reap RUN_ID | forget RUN_ID |\n"
-          "      provision SLOT.json | claim SLOT_ID DISPATCH.json | discard SLOT_ID | slots\n",
+          "      provision SLOT.json | claim SLOT_ID DISPATCH.json | discard SLOT_ID | slots\n"
+          "  containment-*.so: capabilities | create SPEC.json | attach JOB_ID PID |\n"
+          "      kill JOB_ID SIGNO | status JOB_ID | destroy JOB_ID\n",
           stderr);
     return 2;
 }
@@ -74,6 +82,12 @@ static int print_json(char *text, size_t len)
     printf("%.*s\n", (int)len, text);
     free(text);
     return 0;
+}
+
+/* The result @r of an op that returned the JSON @text: printed when it succeeded. */
+static int json_out(int r, char *text, size_t len)
+{
+    return r < 0 ? r : print_json(text, len);
 }
 
 static int wait_terminal(const struct berth_runtime_ops_v1 *ops, void *state, const char *id, long seconds,
@@ -144,9 +158,8 @@ static int run_op(const struct berth_runtime_ops_v1 *ops, void *state, int argc,
     int r;
 
     if (streq(op, "capabilities") && argc == 1) {
-        if ((r = ops->capabilities(state, &text, &len, err)) < 0)
-            return r;
-        return print_json(text, len);
+        r = ops->capabilities(state, &text, &len, err);
+        return json_out(r, text, len);
     }
     if (streq(op, "start") && argc == 2) {
         _cleanup_free_ char *doc = NULL;
@@ -156,9 +169,8 @@ static int run_op(const struct berth_runtime_ops_v1 *ops, void *state, int argc,
         return 0;
     }
     if (streq(op, "inspect") && argc == 2) {
-        if ((r = ops->inspect(state, argv[1], &text, &len, err)) < 0)
-            return r;
-        return print_json(text, len);
+        r = ops->inspect(state, argv[1], &text, &len, err);
+        return json_out(r, text, len);
     }
     if (streq(op, "wait") && (argc == 2 || argc == 3))
         return wait_terminal(ops, state, argv[1], argc == 3 ? atol(argv[2]) : 120, err);
@@ -193,15 +205,49 @@ static int run_op(const struct berth_runtime_ops_v1 *ops, void *state, int argc,
     if (streq(op, "slots") && argc == 1) {
         if (!ops->slots)
             return berth_error_set(err, -EOPNOTSUPP, "the plugin has no warm slots");
-        if ((r = ops->slots(state, &text, &len, err)) < 0)
-            return r;
-        return print_json(text, len);
+        r = ops->slots(state, &text, &len, err);
+        return json_out(r, text, len);
     }
     if (streq(op, "forget") && argc == 2) {
         if (!ops->forget)
             return berth_error_set(err, -EOPNOTSUPP, "the plugin has no forget");
         return ops->forget(state, argv[1], err);
     }
+    return -EINVAL;
+}
+
+static int run_containment_op(const struct berth_containment_ops_v1 *ops, void *state, int argc, char **argv,
+                              struct berth_error *err)
+{
+    const char *op = argv[0];
+    char *text = NULL;
+    size_t len = 0;
+    int r;
+
+    if (streq(op, "capabilities") && argc == 1) {
+        r = ops->capabilities(state, &text, &len, err);
+        return json_out(r, text, len);
+    }
+    if (streq(op, "create") && argc == 2) {
+        _cleanup_free_ char *doc = NULL;
+        if ((r = slurp(argv[1], &doc, &len, err)) < 0 || (r = ops->create(state, doc, len, &text, &len, err)) < 0)
+            return r;
+        return print_json(text, len);
+    }
+    if (streq(op, "status") && argc == 2) {
+        r = ops->status(state, argv[1], &text, &len, err);
+        return json_out(r, text, len);
+    }
+    if (streq(op, "attach") && argc == 3) {
+        _cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, atoi(argv[2]), 0);
+        if (pidfd < 0)
+            return berth_error_set(err, -errno, "pidfd_open %s: %m", argv[2]);
+        return ops->attach(state, argv[1], pidfd, err);
+    }
+    if (streq(op, "kill") && argc == 3)
+        return ops->kill(state, argv[1], atoi(argv[2]), err);
+    if (streq(op, "destroy") && argc == 2)
+        return ops->destroy(state, argv[1], err);
     return -EINVAL;
 }
 
@@ -214,10 +260,12 @@ int main(int argc, char **argv)
     _cleanup_free_ char *raw = NULL, *config = NULL;
     _cleanup_json_ json_t *doc = NULL;
     size_t len = 0, clen = 0;
+    bool containment;
     int r;
 
     if (argc < 6)
         return usage();
+    containment = strncmp(argv[2], "containment-", 12) == 0;
     if ((r = slurp(argv[4], &raw, &len, &err)) < 0 || (r = berth_json_parse(raw, len, 1 << 20, &doc, &err)) < 0 ||
         (r = berth_json_serialize(doc, 0, &config, &clen, &err)) < 0)
         return failed(r, &err);
@@ -225,7 +273,7 @@ int main(int argc, char **argv)
         const struct berth_plugin_load_options o = {
             .dir = argv[1],
             .file = argv[2],
-            .kind = BERTH_PLUGIN_RUNTIME,
+            .kind = containment ? BERTH_PLUGIN_CONTAINMENT : BERTH_PLUGIN_RUNTIME,
             .host = berth_host_instance_init(&inst, argv[3], &logger),
             .config = config,
             .config_len = clen,
@@ -233,7 +281,10 @@ int main(int argc, char **argv)
         if ((r = berth_plugin_load(&o, &h, NULL, &err)) < 0)
             return failed(r, &err);
     }
-    r = run_op(berth_plugin_runtime_ops(h), berth_plugin_state(h), argc - 5, argv + 5, &err);
+    if (containment)
+        r = run_containment_op(berth_plugin_containment_ops(h), berth_plugin_state(h), argc - 5, argv + 5, &err);
+    else
+        r = run_op(berth_plugin_runtime_ops(h), berth_plugin_state(h), argc - 5, argv + 5, &err);
     berth_plugin_unload(h);
     if (r == -EINVAL && !err.message[0])
         return usage();

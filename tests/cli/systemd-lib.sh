@@ -1,0 +1,55 @@
+# systemd-lib.sh -- a real systemd for the tests (bash; sourced after
+# lib.sh).  PID 1 of this machine is not systemd, so the tests boot one in
+# a container: systemd-nspawn with a volatile root (a tmpfs with this
+# machine's /usr bound read-only, its own /etc, /run, /tmp and /var), no
+# network and no registration with a host manager; the build tree, the
+# source tree and $TMP are bound in at their own paths.  Never boot systemd
+# in a namespace that shares this machine's root: its boot-time tmpfiles run
+# would empty the host's /tmp (../shared/notes/platform-facts.md).
+#
+#   ct_boot             boot it; $CT_LEADER is the container's PID 1 as
+#                       seen here, and the EXIT trap shuts it down
+#   ct COMMAND...       run COMMAND inside (all of its namespaces)
+#   ct_shutdown         power it off (SIGTERM to nspawn), at most 30 s, then SIGKILL
+[ "$(id -u)" = 0 ] || { echo "SKIP: booting systemd in a container needs root"; exit 77; }
+require_tool systemd-nspawn systemd-container
+require_tool nsenter util-linux
+[ -x /lib/systemd/systemd ] || require_tool /lib/systemd/systemd systemd
+
+CT_NSPAWN=
+CT_LEADER=
+ct() { nsenter -t "$CT_LEADER" -a -- "$@"; }
+
+ct_shutdown() {
+    [ -n "$CT_NSPAWN" ] || return 0
+    kill -TERM "$CT_NSPAWN" 2>/dev/null || :
+    for _ in $(seq 300); do
+        kill -0 "$CT_NSPAWN" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$CT_NSPAWN" 2>/dev/null || :
+    wait "$CT_NSPAWN" 2>/dev/null || :
+    CT_NSPAWN=
+}
+
+ct_boot() {
+    local bind=() d st=
+    for d in "$BERTH_TOP_BUILDDIR" "$BERTH_TOP_SRCDIR"; do
+        case $d in /usr | /usr/*) ;; *) bind+=("--bind-ro=$d") ;; esac
+    done
+    SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 systemd-nspawn -D / --volatile=yes --register=no --keep-unit \
+        --private-network --console=passive --machine="berth-test-$$" "${bind[@]}" "--bind=$TMP" \
+        -b -- systemd.firstboot=off >"$TMP/nspawn.log" 2>&1 &
+    CT_NSPAWN=$!
+    trap 'ct_shutdown; remove_tmp' EXIT
+    for _ in $(seq 300); do
+        CT_LEADER=$(pgrep -P "$CT_NSPAWN" -x systemd || :)
+        if [ -n "$CT_LEADER" ]; then
+            st=$(ct systemctl is-system-running 2>/dev/null || :)
+            case $st in running | degraded) return 0 ;; esac
+        fi
+        kill -0 "$CT_NSPAWN" 2>/dev/null || fail "systemd-nspawn ended: $(cat "$TMP/nspawn.log")"
+        sleep 0.1
+    done
+    fail "the container's systemd did not finish booting in 30 s (state '$st'): $(tail -20 "$TMP/nspawn.log")"
+}

@@ -1,0 +1,180 @@
+# test-containment-systemd.sh -- the containment-systemd plugin against a
+# real systemd (booted in a container, tests/cli/systemd-lib.sh), driven
+# through the core's loader by tests/tools/oci-drive: a job's instance of
+# berth-job@.service runs its supervisor and payload in the unit's
+# delegated subgroups; the launch file is consumed once; attach moves a
+# process into the payload group; a killed supervisor takes its payload
+# with it; destroy masks, stops and drains with cgroup.kill what ignores
+# SIGTERM and forks, and the id can never start again; a drop-in on the
+# template refuses every launch until it is gone; a socket not served by
+# root's PID 1 is refused.
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+. "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
+. "$BERTH_TOP_SRCDIR/tests/cli/systemd-lib.sh" # skips (77) unless root
+: "${BERTH_OCI_DRIVE:?}" "${BERTH_CONTAINMENT_PLUGIN_DIR:?}" "${BERTH_CONTAINED:?}" "${BERTH_JOB_TEMPLATE:?}"
+
+ct_boot
+
+# The built template, with the build tree's launcher.
+UNITDIR=/etc/systemd/system
+sed "s|^ExecStart=.*|ExecStart=$BERTH_CONTAINED %i|" "$BERTH_JOB_TEMPLATE" >"$TMP/berth-job@.service"
+grep -q "^ExecStart=$BERTH_CONTAINED %i\$" "$TMP/berth-job@.service" || fail "the template has no ExecStart= line"
+ct sh -c "mkdir -p $UNITDIR && cp '$TMP/berth-job@.service' $UNITDIR/"
+ct systemctl daemon-reload
+cat >"$TMP/contained.json" <<JSON
+{"template": "$UNITDIR/berth-job@.service", "launcher": "$BERTH_CONTAINED", "drain_timeout_ns": 10000000000}
+JSON
+
+cdrive() { ct "$BERTH_OCI_DRIVE" "$BERTH_CONTAINMENT_PLUGIN_DIR" containment-systemd.so contained "$TMP/contained.json" "$@"; }
+cdrive_ok() { run 0 cdrive "$@"; }
+# cdrive_fails ENAME OP ARGS...
+cdrive_fails() {
+    local want=$1
+    shift
+    run 1 cdrive "$@"
+    grep -q "^$want: " "$TMP/stderr" || fail "$*: expected $want: $(cat "$TMP/stderr")"
+}
+# status_of ID JQ: a member of the unit's status
+status_of() {
+    cdrive_ok status "$1"
+    jq -r "$2" "$TMP/stdout"
+}
+
+# A sleep duration unique to this run.
+LONG=$((300000 + $$ % 50000 * 2))
+# The stand-in for a job's shim: its payload moves itself into the payload
+# group, then sleeps in two forked children; "stubborn" ignores SIGTERM in
+# both (SIG_IGN is inherited across exec).
+cat >"$TMP/supervisor.sh" <<SH
+#!/bin/sh
+exec 2>>"$TMP/\$1.err"
+echo \$\$ >"$TMP/\$1.sup"
+[ "\$2" = stubborn ] && trap '' TERM
+sh -c 'echo \$\$ >"/sys/fs/cgroup\$BERTH_PAYLOAD_CGROUP/cgroup.procs"; sleep $LONG & sleep $LONG & echo \$\$ >"$TMP/\$1.payload"; wait' payload "\$1" &
+wait
+SH
+chmod 0755 "$TMP/supervisor.sh"
+spec() { printf '{"job_id": "%s", "argv": ["%s", "%s", "%s"]}\n' "$1" "$TMP/supervisor.sh" "$1" "${2:-plain}" >"$TMP/$1.spec"; }
+# wait_file F: until F exists and is not empty (10 s)
+wait_file() {
+    for _ in $(seq 100); do
+        [ -s "$1" ] && return 0
+        sleep 0.1
+    done
+    fail "$1 did not appear"
+}
+cgroup_of() { ct cat "/proc/$1/cgroup" | sed -n 's/^0:://p'; }
+alive() { ct kill -0 "$1" 2>/dev/null; }
+# payload_pids CG: every process of the group CG's payload subgroup
+payload_pids() { ct cat "/sys/fs/cgroup$1/payload/cgroup.procs"; }
+
+# --- the peer must be root's PID 1: a socket served by another process is refused
+require_tool systemd-socket-activate systemd
+systemd-socket-activate --accept -l "$TMP/fake.sock" cat >/dev/null 2>&1 &
+FAKE=$!
+for _ in $(seq 100); do [ -S "$TMP/fake.sock" ] && break; sleep 0.1; done
+printf '{"socket": "%s"}\n' "$TMP/fake.sock" >"$TMP/fake.json"
+run 1 "$BERTH_OCI_DRIVE" "$BERTH_CONTAINMENT_PLUGIN_DIR" containment-systemd.so fake "$TMP/fake.json" capabilities
+grep -q "^EACCES: .*not the service manager" "$TMP/stderr" || fail "a fake manager: $(cat "$TMP/stderr")"
+kill "$FAKE"
+wait "$FAKE" 2>/dev/null || :
+# No manager at all: a clear error, not a hang.
+printf '{"socket": "%s"}\n' "$TMP/none.sock" >"$TMP/none.json"
+run 1 "$BERTH_OCI_DRIVE" "$BERTH_CONTAINMENT_PLUGIN_DIR" containment-systemd.so none "$TMP/none.json" capabilities
+grep -q "^ENOENT: cannot reach the service manager" "$TMP/stderr" || fail "no manager: $(cat "$TMP/stderr")"
+printf '{"socket": "relative", "x": 1}\n' >"$TMP/bad.json"
+run 1 "$BERTH_OCI_DRIVE" "$BERTH_CONTAINMENT_PLUGIN_DIR" containment-systemd.so bad "$TMP/bad.json" capabilities
+
+# --- the mechanism
+cdrive_ok capabilities
+[ "$(jq -r '.manager + " " + .kill' "$TMP/stdout")" = "systemd cgroup" ] || fail "capabilities: $(cat "$TMP/stdout")"
+
+# --- a job: supervisor and payload in their subgroups, the launch file consumed
+spec alpha
+cdrive_ok create "$TMP/alpha.spec"
+[ "$(jq -r .unit "$TMP/stdout")" = "berth-job@alpha.service" ] || fail "create: $(cat "$TMP/stdout")"
+CG_A=$(jq -r .cgroup "$TMP/stdout")
+case $CG_A in */berth-job@alpha.service) ;; *) fail "the unit's cgroup is $CG_A" ;; esac
+wait_file "$TMP/alpha.sup"
+wait_file "$TMP/alpha.payload"
+[ "$(cgroup_of "$(cat "$TMP/alpha.sup")")" = "$CG_A/supervisor" ] || fail "the supervisor is in $(cgroup_of "$(cat "$TMP/alpha.sup")")"
+[ "$(cgroup_of "$(cat "$TMP/alpha.payload")")" = "$CG_A/payload" ] || fail "the payload is in $(cgroup_of "$(cat "$TMP/alpha.payload")")"
+[ "$(status_of alpha '.active_state + " " + (.populated | tostring) + " " + (.masked | tostring)')" = "active true false" ] ||
+    fail "status of alpha: $(cat "$TMP/stdout")"
+ct test ! -e /run/berth/contained/alpha.json || fail "the launch file of alpha is still there"
+cdrive_fails EEXIST create "$TMP/alpha.spec"
+
+# A second start of an instance by hand finds no launch file: nothing runs.
+run 1 ct systemctl start berth-job@byhand.service
+[ "$(status_of byhand .populated)" = false ] || fail "berth-job@byhand runs: $(cat "$TMP/stdout")"
+
+# attach: a process of another unit into alpha's payload group
+run 0 ct systemd-run --unit="berth-test-stray-$$" --collect sleep "$LONG"
+STRAY=$(ct systemctl show -p MainPID --value "berth-test-stray-$$.service")
+[ "${STRAY:-0}" -gt 0 ] || fail "no stray process"
+cdrive_ok attach alpha "$STRAY"
+[ "$(cgroup_of "$STRAY")" = "$CG_A/payload" ] || fail "attach: the process is in $(cgroup_of "$STRAY")"
+
+# kill -9 of the supervisor: the unit ends and its whole group goes.
+PAY_A=$(payload_pids "$CG_A" | tr '\n' ' ')
+[ "$(echo "$PAY_A" | wc -w)" -ge 4 ] || fail "alpha's payload holds only: $PAY_A"
+ct kill -KILL "$(cat "$TMP/alpha.sup")"
+for _ in $(seq 150); do
+    [ "$(status_of alpha .populated)" = false ] && break
+    sleep 0.1
+done
+[ "$(status_of alpha .populated)" = false ] || fail "alpha's group still holds processes: $(cat "$TMP/stdout")"
+for p in $PAY_A; do alive "$p" && fail "payload process $p of alpha outlived its supervisor"; done
+# Proven gone either way: destroy says it removed it, or that nothing was left.
+run_status=0
+cdrive destroy alpha >"$TMP/stdout" 2>"$TMP/stderr" || run_status=$?
+[ "$run_status" = 0 ] || grep -q '^ENOENT: ' "$TMP/stderr" || fail "destroy alpha: $(cat "$TMP/stderr")"
+[ "$(status_of alpha .masked)" = true ] || fail "alpha is not masked: $(cat "$TMP/stdout")"
+cdrive_fails EPERM create "$TMP/alpha.spec"
+stderr_has "masked"
+
+# --- destroy drains what ignores SIGTERM and forks
+spec bravo stubborn
+cdrive_ok create "$TMP/bravo.spec"
+CG_B=$(jq -r .cgroup "$TMP/stdout")
+wait_file "$TMP/bravo.payload"
+PAY_B="$(cat "$TMP/bravo.sup") $(payload_pids "$CG_B" | tr '\n' ' ')"
+[ "$(echo "$PAY_B" | wc -w)" -ge 4 ] || fail "bravo holds only: $PAY_B"
+cdrive_ok destroy bravo
+for p in $PAY_B; do alive "$p" && fail "process $p of bravo survived destroy"; done
+[ "$(status_of bravo '(.masked | tostring) + " " + (.populated | tostring) + " " + (.job_pending | tostring)')" = \
+    "true false false" ] || fail "status of bravo after destroy: $(cat "$TMP/stdout")"
+ct test -L "$UNITDIR/berth-job@bravo.service" || fail "bravo's mask is not persistent (no link in $UNITDIR)"
+cdrive_fails EPERM create "$TMP/bravo.spec"
+
+# --- an id that never ran: fenced all the same
+cdrive_fails ENOENT destroy charlie
+spec charlie
+cdrive_fails EPERM create "$TMP/charlie.spec"
+
+# --- a drop-in on the template refuses every launch
+ct mkdir -p "$UNITDIR/berth-job@.service.d"
+ct sh -c "printf '[Service]\nEnvironment=BERTH_TEST=1\n' >$UNITDIR/berth-job@.service.d/override.conf"
+ct systemctl daemon-reload
+spec delta
+cdrive_fails EPERM create "$TMP/delta.spec"
+stderr_has "drop-in"
+[ "$(status_of delta .active_state)" = inactive ] || fail "delta started: $(cat "$TMP/stdout")"
+[ ! -e "$TMP/delta.sup" ] || fail "delta's supervisor ran"
+ct rm -r "$UNITDIR/berth-job@.service.d"
+ct systemctl daemon-reload
+cdrive_ok create "$TMP/delta.spec"
+wait_file "$TMP/delta.payload"
+cdrive_ok destroy delta
+
+# --- bad input
+printf '{"job_id": "../x", "argv": ["/bin/true"]}' >"$TMP/bad.spec"
+cdrive_fails EINVAL create "$TMP/bad.spec"
+printf '{"job_id": "echo", "argv": ["true"]}' >"$TMP/bad.spec"
+cdrive_fails EBADMSG create "$TMP/bad.spec"
+printf '{"job_id": "echo", "argv": ["/bin/true"], "unit": "x"}' >"$TMP/bad.spec"
+cdrive_fails EBADMSG create "$TMP/bad.spec"
+
+ct systemctl stop "berth-test-stray-$$.service" 2>/dev/null || :
+ct_shutdown
+echo "PASS: containment-systemd against $(systemctl --version | head -1)"
