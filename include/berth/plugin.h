@@ -104,7 +104,7 @@ extern "C" {
 /** ABI major version: bumped only for incompatible changes. */
 #define BERTH_PLUGIN_ABI_MAJOR 1
 /** ABI minor version: bumped when something is appended. */
-#define BERTH_PLUGIN_ABI_MINOR 2
+#define BERTH_PLUGIN_ABI_MINOR 3
 /** Pack a major and minor version the way struct berth_plugin stores them. */
 #define BERTH_PLUGIN_ABI_PACK(major, minor) ((uint32_t)(((major) << 16) | ((minor)&0xffff)))
 /** The ABI version this header describes, packed as major << 16 | minor. */
@@ -657,8 +657,9 @@ struct berth_evidence_store_ops_v1 {
  * that the job can always be found, stopped and proven gone.
  * containment-systemd (docs/containment.md) is berth's implementation.
  *
- * A job is named by its @job_id: 1 to 64 bytes of [A-Za-z0-9_-] (-EINVAL
- * otherwise).  JSON documents are UTF-8, owned by the caller once returned
+ * A job is named by its @job_id, a job id as above; a plugin may refuse
+ * ids its manager would have to escape (containment-systemd: a leading '.'
+ * or '-') with -EINVAL.  JSON documents are UTF-8, owned by the caller once returned
  * (free(3)).  Every op may be called from any thread.
  *
  * @capabilities: describe the mechanism: {"manager": name, "version",
@@ -683,6 +684,13 @@ struct berth_evidence_store_ops_v1 {
  *     "sub_state" (the manager's words), "cgroup", "populated": any process
  *     in the group, "masked", "job_pending": the manager has a start or
  *     stop queued for it}.
+ * @units (ABI 1.3, optional): discovery, for recovery: every unit of this
+ *     plugin's kind on the host, known to berth or not, in any state,
+ *     whether the service manager has it loaded or only the kernel still
+ *     has its cgroup.  *@ret_json receives {"units": [{"job_id", "unit",
+ *     "active_state" (the manager's, or "unknown" when it does not know
+ *     the unit), "populated", "masked"}], "truncated": true when there
+ *     were more than BERTH_CONTAINMENT_UNITS_MAX}.  NULL in a 1.0 plugin.
  * @destroy: fence and drain: mask the unit persistently (nothing starts it
  *     again), stop it, kill everything left in its cgroup (cgroup.kill),
  *     and return 0 only with proof that it is gone (masked, no pending job,
@@ -699,7 +707,14 @@ struct berth_containment_ops_v1 {
     int (*kill)(void *state, const char *job_id, int signo, struct berth_error *reterr);
     int (*status)(void *state, const char *job_id, char **ret_json, size_t *ret_len, struct berth_error *reterr);
     int (*destroy)(void *state, const char *job_id, struct berth_error *reterr);
+    /* ABI 1.3 */
+    int (*units)(void *state, char **ret_json, size_t *ret_len, struct berth_error *reterr);
 };
+
+/** Size of the containment ops table of ABI 1.0 (up to and including destroy). */
+#define BERTH_CONTAINMENT_OPS_V1_0_SIZE (offsetof(struct berth_containment_ops_v1, units))
+/** Most units one units() call reports. */
+#define BERTH_CONTAINMENT_UNITS_MAX 4096
 
 /* ------------------------------------------------------------------------- */
 /* The descriptor                                                             */

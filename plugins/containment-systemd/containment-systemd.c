@@ -28,6 +28,7 @@
  * used from several threads at once.
  */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +50,7 @@
 #define CONFIG_MAX 4096
 #define SPEC_MAX 65536
 #define ARGV_MAX 256
-#define ID_MAX 64
+#define ID_MAX 128 /* a job id (<berth/plugin.h>) */
 #define UNIT_PREFIX "berth-job@"
 #define SEC_NS 1000000000LL
 #define LAUNCH_PARENT "/run/berth"
@@ -131,15 +132,16 @@ static void contained_fini(void *state)
     contained_free(state);
 }
 
-/* A job id becomes the instance name: 1 to ID_MAX bytes of [A-Za-z0-9_-]
- * (nothing systemd would escape, no path, no specifier). */
+/* A job id becomes the instance name: 1 to ID_MAX bytes of [A-Za-z0-9._-],
+ * not starting with '.' or '-' (nothing systemd would escape, no path, no
+ * specifier). */
 static int unit_name(const char *id, char name[static sizeof(UNIT_PREFIX) + ID_MAX + 8], struct berth_error *reterr)
 {
     size_t n = id ? strlen(id) : 0;
 
-    if (n == 0 || n > ID_MAX || id[0] == '-' ||
-        strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != n)
-        return berth_error_set(reterr, -EINVAL, "job id must be 1 to %d bytes of [A-Za-z0-9_-]", ID_MAX);
+    if (n == 0 || n > ID_MAX || id[0] == '-' || id[0] == '.' ||
+        strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n)
+        return berth_error_set(reterr, -EINVAL, "job id must be 1 to %d bytes of [A-Za-z0-9._-]", ID_MAX);
     snprintf(name, sizeof(UNIT_PREFIX) + ID_MAX + 8, UNIT_PREFIX "%s.service", id);
     return 0;
 }
@@ -449,6 +451,129 @@ out:
     return r;
 }
 
+/* The names units() reports, without duplicates, at most one past the limit. */
+struct names {
+    char **v;
+    size_t n;
+};
+
+static int names_add(void *userdata, const char *name)
+{
+    struct names *l = userdata;
+    char **v;
+
+    if (strncmp(name, UNIT_PREFIX, strlen(UNIT_PREFIX)) != 0 || strlen(name) >= sizeof(((struct unit *)0)->name))
+        return 0; /* not an instance of the template, or no id of ours */
+    for (size_t i = 0; i < l->n; i++)
+        if (streq(l->v[i], name))
+            return 0;
+    if (l->n > BERTH_CONTAINMENT_UNITS_MAX)
+        return 0;
+    if (!(v = realloc(l->v, (l->n + 1) * sizeof(*v))) || !(v[l->n] = strdup(name))) {
+        if (v)
+            l->v = v;
+        return -ENOMEM;
+    }
+    l->v = v;
+    l->n++;
+    return 0;
+}
+
+static void names_free(struct names *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+}
+
+/* The groups the kernel still has below the template's slice: a unit the
+ * manager forgot (or never knew) is still found while it holds processes. */
+static int kernel_units(struct names *l, struct berth_error *reterr)
+{
+    _cleanup_close_ int fd = berth_open_trusted(CGROUP_ROOT "/system.slice/" UNIT_SLICE, O_RDONLY | O_DIRECTORY |
+                                                O_CLOEXEC, 0, reterr);
+    DIR *d;
+    struct dirent *de;
+    int r = 0;
+
+    if (fd == -ENOENT)
+        return 0; /* no instance has run since boot */
+    if (fd < 0)
+        return fd;
+    if (!(d = fdopendir(fd)))
+        return berth_error_set(reterr, -errno, "reading %s: %m", UNIT_SLICE);
+    fd = -1; /* the DIR owns it */
+    while (r == 0 && (de = readdir(d)))
+        if (de->d_type == DT_DIR && strlen(de->d_name) > 8 && streq(de->d_name + strlen(de->d_name) - 8, ".service"))
+            r = names_add(l, de->d_name);
+    closedir(d);
+    return r < 0 ? berth_error_set(reterr, r, "out of memory") : 0;
+}
+
+/* One entry of units() in *@ret: the unit @name, read through @m. */
+static int unit_entry(struct manager *m, const char *name, json_t **ret, struct berth_error *reterr)
+{
+    _cleanup_free_ char *load = NULL, *active = NULL, *cg = NULL, *id = NULL;
+    struct unit u = {.m = *m};
+    size_t n = strlen(name) - strlen(UNIT_PREFIX) - strlen(".service");
+    int r;
+
+    if (!(id = strndup(name + strlen(UNIT_PREFIX), n)))
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if (unit_name(id, u.name, NULL) < 0) { /* escaped, or too long: no id of berth's */
+        *ret = json_pack("{s:n, s:s, s:s, s:b, s:b}", "job_id", "unit", name, "active_state", "unknown",
+                         "populated", 0, "masked", 0);
+        return *ret ? 0 : berth_error_set(reterr, -ENOMEM, "out of memory");
+    }
+    if ((r = manager_unit_path(&u.m, u.name, &u.path, reterr)) < 0 ||
+        (r = manager_get_string(&u.m, u.path, SD_UNIT_IFACE, "LoadState", &load, reterr)) < 0 ||
+        (r = manager_get_string(&u.m, u.path, SD_UNIT_IFACE, "ActiveState", &active, reterr)) < 0 ||
+        (r = unit_cgroup(&u, &cg, reterr)) < 0)
+        goto out;
+    r = cgroup_populated(cg, reterr);
+    if (r < 0 && r != -ENOENT)
+        goto out;
+    *ret = json_pack("{s:s, s:s, s:s, s:b, s:b}", "job_id", id, "unit", name, "active_state", active, "populated",
+                     r == 1, "masked", streq(load, "masked"));
+    r = *ret ? 0 : berth_error_set(reterr, -ENOMEM, "out of memory");
+out:
+    free(u.path); /* u.m is @m's, closed by the caller */
+    return r;
+}
+
+static int contained_units(void *state, char **ret_json, size_t *ret_len, struct berth_error *reterr)
+{
+    struct contained *c = state;
+    struct names l = {0};
+    struct manager m;
+    _cleanup_json_ json_t *list = json_array();
+    size_t i;
+    int r;
+
+    if (!list)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if ((r = manager_open(&m, c->socket, c->job_timeout_ns, reterr)) < 0)
+        return r;
+    if ((r = manager_list_units(&m, UNIT_PREFIX "*.service", names_add, &l, reterr)) < 0 ||
+        (r = kernel_units(&l, reterr)) < 0)
+        goto out;
+    for (i = 0; i < l.n && i < BERTH_CONTAINMENT_UNITS_MAX; i++) {
+        json_t *e = NULL;
+        if ((r = unit_entry(&m, l.v[i], &e, reterr)) < 0)
+            goto out;
+        if (json_array_append_new(list, e) < 0) {
+            r = berth_error_set(reterr, -ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    r = berth_json_emit(json_pack("{s:O, s:b}", "units", list, "truncated", l.n > BERTH_CONTAINMENT_UNITS_MAX),
+                        ret_json, ret_len, reterr);
+out:
+    manager_close(&m);
+    names_free(&l);
+    return r;
+}
+
 static int contained_capabilities(void *state, char **ret_json, size_t *ret_len, struct berth_error *reterr)
 {
     struct contained *c = state;
@@ -481,6 +606,7 @@ static const struct berth_containment_ops_v1 ops = {
     .kill = contained_kill,
     .status = contained_status,
     .destroy = contained_destroy,
+    .units = contained_units,
 };
 
 static const struct berth_plugin plugin = {

@@ -292,6 +292,49 @@ int manager_mask(struct manager *m, const char *name, struct berth_error *reterr
     return r < 0 ? r : 0;
 }
 
+int manager_list_units(struct manager *m, const char *pattern, int (*each)(void *userdata, const char *name),
+                       void *userdata, struct berth_error *reterr)
+{
+    sd_bus_error e = SD_BUS_ERROR_NULL;
+    sd_bus_message *call = NULL, *reply = NULL;
+    const char *name;
+    int r;
+
+    if ((r = sd_bus_message_new_method_call(m->bus, &call, SD_DEST, SD_PATH, SD_MANAGER_IFACE,
+                                            "ListUnitsByPatterns")) < 0 ||
+        (r = sd_bus_message_append_strv(call, (char *[]){NULL})) < 0 ||
+        (r = sd_bus_message_append_strv(call, (char *[]){(char *)pattern, NULL})) < 0) {
+        sd_bus_message_unref(call);
+        return bus_fail(NULL, r, "ListUnitsByPatterns", pattern, reterr);
+    }
+    r = sd_bus_call(m->bus, call, 0, &e, &reply);
+    sd_bus_message_unref(call);
+    if (r < 0) {
+        r = bus_fail(&e, r, "ListUnitsByPatterns", pattern, reterr);
+        sd_bus_error_free(&e);
+        return r;
+    }
+    /* a(ssssssouso): name, description, load, active, sub, following, path, job id, type, path */
+    if ((r = sd_bus_message_enter_container(reply, 'a', "(ssssssouso)")) < 0)
+        goto bad;
+    while ((r = sd_bus_message_enter_container(reply, 'r', "ssssssouso")) > 0) {
+        if ((r = sd_bus_message_read(reply, "s", &name)) < 0 || (r = sd_bus_message_skip(reply, "sssssouso")) < 0 ||
+            (r = sd_bus_message_exit_container(reply)) < 0)
+            goto bad;
+        if ((r = each(userdata, name)) < 0) {
+            sd_bus_message_unref(reply);
+            return r;
+        }
+    }
+    if (r < 0)
+        goto bad;
+    sd_bus_message_unref(reply);
+    return 0;
+bad:
+    sd_bus_message_unref(reply);
+    return bus_fail(NULL, r, "reading the reply of ListUnitsByPatterns", pattern, reterr);
+}
+
 int manager_version(struct manager *m, char **ret, struct berth_error *reterr)
 {
     return manager_get_string(m, SD_PATH, SD_MANAGER_IFACE, "Version", ret, reterr);

@@ -64,6 +64,12 @@ int manager_kill(struct manager *m, const char *name, int signo, struct berth_er
  * unmasks a unit. */
 int manager_mask(struct manager *m, const char *name, struct berth_error *reterr);
 
+/* manager_list_units() - ListUnitsByPatterns([] (every state),
+ * [@pattern]): @each is called with each unit's name (a negative return
+ * stops the walk and is returned). */
+int manager_list_units(struct manager *m, const char *pattern, int (*each)(void *userdata, const char *name),
+                       void *userdata, struct berth_error *reterr);
+
 /* manager_version() - the manager's Version property (caller frees). */
 int manager_version(struct manager *m, char **ret, struct berth_error *reterr);
 

@@ -6,7 +6,8 @@
 # process into the payload group; a killed supervisor takes its payload
 # with it; destroy masks, stops and drains with cgroup.kill what ignores
 # SIGTERM and forks, and the id can never start again; a drop-in on the
-# template refuses every launch until it is gone; a socket not served by
+# template refuses every launch until it is gone; units lists a unit
+# started by hand with no record, and destroy drains it; a socket not served by
 # root's PID 1 is refused.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 . "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
@@ -151,6 +152,26 @@ cdrive_fails EPERM create "$TMP/bravo.spec"
 cdrive_fails ENOENT destroy charlie
 spec charlie
 cdrive_fails EPERM create "$TMP/charlie.spec"
+
+# --- discovery: a unit started by hand, with a launch file of its own and
+# no record anywhere, is listed, and destroy drains it
+ct sh -c "mkdir -p /run/berth/contained && printf '{\"argv\": [\"%s\", \"echo\"]}' '$TMP/supervisor.sh' >/run/berth/contained/echo.json"
+run 0 ct systemctl start berth-job@echo.service
+wait_file "$TMP/echo.payload"
+cdrive_ok units
+jq -e '.truncated == false' "$TMP/stdout" >/dev/null || fail "units: $(cat "$TMP/stdout")"
+[ "$(jq -c '[.units[] | select(.job_id == "echo") | .active_state, .populated, .masked]' "$TMP/stdout")" = \
+    '["active",true,false]' ] || fail "units does not list the hand-started echo: $(cat "$TMP/stdout")"
+[ "$(jq -c '[.units[] | select(.job_id == "bravo") | .populated, .masked]' "$TMP/stdout")" = '[false,true]' ] ||
+    fail "units does not list bravo as fenced and empty: $(cat "$TMP/stdout")"
+PAY_E="$(cat "$TMP/echo.sup") $(payload_pids "$(jq -r '.units[] | select(.job_id == "echo") | .unit' "$TMP/stdout" |
+    sed 's|^|/system.slice/system-berth\\x2djob.slice/|')" | tr '\n' ' ')"
+[ "$(echo "$PAY_E" | wc -w)" -ge 4 ] || fail "echo holds only: $PAY_E"
+cdrive_ok destroy echo
+for p in $PAY_E; do alive "$p" && fail "process $p of the hand-started echo survived destroy"; done
+cdrive_ok units
+[ "$(jq -c '[.units[] | select(.job_id == "echo") | .populated, .masked]' "$TMP/stdout")" = '[false,true]' ] ||
+    fail "echo after destroy: $(cat "$TMP/stdout")"
 
 # --- a drop-in on the template refuses every launch
 ct mkdir -p "$UNITDIR/berth-job@.service.d"

@@ -111,6 +111,8 @@ static const struct berth_containment_ops_v1 fx_ops = {
     .status = fx_status,
     .destroy = fx_destroy,
 };
+/* Built as ABI 1.0 tables are: without units (appended in 1.3). */
+#define FIXTURE_OPS_SIZE BERTH_CONTAINMENT_OPS_V1_0_SIZE
 #else
 #error "define FIXTURE_IMAGE_SOURCE, FIXTURE_EVIDENCE_STORE or FIXTURE_CONTAINMENT"
 #endif

@@ -19,7 +19,7 @@
  *     claim SLOT_ID DISPATCH.json      "started" or "already" on stdout
  *     discard SLOT_ID | slots          the latter: the JSON on stdout
  *   containment plugins:
- *     capabilities | status JOB_ID     the JSON on stdout
+ *     capabilities | status JOB_ID | units   the JSON on stdout
  *     create SPEC.json                 the handle (JSON) on stdout
  *     attach JOB_ID PID | kill JOB_ID SIGNO | destroy JOB_ID
  *
@@ -65,7 +65,7 @@ static int usage(void)
           "      open-output RUN_ID OUTPUT_ID OUT | cancel RUN_ID | reap RUN_ID | forget RUN_ID |\n"
           "      provision SLOT.json | claim SLOT_ID DISPATCH.json | discard SLOT_ID | slots\n"
           "  containment-*.so: capabilities | create SPEC.json | attach JOB_ID PID |\n"
-          "      kill JOB_ID SIGNO | status JOB_ID | destroy JOB_ID\n",
+          "      kill JOB_ID SIGNO | status JOB_ID | destroy JOB_ID | units\n",
           stderr);
     return 2;
 }
@@ -248,6 +248,12 @@ static int run_containment_op(const struct berth_containment_ops_v1 *ops, void *
         return ops->kill(state, argv[1], atoi(argv[2]), err);
     if (streq(op, "destroy") && argc == 2)
         return ops->destroy(state, argv[1], err);
+    if (streq(op, "units") && argc == 1) {
+        if (!ops->units)
+            return berth_error_set(err, -EOPNOTSUPP, "the plugin has no units (ABI 1.3)");
+        r = ops->units(state, &text, &len, err);
+        return json_out(r, text, len);
+    }
     return -EINVAL;
 }
 

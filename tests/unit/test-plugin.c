@@ -213,6 +213,27 @@ START_TEST(other_kinds)
 }
 END_TEST
 
+/* A containment table of ABI 1.0 size (ending after destroy) is accepted,
+ * and units (appended in 1.3) reads NULL. */
+START_TEST(containment_v10)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_host_instance inst;
+    const struct berth_host *host = berth_host_instance_init(&inst, "x", NULL);
+    struct berth_plugin_load_options o = {
+        .dir = dir, .file = "fixture-containment.so", .host = host, .kind = BERTH_PLUGIN_CONTAINMENT};
+    const struct berth_containment_ops_v1 *ops;
+    struct berth_plugin_handle *h = NULL;
+
+    ck_assert_msg(berth_plugin_load(&o, &h, NULL, &err) == 0, "%s", err.message);
+    ops = berth_plugin_containment_ops(h);
+    ck_assert_ptr_nonnull(ops);
+    ck_assert_ptr_nonnull(ops->destroy);
+    ck_assert_ptr_null(ops->units);
+    berth_plugin_unload(h);
+}
+END_TEST
+
 /* An evidence store built for ABI 1.0 (its table ends after tombstone) is
  * accepted: the five ops of 1.0 are required, the ones appended in 1.1 read
  * NULL, whatever lies in memory after its shorter table. */
@@ -524,6 +545,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, peek_never_inits);
     tcase_add_test(tc, other_kinds);
     tcase_add_test(tc, evidence_store_v10);
+    tcase_add_test(tc, containment_v10);
     tcase_add_test(tc, abi_rules);
     tcase_add_test(tc, older_minor_accepted);
     tcase_add_test(tc, runtime_ops_1_1_optional);

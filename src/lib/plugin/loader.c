@@ -83,7 +83,8 @@ static const struct kind_desc kinds[] = {
      sizeof(struct berth_image_source_ops_v1), image_source_required, ELEMENTSOF(image_source_required)},
     {BERTH_PLUGIN_EVIDENCE_STORE, "evidence-store", BERTH_EVIDENCE_STORE_OPS_V1_0_SIZE,
      sizeof(struct berth_evidence_store_ops_v1), evidence_store_required, ELEMENTSOF(evidence_store_required)},
-    {BERTH_PLUGIN_CONTAINMENT, "containment", sizeof(struct berth_containment_ops_v1),
+    /* units (ABI 1.3) is optional. */
+    {BERTH_PLUGIN_CONTAINMENT, "containment", BERTH_CONTAINMENT_OPS_V1_0_SIZE,
      sizeof(struct berth_containment_ops_v1), containment_required, ELEMENTSOF(containment_required)},
 };
 
