@@ -660,7 +660,7 @@ struct berth_evidence_store_ops_v1 {
  * A job is named by its @job_id, a job id as above; a plugin may refuse
  * ids its manager would have to escape (containment-systemd: a leading '.'
  * or '-') with -EINVAL.  JSON documents are UTF-8, owned by the caller once returned
- * (free(3)).  Every op may be called from any thread.
+ * (free(3)).  The core calls one instance from one thread at a time.
  *
  * @capabilities: describe the mechanism: {"manager": name, "version",
  *     "kill": "cgroup" when kills reach every process of the unit's cgroup,

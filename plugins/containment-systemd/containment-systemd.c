@@ -195,12 +195,24 @@ static int unit_cgroup(struct unit *u, char **ret, struct berth_error *reterr)
     return 0;
 }
 
-/* LAUNCH_DIR, made (0700, its parent 0755) when missing. */
+/* LAUNCH_DIR, made (0700, its parent 0755) when missing, and refused
+ * unless it and every directory above it are root's and writable by no
+ * one else (berth_trusted_dir_check()). */
 static int launch_dir(struct berth_error *reterr)
 {
+    int fd, r;
+
     if ((mkdir(LAUNCH_PARENT, 0755) < 0 && errno != EEXIST) || (mkdir(LAUNCH_DIR, 0700) < 0 && errno != EEXIST))
         return berth_error_set(reterr, -errno, "%s: %m", LAUNCH_DIR);
-    return berth_open_trusted(LAUNCH_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, reterr);
+    /* The manager opens the file by name as root: nobody else may be able
+     * to swap it, or a directory on its way. */
+    if ((fd = berth_open_trusted(LAUNCH_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, reterr)) < 0)
+        return fd;
+    if ((r = berth_trusted_dir_check(fd, LAUNCH_DIR, reterr)) < 0) {
+        close(fd);
+        return r;
+    }
+    return fd;
 }
 
 /* The spec: {"job_id": ID, "argv": [1 to ARGV_MAX absolute-path-first strings]}. */
@@ -400,7 +412,7 @@ static int contained_destroy(void *state, const char *job_id, struct berth_error
     _cleanup_free_ char *cg = NULL, *active = NULL, *load = NULL, *result = NULL;
     struct unit u;
     uint32_t job = 0;
-    int r, was;
+    int r, was, fenced;
 
     if ((r = unit_open(c, job_id, &u, reterr)) < 0)
         return r;
@@ -412,8 +424,14 @@ static int contained_destroy(void *state, const char *job_id, struct berth_error
         r = was;
         goto out;
     }
-    if ((r = manager_mask(&u.m, u.name, reterr)) < 0)
+    if ((fenced = manager_mask(&u.m, u.name, reterr)) < 0) {
+        /* Unfenced is no reason to leave it running: drain it now, and
+         * report the failed fence (no proof without one). */
+        struct berth_error ignored = BERTH_ERROR_INIT;
+        (void)cgroup_drain(cg, c->drain_timeout_ns, &ignored);
+        r = fenced;
         goto out;
+    }
     /* The stop is queued, then cgroup.kill empties the group at once
      * (what ignores SIGTERM too); the stop job ends when it is empty. */
     {

@@ -90,8 +90,10 @@ int cgroup_drain(const char *cgroup, int64_t timeout_ns, struct berth_error *ret
     if (dfd < 0)
         return dfd;
     kfd = openat(dfd, "cgroup.kill", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (kfd < 0 && errno == ENOENT && read_populated(dfd, cgroup, reterr) != -ENOENT)
+        return berth_error_set(reterr, -EOPNOTSUPP, "%s has no cgroup.kill (Linux 5.14 added it)", cgroup);
     if (kfd < 0 && errno != ENOENT && errno != ENODEV)
-        return berth_error_set(reterr, -errno, "%s/cgroup.kill: %m (a kernel before 5.14 has none)", cgroup);
+        return berth_error_set(reterr, -errno, "%s/cgroup.kill: %m", cgroup);
     if (kfd >= 0 && write(kfd, "1", 1) != 1 && errno != ENODEV && errno != ENOENT)
         return berth_error_set(reterr, -errno, "writing %s/cgroup.kill: %m", cgroup);
     for (;;) {

@@ -30,7 +30,8 @@ int cgroup_populated(const char *cgroup, struct berth_error *reterr);
  * process in it and below, which no process can ignore or escape by
  * forking), then poll its cgroup.events every 10 ms until "populated 0"
  * or the group is gone, for at most @timeout_ns.  0 when empty or gone;
- * -ETIMEDOUT still populated; the errno of a failing open or write. */
+ * -ETIMEDOUT still populated; -EOPNOTSUPP a kernel without cgroup.kill;
+ * the errno of a failing open or write. */
 int cgroup_drain(const char *cgroup, int64_t timeout_ns, struct berth_error *reterr);
 
 /* cgroup_move() - write @pid to cgroup.procs of @cgroup + "/" + @sub. */

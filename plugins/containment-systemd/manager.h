@@ -40,7 +40,7 @@ int manager_unit_path(struct manager *m, const char *name, char **ret_path, stru
  * (the caller reads it and unrefs the message). */
 int manager_get(struct manager *m, const char *path, const char *iface, const char *prop, const char *sig,
                 sd_bus_message **reply, struct berth_error *reterr);
-/* manager_get_string(): a property of type "s" or "o" (caller frees). */
+/* manager_get_string(): a property of type "s" (caller frees). */
 int manager_get_string(struct manager *m, const char *path, const char *iface, const char *prop, char **ret,
                        struct berth_error *reterr);
 

@@ -113,6 +113,8 @@ int unit_check(struct manager *m, const char *path, const struct unit_expect *x,
                                x->name, v[0], n > 1 ? " and more" : "");
     if ((r = get_strv(m, path, "Names", v, &n, reterr)) < 0)
         return r;
+    if (n == 0)
+        return berth_error_set(reterr, -EPERM, "%s reports no name: refused", x->name);
     if (n != 1 || !streq(v[0], x->name))
         return berth_error_set(reterr, -EPERM, "%s has another name, %s: refused (no aliases)", x->name,
                                streq(v[0], x->name) && n > 1 ? v[1] : v[0]);

@@ -10,7 +10,8 @@
 #   ct_boot             boot it; $CT_LEADER is the container's PID 1 as
 #                       seen here, and the EXIT trap shuts it down
 #   ct COMMAND...       run COMMAND inside (all of its namespaces)
-#   ct_shutdown         power it off (SIGTERM to nspawn), at most 30 s, then SIGKILL
+#   ct_shutdown         power it off (SIGTERM to nspawn), at most 30 s, then
+#                       SIGKILL; its cgroup (a new one per boot) is removed
 [ "$(id -u)" = 0 ] || { echo "SKIP: booting systemd in a container needs root"; exit 77; }
 require_tool systemd-nspawn systemd-container
 require_tool nsenter util-linux
@@ -18,6 +19,11 @@ require_tool nsenter util-linux
 
 CT_NSPAWN=
 CT_LEADER=
+CT_CGROUP=
+# The cgroup v2 hierarchy: /sys/fs/cgroup/unified on a hybrid host like this one.
+CT_CGROOT=/sys/fs/cgroup/unified
+[ -e "$CT_CGROOT/cgroup.procs" ] || CT_CGROOT=/sys/fs/cgroup
+[ -e "$CT_CGROOT/cgroup.procs" ] || { echo "FAIL: no cgroup v2 hierarchy" >&2; exit 1; }
 ct() { nsenter -t "$CT_LEADER" -a -- "$@"; }
 
 ct_shutdown() {
@@ -30,6 +36,12 @@ ct_shutdown() {
     kill -KILL "$CT_NSPAWN" 2>/dev/null || :
     wait "$CT_NSPAWN" 2>/dev/null || :
     CT_NSPAWN=
+    # Empty once nspawn is gone (the kernel frees it after its last process).
+    for _ in $(seq 50); do
+        rmdir "$CT_CGROUP" 2>/dev/null && break
+        find "$CT_CGROUP" -depth -type d -exec rmdir {} \; 2>/dev/null || :
+        sleep 0.1
+    done
 }
 
 ct_boot() {
@@ -37,9 +49,16 @@ ct_boot() {
     for d in "$BERTH_TOP_BUILDDIR" "$BERTH_TOP_SRCDIR"; do
         case $d in /usr | /usr/*) ;; *) bind+=("--bind-ro=$d") ;; esac
     done
-    SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 systemd-nspawn -D / --volatile=yes --register=no --keep-unit \
-        --private-network --console=passive --machine="berth-test-$$" "${bind[@]}" "--bind=$TMP" \
-        -b -- systemd.firstboot=off >"$TMP/nspawn.log" 2>&1 &
+    # The container's cgroup tree is the one nspawn starts in: a group of
+    # its own, or two tests' containers would manage the same units.
+    CT_CGROUP=$CT_CGROOT/berth-test-$$-$RANDOM
+    mkdir "$CT_CGROUP" || fail "cannot make the container's cgroup $CT_CGROUP"
+    (
+        echo "$BASHPID" >"$CT_CGROUP/cgroup.procs"
+        SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 exec systemd-nspawn -D / --volatile=yes --register=no --keep-unit \
+            --private-network --console=passive --machine="berth-test-$$" "${bind[@]}" "--bind=$TMP" \
+            -b -- systemd.firstboot=off
+    ) >"$TMP/nspawn.log" 2>&1 &
     CT_NSPAWN=$!
     trap 'ct_shutdown; remove_tmp' EXIT
     for _ in $(seq 300); do
