@@ -44,13 +44,13 @@ status_of() {
 # A sleep duration unique to this run.
 LONG=$((300000 + $$ % 50000 * 2))
 # The stand-in for a job's shim: its payload moves itself into the payload
-# group, then sleeps in two forked children; "stubborn" ignores SIGTERM in
+# group, then sleeps in two forked children; "ignore-term" ignores SIGTERM in
 # both (SIG_IGN is inherited across exec).
 cat >"$TMP/supervisor.sh" <<SH
 #!/bin/sh
 exec 2>>"$TMP/\$1.err"
 echo \$\$ >"$TMP/\$1.sup"
-[ "\$2" = stubborn ] && trap '' TERM
+[ "\$2" = ignore-term ] && trap '' TERM
 sh -c 'echo \$\$ >"/sys/fs/cgroup\$BERTH_PAYLOAD_CGROUP/cgroup.procs"; sleep $LONG & sleep $LONG & echo \$\$ >"$TMP/\$1.payload"; wait' payload "\$1" &
 wait
 SH
@@ -142,7 +142,7 @@ cdrive_fails EPERM create "$TMP/alpha.spec"
 stderr_has "masked"
 
 # --- destroy drains what ignores SIGTERM and forks
-spec bravo stubborn
+spec bravo ignore-term
 cdrive_ok create "$TMP/bravo.spec"
 CG_B=$(jq -r .cgroup "$TMP/stdout")
 wait_file "$TMP/bravo.payload"

@@ -5,7 +5,8 @@
 # cold start gives (no capability, read-only root, no_new_privileges, the
 # job's uid, outputs captured), with nothing of berth-slot-init left; a job
 # that does not fit is refused and leaves the slot as it was, then runs cold;
-# a slot whose sandbox dies while idle, or that retires, is reported lost;
+# a slot whose sandbox dies while idle, or that retires, is reported lost,
+# also while its ending shim still holds its lock;
 # discard leaves no container, cgroup or directory behind.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 . "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
@@ -258,7 +259,21 @@ for be in runsc crun; do
     new_job "$be-late" 'true'
     drive_fails ESTALE "$be" claim "$(id_of "$be-d")" "$TMP/$be-late.dispatch.json"
     stderr_has "is not ready"
+    # An ending slot: its result is written and its lock still held (as the
+    # shim holds it until it exits).  It is lost all the same, and discard
+    # waits for the lock instead of failing "being claimed" (the CI failure
+    # of stop 30: berthd's discard right after the notification).
+    D=$TMP/state-$be/slots/$(id_of "$be-d")
+    rm -f "$TMP/locked" "$TMP/release"
+    flock -x "$D" sh -c 'touch "$1/locked"; while [ ! -e "$1/release" ]; do sleep 0.05; done' holder "$TMP" &
+    HOLDER=$!
+    for _ in $(seq 1 100); do [ -e "$TMP/locked" ] && break; sleep 0.1; done
+    [ -e "$TMP/locked" ] || fail "$be: could not take slot d's lock"
+    [ "$(slot_state "$be" "$be-d")" = "lost/slot_lost" ] ||
+        fail "$be: an ending slot (result written, lock held): $(cat "$TMP/stdout")"
+    (sleep 0.2 && touch "$TMP/release") &
     discard_ok "$be" "$be-d"
+    wait "$HOLDER"
     runtime_has "$be" "$(id_of "$be-d")" && fail "$be: slot d's container is still there"
     new_slot "$be-e" 4
     drive_ok "$be" provision "$TMP/$be-e.slot.json"
