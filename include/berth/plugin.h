@@ -680,6 +680,8 @@ struct berth_evidence_store_ops_v1 {
  * @attach: move the process referred to by @pidfd (pidfd_open(2)) into the
  *     job's payload group.  -ESRCH not a live process.
  * @kill: send @signo (1 to 64) to every process in the job's unit.
+ *     -EINVAL @signo out of range; -ESRCH the unit is not running (no
+ *     process to signal, whether it ended or never ran).
  * @status: report the unit as JSON: {"unit", "load_state", "active_state",
  *     "sub_state" (the manager's words), "cgroup", "populated": any process
  *     in the group, "masked", "job_pending": the manager has a start or
@@ -698,6 +700,13 @@ struct berth_evidence_store_ops_v1 {
  *     (it is fenced all the same); -ETIMEDOUT processes remain after the
  *     drain timeout; -EAGAIN the proof did not hold.  Any error means the
  *     job may still hold processes: call it again later.
+ *
+ * Every op may also fail because of the manager itself: -ENOENT or
+ * -ECONNREFUSED it cannot be reached; -EACCES it is not who it should be
+ * (containment-systemd: the socket's peer is not root's PID 1) or denied
+ * the call; -EBUSY it refused a job that conflicts with one already
+ * queued for the unit; -EIO or -ETIMEDOUT any other failure of the call;
+ * -ENOMEM.  No other errno is returned.
  */
 struct berth_containment_ops_v1 {
     int (*capabilities)(void *state, char **ret_json, size_t *ret_len, struct berth_error *reterr);

@@ -344,6 +344,10 @@ static int contained_kill(void *state, const char *job_id, int signo, struct ber
     if ((r = unit_open(state, job_id, &u, reterr)) < 0)
         return r;
     r = manager_kill(&u.m, u.name, signo, reterr);
+    /* An instance that ended may be unloaded before the call: not loaded
+     * is not running, the same as inactive (plugin.h: -ESRCH). */
+    if (r == -ENOENT)
+        r = berth_error_set(reterr, -ESRCH, "%s is not running: no process to signal", u.name);
     unit_done(&u);
     return r;
 }
@@ -437,7 +441,7 @@ static int contained_destroy(void *state, const char *job_id, struct berth_error
     {
         struct drain_args d = {.cgroup = cg, .timeout_ns = c->drain_timeout_ns};
         r = manager_run_job(&u.m, false, u.name, "replace", drain_now, &d, &result, reterr);
-        if (r == -ENOENT || r == -ENOEXEC) /* nothing to stop: drain what may be left */
+        if (r == -ENOENT || r == -ESRCH) /* nothing to stop: drain what may be left */
             r = drain_now(&d, reterr);
         if (r < 0)
             goto out;

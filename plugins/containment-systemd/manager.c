@@ -30,10 +30,18 @@ static int bus_errno(const sd_bus_error *e, int r)
         const char *name;
         int err;
     } map[] = {
-        {"org.freedesktop.systemd1.NoSuchUnit", ENOENT},  {"org.freedesktop.systemd1.UnitMasked", ERFKILL},
-        {"org.freedesktop.systemd1.LoadFailed", EIO},     {"org.freedesktop.systemd1.JobTypeNotApplicable", EBADR},
-        {"org.freedesktop.systemd1.TransactionIsDestructive", EDEADLK},
-        {"org.freedesktop.systemd1.UnitInactive", ENOEXEC}, {"org.freedesktop.DBus.Error.AccessDenied", EACCES},
+        /* Only errnos the ops table documents (plugin.h, struct
+         * berth_containment_ops_v1): a masked unit is refused (EPERM), a
+         * job that conflicts with one already queued is busy (EBUSY), a
+         * unit without processes has none to signal (ESRCH). */
+        {"org.freedesktop.systemd1.NoSuchUnit", ENOENT},
+        {"org.freedesktop.systemd1.UnitMasked", EPERM},
+        {"org.freedesktop.systemd1.LoadFailed", EIO},
+        {"org.freedesktop.systemd1.JobTypeNotApplicable", EINVAL},
+        {"org.freedesktop.systemd1.TransactionIsDestructive", EBUSY},
+        {"org.freedesktop.systemd1.UnitInactive", ESRCH},
+        {"org.freedesktop.systemd1.NoSuchProcess", ESRCH},
+        {"org.freedesktop.DBus.Error.AccessDenied", EACCES},
     };
 
     for (size_t i = 0; e && sd_bus_error_is_set(e) && i < ELEMENTSOF(map); i++)

@@ -6,7 +6,8 @@
 # process into the payload group; a killed supervisor takes its payload
 # with it; destroy masks, stops and drains with cgroup.kill what ignores
 # SIGTERM and forks, and the id can never start again; a drop-in on the
-# template refuses every launch until it is gone; units lists a unit
+# template, or the template altered in place, refuses every launch until it
+# is undone; kill reaches every process; units lists a unit
 # started by hand with no record, and destroy drains it; a socket not served by
 # root's PID 1 is refused.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
@@ -198,6 +199,58 @@ ct systemctl daemon-reload
 cdrive_ok create "$TMP/delta.spec"
 wait_file "$TMP/delta.payload"
 cdrive_ok destroy delta
+
+# --- the template altered in place (not by a drop-in) refuses every launch
+# and says which property differs; put back, it launches again.
+spec golf
+alter() {
+    ct sh -c "sed -i '$1' $UNITDIR/berth-job@.service"
+    ct systemctl daemon-reload
+}
+restore() {
+    ct cp "$TMP/berth-job@.service" "$UNITDIR/berth-job@.service"
+    ct systemctl daemon-reload
+}
+alter 's/^KillMode=control-group$/KillMode=mixed/'
+cdrive_fails EPERM create "$TMP/golf.spec"
+grep -q "KillMode=mixed, the template says control-group" "$TMP/stderr" || fail "KillMode=mixed: $(cat "$TMP/stderr")"
+restore
+alter 's/^Delegate=yes$/Delegate=no/'
+cdrive_fails EPERM create "$TMP/golf.spec"
+stderr_has "Delegate=no"
+restore
+alter "s|^ExecStart=.*|ExecStart=$BERTH_CONTAINED %i extra|"
+cdrive_fails EPERM create "$TMP/golf.spec"
+stderr_has "passes the argument list of another command"
+restore
+alter "s|^ExecStart=.*|ExecStart=/bin/sleep $LONG|"
+cdrive_fails EPERM create "$TMP/golf.spec"
+stderr_has "runs /bin/sleep, not $BERTH_CONTAINED"
+restore
+[ "$(status_of golf .active_state)" = inactive ] || fail "golf started: $(cat "$TMP/stdout")"
+[ ! -e "$TMP/golf.sup" ] || fail "golf's supervisor ran under an altered template"
+
+# --- kill: a signal reaches every process of the unit, the payload's too
+cdrive_ok create "$TMP/golf.spec"
+wait_file "$TMP/golf.payload"
+CG_G=$(status_of golf .cgroup)
+PAY_G=$(payload_pids "$CG_G")
+[ -n "$PAY_G" ] || fail "golf has no payload process"
+cdrive_ok kill golf 9
+for _ in $(seq 100); do
+    [ "$(status_of golf .populated)" = false ] && break
+    sleep 0.1
+done
+[ "$(status_of golf .populated)" = false ] || fail "golf still holds processes after kill 9: $(cat "$TMP/stdout")"
+alive "$(cat "$TMP/golf.sup")" && fail "golf's supervisor survived kill 9"
+for p in $PAY_G; do alive "$p" && fail "payload process $p of golf survived kill 9"; done
+# Nothing left to signal, a signal out of range, a unit that never was.
+cdrive_fails ESRCH kill golf 15
+cdrive_fails EINVAL kill golf 65
+cdrive_fails ESRCH kill never-was 15
+# Nothing of golf is left to drain: destroy says so, and fences it all the same.
+cdrive_fails ENOENT destroy golf
+[ "$(status_of golf .masked)" = true ] || fail "golf is not masked after destroy: $(cat "$TMP/stdout")"
 
 # --- bad input
 printf '{"job_id": "../x", "argv": ["/bin/true"]}' >"$TMP/bad.spec"
