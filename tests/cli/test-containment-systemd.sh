@@ -7,7 +7,8 @@
 # with it; destroy masks, stops and drains with cgroup.kill what ignores
 # SIGTERM and forks, and the id can never start again; a drop-in on the
 # template, or the template altered in place, refuses every launch until it
-# is undone; kill reaches every process; units lists a unit
+# is undone; a restart by hand runs nothing; kill reaches every process;
+# units lists a unit
 # started by hand with no record, and destroy drains it; a socket not served by
 # root's PID 1 is refused.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
@@ -133,6 +134,12 @@ done
 case $(status_of alpha .active_state) in active | deactivating) fail "alpha did not end: $(cat "$TMP/stdout")" ;; esac
 [ "$(jq -r .populated "$TMP/stdout")" = false ] || fail "the manager left processes in alpha: $(cat "$TMP/stdout")"
 for p in $PAY_A; do alive "$p" && fail "payload process $p of alpha outlived its supervisor"; done
+# The same instance started again by hand: its launch file was consumed, so
+# the launcher refuses and no supervisor runs (it would rewrite alpha.sup).
+SUP_A=$(cat "$TMP/alpha.sup")
+run 1 ct systemctl start berth-job@alpha.service
+[ "$(status_of alpha .populated)" = false ] || fail "a restart of alpha runs: $(cat "$TMP/stdout")"
+[ "$(cat "$TMP/alpha.sup")" = "$SUP_A" ] || fail "a restart of alpha ran its supervisor again"
 # Proven gone either way: destroy says it removed it, or that nothing was left.
 run_status=0
 cdrive destroy alpha >"$TMP/stdout" 2>"$TMP/stderr" || run_status=$?
@@ -218,6 +225,18 @@ restore
 alter 's/^Delegate=yes$/Delegate=no/'
 cdrive_fails EPERM create "$TMP/golf.spec"
 stderr_has "Delegate=no"
+restore
+alter 's/^Restart=no$/Restart=always/'
+cdrive_fails EPERM create "$TMP/golf.spec"
+grep -q "Restart=always, the template says no" "$TMP/stderr" || fail "Restart=always: $(cat "$TMP/stderr")"
+restore
+alter 's/^Type=exec$/Type=simple/'
+cdrive_fails EPERM create "$TMP/golf.spec"
+grep -q "Type=simple, the template says exec" "$TMP/stderr" || fail "Type=simple: $(cat "$TMP/stderr")"
+restore
+alter 's/^\[Service\]$/[Service]\nSlice=system.slice/'
+cdrive_fails EPERM create "$TMP/golf.spec"
+stderr_has "Slice=system.slice"
 restore
 alter "s|^ExecStart=.*|ExecStart=$BERTH_CONTAINED %i extra|"
 cdrive_fails EPERM create "$TMP/golf.spec"
