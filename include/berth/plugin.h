@@ -104,7 +104,7 @@ extern "C" {
 /** ABI major version: bumped only for incompatible changes. */
 #define BERTH_PLUGIN_ABI_MAJOR 1
 /** ABI minor version: bumped when something is appended. */
-#define BERTH_PLUGIN_ABI_MINOR 3
+#define BERTH_PLUGIN_ABI_MINOR 4
 /** Pack a major and minor version the way struct berth_plugin stores them. */
 #define BERTH_PLUGIN_ABI_PACK(major, minor) ((uint32_t)(((major) << 16) | ((minor)&0xffff)))
 /** The ABI version this header describes, packed as major << 16 | minor. */
@@ -222,7 +222,30 @@ enum berth_plugin_kind {
  *           only costs the time until the reconcile timer's next pass,
  *           which keeps polling every job, notified or not.  A plugin built
  *           for ABI 1.0 never calls it and is polled as before.
+ *
+ * Appended in ABI 1.4:
+ *
+ * @containment: the containment instance the operator bound to this
+ *           instance (berthd.json(5): a runtime backend's "containment"
+ *           member), for a runtime that runs its jobs' host-side processes
+ *           in it (docs/containment.md).  On 0, *@ret_ops is an ops table of
+ *           the core's, valid for *@ret_ops_size bytes (at least
+ *           BERTH_CONTAINMENT_OPS_V1_0_SIZE: check a member appended later
+ *           against it, and for NULL, as with any ops table), and *@ret_state
+ *           is the state to pass as each op's first argument.  The core's ops
+ *           forward to the containment plugin, one call at a time: they may
+ *           be called from any thread, at once, and a call waits for the one
+ *           in progress (containment-systemd's destroy: up to its drain
+ *           timeout, 10 s by default).  Both stay valid from before init()
+ *           is called until fini() has returned, and every call of
+ *           containment returns the same table and state.  Returns 0,
+ *           -ENOENT (no containment is bound to this instance: it runs its
+ *           jobs as it always did), or -EINVAL (NULL arguments).  A runtime
+ *           that cannot run its jobs contained must refuse init() when this
+ *           returns 0, never run them uncontained.
  */
+struct berth_containment_ops_v1;
+
 struct berth_host {
     uint32_t struct_size;
     uint32_t abi_version;
@@ -242,6 +265,9 @@ struct berth_host {
                         uint32_t mode, uint32_t flags, struct berth_error *reterr);
     /* ABI 1.1 */
     void (*job_changed)(const struct berth_host *host, const char *job_id);
+    /* ABI 1.4 */
+    int (*containment)(const struct berth_host *host, const struct berth_containment_ops_v1 **ret_ops,
+                       size_t *ret_ops_size, void **ret_state);
 };
 
 /**

@@ -47,6 +47,9 @@ plugins_runtime_oci_runtime_oci_la_LDFLAGS = $(BERTH_PLUGIN_LDFLAGS)
 plugins_runtime_oci_runtime_oci_la_LIBADD = $(BERTH_CORE_LIBS)
 
 if ENABLE_TESTS
+# berthd.json's "containment" on a runtime backend: bound by berthd and
+# berthctl qualify (with the fixture containment), refused by runtime-oci.
+TESTS += tests/cli/test-berthd-containment.sh
 # The reader of declared outputs on a real directory tree (no root needed).
 check_PROGRAMS += tests/unit/test-outcheck
 TESTS += tests/unit/test-outcheck
@@ -118,4 +121,4 @@ EXTRA_DIST += tests/cli/test-bundle-runtimes.sh tests/cli/test-runtime-oci.sh te
 	tests/cli/test-berthd-events-oci.sh tests/cli/test-berthd-roots-oci.sh \
 	tests/cli/oci-lib.sh tests/cli/oci-drive-lib.sh tests/bench/overhead tests/bench/direct-lib.sh tests/bench/steps-lib.sh tests/bench/starts tests/bench/slots tests/bench/bench-warm tests/unit/test-runtime-oci.c tests/tools/mkbundle.c \
 	tests/cli/test-runtime-oci-io.sh tests/cli/test-runtime-oci-warm.sh tests/cli/test-berthd-warm-oci.sh \
-	tests/tools/oci-drive.c tests/unit/test-outcheck.c tests/unit/test-ocipin.c
+	tests/tools/oci-drive.c tests/unit/test-outcheck.c tests/unit/test-ocipin.c tests/cli/test-berthd-containment.sh

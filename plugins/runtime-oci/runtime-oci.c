@@ -304,6 +304,21 @@ static int oci_init(const struct berth_host *host, const char *config, size_t co
 
     if (!o)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
+    {
+        const struct berth_containment_ops_v1 *cops;
+        size_t cops_size;
+        void *cstate;
+
+        /* plugin.h: a runtime that cannot run its jobs contained refuses a
+         * containment rather than run them outside it. */
+        if (BERTH_HOST_HAS(host, containment) && host->containment &&
+            host->containment(host, &cops, &cops_size, &cstate) == 0) {
+            free(o);
+            return berth_error_set(reterr, -EOPNOTSUPP,
+                                   "a containment is configured for this backend, but runtime-oci cannot run its "
+                                   "jobs in one yet (docs/containment.md); remove \"containment\" from the backend");
+        }
+    }
     o->host = host;
     o->jobsfd = o->slotsfd = o->bundlesfd = o->lockfd = -1;
     pthread_mutex_init(&o->lock, NULL);

@@ -20,6 +20,7 @@
 #include "berthd-config.h"
 #include "canon.h"
 #include "fsutil.h"
+#include "backend-load.h"
 #include "host-table.h"
 #include "journal.h"
 #include "jsonobj.h"
@@ -195,13 +196,13 @@ static int qualify(struct bctl_globals *g, struct qopts *o)
     struct berthd_config cfg = {0};
     struct berth_error err = BERTH_ERROR_INIT;
     struct berth_logger logger = {.sink = log_sink, .max_level = BERTH_LOG_WARNING};
-    struct berth_host_instance host;
+    struct berthd_backend_instance inst = {0};
     struct berth_plugin_handle *plugin = NULL;
     struct berth_journal *journal = NULL;
     struct berth_signing_key *key = NULL;
     const struct berthd_backend_config *bc = NULL;
     struct berth_qualify_outcome out = {0};
-    _cleanup_free_ char *config = NULL, *file = NULL, *wd = NULL, *journal_path = NULL, *text = NULL;
+    _cleanup_free_ char *wd = NULL, *journal_path = NULL, *text = NULL;
     size_t len = 0, i;
     int r, rc = BCTL_EXIT_FAIL;
 
@@ -228,31 +229,11 @@ static int qualify(struct bctl_globals *g, struct qopts *o)
                    r == -EBUSY || r == -EWOULDBLOCK ? " (is berthd running? stop it first)" : "");
         goto out;
     }
-    {
-        json_t *empty = json_object();
-        r = empty ? berth_json_serialize(bc->config ? bc->config : empty, 0, &config, &len, &err) : -ENOMEM;
-        json_decref(empty);
-        if (r < 0 || asprintf(&file, "%s.so", bc->plugin) < 0) {
-            bctl_error(VERB, "out of memory");
-            goto out;
-        }
+    if ((r = berthd_backend_load(cfg.plugin_directory, bc, BERTH_PLUGIN_RUNTIME, &logger, &inst, &err)) < 0) {
+        bctl_error(VERB, "backend %s: %s", bc->name, err.message);
+        goto out;
     }
-    {
-        const struct berth_plugin_load_options lo = {
-            .dir = cfg.plugin_directory,
-            .file = file,
-            .sha256 = bc->sha256,
-            .kind = BERTH_PLUGIN_RUNTIME,
-            .host = berth_host_instance_init(&host, bc->name, &logger),
-            .config = config,
-            .config_len = len,
-        };
-        if ((r = berth_plugin_load(&lo, &plugin, NULL, &err)) < 0) {
-            bctl_error(VERB, "backend %s: plugin %s in %s: %s", bc->name, bc->plugin, cfg.plugin_directory,
-                       err.message);
-            goto out;
-        }
-    }
+    plugin = inst.plugin;
     if ((r = berth_signing_key_load(cfg.receipt_key, &key, &err)) < 0) {
         bctl_error(VERB, "receipt_key %s: %s", cfg.receipt_key, err.message);
         goto out;
@@ -311,7 +292,7 @@ out:
     berth_qualify_outcome_clear(&out);
     berth_journal_close(journal);
     berth_signing_key_free(key);
-    berth_plugin_unload(plugin);
+    berthd_backend_unload(&inst);
     berthd_config_clear(&cfg);
     return rc;
 }

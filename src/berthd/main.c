@@ -29,6 +29,7 @@
 #include <berth/version.h>
 
 #include "audit.h"
+#include "backend-load.h"
 #include "berthd-config.h"
 #include "broker.h"
 #include "canon.h"
@@ -59,17 +60,15 @@ struct daemon {
     struct berth_audit_key audit_key;
     struct berth_policy_source *policy;
     struct berth_journal *journal;
-    struct berth_host_instance hosts[BERTH_BERTHD_BACKENDS_MAX];
-    struct berth_plugin_handle *plugins[BERTH_BERTHD_BACKENDS_MAX];
+    struct berthd_backend_instance runtimes[BERTH_BERTHD_BACKENDS_MAX]; /* each with its containment */
+    struct berth_plugin_handle *plugins[BERTH_BERTHD_BACKENDS_MAX];     /* runtimes[i].plugin, borrowed */
     struct berth_broker_backend backends[BERTH_BERTHD_BACKENDS_MAX];
-    struct berth_host_instance images_host;
-    struct berth_host_instance stager_host;
-    struct berth_plugin_handle *stager; /* a second image source instance, for dispatch */
+    struct berthd_backend_instance images_instance, stager_instance, evidence_instance;
+    struct berth_plugin_handle *stager; /* a second image source instance, for dispatch (borrowed) */
     char *stage_directory;              /* state_directory/stage */
     char *inputs_directory;             /* state_directory/inputs: each job's staged inputs */
-    struct berth_plugin_handle *images; /* the image source, or NULL */
-    struct berth_host_instance evidence_host;
-    struct berth_plugin_handle *evidence; /* the evidence store, or NULL */
+    struct berth_plugin_handle *images;   /* the image source, or NULL (borrowed) */
+    struct berth_plugin_handle *evidence; /* the evidence store, or NULL (borrowed) */
     char *evidence_spool;                 /* state_directory/evidence-spool */
     struct berth_broker *broker;
     struct berthd_worker worker;
@@ -213,7 +212,7 @@ static void result_recorded(void *userdata, const char *principal, const char *j
 static void route_notifications(struct daemon *d, bool on)
 {
     for (size_t i = 0; i < d->cfg.n_backends; i++)
-        berth_host_instance_set_notify(&d->hosts[i], on ? job_changed : NULL, on ? d : NULL);
+        berth_host_instance_set_notify(&d->runtimes[i].host, on ? job_changed : NULL, on ? d : NULL);
 }
 
 #ifdef BERTH_FAULT_INJECTION
@@ -261,35 +260,22 @@ static int check_policy(struct daemon *d)
     return berth_policy_source_new(d->cfg.policy, &d->policy) < 0 ? 1 : 0;
 }
 
-/* Load the plugin of @bc as instance @name of @kind into *@ret. */
+/* Load the plugin of @bc (and its containment) as an instance of @kind into @inst; *@ret borrows it. */
 static int load_plugin(struct daemon *d, const struct berthd_backend_config *bc, const char *what, uint32_t kind,
-                       struct berth_host_instance *host, struct berth_plugin_handle **ret)
+                       struct berthd_backend_instance *inst, struct berth_plugin_handle **ret)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    _cleanup_free_ char *config = NULL, *file = NULL;
     const struct berth_plugin_info *info;
-    struct berth_plugin_load_options o = {0};
-    size_t len = 0;
-    json_t *empty = json_object();
 
-    if (!empty || berth_json_serialize(bc->config ? bc->config : empty, 0, &config, &len, &err) < 0 ||
-        asprintf(&file, "%s.so", bc->plugin) < 0) {
-        json_decref(empty);
-        berth_logf(&d->logger, BERTH_LOG_ERR, "%s: out of memory", what);
+    if (berthd_backend_load(d->cfg.plugin_directory, bc, kind, &d->logger, inst, &err) < 0) {
+        berth_logf(&d->logger, BERTH_LOG_ERR, "%s: %s", what, err.message);
         return 1;
     }
-    json_decref(empty);
-    o.dir = d->cfg.plugin_directory;
-    o.file = file;
-    o.sha256 = bc->sha256;
-    o.kind = kind;
-    o.host = berth_host_instance_init(host, bc->name, &d->logger);
-    o.config = config;
-    o.config_len = len;
-    if (berth_plugin_load(&o, ret, NULL, &err) < 0) {
-        berth_logf(&d->logger, BERTH_LOG_ERR, "%s: plugin %s in %s: %s", what, bc->plugin, d->cfg.plugin_directory,
-                   err.message);
-        return 1;
+    *ret = inst->plugin;
+    if (inst->containment) {
+        info = berth_plugin_get_info(inst->containment);
+        berth_logf(&d->logger, BERTH_LOG_INFO, "%s: containment plugin %s %s (%s)", what, info->name, info->version,
+                   info->sha256);
     }
     info = berth_plugin_get_info(*ret);
     berth_logf(&d->logger, BERTH_LOG_INFO, "%s: plugin %s %s (%s)", what, info->name, info->version, info->sha256);
@@ -306,7 +292,7 @@ static int load_backends(struct daemon *d)
         const struct berth_plugin_info *info;
 
         snprintf(what, sizeof(what), "backend %s", bc->name);
-        if (load_plugin(d, bc, what, BERTH_PLUGIN_RUNTIME, &d->hosts[i], &d->plugins[i]) != 0)
+        if (load_plugin(d, bc, what, BERTH_PLUGIN_RUNTIME, &d->runtimes[i], &d->plugins[i]) != 0)
             return 1;
         info = berth_plugin_get_info(d->plugins[i]);
         d->backends[i] = (struct berth_broker_backend){
@@ -321,11 +307,11 @@ static int load_backends(struct daemon *d)
         };
     }
     if (d->cfg.has_images &&
-        (load_plugin(d, &d->cfg.images, "image source", BERTH_PLUGIN_IMAGE_SOURCE, &d->images_host, &d->images) != 0 ||
-         load_plugin(d, &d->cfg.images, "image stager", BERTH_PLUGIN_IMAGE_SOURCE, &d->stager_host, &d->stager) != 0))
+        (load_plugin(d, &d->cfg.images, "image source", BERTH_PLUGIN_IMAGE_SOURCE, &d->images_instance, &d->images) != 0 ||
+         load_plugin(d, &d->cfg.images, "image stager", BERTH_PLUGIN_IMAGE_SOURCE, &d->stager_instance, &d->stager) != 0))
         return 1;
     if (d->cfg.has_evidence && load_plugin(d, &d->cfg.evidence, "evidence store", BERTH_PLUGIN_EVIDENCE_STORE,
-                                           &d->evidence_host, &d->evidence) != 0)
+                                           &d->evidence_instance, &d->evidence) != 0)
         return 1;
     return 0;
 }
@@ -582,10 +568,10 @@ static void stop(struct daemon *d)
         event_base_free(d->base);
     berth_broker_free(d->broker);
     for (i = 0; i < BERTH_BERTHD_BACKENDS_MAX; i++)
-        berth_plugin_unload(d->plugins[i]);
-    berth_plugin_unload(d->images);
-    berth_plugin_unload(d->stager);
-    berth_plugin_unload(d->evidence);
+        berthd_backend_unload(&d->runtimes[i]);
+    berthd_backend_unload(&d->images_instance);
+    berthd_backend_unload(&d->stager_instance);
+    berthd_backend_unload(&d->evidence_instance);
     free(d->stage_directory);
     free(d->evidence_spool);
     free(d->inputs_directory);

@@ -69,6 +69,7 @@ BERTH_JOB_SOURCES = \
 	src/lib/job/policy.c src/lib/job/policy.h \
 	src/lib/job/receipt.c src/lib/job/receipt.h
 BERTH_PLUGIN_SOURCES = \
+	src/lib/plugin/containment-binding.c src/lib/plugin/containment-binding.h \
 	src/lib/plugin/host-table.c src/lib/plugin/host-table.h \
 	src/lib/plugin/loader.c src/lib/plugin/loader.h
 BERTH_QUALIFY_SOURCES = \
@@ -95,6 +96,7 @@ BERTH_BROKER_SOURCES = \
 	src/lib/broker/broker-roots.c
 # berthd.json: read by berthd and "berthctl qualify", written by "berthctl dev-init".
 BERTH_CONFIG_SOURCES = \
+	src/lib/config/backend-load.c src/lib/config/backend-load.h \
 	src/lib/config/berthd-config.c src/lib/config/berthd-config.h
 # All of libberth, for builds that compile it once more (the fuzz targets).
 BERTH_LIB_SOURCES = $(BERTH_BASIC_SOURCES) $(BERTH_JSON_SOURCES) $(BERTH_CRYPTO_SOURCES) \

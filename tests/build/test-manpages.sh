@@ -237,13 +237,13 @@ if [ -f "$page" ]; then
     check "warm vs warm_members and warm_target_members" SS warm
     c_array "$cfg" backend_members | prefixed "backends.NAME." >"$TMP/expected"
     check "backends vs backend_members" SS backends
-    { c_array "$cfg" image_members | prefixed "images."
+    { c_array "$cfg" plugin_members | prefixed "images."
       c_array "$SRC/plugins/image-oci-local/image-oci-local.c" members; } >"$TMP/expected"
-    check "images vs image_members and image-oci-local's members" SS images
+    check "images vs plugin_members and image-oci-local's members" SS images
     if [ -f "$SRC/plugins/evidence-sqlite/evidence-sqlite.c" ]; then
-        { c_array "$cfg" image_members | prefixed "evidence."
+        { c_array "$cfg" plugin_members | prefixed "evidence."
           c_array "$SRC/plugins/evidence-sqlite/evidence-sqlite.c" members; } >"$TMP/expected"
-        check "evidence vs image_members and evidence-sqlite's members" SS evidence
+        check "evidence vs plugin_members and evidence-sqlite's members" SS evidence
     fi
     c_array "$SRC/src/lib/job/policy.c" quota_members >"$TMP/expected"
     check "Evidence quota vs quota_members" SS "Evidence quota"

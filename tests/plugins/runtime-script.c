@@ -65,6 +65,12 @@
  * berthd restart); "sleep" and "hold" are only polled.  Built with
  * -DSCRIPT_ABI_1_0 it is "runtime-script-1-0", a plugin of ABI 1.0 (its ops
  * table ends at reap()) that never notifies: berthd must poll it.
+ *
+ * Containment (ABI 1.4, host->containment): when the host binds one, init()
+ * calls its capabilities() and writes "containment.json" in the
+ * state_directory, {"capabilities": what it said, "ops_size": the table's
+ * size, "units": whether the table has units}, so a test can see what the
+ * core handed over.  The scripted jobs never run in it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -181,6 +187,42 @@ static int wait_for_go(struct script *s, const char *run_id, struct berth_error 
 
 static void script_fini(void *state);
 
+#ifndef SCRIPT_ABI_1_0
+/* The containment the host bound, if any, as containment.json (see the top). */
+static int record_containment(struct script *s, struct berth_error *reterr)
+{
+    const struct berth_containment_ops_v1 *ops;
+    struct berth_error err = BERTH_ERROR_INIT;
+    size_t ops_size = 0, len = 0;
+    char *caps = NULL, *text;
+    void *cstate;
+    json_t *doc;
+    int r;
+
+    if (!BERTH_HOST_HAS(s->host, containment) || !s->host->containment)
+        return 0;
+    r = s->host->containment(s->host, &ops, &ops_size, &cstate);
+    if (r == -ENOENT)
+        return 0;
+    if (r < 0)
+        return berth_error_set(reterr, r, "host->containment: %s", strerror(-r));
+    if ((r = ops->capabilities(cstate, &caps, &len, &err)) < 0)
+        return berth_error_set(reterr, r, "the containment's capabilities: %s", err.message);
+    doc = json_pack("{s:s%, s:I, s:b}", "capabilities", caps, len, "ops_size", (json_int_t)ops_size, "units",
+                    ops_size >= offsetof(struct berth_containment_ops_v1, units) + sizeof(ops->units) &&
+                        ops->units != NULL);
+    free(caps);
+    text = doc ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(doc);
+    if (!text)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    r = s->host->publish_file(s->host, s->dirfd, "containment.json", text, strlen(text), 0600, BERTH_PUBLISH_REPLACE,
+                              reterr);
+    free(text);
+    return r;
+}
+#endif
+
 static int script_init(const struct berth_host *host, const char *config, size_t config_len, void **ret_state,
                        struct berth_error *reterr)
 {
@@ -222,6 +264,13 @@ static int script_init(const struct berth_host *host, const char *config, size_t
         s->qualification = json_string("unqualified");
     json_decref(cfg);
 #ifndef SCRIPT_ABI_1_0
+    {
+        int r = record_containment(s, reterr);
+        if (r < 0) {
+            script_fini(s);
+            return r;
+        }
+    }
     {
         int r = script_notify_start(host, &s->notify);
         if (r < 0) {

@@ -359,6 +359,58 @@ START_TEST(evidence)
 }
 END_TEST
 
+/* A runtime backend's containment: parsed, refused when malformed, written back. */
+START_TEST(containment)
+{
+    struct berthd_config c, back;
+    _cleanup_free_ char *text = NULL;
+    const json_t *cc;
+
+    parse_ok(DOC(",\"backends\":{\"runsc\":{\"plugin\":\"runtime-oci\",\"containment\":{\"plugin\":"
+                 "\"containment-systemd\",\"sha256\":\"" SHA_A "\",\"config\":{\"drain_timeout_ns\":5}}},"
+                 "\"plain\":{\"plugin\":\"runtime-oci\"}}"),
+             &c);
+    ck_assert_uint_eq(c.n_backends, 2);
+    ck_assert_str_eq(c.backends[0].containment.plugin, "containment-systemd");
+    ck_assert_str_eq(c.backends[0].containment.sha256, SHA_A);
+    ck_assert_ptr_nonnull(cc = c.backends[0].containment.config);
+    ck_assert_int_eq(json_integer_value(json_object_get(cc, "drain_timeout_ns")), 5);
+    ck_assert_ptr_null(c.backends[1].containment.plugin);
+    ck_assert_ptr_null(c.backends[1].containment.sha256);
+    ck_assert_ptr_null(c.backends[1].containment.config);
+    round_trip(&c, &back, &text);
+    ck_assert_str_eq(back.backends[0].containment.plugin, "containment-systemd");
+    ck_assert_str_eq(back.backends[0].containment.sha256, SHA_A);
+    ck_assert_ptr_null(back.backends[1].containment.plugin);
+    ck_assert_msg(strstr(text, "\"containment\":{\"config\":{\"drain_timeout_ns\":5},\"plugin\":"
+                               "\"containment-systemd\",\"sha256\":\"" SHA_A "\"}"),
+                  "%s", text);
+    berthd_config_clear(&back);
+    berthd_config_clear(&c);
+
+    refused(DOC(",\"backends\":{\"runsc\":{\"plugin\":\"runtime-oci\",\"containment\":\"systemd\"}}"),
+            "config.backends.runsc.containment must be an object such as {\"plugin\": \"containment-systemd\"}");
+    refused(DOC(",\"backends\":{\"runsc\":{\"plugin\":\"runtime-oci\",\"containment\":{}}}"),
+            "config.backends.runsc.containment.plugin is missing");
+    refused(DOC(",\"backends\":{\"runsc\":{\"plugin\":\"runtime-oci\",\"containment\":{\"plugin\":\"Systemd\"}}}"),
+            "config.backends.runsc.containment.plugin must be a plugin name such as containment-systemd");
+    refused(DOC(",\"backends\":{\"runsc\":{\"plugin\":\"runtime-oci\",\"containment\":{\"plugin\":"
+                "\"containment-systemd\",\"sha256\":\"sha256:AA\"}}}"),
+            "config.backends.runsc.containment.sha256 must be sha256:<64 lowercase hex>");
+    refused(DOC(",\"backends\":{\"runsc\":{\"plugin\":\"runtime-oci\",\"containment\":{\"plugin\":"
+                "\"containment-systemd\",\"config\":[]}}}"),
+            "config.backends.runsc.containment.config must be an object");
+    refused(DOC(",\"backends\":{\"runsc\":{\"plugin\":\"runtime-oci\",\"containment\":{\"plugin\":"
+                "\"containment-systemd\",\"require_qualification\":true}}}"),
+            "config.backends.runsc.containment: unknown member \"require_qualification\"");
+    /* Only runtime backends have one. */
+    refused(DOC(",\"images\":{\"plugin\":\"image-oci-local\",\"containment\":{\"plugin\":\"containment-systemd\"}}"),
+            "config.images: unknown member \"containment\"");
+    refused(DOC(",\"evidence\":{\"plugin\":\"evidence-sqlite\",\"containment\":{\"plugin\":\"containment-systemd\"}}"),
+            "config.evidence: unknown member \"containment\"");
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("berthd-config");
@@ -371,6 +423,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, write_settings);
     tcase_add_test(tc, evidence);
     tcase_add_test(tc, retention);
+    tcase_add_test(tc, containment);
     return s;
 }
 

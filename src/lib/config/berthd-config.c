@@ -44,8 +44,9 @@ static const char *const http_members[] = {
     "max_per_principal",    "max_per_source",     "max_unauthenticated", "refusal_log_interval_ns",
     "request_timeout_ns",   "shutdown_timeout_ns", "threads",           NULL,
 };
-static const char *const backend_members[] = {"config", "plugin", "qualify_at_startup", "require_qualification",
-                                              "sha256", NULL};
+static const char *const backend_members[] = {"config",  "containment", "plugin", "qualify_at_startup",
+                                              "require_qualification", "sha256", NULL};
+static const char *const plugin_members[] = {"config", "plugin", "sha256", NULL};
 
 /**
  * struct int_setting - an optional integer member, its range and its
@@ -178,36 +179,67 @@ static int object_member(const json_t *o, const char *what, const char *key, con
     return berth_json_only_members(*ret, sub, allowed, reterr);
 }
 
+/* The members every plugin instance has, {plugin, sha256?, config?}, of the object @v (already checked for
+ * unknown members); @example names a plugin in messages. */
+static int parse_plugin_ref(const json_t *v, const char *what, const char *example, const char **ret_plugin,
+                            const char **ret_sha256, const json_t **ret_config, struct berth_error *reterr)
+{
+    int r;
+
+    if ((r = berth_json_string_member(v, what, "plugin", true, ret_plugin, reterr)) < 0 ||
+        (r = berth_json_string_member(v, what, "sha256", false, ret_sha256, reterr)) < 0)
+        return r;
+    if (!berth_plugin_name_valid(*ret_plugin))
+        return berth_error_set(reterr, -EBADMSG,
+                               "%s.plugin must be a plugin name such as %s (" BERTH_PLUGIN_NAME_RULE ")", what,
+                               example);
+    if (*ret_sha256) {
+        uint8_t raw[BERTH_SHA256_LEN];
+        if (berth_digest_parse(*ret_sha256, raw) < 0)
+            return berth_error_set(reterr, -EBADMSG, "%s.sha256 must be sha256:<64 lowercase hex>", what);
+    }
+    *ret_config = json_object_get(v, "config");
+    if (*ret_config && !json_is_object(*ret_config))
+        return berth_error_set(reterr, -EBADMSG, "%s.config must be an object", what);
+    return 0;
+}
+
+/* A runtime backend's containment, when @v has one: {plugin, sha256?, config?}. */
+static int parse_containment(const json_t *v, const char *what, struct berthd_containment_config *c,
+                             struct berth_error *reterr)
+{
+    const json_t *o = json_object_get(v, "containment");
+    char sub[160];
+    int r;
+
+    if (!o)
+        return 0;
+    snprintf(sub, sizeof(sub), "%s.containment", what);
+    if (!json_is_object(o))
+        return berth_error_set(reterr, -EBADMSG,
+                               "%s must be an object such as {\"plugin\": \"containment-systemd\"}", sub);
+    if ((r = berth_json_only_members(o, sub, plugin_members, reterr)) < 0)
+        return r;
+    return parse_plugin_ref(o, sub, "containment-systemd", &c->plugin, &c->sha256, &c->config, reterr);
+}
+
 /*
  * One plugin instance: {plugin, sha256, config[, require_qualification,
- * qualify_at_startup]}; @runtime: a runtime backend, with the qualification
- * members, else the image source or the evidence store; @example names a
- * plugin in messages.
+ * qualify_at_startup, containment]}; @runtime: a runtime backend, with the
+ * qualification members and its containment, else the image source or the
+ * evidence store; @example names a plugin in messages.
  */
 static int parse_backend(const json_t *v, const char *what, bool runtime, const char *example,
                          struct berthd_backend_config *b, struct berth_error *reterr)
 {
-    static const char *const image_members[] = {"config", "plugin", "sha256", NULL};
     const json_t *rq;
     int r;
 
     b->require_qualification = true;
-    if ((r = berth_json_only_members(v, what, runtime ? backend_members : image_members, reterr)) < 0 ||
-        (r = berth_json_string_member(v, what, "plugin", true, &b->plugin, reterr)) < 0 ||
-        (r = berth_json_string_member(v, what, "sha256", false, &b->sha256, reterr)) < 0)
+    if ((r = berth_json_only_members(v, what, runtime ? backend_members : plugin_members, reterr)) < 0 ||
+        (r = parse_plugin_ref(v, what, example, &b->plugin, &b->sha256, &b->config, reterr)) < 0 ||
+        (runtime && (r = parse_containment(v, what, &b->containment, reterr)) < 0))
         return r;
-    if (!berth_plugin_name_valid(b->plugin))
-        return berth_error_set(reterr, -EBADMSG,
-                               "%s.plugin must be a plugin name such as %s (" BERTH_PLUGIN_NAME_RULE ")", what,
-                               example);
-    if (b->sha256) {
-        uint8_t raw[BERTH_SHA256_LEN];
-        if (berth_digest_parse(b->sha256, raw) < 0)
-            return berth_error_set(reterr, -EBADMSG, "%s.sha256 must be sha256:<64 lowercase hex>", what);
-    }
-    b->config = json_object_get(v, "config");
-    if (b->config && !json_is_object(b->config))
-        return berth_error_set(reterr, -EBADMSG, "%s.config must be an object", what);
     rq = json_object_get(v, "qualify_at_startup");
     if (rq && !json_is_boolean(rq))
         return berth_error_set(reterr, -EBADMSG, "%s.qualify_at_startup must be true or false", what);
@@ -491,6 +523,13 @@ static json_t *backend_json(const struct berthd_backend_config *b, bool runtime)
         return NULL;
     if (b->config && put(o, "config", json_deep_copy(b->config)) < 0)
         return NULL;
+    if (runtime && b->containment.plugin) {
+        json_t *c = json_pack("{s:s}", "plugin", b->containment.plugin);
+
+        if (put(o, "containment", c) < 0 || put_string(c, "sha256", b->containment.sha256) < 0 ||
+            (b->containment.config && put(c, "config", json_deep_copy(b->containment.config)) < 0))
+            return NULL;
+    }
     return TAKE_PTR(o);
 }
 

@@ -51,10 +51,20 @@
  *           the evidence store).
  * @qualify_at_startup: berthd runs the live probes at startup when no
  *           current qualification exists (default false).
+ * @containment: (runtime backends only) the containment instance berthd
+ *           loads for this backend and binds to its host table (plugin.h,
+ *           host->containment): its plugin (NULL: none), pin and config, as
+ *           for a backend.
  *
  * Parsed, every pointer is borrowed from the document (struct
  * berthd_config.doc); for berthd_config_to_json() the caller owns them.
  */
+struct berthd_containment_config {
+    const char *plugin;
+    const char *sha256;
+    const json_t *config;
+};
+
 struct berthd_backend_config {
     const char *name;
     const char *plugin;
@@ -62,6 +72,7 @@ struct berthd_backend_config {
     const json_t *config;
     bool require_qualification;
     bool qualify_at_startup;
+    struct berthd_containment_config containment;
 };
 
 /**

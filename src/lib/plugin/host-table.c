@@ -111,6 +111,26 @@ void berth_host_instance_set_notify(struct berth_host_instance *inst, berth_host
     pthread_mutex_unlock(&inst->notify_lock);
 }
 
+static int host_containment(const struct berth_host *h, const struct berth_containment_ops_v1 **ret_ops,
+                            size_t *ret_ops_size, void **ret_state)
+{
+    const struct berth_host_instance *inst = instance_of(h);
+
+    if (!inst || !ret_ops || !ret_ops_size || !ret_state)
+        return -EINVAL;
+    if (!inst->containment)
+        return -ENOENT;
+    *ret_ops = &inst->containment->table;
+    *ret_ops_size = sizeof(inst->containment->table);
+    *ret_state = inst->containment;
+    return 0;
+}
+
+void berth_host_instance_set_containment(struct berth_host_instance *inst, struct berth_containment_binding *b)
+{
+    inst->containment = b;
+}
+
 const struct berth_host *berth_host_instance_init(struct berth_host_instance *inst, const char *instance,
                                                   const struct berth_logger *logger)
 {
@@ -129,6 +149,7 @@ const struct berth_host *berth_host_instance_init(struct berth_host_instance *in
     inst->host.read_file = host_read_file;
     inst->host.publish_file = host_publish_file;
     inst->host.job_changed = host_job_changed;
+    inst->host.containment = host_containment;
     /* A statically initialised mutex needs no pthread_mutex_destroy(). */
     inst->notify_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     return &inst->host;

@@ -13,6 +13,7 @@
 
 #include <berth/plugin.h>
 
+#include "containment-binding.h"
 #include "log.h"
 
 /**
@@ -32,6 +33,8 @@ typedef void berth_host_notify_fn(void *userdata, const char *instance, const ch
  * @instance: the backend name, NUL-terminated, at most 63 bytes.
  * @notify_lock, @notify, @notify_userdata: the sink of job_changed()
  *            (berth_host_instance_set_notify()); NULL drops the calls.
+ * @containment: what host->containment() hands out
+ *            (berth_host_instance_set_containment()); NULL: none bound.
  */
 struct berth_host_instance {
     struct berth_host host;
@@ -40,6 +43,7 @@ struct berth_host_instance {
     pthread_mutex_t notify_lock;
     berth_host_notify_fn *notify;
     void *notify_userdata;
+    struct berth_containment_binding *containment;
 };
 
 /**
@@ -59,5 +63,15 @@ const struct berth_host *berth_host_instance_init(struct berth_host_instance *in
  * @fn NULL, @userdata is no longer used.  Any thread; not from @fn.
  */
 void berth_host_instance_set_notify(struct berth_host_instance *inst, berth_host_notify_fn *fn, void *userdata);
+
+/**
+ * berth_host_instance_set_containment() - bind the containment @b (NULL:
+ * none, the default) to @inst, so that its host->containment() returns
+ * @b's forwarding table and @b as the state.  Call it before the plugin's
+ * init() and never change it while the plugin is loaded: plugin.h promises
+ * the same answer from init() to fini().  @b is borrowed and must outlive
+ * the plugin instance.  Not thread-safe against host->containment().
+ */
+void berth_host_instance_set_containment(struct berth_host_instance *inst, struct berth_containment_binding *b);
 
 #endif /* BERTH_HOST_H */

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* backend-load.c -- a configured plugin instance and its containment; see backend-load.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <berth/cleanup.h>
+
+#include "backend-load.h"
+#include "canon.h"
+#include "macro.h"
+
+/* Load @plugin (pin @sha256, config @config or "{}") as @kind for @host. */
+static int load_one(const char *dir, const char *plugin, const char *sha256, const json_t *config, uint32_t kind,
+                    const struct berth_host *host, struct berth_plugin_handle **ret, struct berth_error *reterr)
+{
+    _cleanup_free_ char *text = NULL, *file = NULL;
+    json_t *empty = json_object();
+    size_t len = 0;
+    int r;
+
+    r = empty ? berth_json_serialize(config ? config : empty, 0, &text, &len, reterr) : -ENOMEM;
+    json_decref(empty);
+    if (r < 0 || asprintf(&file, "%s.so", plugin) < 0)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    const struct berth_plugin_load_options o = {
+        .dir = dir, .file = file, .sha256 = sha256, .kind = kind, .host = host, .config = text, .config_len = len};
+    return berth_plugin_load(&o, ret, NULL, reterr);
+}
+
+int berthd_backend_load(const char *plugin_dir, const struct berthd_backend_config *bc, uint32_t kind,
+                        const struct berth_logger *logger, struct berthd_backend_instance *inst,
+                        struct berth_error *reterr)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    const struct berthd_containment_config *c = &bc->containment;
+    const struct berth_host *host;
+    char name[96];
+    int r;
+
+    memset(inst, 0, sizeof(*inst));
+    host = berth_host_instance_init(&inst->host, bc->name, logger);
+    if (c->plugin) {
+        if (kind != BERTH_PLUGIN_RUNTIME)
+            return berth_error_set(reterr, -EINVAL, "only a runtime backend can have a containment");
+        snprintf(name, sizeof(name), "%s.containment", bc->name ? bc->name : "");
+        r = load_one(plugin_dir, c->plugin, c->sha256, c->config, BERTH_PLUGIN_CONTAINMENT,
+                     berth_host_instance_init(&inst->containment_host, name, logger), &inst->containment, &err);
+        if (r < 0)
+            return berth_error_set(reterr, r, "containment plugin %s in %s: %s", c->plugin, plugin_dir, err.message);
+        berth_containment_binding_init(&inst->binding, berth_plugin_containment_ops(inst->containment),
+                                       berth_plugin_state(inst->containment));
+        berth_host_instance_set_containment(&inst->host, &inst->binding);
+    }
+    r = load_one(plugin_dir, bc->plugin, bc->sha256, bc->config, kind, host, &inst->plugin, &err);
+    if (r < 0)
+        return berth_error_set(reterr, r, "plugin %s in %s: %s", bc->plugin, plugin_dir, err.message);
+    return 0;
+}
+
+void berthd_backend_unload(struct berthd_backend_instance *inst)
+{
+    berth_plugin_unload(inst->plugin);
+    inst->plugin = NULL;
+    berth_plugin_unload(inst->containment);
+    inst->containment = NULL;
+}
