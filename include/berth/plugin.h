@@ -718,7 +718,13 @@ struct berth_evidence_store_ops_v1 {
  *     has its cgroup.  *@ret_json receives {"units": [{"job_id", "unit",
  *     "active_state" (the manager's, or "unknown" when it does not know
  *     the unit), "populated", "masked"}], "truncated": true when there
- *     were more than BERTH_CONTAINMENT_UNITS_MAX}.  NULL in a 1.0 plugin.
+ *     were more than BERTH_CONTAINMENT_UNITS_MAX}.  "job_id" is null for a
+ *     unit whose name carries no job id (one the plugin would never make:
+ *     escaped, or longer than any id); such a unit is listed all the same.
+ *     A unit the manager fails to report is listed too, with "error" (the
+ *     reason), "active_state" "unknown" and "populated" true unless the
+ *     kernel says its group is empty or gone: a unit that may hold
+ *     processes is never reported empty.  NULL in a 1.0 plugin.
  * @destroy: fence and drain: mask the unit persistently (nothing starts it
  *     again), stop it, kill everything left in its cgroup (cgroup.kill),
  *     and return 0 only with proof that it is gone (masked, no pending job,

@@ -52,6 +52,7 @@
 #define ARGV_MAX 256
 #define ID_MAX 128 /* a job id (<berth/plugin.h>) */
 #define UNIT_PREFIX "berth-job@"
+#define UNIT_NAME_MAX 256 /* systemd's longest unit name (UNIT_NAME_MAX, 255) and its NUL */
 #define SEC_NS 1000000000LL
 #define LAUNCH_PARENT "/run/berth"
 #define LAUNCH_DIR LAUNCH_PARENT "/contained"
@@ -148,7 +149,7 @@ static int unit_name(const char *id, char name[static sizeof(UNIT_PREFIX) + ID_M
 
 struct unit {
     struct manager m;
-    char name[sizeof(UNIT_PREFIX) + ID_MAX + 8];
+    char name[UNIT_NAME_MAX]; /* at least what unit_name() writes; units() reads longer names too */
     char *path;
 };
 
@@ -484,8 +485,13 @@ static int names_add(void *userdata, const char *name)
     struct names *l = userdata;
     char **v;
 
-    if (strncmp(name, UNIT_PREFIX, strlen(UNIT_PREFIX)) != 0 || strlen(name) >= sizeof(((struct unit *)0)->name))
-        return 0; /* not an instance of the template, or no id of ours */
+    size_t n = strlen(name);
+
+    /* Any instance of the template, also one whose instance is no job id of
+     * berth's (escaped, too long): recovery must see it. */
+    if (strncmp(name, UNIT_PREFIX, strlen(UNIT_PREFIX)) != 0 || n >= UNIT_NAME_MAX ||
+        n <= strlen(UNIT_PREFIX) + strlen(".service") || !streq(name + n - strlen(".service"), ".service"))
+        return 0;
     for (size_t i = 0; i < l->n; i++)
         if (streq(l->v[i], name))
             return 0;
@@ -532,35 +538,61 @@ static int kernel_units(struct names *l, struct berth_error *reterr)
     return r < 0 ? berth_error_set(reterr, r, "out of memory") : 0;
 }
 
-/* One entry of units() in *@ret: the unit @name, read through @m. */
+/* The kernel's word on @name's group in the template's slice, where an
+ * instance the manager cannot report would be: 1 populated, 0 empty or
+ * gone, 1 as well when it cannot be read (a unit that may hold processes is
+ * never reported empty). */
+static bool default_group_populated(const char *name)
+{
+    _cleanup_free_ char *cg = NULL;
+    int r;
+
+    if (asprintf(&cg, "/system.slice/%s/%s", UNIT_SLICE, name) < 0)
+        return true;
+    r = cgroup_populated(cg, NULL);
+    return r == -ENOENT ? false : r != 0;
+}
+
+/* One entry of units() in *@ret: the unit @name, read through @m.  A unit
+ * the manager fails to report is listed all the same, with "error". */
 static int unit_entry(struct manager *m, const char *name, json_t **ret, struct berth_error *reterr)
 {
+    struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_free_ char *load = NULL, *active = NULL, *cg = NULL, *id = NULL;
     struct unit u = {.m = *m};
     size_t n = strlen(name) - strlen(UNIT_PREFIX) - strlen(".service");
+    char check[sizeof(u.name)];
+    json_t *jid;
     int r;
 
     if (!(id = strndup(name + strlen(UNIT_PREFIX), n)))
         return berth_error_set(reterr, -ENOMEM, "out of memory");
-    if (unit_name(id, u.name, NULL) < 0) { /* escaped, or too long: no id of berth's */
-        *ret = json_pack("{s:n, s:s, s:s, s:b, s:b}", "job_id", "unit", name, "active_state", "unknown",
-                         "populated", 0, "masked", 0);
-        return *ret ? 0 : berth_error_set(reterr, -ENOMEM, "out of memory");
-    }
-    if ((r = manager_unit_path(&u.m, u.name, &u.path, reterr)) < 0 ||
-        (r = manager_get_string(&u.m, u.path, SD_UNIT_IFACE, "LoadState", &load, reterr)) < 0 ||
-        (r = manager_get_string(&u.m, u.path, SD_UNIT_IFACE, "ActiveState", &active, reterr)) < 0 ||
-        (r = unit_cgroup(&u, &cg, reterr)) < 0)
+    /* escaped, too long or otherwise no id berth makes: job_id null */
+    jid = unit_name(id, check, NULL) == 0 ? json_string(id) : json_null();
+    snprintf(u.name, sizeof(u.name), "%s", name);
+    if ((r = manager_unit_path(&u.m, u.name, &u.path, &err)) < 0 ||
+        (r = manager_get_string(&u.m, u.path, SD_UNIT_IFACE, "LoadState", &load, &err)) < 0 ||
+        (r = manager_get_string(&u.m, u.path, SD_UNIT_IFACE, "ActiveState", &active, &err)) < 0 ||
+        (r = unit_cgroup(&u, &cg, &err)) < 0)
         goto out;
-    r = cgroup_populated(cg, reterr);
+    r = cgroup_populated(cg, &err);
     if (r < 0 && r != -ENOENT)
         goto out;
-    *ret = json_pack("{s:s, s:s, s:s, s:b, s:b}", "job_id", id, "unit", name, "active_state", active, "populated",
+    *ret = json_pack("{s:O, s:s, s:s, s:b, s:b}", "job_id", jid, "unit", name, "active_state", active, "populated",
                      r == 1, "masked", streq(load, "masked"));
-    r = *ret ? 0 : berth_error_set(reterr, -ENOMEM, "out of memory");
+    r = 0;
 out:
+    if (r < 0 && r != -ENOMEM) {
+        *ret = json_pack("{s:O, s:s, s:s, s:b, s:b, s:s}", "job_id", jid, "unit", name, "active_state", "unknown",
+                         "populated", default_group_populated(name), "masked", load && streq(load, "masked"),
+                         "error", err.message);
+        r = 0;
+    }
+    json_decref(jid);
     free(u.path); /* u.m is @m's, closed by the caller */
-    return r;
+    if (r == 0 && !*ret)
+        r = -ENOMEM;
+    return r < 0 ? berth_error_set(reterr, r, "out of memory") : 0;
 }
 
 static int contained_units(void *state, char **ret_json, size_t *ret_len, struct berth_error *reterr)

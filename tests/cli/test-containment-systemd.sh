@@ -9,7 +9,8 @@
 # template, or the template altered in place, refuses every launch until it
 # is undone; a restart by hand runs nothing; kill reaches every process;
 # units lists a unit
-# started by hand with no record, and destroy drains it; a socket not served by
+# started by hand with no record, and destroy drains it, and lists instances
+# whose names are no job id (escaped, too long) with what they hold; a socket not served by
 # root's PID 1 is refused.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 . "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
@@ -191,6 +192,23 @@ for p in $PAY_E; do alive "$p" && fail "process $p of the hand-started echo surv
 cdrive_ok units
 [ "$(jq '[.units[] | select(.job_id == "echo" and (.populated or (.masked | not)))] | length' "$TMP/stdout")" = 0 ] ||
     fail "units lists echo as running or unfenced after destroy: $(cat "$TMP/stdout")"
+
+# --- discovery of instances whose names are no job id: a 150-byte instance
+# (longer than any id) and an escaped one, both started by hand from the
+# template with launch files of their own: listed with job_id null and the
+# kernel's word on their processes, never skipped or reported empty
+LONGID=$(printf 'x%.0s' $(seq 150))
+ct sh -c "printf '{\"argv\": [\"%s\", \"long\"]}' '$TMP/supervisor.sh' >/run/berth/contained/$LONGID.json"
+ct sh -c "printf '{\"argv\": [\"%s\", \"lead\"]}' '$TMP/supervisor.sh' >'/run/berth/contained/\\x2dlead.json'"
+run 0 ct systemctl start "berth-job@$LONGID.service" 'berth-job@\x2dlead.service'
+wait_file "$TMP/long.payload"
+wait_file "$TMP/lead.payload"
+cdrive_ok units
+for u in "berth-job@$LONGID.service" 'berth-job@\x2dlead.service'; do
+    [ "$(jq -c --arg u "$u" '[.units[] | select(.unit == $u) | .job_id, .active_state, .populated, .masked]' \
+        "$TMP/stdout")" = '[null,"active",true,false]' ] || fail "units does not list $u as running: $(cat "$TMP/stdout")"
+done
+run 0 ct systemctl stop "berth-job@$LONGID.service" 'berth-job@\x2dlead.service'
 
 # --- a drop-in on the template refuses every launch
 ct mkdir -p "$UNITDIR/berth-job@.service.d"
