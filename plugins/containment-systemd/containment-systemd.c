@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <berth/cleanup.h>
@@ -329,8 +330,15 @@ static int contained_attach(void *state, const char *job_id, int pidfd, struct b
 
     if ((r = pidfd_pid(pidfd, &pid, reterr)) < 0 || (r = unit_open(state, job_id, &u, reterr)) < 0)
         return r;
-    if ((r = unit_cgroup(&u, &cg, reterr)) == 0)
-        r = cgroup_move(cg, "payload", pid, reterr);
+    /* cgroup.procs takes a pid number, not a pidfd: read the number again
+     * just before the move, and afterwards make sure the process behind the
+     * pidfd still exists (a zombie still holds its pid), so that the number
+     * written was its own and not one the kernel gave to another process
+     * meanwhile.  plugin.h asks callers for a process that cannot be reaped
+     * during the call, which closes the window entirely. */
+    if ((r = unit_cgroup(&u, &cg, reterr)) == 0 && (r = pidfd_pid(pidfd, &pid, reterr)) == 0 &&
+        (r = cgroup_move(cg, "payload", pid, reterr)) == 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
+        r = berth_error_set(reterr, -ESRCH, "process %d ended while it was moved into %s/payload", (int)pid, cg);
     unit_done(&u);
     return r;
 }
