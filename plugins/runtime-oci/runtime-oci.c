@@ -616,8 +616,14 @@ int oci_await_shim(struct oci *o, int fd, const char *jobdir, const char *want, 
         if (left <= 0)
             return berth_error_set(reterr, -ETIMEDOUT, "the runtime did not start the job within %lld ms (%s)",
                                    (long long)(o->cfg.start_timeout_ns / 1000000), jobdir);
-        if (poll(&p, 1, (int)(left / 1000000 + 1)) < 0 && errno != EINTR)
+        k = poll(&p, 1, (int)(left / 1000000 + 1));
+        if (k < 0 && errno != EINTR)
             return berth_error_set(reterr, -errno, "poll: %m");
+        /* Nothing to read yet: look at the clock again.  A read now would
+         * block for as long as the shim keeps the pipe open, past the
+         * start timeout. */
+        if (k <= 0)
+            continue;
         k = read(fd, buf + n, sizeof(buf) - 1 - n);
         if (k < 0 && (errno == EAGAIN || errno == EINTR))
             continue;

@@ -45,11 +45,7 @@ cleanup_mounts() {
 }
 trap cleanup_mounts EXIT
 
-"$BERTH_TOP_SRCDIR/tests/image/build-busybox-image.sh" "$TMP/bb" >"$TMP/bb.digest" 2>"$TMP/build.err" ||
-    fail "building the busybox image failed: $(cat "$TMP/build.err")"
-DIGEST=$(tail -n1 "$TMP/bb.digest")
-mkdir -m 0700 "$TMP/store"
-run 0 "$BERTHCTL" image import "$TMP/bb" --store "$TMP/store"
+drive_image
 oci_plugins
 for be in runsc crun; do
     oci_config "$be"
@@ -58,34 +54,6 @@ for be in runsc crun; do
 done
 
 
-# new_job NAME SCRIPT [ARTIFACT_BYTES] [OUTPUTS_JSON] [INPUTS_JSON]: $TMP/NAME.job.json
-new_job() {
-    jq -n --arg id "$1" --arg img "$DIGEST" --arg s "$2" --argjson a "${3:-$MIB}" \
-        --argjson outs "${4:-[]}" --argjson ins "${5:-[]}" \
-        '{schema_version: 1, id: $id, pool: "default", image: $img, argv: ["/bin/sh", "-c", $s],
-          inputs: $ins, outputs: $outs,
-          limits: {cpu_millis: 1000, memory_bytes: 268435456, pids: 64, scratch_bytes: 16777216,
-                   wall_time_ns: 120000000000, output_bytes: 65536, artifact_bytes: $a}}' >"$TMP/$1.job.json"
-}
-
-# dispatch NAME [INPUTS_DIR]: a fresh run id in $TMP/NAME.run, a staged
-# rootfs, and $TMP/NAME.dispatch.json (unsigned receipt: the configs here
-# have no broker_public_key).
-dispatch() {
-    local run="r$(head -c16 /dev/urandom | od -An -tx1 | tr -d ' \n')" dl
-    dl="$(($(date +%s) + 120))000000000"
-    echo "$run" >"$TMP/$1.run"
-    mkdir -m 0700 "$TMP/$1.stage"
-    "$BERTHCTL" image stage "$DIGEST" --store "$TMP/store" --out "$TMP/$1.stage/rootfs" >/dev/null 2>&1 ||
-        fail "staging the image for $1"
-    chmod 0755 "$TMP/$1.stage/rootfs"
-    jq -n --arg run "$run" --arg dl "$dl" --slurpfile job "$TMP/$1.job.json" --arg rootfs "$TMP/$1.stage/rootfs" \
-        --arg in "${2:-}" \
-        '{schema_version: 1, receipt: {receipt: {run_id: $run, deadline: $dl}}, job: $job[0],
-          effective: {pool_hash: "00", template: {env: {}, root: "/workspace", timeout_seconds: 600},
-                      backend_override: null, network_egress_class: "none", credential_env: []},
-          rootfs: $rootfs} + (if $in == "" then {} else {inputs_dir: $in} end)' >"$TMP/$1.dispatch.json"
-}
 jobdir() { echo "$TMP/statefs/state-$1/jobs/$(run_of "$2")"; }
 # start BACKEND NAME: start job NAME cold
 start() { drive_ok "$1" start "$TMP/$2.dispatch.json"; }
