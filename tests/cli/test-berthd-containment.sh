@@ -14,7 +14,8 @@
 
 PLUGINS=$TMP/plugins
 mkdir -m 0755 "$PLUGINS"
-cp "$BERTH_TEST_PLUGIN_DIR/runtime-script.so" "$BERTH_TEST_PLUGIN_DIR/fixture-containment.so" \
+cp "$BERTH_TEST_PLUGIN_DIR/runtime-script.so" "$BERTH_TEST_PLUGIN_DIR/runtime-script-1-0.so" \
+    "$BERTH_TEST_PLUGIN_DIR/fixture-containment.so" \
     "$BERTH_TEST_PLUGIN_DIR/fixture-good.so" "$BERTH_RUNTIME_PLUGIN_DIR/runtime-oci.so" "$PLUGINS/"
 chmod 0755 "$PLUGINS"/*.so
 pick_port
@@ -85,6 +86,31 @@ refused '{"plugin": "fixture-containment", "drain": 1}' 'config.backends.script.
 jq --arg sd "$TMP/oci" '.backends.runsc = {"plugin": "runtime-oci", "config": {"state_directory": $sd},
     "containment": {"plugin": "fixture-containment"}}' "$TMP/conf.plain" >"$CONF"
 run 1 "$BERTHD" --config "$CONF" --check
-stderr_has "backend runsc: plugin runtime-oci in $PLUGINS:"
+stderr_has "backend runsc: plugin runtime-oci in $PLUGINS (with a containment):"
 stderr_has "a containment is configured for this backend, but runtime-oci cannot run its jobs in one yet"
 [ ! -e "$TMP/oci" ] || fail "runtime-oci made its state directory before refusing"
+
+# A runtime of ABI 1.0 does not know host->containment: refused before its
+# init() runs, which would otherwise have run every job uncontained.
+jq --arg sd "$TMP/script" '.backends.script.plugin = "runtime-script-1-0"
+    | .backends.script.containment = {"plugin": "fixture-containment"}' "$TMP/conf.plain" >"$CONF"
+run 1 "$BERTHD" --config "$CONF" --check
+stderr_has "backend script: plugin runtime-script-1-0 in $PLUGINS (with a containment):"
+stderr_has "built for plugin ABI 1.0; this use of it needs ABI 1.4 or later"
+run 1 "$BERTHCTL" qualify script --berthd-config "$CONF"
+stderr_has "built for plugin ABI 1.0; this use of it needs ABI 1.4 or later"
+
+# A runtime of ABI 1.4 whose init() never asks for the bound containment
+# is refused as well, by berthd and by qualify.
+rm -f "$TMP/script/containment.json"
+jq '.backends.script.config.ignore_containment = true
+    | .backends.script.containment = {"plugin": "fixture-containment"}' "$TMP/conf.plain" >"$CONF"
+run 1 "$BERTHD" --config "$CONF" --check
+stderr_has "plugin runtime-script in $PLUGINS: a containment is configured for this backend, but the plugin's init() never took it"
+[ ! -e "$TMP/script/containment.json" ] || fail "the backend took the containment after all"
+run 1 "$BERTHCTL" qualify script --berthd-config "$CONF"
+stderr_has "init() never took it (host->containment), so its jobs would run uncontained"
+st=0
+try_start_berthd || st=$?
+[ "$st" = 1 ] || fail "berthd did not exit at startup (status $st) with a backend that would run its jobs uncontained"
+grep -qF "never took it" "$TMP/berthd.log" || fail "berthd did not say why it refused: $(cat "$TMP/berthd.log")"

@@ -70,7 +70,10 @@
  * calls its capabilities() and writes "containment.json" in the
  * state_directory, {"capabilities": what it said, "ops_size": the table's
  * size, "units": whether the table has units}, so a test can see what the
- * core handed over.  The scripted jobs never run in it.
+ * core handed over.  The scripted jobs never run in it.  With
+ * "ignore_containment": true in its configuration init() never asks for
+ * one, as a runtime that does not know of containments would not: the
+ * core must refuse that backend.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -262,9 +265,11 @@ static int script_init(const struct berth_host *host, const char *config, size_t
     s->qualification = json_incref(json_object_get(cfg, "qualification"));
     if (!s->qualification)
         s->qualification = json_string("unqualified");
+    bool take_containment = !json_is_true(json_object_get(cfg, "ignore_containment"));
+    (void)take_containment; /* unused in the ABI 1.0 build */
     json_decref(cfg);
 #ifndef SCRIPT_ABI_1_0
-    {
+    if (take_containment) {
         int r = record_containment(s, reterr);
         if (r < 0) {
             script_fini(s);

@@ -339,6 +339,30 @@ START_TEST(runtime_ops_1_1_optional)
 }
 END_TEST
 
+/* min_abi: a caller that relies on a newer minor refuses an older plugin
+ * before its init() runs, and accepts one built against it. */
+START_TEST(min_abi_refuses_older_minor)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_host_instance inst;
+    const struct berth_host *host = berth_host_instance_init(&inst, "x", NULL);
+    struct berth_plugin_handle *h = NULL;
+    struct berth_plugin_info info;
+    struct berth_plugin_load_options o = {
+        .dir = dir, .file = "fixture-runtime-1-0.so", .host = host, .min_abi = BERTH_PLUGIN_ABI_PACK(1, 4)};
+
+    ck_assert_int_eq(berth_plugin_load(&o, &h, &info, &err), -EPROTO);
+    ck_assert_ptr_null(h);
+    ck_assert_uint_eq(info.abi_version, BERTH_PLUGIN_ABI_PACK(1, 0));
+    ck_assert_msg(strstr(err.message, "built for plugin ABI 1.0; this use of it needs ABI 1.4 or later"), "%s",
+                  err.message);
+    o.file = "fixture-good.so";
+    berth_error_clear(&err);
+    ck_assert_msg(berth_plugin_load(&o, &h, &info, &err) == 0, "%s", err.message);
+    berth_plugin_unload(h);
+}
+END_TEST
+
 /* An object that cannot be unloaded keeps the name /proc/self/fd/N after
  * the loader closed N.  glibc matches loaded objects by name, so a later
  * load through the same number got the old object back: the next plugin
@@ -549,6 +573,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, abi_rules);
     tcase_add_test(tc, older_minor_accepted);
     tcase_add_test(tc, runtime_ops_1_1_optional);
+    tcase_add_test(tc, min_abi_refuses_older_minor);
     tcase_add_test(tc, fd_name_reuse);
     tcase_add_test(tc, file_rules);
     tcase_add_test(tc, directory_and_owner_rules);

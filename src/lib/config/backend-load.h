@@ -54,7 +54,13 @@ struct berthd_backend_instance {
  *           whether or not this succeeded.
  * @reterr:  names the plugin ("plugin runtime-oci in /dir: ...", or
  *           "containment plugin containment-systemd in /dir: ...").
- * Returns 0, any error of berth_plugin_load() (the containment's is
+ * With a containment, the runtime plugin must be of ABI 1.4 or later
+ * (-EPROTO otherwise, before its init() runs) and its init() must have
+ * taken the containment through host->containment() (-EOPNOTSUPP
+ * otherwise: the instance is loaded but would run its jobs uncontained;
+ * berthd_backend_unload() releases it).
+ * Returns 0, -EINVAL (a containment on another kind than a runtime),
+ * -EOPNOTSUPP, any error of berth_plugin_load() (the containment's is
  * -EPROTOTYPE when its plugin is of another kind), or -ENOMEM.
  * Thread-safe for distinct @inst.
  */

@@ -114,7 +114,8 @@ void berth_host_instance_set_notify(struct berth_host_instance *inst, berth_host
 static int host_containment(const struct berth_host *h, const struct berth_containment_ops_v1 **ret_ops,
                             size_t *ret_ops_size, void **ret_state)
 {
-    const struct berth_host_instance *inst = instance_of(h);
+    /* host_data is the caller's writable struct berth_host_instance. */
+    struct berth_host_instance *inst = h ? (struct berth_host_instance *)h->host_data : NULL;
 
     if (!inst || !ret_ops || !ret_ops_size || !ret_state)
         return -EINVAL;
@@ -123,12 +124,18 @@ static int host_containment(const struct berth_host *h, const struct berth_conta
     *ret_ops = &inst->containment->table;
     *ret_ops_size = sizeof(inst->containment->table);
     *ret_state = inst->containment;
+    atomic_store(&inst->containment_taken, true);
     return 0;
 }
 
 void berth_host_instance_set_containment(struct berth_host_instance *inst, struct berth_containment_binding *b)
 {
     inst->containment = b;
+}
+
+bool berth_host_instance_containment_taken(const struct berth_host_instance *inst)
+{
+    return atomic_load(&inst->containment_taken);
 }
 
 const struct berth_host *berth_host_instance_init(struct berth_host_instance *inst, const char *instance,
@@ -152,5 +159,6 @@ const struct berth_host *berth_host_instance_init(struct berth_host_instance *in
     inst->host.containment = host_containment;
     /* A statically initialised mutex needs no pthread_mutex_destroy(). */
     inst->notify_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    atomic_init(&inst->containment_taken, false);
     return &inst->host;
 }

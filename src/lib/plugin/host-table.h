@@ -10,6 +10,8 @@
 #define BERTH_HOST_H
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 
 #include <berth/plugin.h>
 
@@ -30,25 +32,29 @@ typedef void berth_host_notify_fn(void *userdata, const char *instance, const ch
  * struct berth_host_instance - storage for one host table.
  * @host:     the table to pass to plugins (&inst->host).
  * @logger:   where the plugin's log lines go (may be NULL to discard).
- * @instance: the backend name, NUL-terminated, at most 63 bytes.
+ * @instance: the instance name, NUL-terminated, at most 95 bytes (a backend
+ *            name, or "<backend>.containment").
  * @notify_lock, @notify, @notify_userdata: the sink of job_changed()
  *            (berth_host_instance_set_notify()); NULL drops the calls.
  * @containment: what host->containment() hands out
  *            (berth_host_instance_set_containment()); NULL: none bound.
+ * @containment_taken: set once host->containment() has handed it out
+ *            (berth_host_instance_containment_taken()).
  */
 struct berth_host_instance {
     struct berth_host host;
     const struct berth_logger *logger;
-    char instance[64];
+    char instance[96];
     pthread_mutex_t notify_lock;
     berth_host_notify_fn *notify;
     void *notify_userdata;
     struct berth_containment_binding *containment;
+    atomic_bool containment_taken;
 };
 
 /**
  * berth_host_instance_init() - fill @inst for the backend @instance.
- * @instance: backend name (cut at 63 bytes); NULL means "".
+ * @instance: instance name (cut at 95 bytes); NULL means "".
  * @logger:   borrowed; must outlive @inst.
  * Returns &inst->host.  Thread-safe for distinct @inst.
  */
@@ -73,5 +79,13 @@ void berth_host_instance_set_notify(struct berth_host_instance *inst, berth_host
  * the plugin instance.  Not thread-safe against host->containment().
  */
 void berth_host_instance_set_containment(struct berth_host_instance *inst, struct berth_containment_binding *b);
+
+/**
+ * berth_host_instance_containment_taken() - whether the plugin has called
+ * host->containment() and been given the bound containment (a 0 return),
+ * so that a loader can refuse a runtime whose init() never asked for it:
+ * such a runtime would run its jobs uncontained.  Any thread.
+ */
+bool berth_host_instance_containment_taken(const struct berth_host_instance *inst);
 
 #endif /* BERTH_HOST_H */

@@ -356,6 +356,12 @@ static int check_descriptor(const struct berth_plugin_load_options *o, struct be
         if (!fn)
             return berth_error_set(reterr, -ENOSYS, "required %s operation %s() is NULL", k->name, k->required[i].name);
     }
+
+    /* Rule 11. */
+    if (o->min_abi && BERTH_PLUGIN_ABI_MINOR_OF(d->abi_version) < BERTH_PLUGIN_ABI_MINOR_OF(o->min_abi))
+        return berth_error_set(reterr, -EPROTO, "built for plugin ABI %u.%u; this use of it needs ABI %u.%u or later",
+                               BERTH_PLUGIN_ABI_MAJOR_OF(d->abi_version), BERTH_PLUGIN_ABI_MINOR_OF(d->abi_version),
+                               BERTH_PLUGIN_ABI_MAJOR_OF(o->min_abi), BERTH_PLUGIN_ABI_MINOR_OF(o->min_abi));
     return 0;
 }
 

@@ -28,7 +28,8 @@
  *      and version are well-formed; the file is named "<name>.so"
  *   9. The kind is the one asked for                                 -EPROTOTYPE
  *  10. Every required op of the kind (those of ABI 1.0) is non-NULL -ENOSYS
- *  11. Peek mode stops here and never calls init; otherwise init()   (init's error)
+ *  11. The minor is at least the one the caller needs (min_abi)    -EPROTO
+ *  12. Peek mode stops here and never calls init; otherwise init()   (init's error)
  *
  * Peek mode still runs the object's ELF constructors (dlopen does), but
  * never init().  Thread safety: dlopen/dlclose are thread-safe; a handle must
@@ -65,6 +66,10 @@
  * @config, @config_len: canonical JSON handed to init(); NULL means "{}".
  * @max_file_size: bound for the file in bytes; 0 means
  *            BERTH_PLUGIN_MAX_FILE_SIZE.
+ * @min_abi:  0, or the packed ABI version (same major as the core's) the
+ *            plugin must be built against at least, because the caller
+ *            relies on what that minor added (a bound containment needs a
+ *            runtime of ABI 1.4, which knows host->containment).
  */
 struct berth_plugin_load_options {
     const char *dir;
@@ -77,6 +82,7 @@ struct berth_plugin_load_options {
     const char *config;
     size_t config_len;
     uint64_t max_file_size;
+    uint32_t min_abi;
 };
 
 /**
