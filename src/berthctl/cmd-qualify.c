@@ -249,6 +249,7 @@ static int qualify(struct bctl_globals *g, struct qopts *o)
             .backend = bc->name,
             .plugin = plugin,
             .config = bc->config,
+            .containment = inst.containment_identity,
             .probe = o->probe,
             .work_dir = wd,
             .key = key,

@@ -304,6 +304,7 @@ static int load_backends(struct daemon *d)
             .require_qualification = bc->require_qualification,
             .config = bc->config,
             .plugin_sha256 = info->sha256,
+            .containment = d->runtimes[i].containment_identity,
         };
     }
     if (d->cfg.has_images &&
@@ -469,7 +470,7 @@ static int start(struct daemon *d, bool check_only)
         berth_logf(&d->logger, BERTH_LOG_WARNING, "journal space reserve: %s", err.message);
     else if (r < 0)
         return fail(d, "journal space reserve", &err);
-    if (berthd_qualify_at_startup(&d->cfg, d->plugins, d->journal, d->key, &d->logger) < 0)
+    if (berthd_qualify_at_startup(&d->cfg, d->runtimes, d->journal, d->key, &d->logger) < 0)
         return 1;
     bp = (struct berth_broker_params){
         .name = d->cfg.broker_name,

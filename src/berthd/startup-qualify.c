@@ -42,7 +42,7 @@ static void begin(void *userdata, const json_t *caps)
 
 /* One backend; nothing to do when it holds a current qualification. */
 static void qualify_one(const struct berthd_config *cfg, const struct berthd_backend_config *bc,
-                        const struct berth_plugin_handle *plugin, struct berth_journal *journal,
+                        const struct berthd_backend_instance *runtime, struct berth_journal *journal,
                         const struct berth_signing_key *key, const char *work_dir, const struct berth_logger *log)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -51,8 +51,9 @@ static void qualify_one(const struct berthd_config *cfg, const struct berthd_bac
     const struct berth_qualify_backend_params qp = {
         .broker = cfg->broker_name,
         .backend = bc->name,
-        .plugin = plugin,
+        .plugin = runtime->plugin,
         .config = bc->config,
+        .containment = runtime->containment_identity,
         .probe = cfg->probe ? cfg->probe : BERTH_PROBE_PATH,
         .work_dir = work_dir,
         .key = key,
@@ -79,7 +80,7 @@ static void qualify_one(const struct berthd_config *cfg, const struct berthd_bac
     berth_qualify_outcome_clear(&out);
 }
 
-int berthd_qualify_at_startup(const struct berthd_config *cfg, struct berth_plugin_handle *const *plugins,
+int berthd_qualify_at_startup(const struct berthd_config *cfg, const struct berthd_backend_instance *runtimes,
                               struct berth_journal *journal, const struct berth_signing_key *key,
                               const struct berth_logger *log)
 {
@@ -104,6 +105,6 @@ int berthd_qualify_at_startup(const struct berthd_config *cfg, struct berth_plug
     }
     for (i = 0; i < cfg->n_backends; i++)
         if (cfg->backends[i].qualify_at_startup)
-            qualify_one(cfg, &cfg->backends[i], plugins[i], journal, key, work_dir, log);
+            qualify_one(cfg, &cfg->backends[i], &runtimes[i], journal, key, work_dir, log);
     return 0;
 }

@@ -13,6 +13,7 @@
 #ifndef BERTHD_STARTUP_QUALIFY_H
 #define BERTHD_STARTUP_QUALIFY_H
 
+#include "backend-load.h"
 #include "berthd-config.h"
 #include "journal.h"
 #include "loader.h"
@@ -22,13 +23,13 @@
 /**
  * berthd_qualify_at_startup() - see above.  Call before the broker and the
  * worker thread exist (the backends' instances are used from this thread).
- * @plugins: the loaded runtime plugin of each of @cfg's backends, in the
- *           order of @cfg->backends (borrowed).
+ * @runtimes: the loaded runtime instance of each of @cfg's backends, with
+ *           its containment, in the order of @cfg->backends (borrowed).
  * Return: 0; -EPERM or -ELOOP (state_directory/qualify is unsafe); -ENOMEM;
  * the errno of opening state_directory (-ENOENT, -EACCES, ...) or of
  * creating state_directory/qualify.
  */
-int berthd_qualify_at_startup(const struct berthd_config *cfg, struct berth_plugin_handle *const *plugins,
+int berthd_qualify_at_startup(const struct berthd_config *cfg, const struct berthd_backend_instance *runtimes,
                               struct berth_journal *journal, const struct berth_signing_key *key,
                               const struct berth_logger *log);
 

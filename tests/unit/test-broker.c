@@ -1306,7 +1306,7 @@ static void store_qualification(int64_t qualified_ns, int64_t expires_ns)
 
     ck_assert_int_eq(berth_plugin_runtime_ops(plugin)->capabilities(berth_plugin_state(plugin), &text, &len, &err), 0);
     caps = test_json(text);
-    ck_assert_int_eq(berth_qualification_config_digest(NULL, NULL, caps, digest, &err), 0);
+    ck_assert_int_eq(berth_qualification_config_digest(NULL, NULL, caps, NULL, digest, &err), 0);
     body = berth_qualification_body("test-broker", "script", "runtime-script", "1.0.0", digest, QUAL_RUNTIME_SHA256,
                                     true, caps, probes, qualified_ns, expires_ns - qualified_ns);
     ck_assert_ptr_nonnull(body);

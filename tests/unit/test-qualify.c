@@ -128,7 +128,8 @@ static void expected_digest(char out[BERTH_DIGEST_BUFSZ])
 
     ck_assert_int_eq(berth_plugin_runtime_ops(plugin)->capabilities(berth_plugin_state(plugin), &text, &len, &err), 0);
     caps = test_json(text);
-    ck_assert_int_eq(berth_qualification_config_digest(config, berth_plugin_get_info(plugin)->sha256, caps, out, &err),
+    ck_assert_int_eq(berth_qualification_config_digest(config, berth_plugin_get_info(plugin)->sha256, caps, NULL, out,
+                                                       &err),
                      0);
 }
 
@@ -321,6 +322,37 @@ START_TEST(work_dir_rules)
 }
 END_TEST
 
+/* The config digest binds the containment: none keeps the digest a backend
+ * always had; each containment plugin or config gives another. */
+START_TEST(config_digest_binds_the_containment)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_json_ json_t *caps = test_json("{\"shim_sha256\": \"sha256:5h1m\"}");
+    _cleanup_json_ json_t *cfg = test_json("{\"state_directory\": \"/x\"}");
+    _cleanup_json_ json_t *c1 = test_json("{\"plugin_sha256\": \"sha256:c1\", \"config\": {}}");
+    _cleanup_json_ json_t *c2 = test_json("{\"plugin_sha256\": \"sha256:c2\", \"config\": {}}");
+    _cleanup_json_ json_t *c3 = test_json("{\"plugin_sha256\": \"sha256:c1\", \"config\": {\"drain_timeout_ns\": 1}}");
+    _cleanup_json_ json_t *plain = test_json("{\"config\": {\"state_directory\": \"/x\"}, \"plugin_sha256\": "
+                                             "\"sha256:p\", \"shim_sha256\": \"sha256:5h1m\"}");
+    _cleanup_json_ json_t *with = json_deep_copy(plain);
+    char none[BERTH_DIGEST_BUFSZ], want[BERTH_DIGEST_BUFSZ], d1[BERTH_DIGEST_BUFSZ], d2[BERTH_DIGEST_BUFSZ],
+        d3[BERTH_DIGEST_BUFSZ];
+
+    ck_assert_int_eq(berth_qualification_config_digest(cfg, "sha256:p", caps, NULL, none, &err), 0);
+    ck_assert_int_eq(berth_digest_json(plain, want, &err), 0);
+    ck_assert_str_eq(none, want);
+    ck_assert_int_eq(berth_qualification_config_digest(cfg, "sha256:p", caps, c1, d1, &err), 0);
+    ck_assert_int_eq(json_object_set(with, "containment", c1), 0);
+    ck_assert_int_eq(berth_digest_json(with, want, &err), 0);
+    ck_assert_str_eq(d1, want);
+    ck_assert_int_eq(berth_qualification_config_digest(cfg, "sha256:p", caps, c2, d2, &err), 0);
+    ck_assert_int_eq(berth_qualification_config_digest(cfg, "sha256:p", caps, c3, d3, &err), 0);
+    ck_assert_str_ne(d1, none);
+    ck_assert_str_ne(d2, d1);
+    ck_assert_str_ne(d3, d1);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("qualify");
@@ -331,6 +363,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, reuses_a_current_qualification);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, work_dir_rules);
+    tcase_add_test(tc, config_digest_binds_the_containment);
     return s;
 }
 

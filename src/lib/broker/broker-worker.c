@@ -50,7 +50,8 @@ static int overlay_qualification(struct berth_broker *b, const struct berth_brok
     int r = -ENOENT;
 
     berth_kernel_release(kernel, sizeof(kernel));
-    if (sha && (r = berth_qualification_config_digest(be->config, be->plugin_sha256, doc, config_digest, &err)) == 0 &&
+    if (sha && (r = berth_qualification_config_digest(be->config, be->plugin_sha256, doc, be->containment,
+                                                       config_digest, &err)) == 0 &&
         (r = berth_now_ns(CLOCK_REALTIME, &now, &err)) == 0) {
         pthread_mutex_lock(&b->lock);
         r = berth_qualification_current(b->p.journal, be->name, sha, config_digest, kernel, now, id, &expires, &err);

@@ -206,7 +206,8 @@ json_t *berth_reply_json(const struct berth_reply *r);
  * @plugin, @plugin_version: the runtime binding recorded in receipts.
  * @ops, @state: the loaded runtime plugin instance.
  * @require_qualification: placement refuses it without a current qualification.
- * @config, @plugin_sha256: what its qualification is bound to (qualification.h).
+ * @config, @plugin_sha256, @containment: what its qualification is bound to
+ *        (qualification.h, berth_qualification_config_digest()).
  */
 struct berth_broker_backend {
     const char *name;
@@ -217,6 +218,7 @@ struct berth_broker_backend {
     bool require_qualification;
     const json_t *config;      /* the backend's "config" in berthd.json, or NULL (qualification.h) */
     const char *plugin_sha256; /* the plugin file's digest (qualification.h) */
+    const json_t *containment; /* the bound containment's identity, or NULL (qualification.h) */
 };
 
 /** Warm targets a configuration may declare, and slots a host may hold, at most. */

@@ -57,6 +57,13 @@ int berthd_backend_load(const char *plugin_dir, const struct berthd_backend_conf
                      berth_host_instance_init(&inst->containment_host, name, logger), &inst->containment, &err);
         if (r < 0)
             return berth_error_set(reterr, r, "containment plugin %s in %s: %s", c->plugin, plugin_dir, err.message);
+        inst->containment_identity =
+            c->config ? json_pack("{s:s, s:O}", "plugin_sha256", berth_plugin_get_info(inst->containment)->sha256,
+                                  "config", c->config)
+                      : json_pack("{s:s, s:{}}", "plugin_sha256", berth_plugin_get_info(inst->containment)->sha256,
+                                  "config");
+        if (!inst->containment_identity)
+            return berth_error_set(reterr, -ENOMEM, "out of memory");
         berth_containment_binding_init(&inst->binding, berth_plugin_containment_ops(inst->containment),
                                        berth_plugin_state(inst->containment));
         berth_host_instance_set_containment(&inst->host, &inst->binding);
@@ -82,4 +89,6 @@ void berthd_backend_unload(struct berthd_backend_instance *inst)
     inst->plugin = NULL;
     berth_plugin_unload(inst->containment);
     inst->containment = NULL;
+    json_decref(inst->containment_identity);
+    inst->containment_identity = NULL;
 }

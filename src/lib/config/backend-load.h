@@ -15,6 +15,8 @@
 
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include <berth/error.h>
 
 #include "berthd-config.h"
@@ -31,6 +33,10 @@
  *               (host name "<backend>.containment") and the forwarding
  *               table the backend's host->containment() hands out;
  *               @containment NULL when none is configured.
+ * @containment_identity: {"plugin_sha256": the containment plugin file's
+ *               digest, "config": its config or {}}, what a qualification
+ *               of the backend is bound to as well
+ *               (berth_qualification_config_digest()); NULL without one.
  * The structure must not move once loaded (the host tables and the binding
  * are referred to by address).
  */
@@ -40,6 +46,7 @@ struct berthd_backend_instance {
     struct berth_host_instance containment_host;
     struct berth_plugin_handle *containment;
     struct berth_containment_binding binding;
+    json_t *containment_identity;
 };
 
 /**
@@ -70,7 +77,7 @@ int berthd_backend_load(const char *plugin_dir, const struct berthd_backend_conf
 
 /**
  * berthd_backend_unload() - unload the backend's plugin, then its
- * containment.  Accepts an instance that was never loaded, or only in part
+ * containment, and drop the containment's identity.  Accepts an instance that was never loaded, or only in part
  * (a failed berthd_backend_load()); safe to call twice.  No op of either may
  * be running.
  */

@@ -49,13 +49,16 @@ json_t *berth_qualification_body(const char *broker, const char *backend, const 
 }
 
 int berth_qualification_config_digest(const json_t *config, const char *plugin_sha256, const json_t *caps,
-                                      char out[BERTH_DIGEST_BUFSZ], struct berth_error *reterr)
+                                      const json_t *containment, char out[BERTH_DIGEST_BUFSZ],
+                                      struct berth_error *reterr)
 {
     _cleanup_json_ json_t *doc = NULL;
     const json_t *shim = json_object_get(caps, "shim_sha256");
 
     doc = config ? json_pack("{s:O, s:s?, s:O?}", "config", config, "plugin_sha256", plugin_sha256, "shim_sha256", shim)
                  : json_pack("{s:{}, s:s?, s:O?}", "config", "plugin_sha256", plugin_sha256, "shim_sha256", shim);
+    if (doc && containment && json_object_set(doc, "containment", (json_t *)containment) < 0)
+        json_decref(TAKE_PTR(doc));
     if (!doc)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     return berth_digest_json(doc, out, reterr);

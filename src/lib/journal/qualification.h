@@ -127,11 +127,19 @@ json_t *berth_qualification_body(const char *broker, const char *backend, const 
 /**
  * berth_qualification_config_digest() - the config_digest of a backend:
  * sha256 of the canonical {"config": @config (or {}), "plugin_sha256":
- * @plugin_sha256, "shim_sha256": @caps.shim_sha256 (or null)}.
+ * @plugin_sha256, "shim_sha256": @caps.shim_sha256 (or null),
+ * "containment": @containment}, the last member only when @containment is
+ * not NULL (so a backend without one keeps the digest it always had).
+ * @containment: the bound containment's identity,
+ *        {"plugin_sha256": ..., "config": ...}
+ *        (berthd_backend_instance.containment_identity): a backend
+ *        qualified with one containment, or none, is not qualified with
+ *        another.
  * Return: 0; -ENOMEM; -EIO.
  */
 int berth_qualification_config_digest(const json_t *config, const char *plugin_sha256, const json_t *caps,
-                                      char out[BERTH_DIGEST_BUFSZ], struct berth_error *reterr);
+                                      const json_t *containment, char out[BERTH_DIGEST_BUFSZ],
+                                      struct berth_error *reterr);
 
 /** berth_kernel_release() - uname(2)'s release into @buf (@size bytes). */
 void berth_kernel_release(char *buf, size_t size);

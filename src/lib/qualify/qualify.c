@@ -48,8 +48,8 @@ static int read_capabilities(const struct berth_qualify_backend_params *p, const
         return berth_error_set(reterr, -EBADMSG,
                                "capabilities: no runtime.sha256 and isolation: only runtimes that name their binary "
                                "can be qualified");
-    if ((r = berth_qualification_config_digest(p->config, berth_plugin_get_info(p->plugin)->sha256, caps, config_digest,
-                                               reterr)) < 0)
+    if ((r = berth_qualification_config_digest(p->config, berth_plugin_get_info(p->plugin)->sha256, caps,
+                                               p->containment, config_digest, reterr)) < 0)
         return r;
     *ret_caps = TAKE_PTR(caps);
     return 0;

@@ -43,6 +43,9 @@
  *              name, version and file digest go into the record.
  * @config:     the backend's "config" object as the plugin was initialised
  *              with it, or NULL for {}; it is bound into config_digest.
+ * @containment: the identity of the containment bound to the backend
+ *              (berthd_backend_instance.containment_identity), or NULL for
+ *              none; bound into config_digest as well.
  * @probe:      absolute path of the probe program (berth-probe): a trusted
  *              file (berth_trusted_file_check()).
  * @work_dir:   an existing private directory for the probe rootfs
@@ -70,6 +73,7 @@ struct berth_qualify_backend_params {
     const char *backend;
     const struct berth_plugin_handle *plugin;
     const json_t *config;
+    const json_t *containment;
     const char *probe;
     const char *work_dir;
     const struct berth_signing_key *key;
