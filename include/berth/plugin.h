@@ -691,7 +691,7 @@ struct berth_evidence_store_ops_v1 {
  * @capabilities: describe the mechanism: {"manager": name, "version",
  *     "kill": "cgroup" when kills reach every process of the unit's cgroup,
  *     "controllers": the cgroup v2 controllers available, space-separated}.
- *     Errors: the manager cannot be reached (-ENOENT, -ECONNREFUSED), or is
+ *     Errors: the manager cannot be reached (-ECONNREFUSED), or is
  *     not who it should be (-EACCES).
  * @create: start the job's unit and, in it, the command of @spec:
  *     {"job_id": ID, "argv": [absolute path, arguments...] (1 to 256)},
@@ -728,7 +728,10 @@ struct berth_evidence_store_ops_v1 {
  *     A unit the manager fails to report is listed too, with "error" (the
  *     reason), "active_state" "unknown" and "populated" true unless the
  *     kernel says its group is empty or gone: a unit that may hold
- *     processes is never reported empty.  NULL in a 1.0 plugin.
+ *     processes is never reported empty.  A failure that every further
+ *     unit would meet as well (the connection lost: -EIO; a call timed out:
+ *     -ETIMEDOUT; access denied: -EACCES) fails the whole call instead.
+ *     NULL in a 1.0 plugin.
  * @destroy: fence and drain: mask the unit persistently (nothing starts it
  *     again), stop it, kill everything left in its cgroup (cgroup.kill),
  *     and return 0 only with proof that it is gone (masked, no pending job,
@@ -737,8 +740,9 @@ struct berth_evidence_store_ops_v1 {
  *     drain timeout; -EAGAIN the proof did not hold.  Any error means the
  *     job may still hold processes: call it again later.
  *
- * Every op may also fail because of the manager itself: -ENOENT or
- * -ECONNREFUSED it cannot be reached; -EACCES it is not who it should be
+ * Every op may also fail because of the manager itself: -ECONNREFUSED it
+ * cannot be reached (no socket, or no listener; -ENOENT is never used for
+ * that, only for an absent unit or its definition); -EACCES it is not who it should be
  * (containment-systemd: the socket's peer is not root's PID 1) or denied
  * the call; -EBUSY it refused a job that conflicts with one already
  * queued for the unit; -EIO or -ETIMEDOUT any other failure of the call;

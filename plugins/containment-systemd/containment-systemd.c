@@ -562,7 +562,10 @@ static bool default_group_populated(const char *name)
 }
 
 /* One entry of units() in *@ret: the unit @name, read through @m.  A unit
- * the manager fails to report is listed all the same, with "error". */
+ * the manager fails to report is listed all the same, with "error"; a
+ * failure that every further unit would meet as well (manager_unreachable():
+ * the connection lost, a call timed out, access denied) fails the listing
+ * instead, rather than wait out the timeout once per unit. */
 static int unit_entry(struct manager *m, const char *name, json_t **ret, struct berth_error *reterr)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -571,6 +574,7 @@ static int unit_entry(struct manager *m, const char *name, json_t **ret, struct 
     size_t n = strlen(name) - strlen(UNIT_PREFIX) - strlen(".service");
     char check[sizeof(u.name)];
     json_t *jid;
+    bool asked_manager = true;
     int r;
 
     if (!(id = strndup(name + strlen(UNIT_PREFIX), n)))
@@ -583,6 +587,7 @@ static int unit_entry(struct manager *m, const char *name, json_t **ret, struct 
         (r = manager_get_string(&u.m, u.path, SD_UNIT_IFACE, "ActiveState", &active, &err)) < 0 ||
         (r = unit_cgroup(&u, &cg, &err)) < 0)
         goto out;
+    asked_manager = false;
     r = cgroup_populated(cg, &err);
     if (r < 0 && r != -ENOENT)
         goto out;
@@ -590,6 +595,11 @@ static int unit_entry(struct manager *m, const char *name, json_t **ret, struct 
                      r == 1, "masked", streq(load, "masked"));
     r = 0;
 out:
+    if (r < 0 && r != -ENOMEM && asked_manager && manager_unreachable(&u.m, r)) {
+        json_decref(jid);
+        free(u.path);
+        return berth_error_set(reterr, r, "listing the units: %s", err.message);
+    }
     if (r < 0 && r != -ENOMEM) {
         *ret = json_pack("{s:O, s:s, s:s, s:b, s:b, s:s}", "job_id", jid, "unit", name, "active_state", "unknown",
                          "populated", default_group_populated(name), "masked", load && streq(load, "masked"),

@@ -47,7 +47,15 @@ static int bus_errno(const sd_bus_error *e, int r)
     for (size_t i = 0; e && sd_bus_error_is_set(e) && i < ELEMENTSOF(map); i++)
         if (sd_bus_error_has_name(e, map[i].name))
             return -map[i].err;
-    return r < 0 ? r : -EIO;
+    /* libsystemd's own: the connection reset or closed (ECONNRESET,
+     * ENOTCONN, EPIPE), a bad message (EBADMSG), ...: none is documented
+     * but these two. */
+    return r == -ETIMEDOUT || r == -ENOMEM ? r : -EIO;
+}
+
+bool manager_unreachable(struct manager *m, int r)
+{
+    return r == -ETIMEDOUT || r == -EACCES || !m->bus || sd_bus_is_open(m->bus) <= 0;
 }
 
 static int bus_fail(const sd_bus_error *e, int r, const char *what, const char *unit, struct berth_error *reterr)
@@ -71,8 +79,11 @@ static int connect_manager(const char *path, struct berth_error *reterr)
     memcpy(sa.sun_path, path, strlen(path));
     if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
         return berth_error_set(reterr, -errno, "socket: %m");
+    /* No socket file is no manager, as no listener is: -ENOENT is the
+     * ops' word for an absent unit (plugin.h). */
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-        return berth_error_set(reterr, -errno, "cannot reach the service manager at %s: %m", path);
+        return berth_error_set(reterr, errno == ENOENT ? -ECONNREFUSED : -errno,
+                               "cannot reach the service manager at %s: %m", path);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0)
         return berth_error_set(reterr, -errno, "SO_PEERCRED of %s: %m", path);
     if (peer.uid != 0 || peer.pid != 1)
@@ -105,7 +116,8 @@ int manager_open(struct manager *m, const char *path, int64_t job_timeout_ns, st
     /* From here the bus owns fd. */
     if ((r = sd_bus_start(m->bus)) < 0) {
         manager_close(m);
-        return berth_error_set(reterr, r, "no D-Bus handshake with the service manager at %s: %s", path, strerror(-r));
+        return berth_error_set(reterr, bus_errno(NULL, r), "no D-Bus handshake with the service manager at %s: %s",
+                               path, strerror(-r));
     }
     /* A direct connection gets the manager's signals (JobRemoved) once it subscribed. */
     r = sd_bus_call_method(m->bus, SD_DEST, SD_PATH, SD_MANAGER_IFACE, "Subscribe", &e, NULL, "");

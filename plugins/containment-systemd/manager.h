@@ -25,10 +25,22 @@ struct manager {
 
 /* manager_open() - connect to the unix socket @path (the manager's private
  * socket) and check, with SO_PEERCRED, that its owner is uid 0, pid 1.
- * -EACCES a peer that is not PID 1 of root; -ECONNREFUSED, -ENOENT: no
- * manager there (not booted with systemd). */
+ * -EACCES a peer that is not PID 1 of root; -ECONNREFUSED no manager
+ * there (no socket at @path, or no one listening: not booted with
+ * systemd), never -ENOENT, which the ops keep for a unit that is absent.
+ *
+ * Every call through @m reports a failure of the connection itself (reset,
+ * closed, a reply that did not parse) as -EIO, a reply that did not come in
+ * time as -ETIMEDOUT, and the manager's own error replies as the errnos of
+ * bus_errno() in manager.c. */
 int manager_open(struct manager *m, const char *path, int64_t job_timeout_ns, struct berth_error *reterr);
 void manager_close(struct manager *m);
+
+/* manager_unreachable() - whether the failure @r of a call through @m says
+ * that the manager cannot answer any further call on it, not only this
+ * one: the connection is closed, the call timed out (the manager is stuck
+ * or gone), or it denied access (its policy, the same for every unit). */
+bool manager_unreachable(struct manager *m, int r);
 
 /* manager_unit_path() - LoadUnit(@name): the unit's object path, caller
  * frees.  Loads it when not loaded (a template instance is loaded from the

@@ -85,7 +85,7 @@ wait "$FAKE" 2>/dev/null || :
 # No manager at all: a clear error, not a hang.
 printf '{"socket": "%s"}\n' "$TMP/none.sock" >"$TMP/none.json"
 run 1 "$BERTH_OCI_DRIVE" "$BERTH_CONTAINMENT_PLUGIN_DIR" containment-systemd.so none "$TMP/none.json" capabilities
-grep -q "^ENOENT: cannot reach the service manager" "$TMP/stderr" || fail "no manager: $(cat "$TMP/stderr")"
+grep -q "^ECONNREFUSED: cannot reach the service manager" "$TMP/stderr" || fail "no manager: $(cat "$TMP/stderr")"
 printf '{"socket": "/run/systemd/private", "x": 1}\n' >"$TMP/bad.json"
 run 1 "$BERTH_OCI_DRIVE" "$BERTH_CONTAINMENT_PLUGIN_DIR" containment-systemd.so bad "$TMP/bad.json" capabilities
 stderr_has "x"
@@ -209,6 +209,25 @@ for u in "berth-job@$LONGID.service" 'berth-job@\x2dlead.service'; do
         "$TMP/stdout")" = '[null,"active",true,false]' ] || fail "units does not list $u as running: $(cat "$TMP/stdout")"
 done
 run 0 ct systemctl stop "berth-job@$LONGID.service" 'berth-job@\x2dlead.service'
+
+# --- a group the kernel has below the slice whose name the manager refuses
+# as a unit name (a space): listed with "error", "active_state" "unknown"
+# and the kernel's word on its processes, empty and then holding one
+GHOST='/sys/fs/cgroup/system.slice/system-berth\x2djob.slice/berth-job@bad name.service'
+ghost_entry() {
+    cdrive_ok units
+    jq -c '[.units[] | select(.unit == "berth-job@bad name.service") | .job_id, .active_state, .populated,
+        (.error | type)]' "$TMP/stdout"
+}
+ct mkdir "$GHOST"
+[ "$(ghost_entry)" = '[null,"unknown",false,"string"]' ] || fail "units and an unknown empty group: $(cat "$TMP/stdout")"
+ct sh -c 'sleep '"$LONG"' </dev/null >/dev/null 2>&1 & echo $! >"$1/cgroup.procs"; echo $! >"$2"' sh "$GHOST" "$TMP/ghost.pid"
+[ "$(ghost_entry)" = '[null,"unknown",true,"string"]' ] || fail "units and an unknown busy group: $(cat "$TMP/stdout")"
+jq -e '.units[] | select(.unit == "berth-job@bad name.service") | .error | test("name")' "$TMP/stdout" >/dev/null ||
+    fail "the error does not say what the manager refused: $(cat "$TMP/stdout")"
+ct kill -KILL "$(cat "$TMP/ghost.pid")"
+for _ in $(seq 50); do ct rmdir "$GHOST" 2>/dev/null && break; sleep 0.1; done
+ct test ! -e "$GHOST" || fail "the test's group $GHOST is still there"
 
 # --- a drop-in on the template refuses every launch
 ct mkdir -p "$UNITDIR/berth-job@.service.d"
