@@ -704,11 +704,12 @@ struct berth_evidence_store_ops_v1 {
  *     definition is not installed; -EBADMSG @spec invalid; -EIO or
  *     -ETIMEDOUT the manager did not start it.
  * @attach: move the process referred to by @pidfd (pidfd_open(2)) into the
- *     job's payload group.  -ESRCH not a live process, or it ended during
- *     the call.  The kernel's cgroup.procs takes a pid number, so the
- *     process must not be reaped before attach returns (the caller itself,
- *     or a child of the caller's it has not waited for): a pid that is
- *     reaped and given to another process in between could move that one.
+ *     job's payload group.  -ESRCH the process is gone (reaped), before
+ *     or during the call.  The kernel's cgroup.procs takes a pid number,
+ *     so the process must not be reaped before attach returns (the caller
+ *     itself, or a child of the caller's it has not waited for): a pid
+ *     that is reaped and given to another process in between could move
+ *     that one, and -ESRCH after the move says that this may have happened.
  * @kill: send @signo (1 to 64) to every process in the job's unit.
  *     -EINVAL @signo out of range; -ESRCH the unit is not running (no
  *     process to signal, whether it ended or never ran).

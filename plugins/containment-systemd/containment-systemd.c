@@ -337,8 +337,17 @@ static int contained_attach(void *state, const char *job_id, int pidfd, struct b
      * meanwhile.  plugin.h asks callers for a process that cannot be reaped
      * during the call, which closes the window entirely. */
     if ((r = unit_cgroup(&u, &cg, reterr)) == 0 && (r = pidfd_pid(pidfd, &pid, reterr)) == 0 &&
-        (r = cgroup_move(cg, "payload", pid, reterr)) == 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
-        r = berth_error_set(reterr, -ESRCH, "process %d ended while it was moved into %s/payload", (int)pid, cg);
+        (r = cgroup_move(cg, "payload", pid, reterr)) == 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0) {
+        /* Only ESRCH says the process was reaped (pidfd_send_signal(2)). */
+        if (errno == ESRCH)
+            r = berth_error_set(reterr, -ESRCH,
+                                "process %d was reaped while it was moved into %s/payload: if its pid was reused "
+                                "meanwhile, another process was moved there in its place",
+                                (int)pid, cg);
+        else
+            r = berth_error_set(reterr, -EIO, "cannot tell whether process %d outlived its move into %s/payload: %m",
+                                (int)pid, cg);
+    }
     unit_done(&u);
     return r;
 }
