@@ -744,6 +744,13 @@ static int oci_start(void *state, const char *dispatch, size_t dispatch_len, str
     if (r == 0) {
         o->host->log(o->host, BERTH_LOG_INFO, "job %s started by %s", d.run_id, o->cfg.pin.path);
         oci_watch_job(o->watch, jobfd, d.run_id); /* berthd hears of its end at once */
+    } else if (r == -ETIMEDOUT) {
+        /* The shim holds the id and may still start the job (its runtime
+         * commands have a bound of their own): berthd's retry finds it
+         * started (1) and follows it through inspect, and hears of its end. */
+        o->host->log(o->host, BERTH_LOG_WARNING, "job %s: no answer from the shim within the start timeout; it keeps "
+                     "the job and may still start it", d.run_id);
+        oci_watch_job(o->watch, jobfd, d.run_id);
     }
 out:
     oci_dispatch_clear(&d);

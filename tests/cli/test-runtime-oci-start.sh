@@ -35,6 +35,10 @@ dispatch hang
 drive_fails ETIMEDOUT hang start "$TMP/hang.dispatch.json"
 stderr_has "the runtime did not start the job within 1000 ms"
 [ -s "$TMP/hang.pid" ] || fail "the hanging shim did not run"
+stderr_has "no answer from the shim within the start timeout; it keeps the job and may still start it"
+# The shim keeps the id: berthd's retry finds the job started, never starts it twice.
+drive_ok hang start "$TMP/hang.dispatch.json"
+[ "$(cat "$TMP/stdout")" = already ] || fail "a retry after the start timeout: $(cat "$TMP/stdout")"
 kill "$(cat "$TMP/hang.pid")" 2>/dev/null || fail "the hanging shim's child was gone before start() returned"
 
 fake_shim quiet "exit 0"
