@@ -242,7 +242,10 @@ enum berth_plugin_kind {
  *           -ENOENT (no containment is bound to this instance: it runs its
  *           jobs as it always did), or -EINVAL (NULL arguments).  A runtime
  *           that cannot run its jobs contained must refuse init() when this
- *           returns 0, never run them uncontained.
+ *           returns 0, never run them uncontained.  The containment job id
+ *           of each job is its run id (the job id of the runtime ops):
+ *           berthd's startup recovery looks each listed unit up by it and
+ *           fences every unit whose job is unknown or has ended.
  */
 struct berth_containment_ops_v1;
 

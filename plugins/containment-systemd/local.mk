@@ -37,9 +37,10 @@ CLEANFILES += conf/berth-job@.service
 
 if ENABLE_TESTS
 # Against a real systemd booted in a container (systemd-nspawn).
-TESTS += tests/cli/test-containment-systemd.sh
+TESTS += tests/cli/test-containment-systemd.sh tests/cli/test-berthd-fence.sh
 endif
 else
 EXTRA_DIST += $(CONTAINED_PLUGIN_FILES) $(CONTAINED_COMMON_FILES) plugins/containment-systemd/launcher.c
 endif
-EXTRA_DIST += conf/berth-job@.service.in tests/cli/test-containment-systemd.sh tests/cli/systemd-lib.sh
+EXTRA_DIST += conf/berth-job@.service.in tests/cli/test-containment-systemd.sh tests/cli/test-berthd-fence.sh \
+	tests/cli/systemd-lib.sh

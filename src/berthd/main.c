@@ -42,6 +42,7 @@
 #include "pool.h"
 #include "reserve.h"
 #include "server.h"
+#include "startup-fence.h"
 #include "startup-qualify.h"
 #include "sign.h"
 #include "tls.h"
@@ -471,6 +472,9 @@ static int start(struct daemon *d, bool check_only)
     else if (r < 0)
         return fail(d, "journal space reserve", &err);
     if (berthd_qualify_at_startup(&d->cfg, d->runtimes, d->journal, d->key, &d->logger) < 0)
+        return 1;
+    /* Before admission: no unit of a job that ended, or of none, runs on. */
+    if (berthd_fence_units(d->runtimes, d->cfg.n_backends, d->journal, &d->logger, NULL) < 0)
         return 1;
     bp = (struct berth_broker_params){
         .name = d->cfg.broker_name,

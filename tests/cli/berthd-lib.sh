@@ -37,19 +37,29 @@ pick_port() {
 }
 
 # make_install [HTTP_JSON_MEMBERS]: dev-init, then splice extra top-level
-# members (for example an "http" object) into berthd.json.
+# members (for example an "http" object) into berthd.json.  The plugins
+# come from $PLUGINS when set (plugin_dir), else from the test plugins.
 make_install() {
     pick_port
     mkdir -p -m 0700 "$TMP/script"
     printf '{"state_directory":"%s"}' "$TMP/script" >"$TMP/script.json"
     run 0 "$BERTHCTL" dev-init "$INST" --port "$PORT" --principal dev --principal other \
         --image "$SAMPLE_IMAGE" --backend "script=runtime-script,$TMP/script.json" \
-        --plugin-dir "$BERTH_TEST_PLUGIN_DIR"
+        --plugin-dir "${PLUGINS:-$BERTH_TEST_PLUGIN_DIR}"
     if [ -n "${1:-}" ]; then
         # berthd.json starts with "{" on its own line: insert after it.
         sed -i "1s|^{\$|{ $1,|" "$INST/berthd.json"
         grep -qF "$1" "$INST/berthd.json" || fail "could not add $1 to berthd.json"
     fi
+}
+
+# plugin_dir FILE...: $TMP/plugins, a trusted plugin directory with a copy
+# of each FILE (a plugin's .so); sets PLUGINS to it.
+plugin_dir() {
+    PLUGINS=$TMP/plugins
+    mkdir -m 0755 "$PLUGINS"
+    cp "$@" "$PLUGINS/"
+    chmod 0755 "$PLUGINS"/*.so
 }
 
 # evidence_plugins: $TMP/plugins, one plugin directory with the scripted

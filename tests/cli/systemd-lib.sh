@@ -12,6 +12,11 @@
 #   ct COMMAND...       run COMMAND inside (all of its namespaces)
 #   ct_shutdown         power it off (SIGTERM to nspawn), at most 30 s, then
 #                       SIGKILL; its cgroup (a new one per boot) is removed
+#   ct_install_template install the built berth-job@.service in
+#                       $UNITDIR (/etc/systemd/system) with the build tree's
+#                       launcher ($BERTH_CONTAINED), and write the
+#                       containment-systemd configuration for it to
+#                       $TMP/contained.json
 [ "$(id -u)" = 0 ] || { echo "SKIP: booting systemd in a container needs root"; exit 77; }
 require_tool systemd-nspawn systemd-container
 require_tool nsenter util-linux
@@ -71,4 +76,16 @@ ct_boot() {
         sleep 0.1
     done
     fail "the container's systemd did not finish booting in 30 s (state '$st'): $(tail -20 "$TMP/nspawn.log")"
+}
+
+UNITDIR=/etc/systemd/system
+ct_install_template() {
+    : "${BERTH_CONTAINED:?}" "${BERTH_JOB_TEMPLATE:?}"
+    sed "s|^ExecStart=.*|ExecStart=$BERTH_CONTAINED %i|" "$BERTH_JOB_TEMPLATE" >"$TMP/berth-job@.service"
+    grep -q "^ExecStart=$BERTH_CONTAINED %i\$" "$TMP/berth-job@.service" || fail "the template has no ExecStart= line"
+    ct sh -c "mkdir -p $UNITDIR && cp '$TMP/berth-job@.service' $UNITDIR/"
+    ct systemctl daemon-reload
+    cat >"$TMP/contained.json" <<JSON
+{"template": "$UNITDIR/berth-job@.service", "launcher": "$BERTH_CONTAINED", "drain_timeout_ns": 10000000000}
+JSON
 }

@@ -12,17 +12,10 @@
 . "$BERTH_TOP_SRCDIR/tests/cli/berthd-lib.sh"
 : "${BERTH_RUNTIME_PLUGIN_DIR:?}"
 
-PLUGINS=$TMP/plugins
-mkdir -m 0755 "$PLUGINS"
-cp "$BERTH_TEST_PLUGIN_DIR/runtime-script.so" "$BERTH_TEST_PLUGIN_DIR/runtime-script-1-0.so" \
-    "$BERTH_TEST_PLUGIN_DIR/fixture-containment.so" \
-    "$BERTH_TEST_PLUGIN_DIR/fixture-good.so" "$BERTH_RUNTIME_PLUGIN_DIR/runtime-oci.so" "$PLUGINS/"
-chmod 0755 "$PLUGINS"/*.so
-pick_port
-mkdir -p -m 0700 "$TMP/script"
-printf '{"state_directory":"%s"}' "$TMP/script" >"$TMP/script.json"
-run 0 "$BERTHCTL" dev-init "$INST" --port "$PORT" --principal dev --image "$SAMPLE_IMAGE" \
-    --backend "script=runtime-script,$TMP/script.json" --plugin-dir "$PLUGINS"
+plugin_dir "$BERTH_TEST_PLUGIN_DIR/runtime-script.so" "$BERTH_TEST_PLUGIN_DIR/runtime-script-1-0.so" \
+    "$BERTH_TEST_PLUGIN_DIR/fixture-containment.so" "$BERTH_TEST_PLUGIN_DIR/fixture-good.so" \
+    "$BERTH_RUNTIME_PLUGIN_DIR/runtime-oci.so"
+make_install
 CONF=$INST/berthd.json
 cp "$CONF" "$TMP/conf.plain"
 

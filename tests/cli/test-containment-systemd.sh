@@ -19,15 +19,7 @@
 
 ct_boot
 
-# The built template, with the build tree's launcher.
-UNITDIR=/etc/systemd/system
-sed "s|^ExecStart=.*|ExecStart=$BERTH_CONTAINED %i|" "$BERTH_JOB_TEMPLATE" >"$TMP/berth-job@.service"
-grep -q "^ExecStart=$BERTH_CONTAINED %i\$" "$TMP/berth-job@.service" || fail "the template has no ExecStart= line"
-ct sh -c "mkdir -p $UNITDIR && cp '$TMP/berth-job@.service' $UNITDIR/"
-ct systemctl daemon-reload
-cat >"$TMP/contained.json" <<JSON
-{"template": "$UNITDIR/berth-job@.service", "launcher": "$BERTH_CONTAINED", "drain_timeout_ns": 10000000000}
-JSON
+ct_install_template
 
 cdrive() { ct "$BERTH_OCI_DRIVE" "$BERTH_CONTAINMENT_PLUGIN_DIR" containment-systemd.so contained "$TMP/contained.json" "$@"; }
 cdrive_ok() { run 0 cdrive "$@"; }
