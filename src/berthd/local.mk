@@ -14,7 +14,7 @@ src_berthd_berthd_SOURCES = \
 	src/berthd/reply-encode.c src/berthd/reply-encode.h \
 	src/berthd/server.c src/berthd/server.h \
 	src/berthd/slots.c src/berthd/slots.h \
-	src/berthd/startup-fence.c src/berthd/startup-fence.h \
+	src/berthd/fence.c src/berthd/fence.h \
 	src/berthd/startup-qualify.c src/berthd/startup-qualify.h \
 	src/berthd/tls.c src/berthd/tls.h \
 	src/berthd/uploads.c src/berthd/uploads.h \

@@ -42,7 +42,7 @@
 #include "pool.h"
 #include "reserve.h"
 #include "server.h"
-#include "startup-fence.h"
+#include "fence.h"
 #include "startup-qualify.h"
 #include "sign.h"
 #include "tls.h"
@@ -73,6 +73,7 @@ struct daemon {
     char *evidence_spool;                 /* state_directory/evidence-spool */
     struct berth_broker *broker;
     struct berthd_worker worker;
+    struct berthd_fence_timer fence; /* the periodic containment scan */
     struct event_base *base;
     SSL_CTX *ctx;
     struct berthd_server *server;
@@ -474,7 +475,8 @@ static int start(struct daemon *d, bool check_only)
     if (berthd_qualify_at_startup(&d->cfg, d->runtimes, d->journal, d->key, &d->logger) < 0)
         return 1;
     /* Before admission: no unit of a job that ended, or of none, runs on. */
-    if (berthd_fence_units(d->runtimes, d->cfg.n_backends, d->journal, &d->logger, NULL) < 0)
+    if (berthd_fence_units(d->runtimes, d->cfg.n_backends, berthd_journal_lookup, d->journal, true, &d->logger,
+                           NULL) < 0)
         return 1;
     bp = (struct berth_broker_params){
         .name = d->cfg.broker_name,
@@ -551,6 +553,15 @@ static int start(struct daemon *d, bool check_only)
     if ((r = berthd_worker_start(&d->worker)) < 0)
         return berth_logf(&d->logger, BERTH_LOG_ERR, "cannot start the worker thread: %s", strerror(-r)), 1;
     berthd_worker_wake(&d->worker); /* the startup reconcile, then dispatch what recovery left accepted */
+    d->fence = (struct berthd_fence_timer){
+        .runtimes = d->runtimes,
+        .n = d->cfg.n_backends,
+        .broker = d->broker,
+        .log = &d->logger,
+        .interval_ns = d->cfg.containment_scan_interval_ns,
+    };
+    if ((r = berthd_fence_timer_start(&d->fence, &err)) < 0)
+        return fail(d, "containment scan", &err);
     return 0;
 }
 
@@ -559,6 +570,7 @@ static void stop(struct daemon *d)
     size_t i;
 
     route_notifications(d, false); /* plugin threads may still call job_changed until fini */
+    berthd_fence_timer_stop(&d->fence); /* it uses the broker and the backends */
     berthd_worker_stop(&d->worker);
     berthd_server_free(d->server);
     if (d->sigterm)

@@ -9,7 +9,9 @@
  * cancellation and a notification wake it at once, so dispatch follows the
  * commit that accepted a job without waiting for the interval.  Besides
  * the broker's start threads (start_concurrency: they stage and start the
- * jobs dispatch claimed), it is the only thread that calls plugins.  Its
+ * jobs dispatch claimed), it is the only thread that calls runtime plugins
+ * (the containment scan, fence.h, calls containment instances through
+ * their bindings).  Its
  * first passes are the startup reconcile: while a round of reconcile pages
  * goes on (a full page), the next pass runs at once, and on_ready is called when admission opens.
  */

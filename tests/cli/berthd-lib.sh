@@ -53,6 +53,18 @@ make_install() {
     fi
 }
 
+# wait_empty DIR [SECONDS]: wait up to SECONDS (default 10) for DIR to be
+# empty; fails naming what is left.  For what berthd removes after it has
+# recorded a result (a job's staged inputs go when it is reaped, which
+# follows the result a waiting client already holds).
+wait_empty() {
+    local deadline=$((SECONDS + ${2:-10}))
+    while [ -n "$(ls -A "$1")" ]; do
+        [ "$SECONDS" -lt "$deadline" ] || fail "$1 still holds: $(ls -A "$1")"
+        sleep 0.1
+    done
+}
+
 # plugin_dir FILE...: $TMP/plugins, a trusted plugin directory with a copy
 # of each FILE (a plugin's .so); sets PLUGINS to it.
 plugin_dir() {

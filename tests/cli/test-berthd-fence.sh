@@ -1,11 +1,13 @@
 # test-berthd-fence.sh -- berthd fences and drains, before admission opens,
 # the units of a contained backend that no live job accounts for
-# (src/berthd/startup-fence.h), against a real systemd booted in a
+# (src/berthd/fence.h), against a real systemd booted in a
 # container (systemd-lib.sh): a unit started by hand with no journal
 # record, and one left behind by a job that has ended, are masked and
 # drained, payloads that fork and ignore SIGTERM included; the unit named
 # by a job that still runs is left alone; a unit whose name carries no job
-# id is reported for the operator and left alone.  The backend is the
+# id is reported for the operator and left alone; the periodic scan fences
+# a unit started by hand while berthd runs, and the unit of a job once the
+# job has ended.  The backend is the
 # scripted runtime (it runs nothing in units itself) bound to the real
 # containment-systemd plugin: runtime-oci cannot run its jobs contained yet.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
@@ -23,7 +25,8 @@ curl() { ct /usr/bin/curl "$@"; }
 plugin_dir "$BERTH_TEST_PLUGIN_DIR/runtime-script.so" "$BERTH_CONTAINMENT_PLUGIN_DIR/containment-systemd.so"
 make_install
 publish "$INST/berthd.json" jq --slurpfile c "$TMP/contained.json" \
-    '.backends.script.containment = {"plugin": "containment-systemd", "config": $c[0]}'
+    '.backends.script.containment = {"plugin": "containment-systemd", "config": $c[0]}
+     | .containment_scan_interval_ns = 1000000000'
 
 # ct_berthd: berthd as a unit of the container's manager, until it is
 # ready; its log is $TMP/berthd.log.  ct_stop_berthd stops it.
@@ -111,6 +114,24 @@ ct_stop_berthd
 ct_berthd
 grep -qF "containment recovery: 0 units fenced, 0 not proven gone, 1 without a job id, 1 of live jobs kept" \
     "$TMP/berthd.log" || fail "the second start: $(cat "$TMP/berthd.log")"
+
+# The periodic scan, every second here: a unit started by hand while berthd
+# runs, and the unit of the live job once that job has ended.
+hand_unit late late
+PIDS_LATE=$(payload_of berth-job@late.service)
+log_has 'unit berth-job@late.service \(no journal record\): fenced, drained' 20 ||
+    fail "the periodic scan did not fence berth-job@late: $(cat "$TMP/berthd.log")"
+PIDS_LIVE=$(payload_of "berth-job@$RUN_LIVE.service")
+[ "$(ct systemctl is-active "berth-job@$RUN_LIVE.service" || :)" = active ] || fail "the live job's unit was stopped early"
+touch "$TMP/script/$RUN_LIVE.release"
+wait_state dev live exited
+log_has "unit berth-job@$RUN_LIVE.service \(exited\): fenced, drained" 20 ||
+    fail "the periodic scan did not fence the ended job's unit: $(cat "$TMP/berthd.log")"
+for p in $PIDS_LATE $PIDS_LIVE; do
+    ct kill -0 "$p" 2>/dev/null && fail "payload process $p survived the periodic fence"
+done
+grep -c 'carries no job id' "$TMP/berthd.log" | grep -qx 1 ||
+    fail "the unit without a job id was reported more than once: $(cat "$TMP/berthd.log")"
 ct_stop_berthd
-run 0 ct systemctl stop "berth-job@$RUN_LIVE.service" 'berth-job@\x2dlead.service'
+run 0 ct systemctl stop 'berth-job@\x2dlead.service'
 echo "PASS: berthd fenced the units no live job accounts for"

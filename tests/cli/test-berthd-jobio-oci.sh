@@ -54,6 +54,6 @@ for rt in runsc crun; do
     [ "$(result "link-$rt" .output_error.id)" = report ] || fail "$rt: $(result "link-$rt" .output_error)"
 done
 # Staged inputs are gone once the jobs were reaped.
-[ -z "$(ls -A "$INST/state/inputs")" ] || fail "staged inputs left: $(ls -A "$INST/state/inputs")"
+wait_empty "$INST/state/inputs"
 stop_berthd
 echo ok

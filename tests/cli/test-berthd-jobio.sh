@@ -49,7 +49,7 @@ io_job reads '["cat-input","0"]' ",\"inputs\":[{\"path\":\"/inputs/data.txt\",\"
 run 0 CTL submit "$TMP/reads.json" --wait
 cmp -s "$TMP/stdout" "$TMP/data.txt" || fail "the job read other bytes: $(cat "$TMP/stdout")"
 # Its staged inputs are gone once the job was reaped.
-[ -z "$(ls -A "$INST/state/inputs")" ] || fail "staged inputs left behind: $(ls -A "$INST/state/inputs")"
+wait_empty "$INST/state/inputs"
 
 REPORT='{"lines":3}'
 io_job writes "[\"outputs\",\"report=$(printf '%s' "$REPORT" | sed 's/"/\\"/g')\"]" "$(report_output)" >"$TMP/writes.json"

@@ -64,6 +64,7 @@ static void same_settings(const struct berthd_config *a, const struct berthd_con
     ck_assert_int_eq(a->idle_timeout_ns, b->idle_timeout_ns);
     ck_assert_int_eq(a->shutdown_timeout_ns, b->shutdown_timeout_ns);
     ck_assert_int_eq(a->reconcile_interval_ns, b->reconcile_interval_ns);
+    ck_assert_int_eq(a->containment_scan_interval_ns, b->containment_scan_interval_ns);
     ck_assert_int_eq(a->max_header_fields, b->max_header_fields);
     ck_assert_int_eq(a->max_unauthenticated, b->max_unauthenticated);
     ck_assert_int_eq(a->max_per_source, b->max_per_source);
@@ -87,6 +88,7 @@ START_TEST(defaults)
     ck_assert_int_eq(d.max_connections, 64);
     ck_assert_int_eq(d.max_body_bytes, 1024 * 1024 + 64 * 1024);
     ck_assert_int_eq(d.reconcile_interval_ns, 250000000);
+    ck_assert_int_eq(d.containment_scan_interval_ns, 60000000000);
     ck_assert_int_eq(d.handshake_timeout_ns, 2000000000);
     ck_assert_int_eq(d.header_timeout_ns, 5000000000);
     ck_assert_int_eq(d.inactivity_timeout_ns, 5000000000);
@@ -166,6 +168,8 @@ START_TEST(refusals)
     refused(DOC(",\"journal\":{\"max_active_jobs\":0}"), "config.journal.max_active_jobs is 0, outside 1..1000000");
     refused(DOC(",\"http\":{\"max_connections\":5000}"), "config.http.max_connections is 5000, outside 1..4096");
     refused(DOC(",\"reconcile_interval_ns\":1"), "config.reconcile_interval_ns is 1, outside");
+    refused(DOC(",\"containment_scan_interval_ns\":99999999"),
+            "config.containment_scan_interval_ns is 99999999, outside 100000000..3600000000000");
     refused(DOC(",\"http\":{\"header_timeout_ns\":60000000000,\"request_timeout_ns\":10000000000}"),
             "config.http.request_timeout_ns must not be below header_timeout_ns");
     refused(DOC(",\"journal\":{\"max_active_jobs\":20000}"),
@@ -260,10 +264,12 @@ START_TEST(write_settings)
     c.max_connections = 10;
     c.shutdown_timeout_ns = 0;
     c.reconcile_interval_ns = 1000000000;
+    c.containment_scan_interval_ns = 5000000000;
     c.jobs_ns = 2000000000;
     round_trip(&c, &back, &text);
     /* Only what differs from the defaults; "backends" even when empty. */
     ck_assert_msg(strstr(text, "\"backends\":{},"), "%s", text);
+    ck_assert_msg(strstr(text, "\"containment_scan_interval_ns\":5000000000,"), "%s", text);
     ck_assert_msg(strstr(text, "\"http\":{\"max_connections\":10,\"shutdown_timeout_ns\":0},"), "%s", text);
     ck_assert_msg(strstr(text, "\"journal\":{\"max_active_jobs\":20},"), "%s", text);
     ck_assert_msg(strstr(text, "\"retention\":{\"jobs_ns\":2000000000},"), "%s", text);

@@ -960,6 +960,21 @@ void berth_broker_audit(struct berth_broker *b, const char *fingerprint, uint64_
     broker_caller_clear(&caller);
 }
 
+int berth_broker_run_state(struct berth_broker *b, const char *run_id, enum berth_job_state *ret,
+                           struct berth_error *reterr)
+{
+    struct berth_job_record rec = {0};
+    int r;
+
+    pthread_mutex_lock(&b->lock);
+    r = berth_jobstore_find_run(b->p.journal, run_id, &rec, reterr);
+    pthread_mutex_unlock(&b->lock);
+    if (r == 0)
+        *ret = rec.state;
+    berth_job_record_clear(&rec);
+    return r;
+}
+
 int berth_broker_job_counts(struct berth_broker *b, int64_t counts[BERTH_JOB_STATE_COUNT], struct berth_error *reterr)
 {
     int r;

@@ -541,6 +541,15 @@ void berth_broker_journal_stats(struct berth_broker *b, const char *fingerprint,
 int berth_broker_job_counts(struct berth_broker *b, int64_t counts[BERTH_JOB_STATE_COUNT], struct berth_error *reterr);
 
 /**
+ * berth_broker_run_state() - the state of the job with run id @run_id in
+ * *@ret (for the containment scans of berthd, fence.h).
+ * Return: 0; -ENOENT no such job (never recorded, or pruned); a journal
+ * error.  Thread-safe (takes the broker's lock).
+ */
+int berth_broker_run_state(struct berth_broker *b, const char *run_id, enum berth_job_state *ret,
+                           struct berth_error *reterr);
+
+/**
  * struct berth_broker_health - the broker's condition, for /v1/health and
  * /metrics (see "A full state filesystem" above).
  * @degraded:       the state filesystem is out of space or quota.

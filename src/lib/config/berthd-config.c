@@ -27,7 +27,7 @@
 #define RETENTION_MAX_NS (100 * NS_PER_DAY)
 
 static const char *const top_members[] = {
-    "audit_key",       "backends", "broker_name", "evidence",    "http",
+    "audit_key",       "backends", "broker_name", "containment_scan_interval_ns", "evidence",    "http",
     "images",          "journal",  "listen",      "plugin_directory",      "policy",
     "pools_directory", "probe",    "receipt_key", "reconcile_interval_ns", "retention",
     "root_cache_bytes", "schema_version",  "start_concurrency", "state_directory", "tls",  "warm", NULL,
@@ -69,6 +69,8 @@ struct int_setting {
 
 static const struct int_setting int_settings[] = {
     INT_SETTING(NULL, reconcile_interval_ns, 10 * NS_PER_MS, 60 * NS_PER_S, 250 * NS_PER_MS),
+    /* How often the units of contained backends are scanned (fence.h). */
+    INT_SETTING(NULL, containment_scan_interval_ns, 100 * NS_PER_MS, 3600 * NS_PER_S, 60 * NS_PER_S),
     /* 0: twice the CPUs online (berthd_config_start_concurrency()). */
     INT_SETTING(NULL, start_concurrency, 0, 1024, 0),
     /* The staged roots kept for reuse (rootcache.h): default 4 GiB; 0 keeps none a job does not use. */

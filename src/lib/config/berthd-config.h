@@ -111,6 +111,7 @@ struct berthd_config {
     int64_t request_timeout_ns, idle_timeout_ns, shutdown_timeout_ns, refusal_log_interval_ns;
     int64_t threads; /* http.threads: front threads (TLS, HTTP), 0..BERTH_BERTHD_FRONT_THREADS_MAX; 0: one per CPU */
     int64_t reconcile_interval_ns;
+    int64_t containment_scan_interval_ns; /* how often contained backends' units are scanned (fence.h) */
     int64_t start_concurrency; /* starts under way at once host-wide, 0..1024; 0: twice the CPUs online */
     int64_t root_cache_bytes;  /* bytes of staged roots kept for reuse (rootcache.h); 0: only those in use */
     int64_t jobs_ns;    /* retention.jobs_ns: a terminal job is pruned this long after it finished */
