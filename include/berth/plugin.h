@@ -244,8 +244,12 @@ enum berth_plugin_kind {
  *           that cannot run its jobs contained must refuse init() when this
  *           returns 0, never run them uncontained.  The containment job id
  *           of each job is its run id (the job id of the runtime ops):
- *           berthd's startup recovery looks each listed unit up by it and
- *           fences every unit whose job is unknown or has ended.
+ *           berthd's recovery scans (before admission opens, then every
+ *           containment_scan_interval_ns) look each listed unit up by it
+ *           and fence every unit whose job is unknown or has ended.  So a
+ *           contained runtime creates a unit only for a job, under its run
+ *           id, never one for a warm slot before its claim (provision):
+ *           the scans would fence it as a unit no job accounts for.
  */
 struct berth_containment_ops_v1;
 
@@ -689,7 +693,9 @@ struct berth_evidence_store_ops_v1 {
  * A job is named by its @job_id, a job id as above; a plugin may refuse
  * ids its manager would have to escape (containment-systemd: a leading '.'
  * or '-') with -EINVAL.  JSON documents are UTF-8, owned by the caller once returned
- * (free(3)).  The core calls one instance from one thread at a time.
+ * (free(3)).  The core calls one instance from one thread at a time: the
+ * table host->containment hands a runtime forwards its calls and berthd's
+ * recovery scans through one lock.
  *
  * @capabilities: describe the mechanism: {"manager": name, "version",
  *     "kill": "cgroup" when kills reach every process of the unit's cgroup,
@@ -708,7 +714,7 @@ struct berth_evidence_store_ops_v1 {
  *     -ETIMEDOUT the manager did not start it.
  * @attach: move the process referred to by @pidfd (pidfd_open(2)) into the
  *     job's payload group.  -ESRCH the process is gone (reaped), before
- *     or during the call.  The kernel's cgroup.procs takes a pid number,
+ *     or during the call; -EINVAL @pidfd is not an open pidfd.  The kernel's cgroup.procs takes a pid number,
  *     so the process must not be reaped before attach returns (the caller
  *     itself, or a child of the caller's it has not waited for): a pid
  *     that is reaped and given to another process in between could move

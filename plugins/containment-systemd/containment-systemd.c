@@ -312,12 +312,16 @@ static int pidfd_pid(int pidfd, pid_t *ret, struct berth_error *reterr)
     _cleanup_close_ int fd = -1;
 
     snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || (n = read(fd, buf, sizeof(buf) - 1)) < 0)
-        return berth_error_set(reterr, -errno, "%s: %m", path);
+    /* No such entry: @pidfd is no open descriptor (-EINVAL, plugin.h). */
+    if (pidfd < 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || (n = read(fd, buf, sizeof(buf) - 1)) < 0)
+        return berth_error_set(reterr, pidfd < 0 || errno == ENOENT ? -EINVAL : errno == ENOMEM ? -ENOMEM : -EIO,
+                               "descriptor %d: %s: %s", pidfd, path, pidfd < 0 ? "negative" : strerror(errno));
     buf[n] = '\0';
-    p = strstr(buf, "\nPid:");
-    if (!p || (*ret = (pid_t)strtol(p + 5, NULL, 10)) <= 0)
-        return berth_error_set(reterr, -ESRCH, "descriptor %d is not a pidfd of a live process", pidfd);
+    if (!(p = strstr(buf, "\nPid:")))
+        return berth_error_set(reterr, -EINVAL, "descriptor %d is not a pidfd", pidfd);
+    /* A pidfd of a process that was reaped reads "Pid: -1" (proc(5)). */
+    if ((*ret = (pid_t)strtol(p + 5, NULL, 10)) <= 0)
+        return berth_error_set(reterr, -ESRCH, "descriptor %d is the pidfd of a process that was reaped", pidfd);
     return 0;
 }
 

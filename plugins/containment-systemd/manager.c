@@ -64,6 +64,30 @@ static int bus_fail(const sd_bus_error *e, int r, const char *what, const char *
                            e && sd_bus_error_is_set(e) ? e->message : strerror(r < 0 ? -r : EIO));
 }
 
+/* The documented errno (plugin.h) for a system call's @e while reaching
+ * the manager: no socket file, or no listener, is -ECONNREFUSED (-ENOENT
+ * is the ops' word for an absent unit); a full backlog (EAGAIN on a
+ * non-blocking unix socket), no descriptor left (EMFILE, ENFILE) and the
+ * rest are -EIO. */
+static int reach_errno(int e)
+{
+    switch (e) {
+    case ENOENT:
+    case ECONNREFUSED:
+        return -ECONNREFUSED;
+    case EACCES:
+    case EPERM:
+        return -EACCES;
+    case ENOMEM:
+    case ENOBUFS:
+        return -ENOMEM;
+    case ETIMEDOUT:
+        return -ETIMEDOUT;
+    default:
+        return -EIO;
+    }
+}
+
 /* A connected stream socket to @path whose peer (the listener, SO_PEERCRED)
  * is uid 0, pid 1: checked before a single byte is sent. */
 static int connect_manager(const char *path, struct berth_error *reterr)
@@ -75,17 +99,14 @@ static int connect_manager(const char *path, struct berth_error *reterr)
     int r;
 
     if (strlen(path) >= sizeof(sa.sun_path))
-        return berth_error_set(reterr, -ENAMETOOLONG, "the manager socket path is too long");
+        return berth_error_set(reterr, -EIO, "the manager socket path %s is too long", path);
     memcpy(sa.sun_path, path, strlen(path));
     if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
-        return berth_error_set(reterr, -errno, "socket: %m");
-    /* No socket file is no manager, as no listener is: -ENOENT is the
-     * ops' word for an absent unit (plugin.h). */
+        return berth_error_set(reterr, reach_errno(errno), "socket: %m");
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-        return berth_error_set(reterr, errno == ENOENT ? -ECONNREFUSED : -errno,
-                               "cannot reach the service manager at %s: %m", path);
+        return berth_error_set(reterr, reach_errno(errno), "cannot reach the service manager at %s: %m", path);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0)
-        return berth_error_set(reterr, -errno, "SO_PEERCRED of %s: %m", path);
+        return berth_error_set(reterr, reach_errno(errno), "SO_PEERCRED of %s: %m", path);
     if (peer.uid != 0 || peer.pid != 1)
         return berth_error_set(reterr, -EACCES, "%s is served by pid %d uid %u, not the service manager (root's pid 1)",
                                path, (int)peer.pid, (unsigned)peer.uid);

@@ -27,7 +27,9 @@ struct manager {
  * socket) and check, with SO_PEERCRED, that its owner is uid 0, pid 1.
  * -EACCES a peer that is not PID 1 of root; -ECONNREFUSED no manager
  * there (no socket at @path, or no one listening: not booted with
- * systemd), never -ENOENT, which the ops keep for a unit that is absent.
+ * systemd), never -ENOENT, which the ops keep for a unit that is absent;
+ * -ENOMEM; -EIO any other failure to reach it (a full backlog, no
+ * descriptor left, a socket path too long for sun_path).
  *
  * Every call through @m reports a failure of the connection itself (reset,
  * closed, a reply that did not parse) as -EIO, a reply that did not come in

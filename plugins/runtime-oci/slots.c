@@ -339,13 +339,16 @@ int oci_claim(void *state, const char *slot_id, const char *dispatch, size_t dis
         r = 0; /* failed: result.json says why, and inspect reports it */
     if (r == 0) {
         o->host->log(o->host, BERTH_LOG_INFO, "job %s started in warm slot %s", d.run_id, slot_id);
-        oci_watch_job(o->watch, fd, d.run_id);
     } else {
         /* The id is consumed; the job's outcome comes from inspect. */
         o->host->log(o->host, BERTH_LOG_WARNING, "job %s in slot %s: %s", d.run_id, slot_id,
                      reterr ? reterr->message : "no answer from the shim");
         r = 0;
     }
+    /* Either way the directory is now the job's: its watch, armed under the
+     * slot id at provision, names the job from here on, so that berthd hears
+     * of its end at once also after a start that timed out. */
+    oci_watch_job(o->watch, fd, d.run_id);
 out:
     oci_dispatch_clear(&d);
     return r;

@@ -4,6 +4,7 @@
  * startup and on a timer; see fence.h.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -24,20 +25,24 @@ struct scan {
     berthd_job_lookup_fn *lookup;
     void *userdata;
     const struct berth_logger *log;
+    const atomic_bool *cancel;
     bool startup;
     struct berthd_fence_counts c;
 };
 
-int berthd_journal_lookup(void *userdata, const char *run_id, enum berth_job_state *ret_state,
-                          struct berth_error *reterr)
+static bool cancelled(const struct scan *s)
 {
-    struct berth_job_record rec = {0};
-    int r = berth_jobstore_find_run(userdata, run_id, &rec, reterr);
+    return s->cancel && atomic_load(s->cancel);
+}
 
-    if (r == 0)
-        *ret_state = rec.state;
-    berth_job_record_clear(&rec);
-    return r;
+/* What systemd accepts in a unit name (systemd.unit(5), "Description"):
+ * a name with anything else came from the cgroup tree, not the manager,
+ * and is logged escaped, never as a command to paste. */
+static bool unit_name_plain(const char *unit)
+{
+    static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:-_.\\@";
+
+    return *unit && strlen(unit) < 256 && unit[strspn(unit, ok)] == '\0';
 }
 
 /* Why the unit of @job_id must be fenced (a static string), or NULL when
@@ -81,16 +86,30 @@ static int one_unit(const char *backend, const struct berth_containment_binding 
         return 0;
     }
     if (json_is_null(jid)) {
-        berth_logf(log, s->startup ? BERTH_LOG_WARNING : BERTH_LOG_DEBUG,
-                   "backend %s: unit %s carries no job id berth makes and cannot be fenced through the containment "
-                   "plugin; stop and mask it by hand (systemctl mask --now '%s')",
-                   backend, unit, unit);
+        _cleanup_free_ char *shown = NULL;
+
+        if (unit_name_plain(unit))
+            berth_logf(log, s->startup ? BERTH_LOG_WARNING : BERTH_LOG_DEBUG,
+                       "backend %s: unit %s carries no job id berth makes and cannot be fenced through the "
+                       "containment plugin; stop and mask it by hand (systemctl mask --now '%s')",
+                       backend, unit, unit);
+        else
+            berth_logf(log, s->startup ? BERTH_LOG_WARNING : BERTH_LOG_DEBUG,
+                       "backend %s: a cgroup named %s, which is no unit name systemd accepts, carries no job id "
+                       "berth makes; kill and remove it by hand (docs/containment.md)",
+                       backend, (shown = json_dumps(json_object_get(e, "unit"), JSON_ENCODE_ANY | JSON_ENSURE_ASCII))
+                           ? shown
+                           : "(unprintable)");
         c->unaddressable++;
         return 0;
     }
     if ((r = fence_reason(s, json_string_value(jid), &why, &err)) < 0) {
-        berth_logf(log, BERTH_LOG_ERR, "backend %s: unit %s: %s", backend, unit, err.message);
-        return r;
+        berth_logf(log, BERTH_LOG_ERR, "backend %s: unit %s: cannot look its job up: %s", backend, unit,
+                   err.message);
+        if (r == -EIO || r == -ENOMEM)
+            return r; /* the journal fails: no other lookup would do better */
+        c->failed++;
+        return 0;
     }
     if (!why) {
         c->kept++;
@@ -142,10 +161,24 @@ static int one_backend(const struct berthd_backend_instance *inst, struct scan *
     if (json_is_true(json_object_get(doc, "truncated")))
         berth_logf(log, BERTH_LOG_WARNING, "backend %s: more than %zu units; only those listed are looked at", name,
                    json_array_size(units));
-    for (i = 0; i < json_array_size(units); i++)
+    for (i = 0; i < json_array_size(units); i++) {
+        if (cancelled(s))
+            return -ECANCELED;
         if ((r = one_unit(name, b, s, json_array_get(units, i))) < 0)
             return r;
+    }
     return 0;
+}
+
+/* Whether an earlier backend than @i is bound to the same containment (the
+ * same plugin file and config): its units were looked at once already. */
+static bool scanned_before(const struct berthd_backend_instance *runtimes, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if (runtimes[j].containment && runtimes[j].binding.table.units &&
+            json_equal(runtimes[j].containment_identity, runtimes[i].containment_identity))
+            return true;
+    return false;
 }
 
 static bool scans_anything(const struct berthd_backend_instance *runtimes, size_t n)
@@ -157,13 +190,17 @@ static bool scans_anything(const struct berthd_backend_instance *runtimes, size_
 }
 
 int berthd_fence_units(const struct berthd_backend_instance *runtimes, size_t n, berthd_job_lookup_fn *lookup,
-                       void *userdata, bool startup, const struct berth_logger *log, struct berthd_fence_counts *ret)
+                       void *userdata, bool startup, const atomic_bool *cancel, const struct berth_logger *log,
+                       struct berthd_fence_counts *ret)
 {
-    struct scan s = {.lookup = lookup, .userdata = userdata, .log = log, .startup = startup};
+    struct scan s = {.lookup = lookup, .userdata = userdata, .log = log, .cancel = cancel, .startup = startup};
     int r = 0;
 
     for (size_t i = 0; i < n && r == 0; i++)
-        r = one_backend(&runtimes[i], &s);
+        if (cancelled(&s))
+            r = -ECANCELED;
+        else if (!scanned_before(runtimes, i))
+            r = one_backend(&runtimes[i], &s);
     if (s.c.fenced || s.c.failed || (startup && s.c.unaddressable))
         berth_logf(log, s.c.failed ? BERTH_LOG_ERR : BERTH_LOG_NOTICE,
                    "containment recovery: %zu units fenced, %zu not proven gone, %zu without a job id, %zu of live "
@@ -174,7 +211,7 @@ int berthd_fence_units(const struct berthd_backend_instance *runtimes, size_t n,
     return r;
 }
 
-static int broker_lookup(void *userdata, const char *run_id, enum berth_job_state *ret_state,
+int berthd_broker_lookup(void *userdata, const char *run_id, enum berth_job_state *ret_state,
                          struct berth_error *reterr)
 {
     return berth_broker_run_state(userdata, run_id, ret_state, reterr);
@@ -187,16 +224,17 @@ static void *timer_main(void *arg)
     int r;
 
     pthread_mutex_lock(&t->lock);
-    while (!t->stop) {
+    while (!atomic_load(&t->stop)) {
         /* The condition variable waits on CLOCK_MONOTONIC (berthd_fence_timer_start). */
         at = berth_timespec_of_ns(berth_deadline_ns(CLOCK_MONOTONIC, t->interval_ns));
-        while (!t->stop && pthread_cond_timedwait(&t->cond, &t->lock, &at) == 0)
+        while (!atomic_load(&t->stop) && pthread_cond_timedwait(&t->cond, &t->lock, &at) == 0)
             ;
-        if (t->stop)
+        if (atomic_load(&t->stop))
             break;
         pthread_mutex_unlock(&t->lock);
         /* The unit it stopped at is logged; the next scan starts over. */
-        if ((r = berthd_fence_units(t->runtimes, t->n, broker_lookup, t->broker, false, t->log, NULL)) < 0)
+        r = berthd_fence_units(t->runtimes, t->n, berthd_broker_lookup, t->broker, false, &t->stop, t->log, NULL);
+        if (r < 0 && r != -ECANCELED)
             berth_logf(t->log, BERTH_LOG_ERR, "containment scan stopped early: %s", strerror(-r));
         pthread_mutex_lock(&t->lock);
     }
@@ -209,7 +247,8 @@ int berthd_fence_timer_start(struct berthd_fence_timer *t, struct berth_error *r
     pthread_condattr_t ca;
     int r;
 
-    t->started = t->stop = false;
+    t->started = false;
+    atomic_store(&t->stop, false);
     if (!scans_anything(t->runtimes, t->n))
         return 0;
     if ((r = pthread_condattr_init(&ca)) != 0)
@@ -237,7 +276,7 @@ void berthd_fence_timer_stop(struct berthd_fence_timer *t)
     if (!t->started)
         return;
     pthread_mutex_lock(&t->lock);
-    t->stop = true;
+    atomic_store(&t->stop, true); /* read by the scan between units, without the lock */
     pthread_cond_signal(&t->cond);
     pthread_mutex_unlock(&t->lock);
     pthread_join(t->thread, NULL);

@@ -4,6 +4,9 @@
  * that no live job accounts for (docs/containment.md, "Recovery at startup and on a timer"): once at
  * startup, before admission opens, and then every
  * containment_scan_interval_ns (berthd.json(5)) on a thread of its own.
+ * The startup scan runs once the broker has recovered the journal (so the
+ * states it reads are the recovered ones) and before the worker thread or
+ * the listener starts.
  *
  * For each runtime backend bound to a containment whose plugin lists its
  * units (ABI 1.3, units), every unit listed is looked up by its job id (a
@@ -28,6 +31,7 @@
 #define BERTHD_FENCE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,7 +55,8 @@ struct berthd_fence_counts {
 /**
  * berthd_job_lookup_fn - the state of the job with run id @run_id into
  * *@ret_state: 0, -ENOENT when there is no such job, or another negative
- * errno (the scan stops and returns it).
+ * errno: -EIO or -ENOMEM stop the scan (it returns the error), any other
+ * counts the unit as failed and the scan goes on.
  */
 typedef int berthd_job_lookup_fn(void *userdata, const char *run_id, enum berth_job_state *ret_state,
                                  struct berth_error *reterr);
@@ -59,22 +64,27 @@ typedef int berthd_job_lookup_fn(void *userdata, const char *run_id, enum berth_
 /**
  * berthd_fence_units() - one scan as above, for the @n backends in
  * @runtimes (names from their host tables); backends without a
- * containment, or whose containment has no units, are skipped.  Jobs are
- * looked up with @lookup(@userdata, ...).  Logs each unit it acts on (or
+ * containment, or whose containment has no units, are skipped, and so is
+ * a backend whose containment identity (plugin file and config) equals an
+ * earlier backend's: the same units would be listed twice.  Jobs are
+ * looked up with @lookup(@userdata, ...).  @cancel (optional) is read
+ * before each backend and each unit: once true, the scan stops there and
+ * returns -ECANCELED (a unit being drained is finished first).  Logs each unit it acts on (or
  * cannot) to @log, and a summary when it acted on, or failed on, any;
  * units without a job id are warned about only when @startup (the scan
  * before admission), at debug level by the periodic scans;
  * @ret (optional) receives the counts.  Thread-safe against the backends'
  * own calls (the containment binding serializes them).
- * Return: 0, also when units were left unproven (they are counted and
- * logged); -ENOMEM; the error of @lookup.
+ * Return: 0, also when units were left unproven or their lookups failed
+ * (they are counted and logged); -ECANCELED; -EIO or -ENOMEM from @lookup.
  */
 int berthd_fence_units(const struct berthd_backend_instance *runtimes, size_t n, berthd_job_lookup_fn *lookup,
-                       void *userdata, bool startup, const struct berth_logger *log, struct berthd_fence_counts *ret);
+                       void *userdata, bool startup, const atomic_bool *cancel, const struct berth_logger *log,
+                       struct berthd_fence_counts *ret);
 
-/** berthd_journal_lookup() - a berthd_job_lookup_fn over a journal (@userdata) used by one thread. */
-int berthd_journal_lookup(void *userdata, const char *run_id, enum berth_job_state *ret_state,
-                          struct berth_error *reterr);
+/** berthd_broker_lookup() - a berthd_job_lookup_fn over a broker (@userdata), berth_broker_run_state(). */
+int berthd_broker_lookup(void *userdata, const char *run_id, enum berth_job_state *ret_state,
+                         struct berth_error *reterr);
 
 /**
  * struct berthd_fence_timer - the periodic scan's thread.  Fill @runtimes,
@@ -90,7 +100,8 @@ struct berthd_fence_timer {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    bool started, stop;
+    bool started;
+    atomic_bool stop;
 };
 
 /**
@@ -105,8 +116,8 @@ int berthd_fence_timer_start(struct berthd_fence_timer *t, struct berth_error *r
 
 /**
  * berthd_fence_timer_stop() - stop the thread and wait for it (a scan in
- * progress finishes first: a drain takes up to the containment's drain
- * timeout).  Accepts a timer that was never started; call once, before
+ * progress stops before its next unit; a drain under way is finished
+ * first, which takes up to the containment's drain timeout).  Accepts a timer that was never started; call once, before
  * the broker or the backends go away.
  */
 void berthd_fence_timer_stop(struct berthd_fence_timer *t);

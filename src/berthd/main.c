@@ -4,8 +4,9 @@
  *
  * Order matters: configuration and every trusted file are checked first;
  * then the plugins are loaded, the journal opened (recovery), backends
- * qualified at startup when configured, the pools directory registered
- * and one reconcile pass run, all before the listener
+ * qualified at startup when configured, the pools directory registered,
+ * the units of contained backends no live job accounts for fenced
+ * (fence.h; again on a timer) and one reconcile pass run, all before the listener
  * opens and systemd hears READY=1.  SIGTERM stops accepting, answers what
  * is in flight within http.shutdown_timeout_ns, lets the worker finish its
  * pass and closes the journal.
@@ -118,8 +119,11 @@ static void help(void)
            "and the image source are loaded; the journal in state_directory/journal.db\n"
            "is opened (created 0600 in a 0700 directory) and recovered; backends with\n"
            "qualify_at_startup that need it are qualified; the pools directory is\n"
-           "registered; one reconcile pass settles jobs left by an earlier run (it never\n"
-           "starts a job); then the listener opens and systemd is told READY=1.\n"
+           "registered; the units of backends with a containment whose job has ended,\n"
+           "or that no job accounts for, are fenced and drained (again every\n"
+           "containment_scan_interval_ns while berthd runs); one reconcile pass settles\n"
+           "jobs left by an earlier run (it never starts a job); then the listener opens\n"
+           "and systemd is told READY=1.\n"
            "\n"
            "Signals: SIGTERM and SIGINT stop accepting, answer requests in flight (at most\n"
            "http.shutdown_timeout_ns), finish the current backend pass and close the\n"
@@ -474,10 +478,6 @@ static int start(struct daemon *d, bool check_only)
         return fail(d, "journal space reserve", &err);
     if (berthd_qualify_at_startup(&d->cfg, d->runtimes, d->journal, d->key, &d->logger) < 0)
         return 1;
-    /* Before admission: no unit of a job that ended, or of none, runs on. */
-    if (berthd_fence_units(d->runtimes, d->cfg.n_backends, berthd_journal_lookup, d->journal, true, &d->logger,
-                           NULL) < 0)
-        return 1;
     bp = (struct berth_broker_params){
         .name = d->cfg.broker_name,
         .journal = d->journal,
@@ -522,6 +522,10 @@ static int start(struct daemon *d, bool check_only)
         return fail(d, "journal recovery", &err);
     if (register_pools(d) != 0)
         return 1;
+    /* Before admission and dispatch: no unit of a job that ended, or of none, runs on. */
+    if ((r = berthd_fence_units(d->runtimes, d->cfg.n_backends, berthd_broker_lookup, d->broker, true, NULL,
+                                &d->logger, NULL)) < 0)
+        return berth_logf(&d->logger, BERTH_LOG_ERR, "containment recovery stopped: %s", strerror(-r)), 1;
     berth_broker_refresh_backends(d->broker);
     /* The startup reconcile runs on the worker thread, page by page, while
      * reads are served; new jobs get 503 "starting" until it completed

@@ -4,7 +4,9 @@
 # (tests/tools/oci-drive):
 #   - a shim that keeps the start pipe open and never answers: start()
 #     gives up after the backend's start_timeout_ns with ETIMEDOUT (it used
-#     to wait for as long as the pipe stayed open);
+#     to wait for as long as the pipe stayed open), and still watches the
+#     job: when the shim publishes its result later, the plugin calls
+#     job_changed (berthd hears at once, not on its next reconcile pass);
 #   - a shim that ends without answering: start() fails with EIO at once
 #     and points at the job's runtime.log.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
@@ -28,14 +30,17 @@ fake_shim() {
         '.shim = $shim | .state_directory = $d | .start_timeout_ns = 1000000000' "$TMP/runsc.json" >"$TMP/$1.json"
 }
 
-# Holds the pipe (fd 3) in a child that outlives the shim's first process.
-fake_shim hang "sleep 60 & echo \$! >$TMP/hang.pid; exit 0"
+# Holds the pipe (fd 3) in a child that outlives the shim's first process;
+# 2 s later (after the 1 s start timeout) that child publishes a result
+# file in the job directory ($2), as the real shim does when its job ends.
+fake_shim hang "(sleep 2; echo '{}' >\"\$2/result.json.tmp\"; mv \"\$2/result.json.tmp\" \"\$2/result.json\"; sleep 60) & echo \$! >$TMP/hang.pid; exit 0"
 new_job hang 'echo never' 0 # no outputs tmpfs to unmount afterwards
 dispatch hang
-drive_fails ETIMEDOUT hang start "$TMP/hang.dispatch.json"
+OCI_DRIVE_AWAIT_CHANGE=20 drive_fails ETIMEDOUT hang start "$TMP/hang.dispatch.json"
 stderr_has "the runtime did not start the job within 1000 ms"
 [ -s "$TMP/hang.pid" ] || fail "the hanging shim did not run"
 stderr_has "no answer from the shim within the start timeout; it keeps the job and may still start it"
+stderr_has "job_changed $(run_of hang)"
 # The shim keeps the id: berthd's retry finds the job started, never starts it twice.
 drive_ok hang start "$TMP/hang.dispatch.json"
 [ "$(cat "$TMP/stdout")" = already ] || fail "a retry after the start timeout: $(cat "$TMP/stdout")"

@@ -23,11 +23,17 @@
  *     create SPEC.json                 the handle (JSON) on stdout
  *     attach JOB_ID PID | kill JOB_ID SIGNO | destroy JOB_ID
  *
+ * With OCI_DRIVE_AWAIT_CHANGE=SECONDS in the environment, a runtime op is
+ * followed by a wait of up to SECONDS for the plugin's first job_changed()
+ * call (plugin.h), reported on standard error as "job_changed ID", or
+ * "no job_changed within SECONDS s"; the op's own status is the exit status.
+ *
  * Exit status 0; 1 when the operation failed, with "ENAME: message" on
  * standard error (ENAME the errno name of its return value); 2 for usage.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +55,44 @@ static void sink(void *userdata, int level, const char *line)
     (void)userdata;
     if (level <= BERTH_LOG_WARNING)
         fprintf(stderr, "oci-drive: plugin: %s\n", line);
+}
+
+/* The first job_changed() call (OCI_DRIVE_AWAIT_CHANGE). */
+struct changed {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    char job_id[129]; /* a job id is at most 128 bytes (plugin.h) */
+    bool got;
+};
+
+static void on_changed(void *userdata, const char *instance, const char *job_id)
+{
+    struct changed *c = userdata;
+
+    (void)instance;
+    pthread_mutex_lock(&c->lock);
+    if (!c->got) {
+        snprintf(c->job_id, sizeof(c->job_id), "%s", job_id);
+        c->got = true;
+        pthread_cond_signal(&c->cond);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void await_changed(struct changed *c, long seconds)
+{
+    struct timespec at;
+
+    clock_gettime(CLOCK_REALTIME, &at);
+    at.tv_sec += seconds;
+    pthread_mutex_lock(&c->lock);
+    while (!c->got && pthread_cond_timedwait(&c->cond, &c->lock, &at) == 0)
+        ;
+    if (c->got)
+        fprintf(stderr, "job_changed %s\n", c->job_id);
+    else
+        fprintf(stderr, "no job_changed within %ld s\n", seconds);
+    pthread_mutex_unlock(&c->lock);
 }
 
 static int failed(int r, const struct berth_error *err)
@@ -266,6 +310,8 @@ int main(int argc, char **argv)
     _cleanup_free_ char *raw = NULL, *config = NULL;
     _cleanup_json_ json_t *doc = NULL;
     size_t len = 0, clen = 0;
+    struct changed changed = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+    const char *await = getenv("OCI_DRIVE_AWAIT_CHANGE");
     bool containment;
     int r;
 
@@ -284,13 +330,18 @@ int main(int argc, char **argv)
             .config = config,
             .config_len = clen,
         };
+        if (await)
+            berth_host_instance_set_notify(&inst, on_changed, &changed);
         if ((r = berth_plugin_load(&o, &h, NULL, &err)) < 0)
             return failed(r, &err);
     }
     if (containment)
         r = run_containment_op(berth_plugin_containment_ops(h), berth_plugin_state(h), argc - 5, argv + 5, &err);
-    else
+    else {
         r = run_op(berth_plugin_runtime_ops(h), berth_plugin_state(h), argc - 5, argv + 5, &err);
+        if (await)
+            await_changed(&changed, strtol(await, NULL, 10));
+    }
     berth_plugin_unload(h);
     if (r == -EINVAL && !err.message[0])
         return usage();

@@ -168,8 +168,8 @@ START_TEST(refusals)
     refused(DOC(",\"journal\":{\"max_active_jobs\":0}"), "config.journal.max_active_jobs is 0, outside 1..1000000");
     refused(DOC(",\"http\":{\"max_connections\":5000}"), "config.http.max_connections is 5000, outside 1..4096");
     refused(DOC(",\"reconcile_interval_ns\":1"), "config.reconcile_interval_ns is 1, outside");
-    refused(DOC(",\"containment_scan_interval_ns\":99999999"),
-            "config.containment_scan_interval_ns is 99999999, outside 100000000..3600000000000");
+    refused(DOC(",\"containment_scan_interval_ns\":999999999"),
+            "config.containment_scan_interval_ns is 999999999, outside 1000000000..3600000000000");
     refused(DOC(",\"http\":{\"header_timeout_ns\":60000000000,\"request_timeout_ns\":10000000000}"),
             "config.http.request_timeout_ns must not be below header_timeout_ns");
     refused(DOC(",\"journal\":{\"max_active_jobs\":20000}"),

@@ -70,7 +70,7 @@ struct int_setting {
 static const struct int_setting int_settings[] = {
     INT_SETTING(NULL, reconcile_interval_ns, 10 * NS_PER_MS, 60 * NS_PER_S, 250 * NS_PER_MS),
     /* How often the units of contained backends are scanned (fence.h). */
-    INT_SETTING(NULL, containment_scan_interval_ns, 100 * NS_PER_MS, 3600 * NS_PER_S, 60 * NS_PER_S),
+    INT_SETTING(NULL, containment_scan_interval_ns, NS_PER_S, 3600 * NS_PER_S, 60 * NS_PER_S),
     /* 0: twice the CPUs online (berthd_config_start_concurrency()). */
     INT_SETTING(NULL, start_concurrency, 0, 1024, 0),
     /* The staged roots kept for reuse (rootcache.h): default 4 GiB; 0 keeps none a job does not use. */
