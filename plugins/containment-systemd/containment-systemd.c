@@ -41,7 +41,7 @@
 #include <berth/plugin.h>
 
 #include "canon.h"
-#include "drain.h"
+#include "cgroup2.h"
 #include "fsutil.h"
 #include "jsonobj.h"
 #include "macro.h"
@@ -190,7 +190,7 @@ static int unit_cgroup(struct unit *u, char **ret, struct berth_error *reterr)
         if (asprintf(&cg, "/system.slice/%s/%s", UNIT_SLICE, u->name) < 0)
             return berth_error_set(reterr, -ENOMEM, "out of memory");
     }
-    if (!cgroup_path_valid(cg))
+    if (!berth_cgroup2_path_valid(cg))
         return berth_error_set(reterr, -EBADMSG, "%s reports the cgroup \"%s\"", u->name, cg);
     *ret = cg;
     cg = NULL;
@@ -341,7 +341,7 @@ static int contained_attach(void *state, const char *job_id, int pidfd, struct b
      * meanwhile.  plugin.h asks callers for a process that cannot be reaped
      * during the call, which closes the window entirely. */
     if ((r = unit_cgroup(&u, &cg, reterr)) == 0 && (r = pidfd_pid(pidfd, &pid, reterr)) == 0 &&
-        (r = cgroup_move(cg, "payload", pid, reterr)) == 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0) {
+        (r = berth_cgroup2_move(cg, "payload", pid, reterr)) == 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0) {
         /* Only ESRCH says the process was reaped (pidfd_send_signal(2)). */
         if (errno == ESRCH)
             r = berth_error_set(reterr, -ESRCH,
@@ -403,7 +403,7 @@ static int contained_status(void *state, const char *job_id, char **ret_json, si
         (r = manager_get_string(&u.m, u.path, SD_UNIT_IFACE, "SubState", &sub, reterr)) < 0 ||
         (r = pending_job(&u, &job, reterr)) < 0 || (r = unit_cgroup(&u, &cg, reterr)) < 0)
         goto out;
-    populated = cgroup_populated(cg, reterr);
+    populated = berth_cgroup2_populated(cg, reterr);
     if (populated < 0 && populated != -ENOENT) {
         r = populated;
         goto out;
@@ -425,7 +425,7 @@ struct drain_args {
 static int drain_now(void *userdata, struct berth_error *reterr)
 {
     const struct drain_args *d = userdata;
-    return cgroup_drain(d->cgroup, d->timeout_ns, reterr);
+    return berth_cgroup2_kill(d->cgroup, d->timeout_ns, reterr);
 }
 
 /* Fence and drain: a persistent mask (nothing restarts it), a stop, then
@@ -445,7 +445,7 @@ static int contained_destroy(void *state, const char *job_id, struct berth_error
     if ((r = unit_cgroup(&u, &cg, reterr)) < 0 ||
         (r = manager_get_string(&u.m, u.path, SD_UNIT_IFACE, "ActiveState", &active, reterr)) < 0)
         goto out;
-    was = cgroup_populated(cg, reterr);
+    was = berth_cgroup2_populated(cg, reterr);
     if (was < 0 && was != -ENOENT) {
         r = was;
         goto out;
@@ -454,7 +454,7 @@ static int contained_destroy(void *state, const char *job_id, struct berth_error
         /* Unfenced is no reason to leave it running: drain it now, and
          * report the failed fence (no proof without one). */
         struct berth_error ignored = BERTH_ERROR_INIT;
-        (void)cgroup_drain(cg, c->drain_timeout_ns, &ignored);
+        (void)berth_cgroup2_kill(cg, c->drain_timeout_ns, &ignored);
         r = fenced;
         goto out;
     }
@@ -483,7 +483,7 @@ static int contained_destroy(void *state, const char *job_id, struct berth_error
         r = berth_error_set(reterr, -EAGAIN, "%s still has job %u pending", u.name, (unsigned)job);
         goto out;
     }
-    if ((r = cgroup_populated(cg, reterr)) != 0 && r != -ENOENT) {
+    if ((r = berth_cgroup2_populated(cg, reterr)) != 0 && r != -ENOENT) {
         r = r > 0 ? berth_error_set(reterr, -EAGAIN, "cgroup %s holds processes again", cg) : r;
         goto out;
     }
@@ -539,7 +539,7 @@ static void names_free(struct names *l)
  * manager forgot (or never knew) is still found while it holds processes. */
 static int kernel_units(struct names *l, struct berth_error *reterr)
 {
-    _cleanup_close_ int fd = berth_open_trusted(CGROUP_ROOT "/system.slice/" UNIT_SLICE, O_RDONLY | O_DIRECTORY |
+    _cleanup_close_ int fd = berth_open_trusted(BERTH_CGROUP2_ROOT "/system.slice/" UNIT_SLICE, O_RDONLY | O_DIRECTORY |
                                                 O_CLOEXEC, 0, reterr);
     DIR *d;
     struct dirent *de;
@@ -570,7 +570,7 @@ static bool default_group_populated(const char *name)
 
     if (asprintf(&cg, "/system.slice/%s/%s", UNIT_SLICE, name) < 0)
         return true;
-    r = cgroup_populated(cg, NULL);
+    r = berth_cgroup2_populated(cg, NULL);
     return r == -ENOENT ? false : r != 0;
 }
 
@@ -601,7 +601,7 @@ static int unit_entry(struct manager *m, const char *name, json_t **ret, struct 
         (r = unit_cgroup(&u, &cg, &err)) < 0)
         goto out;
     asked_manager = false;
-    r = cgroup_populated(cg, &err);
+    r = berth_cgroup2_populated(cg, &err);
     if (r < 0 && r != -ENOENT)
         goto out;
     *ret = json_pack("{s:O, s:s, s:s, s:b, s:b}", "job_id", jid, "unit", name, "active_state", active, "populated",
@@ -674,7 +674,7 @@ static int contained_capabilities(void *state, char **ret_json, size_t *ret_len,
     manager_close(&m);
     if (r < 0)
         return r;
-    if ((fd = berth_open_trusted(CGROUP_ROOT "/cgroup.controllers", O_RDONLY | O_CLOEXEC, 0, reterr)) < 0)
+    if ((fd = berth_open_trusted(BERTH_CGROUP2_ROOT "/cgroup.controllers", O_RDONLY | O_CLOEXEC, 0, reterr)) < 0)
         return fd;
     if ((r = berth_read_fd(fd, 4096, &controllers, &len, reterr)) < 0)
         return r;

@@ -11,8 +11,9 @@
  * makes the unit's delegated subgroups "supervisor" and "payload"
  * (cgroup v2 allows no process in a group whose children hold processes
  * once controllers are enabled, so nothing stays in the unit's own group),
- * moves itself into "supervisor", and execs the command there with
- * BERTH_PAYLOAD_CGROUP set to the payload group's path below
+ * moves itself into "supervisor", enables the memory, pids and cpu
+ * controllers the unit was given for its subgroups (cgroup.subtree_control),
+ * and execs the command there with BERTH_PAYLOAD_CGROUP set to the payload group's path below
  * /sys/fs/cgroup.  The supervisor (the job's shim) moves the sandbox into
  * that group.  Exit status 1 with a message on standard error when any
  * step fails; nothing is run then.
@@ -33,7 +34,7 @@
 #include <berth/file.h>
 
 #include "canon.h"
-#include "drain.h"
+#include "cgroup2.h"
 #include "fsutil.h"
 #include "jsonobj.h"
 #include "macro.h"
@@ -49,25 +50,6 @@ static int die(const struct berth_error *err, const char *fallback)
     fprintf(stderr, "berth-contained: %s\n", msg);
     (void)sd_journal_print(LOG_ERR, "berth-contained: %s", msg);
     return 1;
-}
-
-/* The unified hierarchy's line of /proc/self/cgroup ("0::PATH"). */
-static int own_cgroup(char **ret, struct berth_error *err)
-{
-    _cleanup_free_ char *text = NULL;
-    _cleanup_close_ int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
-    char *line, *save = NULL;
-    size_t len = 0;
-    int r;
-
-    if (fd < 0)
-        return berth_error_set(err, -errno, "/proc/self/cgroup: %m");
-    if ((r = berth_read_fd(fd, 65536, &text, &len, err)) < 0)
-        return r;
-    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-        if (strncmp(line, "0::", 3) == 0 && cgroup_path_valid(line + 3))
-            return (*ret = strdup(line + 3)) ? 0 : berth_error_set(err, -ENOMEM, "out of memory");
-    return berth_error_set(err, -ENOENT, "not in a cgroup v2 group (no valid 0:: line in /proc/self/cgroup)");
 }
 
 static int read_launch(json_t **ret_argv, struct berth_error *err)
@@ -105,11 +87,34 @@ static int make_group(const char *cg, const char *sub, struct berth_error *err)
 {
     _cleanup_free_ char *path = NULL;
 
-    if (asprintf(&path, "%s%s/%s", CGROUP_ROOT, cg, sub) < 0)
+    if (asprintf(&path, "%s%s/%s", BERTH_CGROUP2_ROOT, cg, sub) < 0)
         return berth_error_set(err, -ENOMEM, "out of memory");
     if (mkdir(path, 0755) < 0 && errno != EEXIST)
         return berth_error_set(err, -errno, "%s: %m (is the unit Delegate=yes?)", path);
     return 0;
+}
+
+/* Hand the controllers the manager delegated to the unit (memory, pids,
+ * cpu: those the job's limits use) on to its subgroups, so that the
+ * supervisor can write the job's limits into "payload".  Only once nothing
+ * is left in the unit's own group (cgroup v2's no internal process
+ * constraint).  A controller the unit did not get is left out: the
+ * supervisor decides what a job without it may do (runtime-oci:
+ * "cgroup_limits"). */
+static int delegate_controllers(const char *cg, struct berth_error *err)
+{
+    static const char *const wanted[] = {"memory", "pids", "cpu"};
+    char line[64] = "";
+    size_t n = 0, i;
+    int r;
+
+    for (i = 0; i < ELEMENTSOF(wanted); i++) {
+        if ((r = berth_cgroup2_has_controller(cg, wanted[i], err)) < 0)
+            return r;
+        if (r)
+            n += (size_t)snprintf(line + n, sizeof(line) - n, "%s+%s", n ? " " : "", wanted[i]);
+    }
+    return n ? berth_cgroup2_write(cg, "cgroup.subtree_control", line, err) : 0;
 }
 
 int main(int argc, char **argv)
@@ -125,7 +130,7 @@ int main(int argc, char **argv)
         fputs("usage: berth-contained JOB_ID (run by berth-job@JOB_ID.service only)\n", stderr);
         return 2;
     }
-    if (own_cgroup(&cg, &err) < 0 || read_launch(&cmd, &err) < 0)
+    if (berth_cgroup2_of(0, &cg, &err) < 0 || read_launch(&cmd, &err) < 0)
         return die(&err, "cannot start");
     if (asprintf(&unit, "berth-job@%s.service", argv[1]) < 0)
         return die(NULL, "out of memory");
@@ -133,8 +138,10 @@ int main(int argc, char **argv)
     if (!base || !streq(base + 1, unit))
         return die(NULL, "not running in the cgroup of its own berth-job@ unit");
     if (make_group(cg, "supervisor", &err) < 0 || make_group(cg, "payload", &err) < 0 ||
-        cgroup_move(cg, "supervisor", getpid(), &err) < 0)
+        berth_cgroup2_move(cg, "supervisor", 0, &err) < 0)
         return die(&err, "cannot make the unit's subgroups");
+    if (delegate_controllers(cg, &err) < 0)
+        return die(&err, "cannot delegate the unit's controllers to its subgroups");
     if (asprintf(&payload, "%s/payload", cg) < 0 || setenv("BERTH_PAYLOAD_CGROUP", payload, 1) < 0)
         return die(NULL, "out of memory");
     if (!(args = calloc(json_array_size(cmd) + 1, sizeof(*args))))

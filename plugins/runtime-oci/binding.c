@@ -89,7 +89,7 @@ int oci_binding_config(const json_t *dispatch, const struct berth_job *job, cons
         (r = berth_json_int_member(params, WHAT, "gid", true, 1, 0xfffffffe, &gid, reterr)) < 0 ||
         (r = berth_json_int_member(params, WHAT, "nproc", true, 0, INT64_MAX, &nproc, reterr)) < 0 ||
         (r = berth_json_int_member(params, WHAT, "pids_ceiling", true, 0, INT64_MAX, &pids, reterr)) < 0 ||
-        (r = berth_json_string_member(params, WHAT, "cgroups_path", true, &bp.cgroups_path, reterr)) < 0 ||
+        (r = berth_json_string_member(params, WHAT, "cgroups_path", false, &bp.cgroups_path, reterr)) < 0 ||
         (r = berth_json_string_member(params, WHAT, "outputs_dir", false, &bp.outputs_dir, reterr)) < 0 ||
         (r = berth_json_string_member(params, WHAT, "slot_init", false, &bp.slot_init, reterr)) < 0 ||
         (r = berth_json_string_member(params, WHAT, "slot_handoff", false, &bp.slot_handoff, reterr)) < 0 ||

@@ -17,7 +17,8 @@
  *      manifest, rootfs and inputs_dir (input i is the file inputs_dir/i,
  *      bound at job.inputs[i].path), and the bundle parameters the plugin
  *      chose (shim.json "bundle_params": {"uid", "gid", "nproc",
- *      "pids_ceiling", "cgroups_path", "outputs_dir" (the job's outputs
+ *      "pids_ceiling", "cgroups_path" (absent for a contained job, which
+ *      runs in its unit's payload group, contained.c), "outputs_dir" (the job's outputs
  *      tmpfs, outmount.h; absent when it has no room for outputs),
  *      "slot_init", "slot_handoff" (a warm slot's: berth_bundle_config()'s
  *      slot form; absent for a job's own bundle)}).

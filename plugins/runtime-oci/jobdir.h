@@ -27,6 +27,12 @@
  *   lock          flock(2)ed by the shim for as long as it lives: a lock that
  *                 can be taken means no shim supervises the job any more
  *   control       a FIFO the shim reads: "cancel\n" asks it to kill the job
+ *   sync          (contained jobs) a FIFO: the shim, started in the job's
+ *                 unit, writes its one start line here (the fd 3 of an
+ *                 uncontained shim); start() holds the reading end
+ *   launched      (contained jobs) created exclusively by the first shim
+ *                 that runs in the unit: a second launch (a restart of the
+ *                 unit) finds it and runs nothing
  *   init.pid      the runtime's --pid-file
  *   stdout, stderr  what the job wrote, together at most output_bytes
  *   runtime.log   the runtime's own messages (everything but create's)
@@ -80,6 +86,8 @@
 #define OCI_JOB_RESULT "result.json"
 #define OCI_JOB_REAPED "reaped"
 #define OCI_JOB_OUTPUTS "outputs"
+#define OCI_JOB_SYNC "sync"
+#define OCI_JOB_LAUNCHED "launched"
 #define OCI_SLOT_DOC "slot.json"
 #define OCI_SLOT_ID "slot"
 #define OCI_SLOT_HANDOFF "handoff"

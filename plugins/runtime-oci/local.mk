@@ -14,6 +14,7 @@ OCI_COMMON_FILES = plugins/runtime-oci/jobdir.h \
 OCI_PLUGIN_FILES = \
 	plugins/runtime-oci/binding.c plugins/runtime-oci/binding.h \
 	plugins/runtime-oci/oci.h plugins/runtime-oci/slots.c plugins/runtime-oci/slot-init.c \
+	plugins/runtime-oci/contained.c \
 	plugins/runtime-oci/cgroup.c plugins/runtime-oci/cgroup.h \
 	plugins/runtime-oci/jobdir.h \
 	plugins/runtime-oci/ocicfg.c plugins/runtime-oci/ocicfg.h \
@@ -39,7 +40,7 @@ plugins_runtime_oci_berth_slot_init_LDFLAGS = -all-static
 
 plugin_LTLIBRARIES += plugins/runtime-oci/runtime-oci.la
 plugins_runtime_oci_runtime_oci_la_SOURCES = plugins/runtime-oci/runtime-oci.c plugins/runtime-oci/oci.h \
-	plugins/runtime-oci/slots.c plugins/runtime-oci/watch.c plugins/runtime-oci/watch.h $(OCI_COMMON_FILES)
+	plugins/runtime-oci/contained.c plugins/runtime-oci/slots.c plugins/runtime-oci/watch.c plugins/runtime-oci/watch.h $(OCI_COMMON_FILES)
 plugins_runtime_oci_runtime_oci_la_CFLAGS = $(OCI_CFLAGS) \
 	-DBERTH_OCI_SHIM_PATH=\"$(pkglibexecdir)/berth-oci-shim\" \
 	-DBERTH_OCI_SLOT_INIT_PATH=\"$(pkglibexecdir)/berth-slot-init\"

@@ -32,6 +32,10 @@ struct oci {
     char version[OCI_VERSION_MAX];
     char shim_sha256[BERTH_DIGEST_BUFSZ]; /* bound into qualifications (capabilities().shim_sha256) */
     struct oci_watch *watch;              /* tells berthd when a job's result appears (watch.h), or NULL */
+    /* The containment bound to this backend (plugin.h, host->containment),
+     * or NULL: each job then runs in a unit of its own (contained.c). */
+    const struct berth_containment_ops_v1 *cops;
+    void *cstate;
     /* The ops run on several threads at once (BERTH_RUNTIME_CONCURRENT):
      * this lock guards what they share and change -- locked, version and
      * cfg.pin_cache.  Everything else of the instance is set by init and
@@ -80,6 +84,12 @@ int oci_run_shim(struct oci *o, const char *mode, const char *jobdir, int syncfd
 /* Read the shim's one line on @fd within the start timeout: 0 when it is
  * @want, 1 when it is OCI_SHIM_SYNC_FAILED; -EIO, -ETIMEDOUT otherwise. */
 int oci_await_shim(struct oci *o, int fd, const char *jobdir, const char *want, struct berth_error *reterr);
+/* oci_await_shim() that also asks @alive(@userdata, @id) every 250 ms
+ * while the shim is silent, and stops waiting (-EIO) once it returns 0:
+ * what was to run the shim is gone, and no answer can come any more. */
+int oci_await_shim_until(struct oci *o, int fd, const char *jobdir, const char *want,
+                         int (*alive)(void *userdata, const char *id), void *userdata, const char *id,
+                         struct berth_error *reterr);
 /* Remove a directory under @parentfd named @name that ran nothing (its outputs tmpfs first). */
 void oci_unclaim(int parentfd, int dirfd, const char *dir, const char *name);
 /* Write @line to the FIFO @fd (a shim's control FIFO) with SIGPIPE blocked
@@ -97,6 +107,25 @@ int oci_prove_teardown(struct oci *o, int dirfd, const char *job_id, struct bert
 const char *oci_container_id(int dirfd, const char *job_id, char buf[64]);
 /* Remove STATE/bundles/@slot_id, a slot's bundle (absent: 0). */
 int oci_remove_bundle(struct oci *o, const char *slot_id, struct berth_error *reterr);
+
+/* Jobs in a unit of the bound containment (docs/containment.md), in contained.c. */
+/* Take the containment bound to the instance, if any (init): 0, or -errno. */
+int oci_contained_bind(struct oci *o, struct berth_error *reterr);
+/* Start the prepared job @d in its unit (start() of a contained backend):
+ * 0 started, or failed with its result written; -EPERM refused (nothing
+ * ran and the job directory is gone); -errno otherwise (see start()). */
+int oci_contained_start(struct oci *o, const struct dispatch *d, int jobfd, const char *jobdir,
+                        struct berth_error *reterr);
+/* Fence and drain the unit of @job_id before its orphaned job is settled:
+ * 0 proven gone; -EAGAIN not proven (reterr says why). */
+int oci_contained_fence(struct oci *o, const char *job_id, struct berth_error *reterr);
+/* Proof that the unit of @job_id holds nothing any more (its shim ended):
+ * 0; -EBUSY not proven now. */
+int oci_contained_prove(struct oci *o, const char *job_id, struct berth_error *reterr);
+/* Add what capabilities() says of the containment to @caps: "containment"
+ * (the manager's own capabilities), or "unavailable" when it cannot be
+ * reached.  0 or -ENOMEM. */
+int oci_contained_capabilities(struct oci *o, json_t *caps);
 
 /* The warm slot ops (plugin.h, ABI 1.2), in slots.c. */
 int oci_provision(void *state, const char *slot, size_t slot_len, struct berth_error *reterr);

@@ -20,6 +20,8 @@
 #define DEFAULT_START_TIMEOUT_NS (60LL * 1000000000LL)
 
 static const char *const members[] = {"broker_public_key",
+                                      "cgroup_limits",
+                                      "create_args",
                                       "gid",
                                       "global_args",
                                       "isolation",
@@ -168,6 +170,35 @@ int oci_config_parse(const char *json, size_t len, const char *default_shim, str
             goto fail;
         }
         c.global_args[c.n_global_args++] = a;
+    }
+    args = json_object_get(c.doc, "create_args");
+    if (args && (!json_is_array(args) || json_array_size(args) > OCI_MAX_CREATE_ARGS)) {
+        r = berth_error_set(reterr, -EBADMSG, WHAT ": create_args must be at most %d strings", OCI_MAX_CREATE_ARGS);
+        goto fail;
+    }
+    json_array_foreach(args, i, v)
+    {
+        const char *a = json_string_value(v);
+        /* Flags only: the bundle, the pid file and the id are the plugin's. */
+        if (!a || a[0] != '-' || strchr(a, '\n') || strstr(a, "bundle") || strstr(a, "pid-file") ||
+            strstr(a, "console-socket")) {
+            r = berth_error_set(reterr, -EBADMSG,
+                                WHAT ": create_args[%zu] must be a flag (\"--...\") other than --bundle, --pid-file "
+                                     "and --console-socket, which the shim sets",
+                                i);
+            goto fail;
+        }
+        c.create_args[c.n_create_args++] = a;
+    }
+    {
+        const char *limits = NULL;
+        if ((r = berth_json_string_member(c.doc, WHAT, "cgroup_limits", false, &limits, reterr)) < 0)
+            goto fail;
+        if (limits && !streq(limits, "required") && !streq(limits, "when_delegated")) {
+            r = berth_error_set(reterr, -EBADMSG, WHAT ": cgroup_limits must be \"required\" or \"when_delegated\"");
+            goto fail;
+        }
+        c.cgroup_limits_required = !limits || streq(limits, "required");
     }
     c.unmount = json_object_get(c.doc, "unmount");
     if (c.unmount && (!json_is_array(c.unmount) || json_array_size(c.unmount) > 8)) {

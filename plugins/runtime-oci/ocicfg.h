@@ -8,6 +8,8 @@
  *                "size": <bytes>, "mode": "0755"},
  *    "isolation": "gvisor" | "native",
  *    "global_args": ["--network=none", "--platform=ptrace"],
+ *    "create_args": ["--no-new-keyring"],                   (optional)
+ *    "cgroup_limits": "required" | "when_delegated",          (optional; contained)
  *    "state_directory": "/var/lib/berth/runtime/runsc",
  *    "shim": "/usr/libexec/berth/berth-oci-shim",          (optional)
  *    "slot_init": "/usr/libexec/berth/berth-slot-init",    (optional; warm slots)
@@ -25,6 +27,19 @@
  *              ctime) changed.
  * global_args  flags given to every runtime subcommand; the plugin adds
  *              "--root STATE/root" itself.
+ * create_args  flags given to `create` only, after the subcommand (crun's
+ *              --no-new-keyring where the kernel keyring is not available,
+ *              as in a container); --bundle, --pid-file and
+ *              --console-socket are refused: the shim sets what it needs.
+ * cgroup_limits  for a backend bound to a containment (docs/containment.md):
+ *              the shim writes the job's memory, task and CPU limits into
+ *              its unit's payload group (memory.max, memory.swap.max,
+ *              pids.max, cpu.max).  "required" (the default): a job whose
+ *              payload group lacks one of these controllers fails before
+ *              `create` with reason "cgroup_limits_unavailable";
+ *              "when_delegated": the job runs without the limits of the
+ *              missing controllers on the host side (the unit's own
+ *              ceilings are all there is), and runtime.log names them.
  * broker_public_key  berthd's receipt public key (the "broker_public_key"
  *              of a client.json; `berthctl keygen` prints it as public_key):
  *              with it, start() refuses (-EKEYREJECTED) and the shim
@@ -54,6 +69,7 @@
 #include "sign.h"
 
 #define OCI_MAX_GLOBAL_ARGS 32
+#define OCI_MAX_CREATE_ARGS 8
 
 /* What the runtime binary must be. */
 struct oci_pin {
@@ -79,6 +95,9 @@ struct oci_config {
     const char *isolation;
     const char *global_args[OCI_MAX_GLOBAL_ARGS];
     size_t n_global_args;
+    const char *create_args[OCI_MAX_CREATE_ARGS];
+    size_t n_create_args;
+    bool cgroup_limits_required; /* "cgroup_limits": "required" (the default) */
     const char *state_directory;
     const char *shim;
     const char *slot_init; /* berth-slot-init (warm slots); NULL: the plugin's default */

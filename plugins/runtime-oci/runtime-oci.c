@@ -304,25 +304,14 @@ static int oci_init(const struct berth_host *host, const char *config, size_t co
 
     if (!o)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
-    {
-        const struct berth_containment_ops_v1 *cops;
-        size_t cops_size;
-        void *cstate;
-
-        /* plugin.h: a runtime that cannot run its jobs contained refuses a
-         * containment rather than run them outside it. */
-        if (BERTH_HOST_HAS(host, containment) && host->containment &&
-            host->containment(host, &cops, &cops_size, &cstate) == 0) {
-            free(o);
-            return berth_error_set(reterr, -EOPNOTSUPP,
-                                   "a containment is configured for this backend, but runtime-oci cannot run its "
-                                   "jobs in one yet (docs/containment.md); remove \"containment\" from the backend");
-        }
-    }
     o->host = host;
     o->jobsfd = o->slotsfd = o->bundlesfd = o->lockfd = -1;
     pthread_mutex_init(&o->lock, NULL);
     if ((r = oci_config_parse(config, config_len, BERTH_OCI_SHIM_PATH, &o->cfg, reterr)) < 0)
+        goto fail;
+    /* plugin.h: a runtime given a containment runs every job in it, or
+     * refuses it; runtime-oci runs them (contained.c). */
+    if ((r = oci_contained_bind(o, reterr)) < 0)
         goto fail;
     if (!o->cfg.slot_init)
         o->cfg.slot_init = BERTH_OCI_SLOT_INIT_PATH;
@@ -428,17 +417,22 @@ static int oci_capabilities(void *state, char **ret_json, size_t *ret_len, struc
     char version[VERSION_MAX];
     int r;
 
+    json_t *caps;
+
     r = check_runtime(o, version, reterr);
     if (r < 0)
         return r;
-    return oci_give_json(
-        json_pack("{s:s, s:{s:s, s:s, s:s}, s:s, s:s, s:[s, s], s:[s, s, s, s], s:{s:I, s:I, s:I, s:I}, s:s}", "backend",
+    caps = json_pack("{s:s, s:{s:s, s:s, s:s}, s:s, s:s, s:[s, s], s:[s, s, s, s], s:{s:I, s:I, s:I, s:I}, s:s}", "backend",
                   "oci", "runtime", "path", o->cfg.pin.path, "version", version, "sha256", o->cfg.pin.sha256,
                   "shim_sha256", o->shim_sha256, "isolation", o->cfg.isolation, "egress_classes", "none", "loopback",
                   "capabilities", "exec", "file_rw", "inputs", "outputs", "limits", "output_bytes", (json_int_t)BERTH_LIMIT_OUTPUT_BYTES_MAX,
                   "pids", (json_int_t)BERTH_LIMIT_PIDS_MAX, "memory_bytes", (json_int_t)BERTH_LIMIT_MEMORY_BYTES_MAX,
-                  "scratch_bytes", (json_int_t)BERTH_LIMIT_SCRATCH_BYTES_MAX, "qualification", "unqualified"),
-        ret_json, ret_len, reterr);
+                  "scratch_bytes", (json_int_t)BERTH_LIMIT_SCRATCH_BYTES_MAX, "qualification", "unqualified");
+    if (caps && o->cops && oci_contained_capabilities(o, caps) < 0) {
+        json_decref(caps);
+        caps = NULL;
+    }
+    return oci_give_json(caps, ret_json, ret_len, reterr);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -535,11 +529,13 @@ int oci_prepare(struct oci *o, const struct dispatch *d, int jobfd, const char *
         return berth_error_set(reterr, -errno, "cannot prepare %s: %m", jobdir);
     if ((r = oci_cgroup_path(o->cfg.state_directory, d->run_id, cgroup)) < 0)
         return berth_error_set(reterr, r, "cannot name the job's cgroup: %s", strerror(-r));
-    /* What the shim rebuilds config.json from (binding.h). */
-    params = json_pack("{s:I, s:I, s:I, s:I, s:s, s:s*, s:s*, s:s*}", "uid", (json_int_t)o->cfg.uid, "gid",
+    /* What the shim rebuilds config.json from (binding.h).  A contained job
+     * has no cgroupsPath: its runtime makes no group of its own, and the
+     * job stays in its unit's payload group (contained.c). */
+    params = json_pack("{s:I, s:I, s:I, s:I, s:s*, s:s*, s:s*, s:s*}", "uid", (json_int_t)o->cfg.uid, "gid",
                        (json_int_t)o->cfg.gid, "nproc", (json_int_t)(o->cfg.pids_ceiling ? d->job->limits.pids : 0),
-                       "pids_ceiling", (json_int_t)o->cfg.pids_ceiling, "cgroups_path", cgroup, "outputs_dir",
-                       outputs_dir, "slot_init", slot_init, "slot_handoff", handoff);
+                       "pids_ceiling", (json_int_t)o->cfg.pids_ceiling, "cgroups_path", o->cops ? NULL : cgroup,
+                       "outputs_dir", outputs_dir, "slot_init", slot_init, "slot_handoff", handoff);
     if (!params)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     if ((r = oci_binding_config(d->doc, d->job, params, &config, reterr)) < 0 ||
@@ -549,14 +545,25 @@ int oci_prepare(struct oci *o, const struct dispatch *d, int jobfd, const char *
         return r;
     /* "identity": the file start() just hashed, so the shim hashes the
      * runtime again only when the file at the path is another one. */
-    shim = json_pack("{s:s, s:s, s:o, s:{s:s, s:I, s:i, s:o*}, s:O*, s:o, s:I, s:O, s:s, s:s, s:s*, s:O*}", "id",
-                     d->run_id, "bundle", bundle, "runtime", runtime_prefix(o), "pin", "sha256", o->cfg.pin.sha256,
-                     "size", (json_int_t)o->cfg.pin.size, "mode", (int)o->cfg.pin.mode, "identity",
+    shim = json_pack("{s:s, s:s, s:o, s:{s:s, s:I, s:i, s:o*}, s:O*, s:o, s:I, s:O, s:s*, s:s, s:s*, s:O*, s:O*}",
+                     "id", d->run_id, "bundle", bundle, "runtime", runtime_prefix(o), "pin", "sha256",
+                     o->cfg.pin.sha256, "size", (json_int_t)o->cfg.pin.size, "mode", (int)o->cfg.pin.mode, "identity",
                      streq(d->pin_seen.digest, o->cfg.pin.sha256) ? oci_pin_identity_json(&d->pin_seen) : NULL,
-                     "unmount", o->cfg.unmount,
-                     "deadline_ns", berth_json_ns(d->deadline), "output_bytes", (json_int_t)d->job->limits.output_bytes,
-                     "bundle_params", params, "cgroup", cgroup, "isolation", o->cfg.isolation, "broker_public_key",
-                     o->cfg.broker_key_b64, "outputs_mount", mount);
+                     "unmount", o->cfg.unmount, "deadline_ns", berth_json_ns(d->deadline), "output_bytes",
+                     (json_int_t)d->job->limits.output_bytes, "bundle_params", params, "cgroup",
+                     o->cops ? NULL : cgroup, "isolation", o->cfg.isolation, "broker_public_key",
+                     o->cfg.broker_key_b64, "outputs_mount", mount, "create_args",
+                     json_object_get(o->cfg.doc, "create_args"));
+    if (shim && o->cops &&
+        json_object_set_new(shim, "contained",
+                            json_pack("{s:{s:I, s:I, s:I}, s:b}", "limits", "memory_bytes",
+                                      (json_int_t)d->job->limits.memory_bytes, "pids",
+                                      (json_int_t)(o->cfg.pids_ceiling ? o->cfg.pids_ceiling : d->job->limits.pids),
+                                      "cpu_millis", (json_int_t)d->job->limits.cpu_millis,
+                                      "cgroup_limits_required", o->cfg.cgroup_limits_required)) < 0) {
+        json_decref(shim);
+        shim = NULL;
+    }
     if (!shim)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     if ((r = berth_json_serialize(shim, 0, &text, &len, reterr)) < 0 ||
@@ -564,6 +571,8 @@ int oci_prepare(struct oci *o, const struct dispatch *d, int jobfd, const char *
         return r;
     if (mkfifoat(jobfd, OCI_JOB_CONTROL, 0600) < 0)
         return berth_error_set(reterr, -errno, "cannot create %s/%s: %m", jobdir, OCI_JOB_CONTROL);
+    if (o->cops && mkfifoat(jobfd, OCI_JOB_SYNC, 0600) < 0)
+        return berth_error_set(reterr, -errno, "cannot create %s/%s: %m", jobdir, OCI_JOB_SYNC);
     return 0;
 }
 
@@ -601,13 +610,22 @@ int oci_run_shim(struct oci *o, const char *mode, const char *jobdir, int syncfd
 /* Read the shim's one line on @fd within the start timeout. */
 int oci_await_shim(struct oci *o, int fd, const char *jobdir, const char *want, struct berth_error *reterr)
 {
+    return oci_await_shim_until(o, fd, jobdir, want, NULL, NULL, NULL, reterr);
+}
+
+#define AWAIT_LOOK_MS 250 /* how often @alive is asked while the shim is silent */
+
+int oci_await_shim_until(struct oci *o, int fd, const char *jobdir, const char *want,
+                         int (*alive)(void *userdata, const char *id), void *userdata, const char *id,
+                         struct berth_error *reterr)
+{
     int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, o->cfg.start_timeout_ns);
     char buf[64];
     size_t n = 0;
 
     for (;;) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        int64_t now, left = 0;
+        int64_t now, left = 0, ms;
         ssize_t k;
 
         /* No time is left when the clock cannot be read. */
@@ -616,12 +634,26 @@ int oci_await_shim(struct oci *o, int fd, const char *jobdir, const char *want, 
         if (left <= 0)
             return berth_error_set(reterr, -ETIMEDOUT, "the runtime did not start the job within %lld ms (%s)",
                                    (long long)(o->cfg.start_timeout_ns / 1000000), jobdir);
-        k = poll(&p, 1, (int)(left / 1000000 + 1));
+        ms = left / 1000000 + 1;
+        if (alive && ms > AWAIT_LOOK_MS)
+            ms = AWAIT_LOOK_MS;
+        k = poll(&p, 1, (int)ms);
         if (k < 0 && errno != EINTR)
             return berth_error_set(reterr, -errno, "poll: %m");
         /* Nothing to read yet: look at the clock again.  A read now would
          * block for as long as the shim keeps the pipe open, past the
          * start timeout. */
+        if (k == 0 && alive && !alive(userdata, id)) {
+            /* What runs the shim is gone: it will never answer, unless its
+             * line came in since the poll (@fd is non-blocking then). */
+            k = read(fd, buf + n, sizeof(buf) - 1 - n);
+            if (k <= 0)
+                break;
+            n += (size_t)k;
+            if (memchr(buf, '\n', n) || n == sizeof(buf) - 1)
+                break;
+            continue;
+        }
         if (k <= 0)
             continue;
         k = read(fd, buf + n, sizeof(buf) - 1 - n);
@@ -728,6 +760,10 @@ static int oci_start(void *state, const char *dispatch, size_t dispatch_len, str
         oci_unclaim(o->jobsfd, jobfd, jobdir, d.run_id);
         goto out;
     }
+    if (o->cops) {
+        r = oci_contained_start(o, &d, jobfd, jobdir, reterr);
+        goto out;
+    }
     if (pipe2(p, O_CLOEXEC) < 0) {
         r = berth_error_set(reterr, -errno, "pipe: %m");
         goto out;
@@ -816,6 +852,10 @@ int oci_settle_orphan(struct oci *o, const char *job_id, struct berth_error *ret
     if (asprintf(&jobdir, "%s/%s", o->jobs_dir, job_id) < 0)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     o->host->log(o->host, BERTH_LOG_WARNING, "job %s has no shim and no result: cleaning up", job_id);
+    /* A contained job's unit may still hold its sandbox: nothing is
+     * recorded before the containment proved it gone. */
+    if (o->cops && (r = oci_contained_fence(o, job_id, reterr)) < 0)
+        return r;
     r = oci_run_shim(o, "cleanup", jobdir, -1, reterr);
     if (r == OCI_SHIM_EXIT_BUSY)
         return berth_error_set(reterr, -EAGAIN, "job %s: another shim holds it", job_id);
@@ -1008,6 +1048,8 @@ int oci_prove_teardown(struct oci *o, int jobfd, const char *job_id, struct bert
         usleep((useconds_t)nap_us);
         nap_us = nap_us < 10000 ? nap_us * 2 : 10000;
     }
+    if (o->cops)
+        return oci_contained_prove(o, job_id, reterr); /* its unit's cgroup, by the containment's word */
     if ((r = oci_cgroup_path(o->cfg.state_directory, oci_container_id(jobfd, job_id, idbuf), cgroup)) < 0)
         return berth_error_set(reterr, r, "job %s: cannot name its cgroup: %s", job_id, strerror(-r));
     r = oci_cgroup_drain(OCI_CGROUP_ROOT, cgroup, TEARDOWN_WAIT_NS, reterr);

@@ -7,6 +7,18 @@
  *   berth-oci-shim supervise JOBDIR   (started by the plugin's start())
  *   berth-oci-shim provision SLOTDIR  (started by the plugin's provision())
  *   berth-oci-shim cleanup JOBDIR     (the plugin, when no shim holds the lock)
+ *   berth-oci-shim contained JOBDIR   (the job's unit, for a contained backend)
+ *
+ * contained: supervise, run by berth-contained as the main process of the
+ * job's unit (docs/containment.md) instead of a detached child of berthd.
+ * It does not fork: the unit lives as long as it does.  It answers start()
+ * on the job directory's "sync" FIFO instead of fd 3, refuses a second
+ * launch of the same job (the "launched" marker), checks that it runs in
+ * the "supervisor" group of berth-job@<id>.service, writes the job's
+ * limits into the unit's payload group ($BERTH_PAYLOAD_CGROUP), runs every
+ * runtime command in that group, and after `create` checks that the
+ * runtime's processes are there (the runtime itself must make no cgroup of
+ * its own: runsc --ignore-cgroups, crun --cgroup-manager=disabled).
  *
  * provision: supervise for a warm slot (slots.c, docs/warm-slots.md):
  * `create` from slot.json, "created" on fd 3, then the slot is held until
@@ -70,6 +82,7 @@
 
 #include "canon.h"
 #include "cgroup.h"
+#include "cgroup2.h"
 #include "clock.h"
 #include "fsutil.h"
 #include "jobdir.h"
@@ -120,6 +133,10 @@ struct shim {
     struct berth_job *job;  /* its sealed job */
     json_t *outputs;        /* result.json "outputs" (an array) */
     json_t *output_error;   /* result.json "output_error", or NULL */
+    const json_t *create_args; /* shim.json "create_args", or NULL */
+    const json_t *contained;   /* shim.json "contained", or NULL */
+    char *payload;             /* contained: the unit's payload group (below the cgroup2 mount) */
+    int payload_procs;         /* contained: its cgroup.procs, which each runtime command joins */
 };
 
 static void logf_shim(struct shim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -187,6 +204,13 @@ static int run_runtime(struct shim *s, const char *const *args, int out, int err
         if (null < 0 || dup2(null, 0) < 0 || dup2(out >= 0 ? out : null, 1) < 0 ||
             dup2(err >= 0 ? err : s->log_fd, 2) < 0)
             _exit(127);
+        /* A contained job's runtime runs in the unit's payload group, and
+         * so does everything it starts; never anywhere else. */
+        if (s->payload_procs >= 0 && write(s->payload_procs, "0", 1) != 1) {
+            snprintf(msg, sizeof(msg), "berth-oci-shim: cannot join the payload group: %s\n", strerror(errno));
+            (void)!write(2, msg, strlen(msg));
+            _exit(127);
+        }
         syscall(SYS_execveat, s->runtime_fd, "", (char *const *)s->argv, environ, AT_EMPTY_PATH);
         snprintf(msg, sizeof(msg), "berth-oci-shim: cannot execute the runtime %s: %s\n", s->argv[0], strerror(errno));
         (void)!write(2, msg, strlen(msg));
@@ -228,6 +252,16 @@ static void kill_all(struct shim *s)
     const char *args[] = {"kill", "--all", s->id, "KILL", NULL};
 
     (void)run_runtime(s, args, -1, -1);
+    /* A contained job's runtime makes no cgroup of its own, and crun's
+     * "kill --all" finds the container's processes through it: the
+     * payload group's cgroup.kill reaches every one of them (and the
+     * runtime's helpers), whatever the runtime could do. */
+    if (s->payload) {
+        struct berth_error err = BERTH_ERROR_INIT;
+        int r = berth_cgroup2_kill(s->payload, 0, &err);
+        if (r < 0 && r != -ETIMEDOUT)
+            logf_shim(s, "cannot kill the payload group: %s", err.message);
+    }
     s->killed = true;
     s->kill_again_at = berth_deadline_ns(CLOCK_MONOTONIC, KILL_RETRY_NS);
 }
@@ -656,6 +690,127 @@ static const char *check_slot(struct shim *s)
     return check_outputs_mount(s);
 }
 
+/* One of the job's limits into the payload group: 0, or -ENOENT when the
+ * group has no @controller (not delegated to the unit). */
+static int payload_limit(struct shim *s, const char *controller, const char *file, const char *value)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    int r = berth_cgroup2_has_controller(s->payload, controller, &err);
+
+    if (r == 0)
+        return -ENOENT;
+    if (r > 0)
+        r = berth_cgroup2_write(s->payload, file, value, &err);
+    if (r < 0)
+        logf_shim(s, "cannot set %s to %s in %s: %s", file, value, s->payload, err.message);
+    return r;
+}
+
+/*
+ * A contained job, before anything else: the shim runs in the "supervisor"
+ * group of its own unit, berth-job@<id>.service; the unit's payload group
+ * ($BERTH_PAYLOAD_CGROUP, berth-contained) is that unit's; the job's limits
+ * are written into it (memory.max and memory.swap.max from memory_bytes,
+ * pids.max from the task ceiling, cpu.max from cpu_millis); every runtime
+ * command joins it (run_runtime).  Returns NULL, or the reason the job
+ * fails with before create.
+ */
+static const char *enter_unit(struct shim *s)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    const json_t *lim = json_object_get(s->contained, "limits");
+    const char *payload = getenv("BERTH_PAYLOAD_CGROUP"), *base;
+    _cleanup_free_ char *own = NULL, *unit = NULL, *procs = NULL, *want = NULL;
+    bool required = json_is_true(json_object_get(s->contained, "cgroup_limits_required"));
+    char value[64];
+    const char *missing[3];
+    size_t n_missing = 0;
+    int64_t mem = json_integer_value(json_object_get(lim, "memory_bytes"));
+    int64_t pids = json_integer_value(json_object_get(lim, "pids"));
+    int64_t cpu = json_integer_value(json_object_get(lim, "cpu_millis"));
+    size_t len;
+
+    if (!payload || !berth_cgroup2_path_valid(payload) || (len = strlen(payload)) < 9 ||
+        strcmp(payload + len - 8, "/payload") != 0 || !(unit = strndup(payload, len - 8)) ||
+        asprintf(&want, "berth-job@%s.service", s->id) < 0) {
+        logf_shim(s, "refusing the job: BERTH_PAYLOAD_CGROUP (%s) is not a unit's payload group: not started by "
+                     "berth-contained",
+                  payload ? payload : "unset");
+        return "containment_invalid";
+    }
+    base = strrchr(unit, '/');
+    if (!base || !streq(base + 1, want)) {
+        logf_shim(s, "refusing the job: its payload group %s is not the one of %s", payload, want);
+        return "containment_invalid";
+    }
+    if (berth_cgroup2_of(0, &own, &err) < 0 || strncmp(own, unit, strlen(unit)) != 0 ||
+        !streq(own + strlen(unit), "/supervisor")) {
+        logf_shim(s, "refusing the job: the shim runs in %s, not in %s/supervisor%s%s", own ? own : "no cgroup v2 group",
+                  unit, err.message[0] ? ": " : "", err.message);
+        return "containment_invalid";
+    }
+    s->payload = strdup(payload);
+    if (!s->payload || asprintf(&procs, "%s%s/cgroup.procs", BERTH_CGROUP2_ROOT, payload) < 0)
+        return "containment_invalid";
+    s->payload_procs = berth_open_trusted(procs, O_WRONLY | O_CLOEXEC, 0, &err);
+    if (s->payload_procs < 0) {
+        logf_shim(s, "refusing the job: %s", err.message);
+        return "containment_invalid";
+    }
+    /* The shim's own bookkeeping of "the job's cgroup" (OOM kills, the
+     * drain after delete) is the payload group. */
+    s->cgroup = s->payload;
+    snprintf(value, sizeof(value), "%lld", (long long)mem);
+    if (payload_limit(s, "memory", "memory.max", value) == -ENOENT)
+        missing[n_missing++] = "memory";
+    else if (berth_cgroup2_write(s->payload, "memory.swap.max", "0", &err) < 0 && err.code != -ENOENT)
+        logf_shim(s, "cannot set memory.swap.max: %s", err.message);
+    snprintf(value, sizeof(value), "%lld", (long long)pids);
+    if (payload_limit(s, "pids", "pids.max", value) == -ENOENT)
+        missing[n_missing++] = "pids";
+    /* cpu.max: a quota of cpu_millis per 1000 ms, per 100 ms period (at least the kernel's 1 ms). */
+    snprintf(value, sizeof(value), "%lld 100000", (long long)(cpu * 100 > 1000 ? cpu * 100 : 1000));
+    if (payload_limit(s, "cpu", "cpu.max", value) == -ENOENT)
+        missing[n_missing++] = "cpu";
+    if (n_missing) {
+        logf_shim(s, "%s: the unit was not delegated the controller%s %s%s%s%s%s", required ? "refusing the job" :
+                  "running without those limits", n_missing > 1 ? "s" : "", missing[0], n_missing > 1 ? ", " : "",
+                  n_missing > 1 ? missing[1] : "", n_missing > 2 ? ", " : "", n_missing > 2 ? missing[2] : "");
+        if (required)
+            return "cgroup_limits_unavailable";
+    }
+    return NULL;
+}
+
+/* After create: the runtime's processes (its init and the helpers it left
+ * with the shim) are in the payload group, not in a group of their own. */
+static bool in_payload(struct shim *s)
+{
+    pid_t pids[HELPERS_MAX + 1];
+    size_t n = 0, i;
+
+    pids[n++] = s->init_pid;
+    note_helpers(s);
+    for (i = 0; i < s->n_helpers; i++)
+        pids[n++] = s->helpers[i];
+    s->n_helpers = 0; /* noted again before start */
+    for (i = 0; i < n; i++) {
+        struct berth_error err = BERTH_ERROR_INIT;
+        _cleanup_free_ char *cg = NULL;
+        int r = berth_cgroup2_of(pids[i], &cg, &err);
+        if (r == -ESRCH)
+            continue; /* ended already: it left no process outside */
+        if (r < 0 || !streq(cg, s->payload)) {
+            logf_shim(s, "refusing the job: runtime process %d is in %s, not in the unit's payload group %s "
+                         "(does the runtime make a cgroup of its own?  runsc needs --ignore-cgroups, crun "
+                         "--cgroup-manager=disabled)",
+                      (int)pids[i], cg ? cg : err.message, s->payload);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* The argv of the claiming job, for berth-slot-init (bundle.h): its strings,
  * each ending in a NUL byte, in the handoff directory, 0444. */
 static int write_handoff(struct shim *s)
@@ -930,7 +1085,9 @@ static int supervise(struct shim *s, int syncfd, bool slot)
 
     snprintf(pidfile, sizeof(pidfile), "%s/%s", s->jobdir, OCI_JOB_PIDFILE);
     {
-        const char *refused = slot ? check_slot(s) : check_binding(s);
+        const char *refused = s->contained ? enter_unit(s) : NULL;
+        if (!refused)
+            refused = slot ? check_slot(s) : check_binding(s);
         if (refused) {
             close(outp[1]);
             close(errp[1]);
@@ -940,22 +1097,45 @@ static int supervise(struct shim *s, int syncfd, bool slot)
         }
     }
     {
-        const char *create[] = {"create", "--bundle", s->bundle, "--pid-file", pidfile, s->id, NULL};
+        const char *create[8 + OCI_MAX_CREATE_ARGS];
+        const char *refused = NULL;
+        size_t n = 0, i;
+        const json_t *v;
+
+        create[n++] = "create";
+        json_array_foreach(s->create_args, i, v)
+            create[n++] = json_string_value(v);
+        create[n++] = "--bundle";
+        create[n++] = s->bundle;
+        create[n++] = "--pid-file";
+        create[n++] = pidfile;
+        create[n++] = s->id;
+        create[n] = NULL;
         if (berth_now_ns(CLOCK_REALTIME, &create_started, NULL) < 0)
             create_started = 0;
         /* The container inherits create's stdout and stderr: the pipes. */
         bool ok = runtime_ok(s, create, outp[1], errp[1]);
         close(outp[1]);
         close(errp[1]);
-        if (!ok || read_pid(s) < 0) {
+        if (ok && read_pid(s) == 0 && s->contained && !in_payload(s)) {
+            refused = "containment_escaped";
+            ok = false;
+        }
+        if (!ok || s->init_pid <= 0) {
             while (drain_more(out_r) && pump(s, out_r, s->out_fd) && !s->state)
                 ;
             while (drain_more(err_r) && pump(s, err_r, s->err_fd) && !s->state)
                 ;
+            if (refused) {
+                /* The container is there, outside its unit's payload: stop it first. */
+                kill_all(s);
+                (void)kill(s->init_pid, SIGKILL); /* a child of ours, not reaped yet */
+                reap_all(s);
+            }
             delete_container(s);
             reap_all(s);
             drain_cgroup(s);
-            write_result(s, "failed", "create_failed", -1);
+            write_result(s, "failed", refused ? refused : "create_failed", -1);
             sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
             return 0;
         }
@@ -1100,11 +1280,32 @@ static int load_config(struct shim *s)
     if (s->cgroup && (s->cgroup[0] != '/' || strstr(s->cgroup, "..")))
         return fprintf(stderr, "berth-oci-shim: shim.json: cgroup must be an absolute path\n"), -EBADMSG;
     s->gvisor = streq_ptr(json_string_value(json_object_get(s->cfg, "isolation")), "gvisor");
+    s->create_args = json_object_get(s->cfg, "create_args");
+    if (s->create_args) {
+        const json_t *a;
+        if (!json_is_array(s->create_args) || json_array_size(s->create_args) > OCI_MAX_CREATE_ARGS)
+            return fprintf(stderr, "berth-oci-shim: shim.json: create_args must be at most %d flags\n",
+                           OCI_MAX_CREATE_ARGS),
+                   -EBADMSG;
+        json_array_foreach(s->create_args, i, a)
+            if (!json_is_string(a) || json_string_value(a)[0] != '-')
+                return fprintf(stderr, "berth-oci-shim: shim.json: create_args must be flags\n"), -EBADMSG;
+    }
+    s->contained = json_object_get(s->cfg, "contained");
+    if (s->contained) {
+        const json_t *lim = json_object_get(s->contained, "limits");
+        if (!json_is_object(lim) || !json_is_integer(json_object_get(lim, "memory_bytes")) ||
+            !json_is_integer(json_object_get(lim, "pids")) || !json_is_integer(json_object_get(lim, "cpu_millis")) ||
+            !json_is_boolean(json_object_get(s->contained, "cgroup_limits_required")) || s->cgroup)
+            return fprintf(stderr, "berth-oci-shim: shim.json: contained must be {limits, cgroup_limits_required}, "
+                                   "without a cgroup\n"),
+                   -EBADMSG;
+    }
     prefix = json_object_get(s->cfg, "runtime");
     if (!json_is_array(prefix) || json_array_size(prefix) < 1 || json_array_size(prefix) > 64)
         return fprintf(stderr, "berth-oci-shim: shim.json: runtime must be 1 to 64 strings\n"), -EBADMSG;
     s->n_prefix = json_array_size(prefix);
-    s->argv = calloc(s->n_prefix + 16, sizeof(*s->argv));
+    s->argv = calloc(s->n_prefix + 16 + OCI_MAX_CREATE_ARGS, sizeof(*s->argv));
     if (!s->argv)
         return -ENOMEM;
     json_array_foreach(prefix, i, v)
@@ -1190,22 +1391,25 @@ static void reset_signals(void)
 
 static int usage(void)
 {
-    fputs("usage: berth-oci-shim supervise|provision|cleanup JOBDIR\n"
+    fputs("usage: berth-oci-shim supervise|provision|cleanup|contained JOBDIR\n"
           "       berth-oci-shim --version\n"
           "\n"
           "Supervises one job of berth's runtime-oci plugin (started by berthd; not for\n"
           "interactive use).  JOBDIR is the job's directory below the backend's\n"
           "state_directory/jobs (or, for provision, a warm slot's below\n"
-          "state_directory/slots); its shim.json says what to run.\n",
+          "state_directory/slots); its shim.json says what to run.  contained is\n"
+          "supervise as the main process of the job's berth-job@ unit (run by\n"
+          "berth-contained).\n",
           stderr);
     return 2;
 }
 
 int main(int argc, char **argv)
 {
-    struct shim s = {.jobfd = -1, .out_fd = -1, .err_fd = -1, .log_fd = -1, .runtime_fd = -1, .sigfd = -1, .started_at = -1};
+    struct shim s = {.jobfd = -1, .out_fd = -1, .err_fd = -1, .log_fd = -1, .runtime_fd = -1, .sigfd = -1,
+                     .started_at = -1, .payload_procs = -1};
     _cleanup_close_ int lockfd = -1;
-    bool sup, slot;
+    bool sup, slot, contained;
     int syncfd = -1, r;
 
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
@@ -1213,14 +1417,21 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc != 3 ||
-        (strcmp(argv[1], "supervise") != 0 && strcmp(argv[1], "provision") != 0 && strcmp(argv[1], "cleanup") != 0) ||
+        (strcmp(argv[1], "supervise") != 0 && strcmp(argv[1], "provision") != 0 && strcmp(argv[1], "cleanup") != 0 &&
+         strcmp(argv[1], "contained") != 0) ||
         argv[2][0] != '/')
         return usage();
     reset_signals();
+    /* The runtime makes the mount points of the job's binds (/inputs/...)
+     * with the umask it inherits: the job's uid must be able to traverse
+     * them, whatever umask whoever started the shim had (berth-job@.service
+     * has UMask=0077).  Every file of the shim's own has an explicit mode. */
+    umask(022);
     slot = strcmp(argv[1], "provision") == 0;
-    sup = slot || strcmp(argv[1], "supervise") == 0;
+    contained = strcmp(argv[1], "contained") == 0;
+    sup = slot || contained || strcmp(argv[1], "supervise") == 0;
     s.jobdir = argv[2];
-    if (sup) {
+    if (sup && !contained) {
         syncfd = fcntl(OCI_SHIM_SYNC_FD, F_DUPFD_CLOEXEC, 10);
         if (syncfd < 0) {
             fprintf(stderr, "berth-oci-shim: supervise needs the sync pipe on fd %d\n", OCI_SHIM_SYNC_FD);
@@ -1259,16 +1470,47 @@ int main(int argc, char **argv)
         sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
         return errno == EWOULDBLOCK ? OCI_SHIM_EXIT_BUSY : 1;
     }
+    if (contained) {
+        /* In the unit, the plugin's start() reads the job directory's sync
+         * FIFO; without a reader (it is gone) the job runs all the same and
+         * berthd finds it started. */
+        syncfd = openat(s.jobfd, OCI_JOB_SYNC, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+        if (syncfd >= 0 && fcntl(syncfd, F_SETFL, 0) < 0) {
+            close(syncfd);
+            syncfd = -1;
+        }
+    }
     if (faccessat(s.jobfd, OCI_JOB_RESULT, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
         sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
         return 0; /* already finished: nothing to do */
+    }
+    if (contained) {
+        /* One launch per job: a unit started again (by hand, or a start
+         * that was lost and retried) runs nothing a second time. */
+        int fd = openat(s.jobfd, OCI_JOB_LAUNCHED, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            logf_shim(&s, "refusing to run: %s", errno == EEXIST ? "the job was launched before (a second start of "
+                                                                   "its unit runs nothing)"
+                                                                 : strerror(errno));
+            sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
+            return 1;
+        }
+        close(fd);
     }
     if (!sup && faccessat(s.jobfd, OCI_JOB_SHIM_CONFIG, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT) {
         /* start() was interrupted before it wrote shim.json (published
          * atomically, before any shim ran): no container can exist. */
         return write_result(&s, "failed", "start_interrupted", -1) < 0 ? 1 : 0;
     }
-    if ((r = load_config(&s)) < 0 || unmount_listed(&s) < 0) {
+    r = load_config(&s);
+    if (r == 0 && sup && (s.contained != NULL) != contained) {
+        /* A contained job runs in its unit and nowhere else, and nothing else runs there
+         * (cleanup, which only stops and deletes, serves both). */
+        logf_shim(&s, "refusing to run: shim.json %s a contained job, and the shim was run as %s", s.contained ? "is" : "is not",
+                  argv[1]);
+        r = -EBADMSG;
+    }
+    if (r < 0 || unmount_listed(&s) < 0) {
         if (r == -EPERM && sup) {
             /* The runtime changed under its pin before this job ran: nothing of it may run. */
             write_result(&s, "failed", "runtime_pin", -1);
@@ -1297,5 +1539,8 @@ int main(int argc, char **argv)
     json_decref(s.output_error);
     berth_job_free(s.job);
     free(s.argv);
+    free(s.payload);
+    if (s.payload_procs >= 0)
+        close(s.payload_procs);
     return r;
 }

@@ -141,6 +141,14 @@ int oci_provision(void *state, const char *slot, size_t slot_len, struct berth_e
     int64_t now;
     int r;
 
+    /* A slot's sandbox would be created before any job owns it, and a
+     * contained job's unit is made for its run id only (plugin.h,
+     * host->containment): a contained backend has no warm slots. */
+    if (o->cops)
+        return berth_error_set(reterr, -EBADMSG,
+                               "backend %s runs its jobs in a containment, which has no warm slots: every job "
+                               "starts cold (docs/containment.md)",
+                               o->host->instance);
     if ((r = berth_json_parse(slot, slot_len, OCI_SLOT_MAX, &doc, reterr)) < 0)
         return r == -ENOMEM ? r : -EBADMSG;
     if ((r = oci_binding_slot(doc, &d.job, &d.doc, &d.deadline, reterr)) < 0)

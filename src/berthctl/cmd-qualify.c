@@ -250,6 +250,8 @@ static int qualify(struct bctl_globals *g, struct qopts *o)
             .plugin = plugin,
             .config = bc->config,
             .containment = inst.containment_identity,
+            .containment_ops = inst.containment ? &inst.binding.table : NULL,
+            .containment_state = inst.containment ? &inst.binding : NULL,
             .probe = o->probe,
             .work_dir = wd,
             .key = key,

@@ -54,6 +54,8 @@ static void qualify_one(const struct berthd_config *cfg, const struct berthd_bac
         .plugin = runtime->plugin,
         .config = bc->config,
         .containment = runtime->containment_identity,
+        .containment_ops = runtime->containment ? &runtime->binding.table : NULL,
+        .containment_state = runtime->containment ? (void *)&runtime->binding : NULL,
         .probe = cfg->probe ? cfg->probe : BERTH_PROBE_PATH,
         .work_dir = work_dir,
         .key = key,

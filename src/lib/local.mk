@@ -29,6 +29,7 @@ BERTH_LIB_CPPFLAGS = $(BERTH_LAYER_CPPFLAGS_config)
 BERTH_BASIC_SOURCES = \
 	src/lib/basic/backoff.c src/lib/basic/backoff.h \
 	src/lib/basic/buf.c src/lib/basic/buf.h \
+	src/lib/basic/cgroup2.c src/lib/basic/cgroup2.h \
 	src/lib/basic/clock.c src/lib/basic/clock.h \
 	src/lib/basic/encoding.c src/lib/basic/encoding.h \
 	src/lib/basic/fsutil.c src/lib/basic/fsutil.h \

@@ -266,3 +266,14 @@ add_client() {
     publish "$INST/policy.json" jq --arg p "$1" --arg fp "$(der_fingerprint "$INST/tls/client-$1.pem")" \
         '.subjects += [.subjects[] | select(.principal == "other") | .principal = $p | .fingerprints = [$fp]]'
 }
+
+# add_pool NAME BACKEND...: a pool like "default" (registered from the pools
+# directory at berthd's next start) with that allowlist, granted to dev.
+add_pool() {
+    local name=$1
+    shift
+    jq --arg n "$name" --args '.name = $n | .backend_allowlist = $ARGS.positional' "$@" \
+        <"$INST/pools/default.json" >"$INST/pools/$name.json"
+    chmod 0644 "$INST/pools/$name.json"
+    publish "$INST/policy.json" jq --arg n "$name" '.subjects[0].pools += [$n]'
+}

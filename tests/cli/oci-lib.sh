@@ -29,11 +29,25 @@ pin_json() {
 }
 
 # oci_config NAME: write $TMP/NAME.json, the runtime-oci config of backend
-# NAME (runsc or crun), state under $TMP/state-NAME.
+# NAME (runsc or crun), state under $TMP/state-NAME.  contained-runsc and
+# contained-crun are those runtimes as a backend bound to containment-systemd
+# needs them in the test container of systemd-lib.sh (docs/containment.md):
+# no cgroup of the runtime's own, crun without a new session keyring (the
+# container's seccomp filter refuses keyctl(2)), and limits written where
+# the container delegates a controller (it delegates none: cgroup v2 has no
+# memory, pids or cpu controller there on this hybrid host).
 oci_config() {
     local name=$1 rt
-    rt=$(command -v "$name") || fail "$name is not installed"
+    rt=$(command -v "${name#contained-}") || fail "${name#contained-} is not installed"
     case $name in
+    contained-runsc)
+        printf '{"runtime":%s,"isolation":"gvisor","global_args":["--network=none","--platform=ptrace","--ignore-cgroups"],"state_directory":"%s","shim":"%s","pids_ceiling":4096,"cgroup_limits":"when_delegated"}' \
+            "$(pin_json "$rt")" "$TMP/state-$name" "$BERTH_OCI_SHIM" >"$TMP/$name.json"
+        ;;
+    contained-crun)
+        printf '{"runtime":%s,"isolation":"native","global_args":["--cgroup-manager=disabled"],"create_args":["--no-new-keyring"],"state_directory":"%s","shim":"%s","cgroup_limits":"when_delegated"}' \
+            "$(pin_json "$rt")" "$TMP/state-$name" "$BERTH_OCI_SHIM" >"$TMP/$name.json"
+        ;;
     runsc)
         printf '{"runtime":%s,"isolation":"gvisor","global_args":["--network=none","--platform=ptrace"],"state_directory":"%s","shim":"%s","slot_init":"%s","pids_ceiling":4096}' \
             "$(pin_json "$rt")" "$TMP/state-$name" "$BERTH_OCI_SHIM" "${BERTH_SLOT_INIT:?}" >"$TMP/$name.json"
@@ -53,6 +67,8 @@ oci_plugins() {
     cp "$BERTH_RUNTIME_PLUGIN_DIR/runtime-oci.so" "$BERTH_IMAGE_PLUGIN_DIR/image-oci-local.so" "$PLUGINS/"
     # OCI_EVIDENCE=1: the evidence-sqlite store too (dev-init then configures it).
     [ -z "${OCI_EVIDENCE:-}" ] || cp "${BERTH_EVIDENCE_PLUGIN_DIR:?}/evidence-sqlite.so" "$PLUGINS/"
+    # OCI_CONTAINED=1: containment-systemd too, for the contained-* backends.
+    [ -z "${OCI_CONTAINED:-}" ] || cp "${BERTH_CONTAINMENT_PLUGIN_DIR:?}/containment-systemd.so" "$PLUGINS/"
     chmod 0755 "$PLUGINS"/*.so
 }
 
@@ -76,6 +92,16 @@ oci_install() {
     # The shim verifies every receipt with berthd's public key (binding.h);
     # dev-init writes it for --runtime backends only, these are --backend.
     edit_config '.backends[].config.broker_public_key = $k' --arg k "$(jq -r .broker_public_key "$INST/client.json")"
+    # A contained-* backend is bound to containment-systemd, configured
+    # by ct_install_template ($TMP/contained.json).
+    for b in "$@"; do
+        case $b in
+        contained-*)
+            edit_config '.backends[$b].containment = {plugin: "containment-systemd", config: $c[0]}' \
+                --arg b "$b" --slurpfile c "$TMP/contained.json"
+            ;;
+        esac
+    done
     run 0 "$BERTHCTL" image import "$TMP/bb" --store "$INST/images"
 }
 
@@ -117,15 +143,3 @@ result() { jq -r ".result$2" "$TMP/$1.out/result.json"; }
 
 # placed ID: the backend job ID's receipt names.
 placed() { jq -r '.receipt.backend' "$TMP/$1.receipt.json"; }
-
-# add_pool NAME BACKEND...: a pool like "default" with that allowlist, granted to dev.
-add_pool() {
-    local name=$1
-    shift
-    jq --arg n "$name" --args '.name = $n | .backend_allowlist = $ARGS.positional' "$@" \
-        <"$INST/pools/default.json" >"$INST/pools/$name.json"
-    chmod 0644 "$INST/pools/$name.json"
-    jq --arg n "$name" '.subjects[0].pools += [$n]' "$INST/policy.json" >"$INST/policy.json.new"
-    chmod 0600 "$INST/policy.json.new"
-    mv "$INST/policy.json.new" "$INST/policy.json"
-}

@@ -17,6 +17,10 @@
 #                       launcher ($BERTH_CONTAINED), and write the
 #                       containment-systemd configuration for it to
 #                       $TMP/contained.json
+#   ct_berthd           berthd ($BERTHD --config $INST/berthd.json, berthd-lib.sh)
+#                       as a unit of the container's manager, berthd-test-N,
+#                       until it is ready; its log is $TMP/berthd.log
+#   ct_stop_berthd      stop that unit (SIGTERM: a clean stop)
 [ "$(id -u)" = 0 ] || { echo "SKIP: booting systemd in a container needs root"; exit 77; }
 require_tool systemd-nspawn systemd-container
 require_tool nsenter util-linux
@@ -89,3 +93,13 @@ ct_install_template() {
 {"template": "$UNITDIR/berth-job@.service", "launcher": "$BERTH_CONTAINED", "drain_timeout_ns": 10000000000}
 JSON
 }
+
+CT_BERTHD_N=0
+ct_berthd() {
+    CT_BERTHD_N=$((CT_BERTHD_N + 1))
+    : >"$TMP/berthd.log"
+    run 0 ct systemd-run --unit="berthd-test-$CT_BERTHD_N" --collect -p "StandardOutput=append:$TMP/berthd.log" \
+        -p "StandardError=append:$TMP/berthd.log" "$BERTHD" --config "$INST/berthd.json"
+    log_has "ready: https://" 30 || fail "berthd did not become ready: $(cat "$TMP/berthd.log")"
+}
+ct_stop_berthd() { run 0 ct systemctl stop "berthd-test-$CT_BERTHD_N"; }

@@ -1,8 +1,7 @@
 # test-berthd-containment.sh -- a runtime backend's "containment" in
 # berthd.json: berthd (and berthctl qualify) load the containment plugin,
 # bind it to the backend's host table (ABI 1.4, host->containment), and
-# refuse what cannot be bound; runtime-oci, which cannot run its jobs in a
-# containment yet, refuses one instead of running them outside it.
+# refuse what cannot be bound; runtime-oci takes one.
 #
 # The containment here is the fixture plugin (tests/plugins/fixture-kinds.c,
 # an ABI 1.0 table): containment-systemd needs a real systemd, which its own
@@ -75,13 +74,18 @@ refused '{"plugin": "containment-none"}' "backend script: containment plugin con
 refused '"systemd"' 'config.backends.script.containment must be an object such as {"plugin": "containment-systemd"}'
 refused '{"plugin": "fixture-containment", "drain": 1}' 'config.backends.script.containment: unknown member "drain"'
 
-# runtime-oci refuses a containment: its jobs would run outside it.
-jq --arg sd "$TMP/oci" '.backends.runsc = {"plugin": "runtime-oci", "config": {"state_directory": $sd},
+# runtime-oci takes a containment (it runs each job in a unit of it:
+# test-berthd-contained-oci.sh).
+RT=$(readlink -f /bin/true)
+OCI_CONFIG=$(jq -n --arg rt "$RT" --arg sha "sha256:$(sha256sum <"$RT" | cut -d' ' -f1)" \
+    --argjson size "$(stat -c %s "$RT")" --arg mode "$(stat -c %04a "$RT")" --arg sd "$TMP/oci" \
+    --arg shim "${BERTH_OCI_SHIM:?}" \
+    '{runtime: {path: $rt, sha256: $sha, size: $size, mode: $mode}, isolation: "gvisor", state_directory: $sd,
+      shim: $shim}')
+jq --argjson c "$OCI_CONFIG" '.backends.runsc = {"plugin": "runtime-oci", "config": $c,
     "containment": {"plugin": "fixture-containment"}}' "$TMP/conf.plain" >"$CONF"
-run 1 "$BERTHD" --config "$CONF" --check
-stderr_has "backend runsc: plugin runtime-oci in $PLUGINS (with a containment):"
-stderr_has "a containment is configured for this backend, but runtime-oci cannot run its jobs in one yet"
-[ ! -e "$TMP/oci" ] || fail "runtime-oci made its state directory before refusing"
+run 0 "$BERTHD" --config "$CONF" --check
+[ -d "$TMP/oci/jobs" ] || fail "runtime-oci with a containment did not set up its state directory"
 
 # A runtime of ABI 1.0 does not know host->containment: refused before its
 # init() runs, which would otherwise have run every job uncontained.

@@ -29,18 +29,6 @@ publish "$INST/berthd.json" jq --slurpfile c "$TMP/contained.json" \
     '.backends.script.containment = {"plugin": "containment-systemd", "config": $c[0]}
      | .containment_scan_interval_ns = 1000000000'
 
-# ct_berthd: berthd as a unit of the container's manager, until it is
-# ready; its log is $TMP/berthd.log.  ct_stop_berthd stops it.
-N=0
-ct_berthd() {
-    N=$((N + 1))
-    : >"$TMP/berthd.log"
-    run 0 ct systemd-run --unit="berthd-test-$N" --collect -p "StandardOutput=append:$TMP/berthd.log" \
-        -p "StandardError=append:$TMP/berthd.log" "$BERTHD" --config "$INST/berthd.json"
-    log_has "ready: https://" 30 || fail "berthd did not become ready: $(cat "$TMP/berthd.log")"
-}
-ct_stop_berthd() { run 0 ct systemctl stop "berthd-test-$N"; }
-
 submit() {
     job_doc "$1" "$2" >"$TMP/$1.json"
     api dev POST /v1/jobs --data-binary "@$TMP/$1.json" --max-time 20

@@ -58,7 +58,7 @@ grep -q "cancelled; the job and its child (seen on the host before the cancel) a
     fail "the cancel probe never saw the job's child: $(grep cancel-kills "$TMP/stdout")"
 stdout_has "backend crun qualified: q"
 run 0 "$BERTHCTL" qualification verify "$TMP/q-crun.json" --pubkey "$INST/keys/receipt.pub"
-stdout_has "11 of 11 probes passed, 0 not applicable"
+stdout_has "11 of 14 probes passed, 3 not applicable"
 stdout_has "on kernel $(uname -r)"
 [ "$(jq -r .qualification.runtime.sha256 "$TMP/q-crun.json")" = "sha256:$(sha256sum </usr/bin/crun | cut -d' ' -f1)" ] ||
     fail "the record does not name crun's digest"
@@ -94,6 +94,11 @@ grep '"pool.placed"' "$TMP/audit.jsonl" | grep -q '{"backend":"runsc","kept":fal
 qualify 0 runsc --validity-days 1
 for p in inputs-read-only outputs-limit; do
     grep -Eq "^  pass +$p " "$TMP/stdout" || fail "runsc: probe $p did not pass: $(cat "$TMP/stdout")"
+done
+# Without a containment its three probes do not apply (test-berthd-contained-oci.sh runs them).
+for p in containment-payload containment-supervisor-lost containment-drain; do
+    grep -Eq "^  not_applicable +$p +the backend has no containment" "$TMP/stdout" ||
+        fail "runsc: probe $p: $(cat "$TMP/stdout")"
 done
 start_berthd
 bb_job second 'uname -r'

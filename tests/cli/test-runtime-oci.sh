@@ -259,7 +259,7 @@ no_container runsc "$RUN_ID"
 # The shim itself: usage errors, and a job directory that start() left
 # before it wrote shim.json is settled as start_interrupted.
 run 2 "$BERTH_OCI_SHIM"
-stderr_has "usage: berth-oci-shim supervise|provision|cleanup JOBDIR"
+stderr_has "usage: berth-oci-shim supervise|provision|cleanup|contained JOBDIR"
 run 2 "$BERTH_OCI_SHIM" supervise relative/dir
 mkdir -m 0700 "$TMP/interrupted"
 run 0 "$BERTH_OCI_SHIM" cleanup "$TMP/interrupted"

@@ -158,11 +158,11 @@ START_TEST(records_a_failed_run)
     ck_assert(!out.reused);
     ck_assert(!out.passed);
     ck_assert_int_eq(calls.begin, 1);
-    ck_assert_int_eq(calls.progress, 11);
-    ck_assert_str_eq(calls.last_probe, "outputs-limit");
-    ck_assert_uint_eq(json_array_size(out.probes), 11);
-    /* The scripted backend names neither "inputs" nor "outputs". */
-    for (size_t i = 9; i < 11; i++)
+    ck_assert_int_eq(calls.progress, 14);
+    ck_assert_str_eq(calls.last_probe, "containment-drain");
+    ck_assert_uint_eq(json_array_size(out.probes), 14);
+    /* The scripted backend names neither "inputs" nor "outputs", and has no containment. */
+    for (size_t i = 9; i < 14; i++)
         ck_assert_str_eq(json_string_value(json_object_get(json_array_get(out.probes, i), "outcome")),
                          "not_applicable");
     ck_assert_int_eq(out.expires_ns, NOW_NS + 7 * DAY_NS);

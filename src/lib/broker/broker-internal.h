@@ -167,6 +167,7 @@ struct berth_broker {
     json_t *capabilities;             /* {backend: capabilities()} from that refresh */
     atomic_bool stopping;             /* berth_broker_stop() was called */
     char (*caps_errors)[512];         /* per backend: the last capabilities() error logged, "" when fine */
+    char (*caps_unavailable)[64];     /* per backend: the "unavailable" reason last logged, "" when available */
     struct broker_storage storage;    /* under the lock */
     struct broker_retries retries;    /* under the lock */
     struct broker_sweep sweep;

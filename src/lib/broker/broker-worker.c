@@ -83,6 +83,23 @@ static int drop_unbacked_needs(const struct berth_broker_backend *be, json_t *do
     return 0;
 }
 
+/* A backend whose capabilities say it is "unavailable" (plugin.h) gets no
+ * work: say so when that starts, changes or ends, not on every pass. */
+static void note_unavailable(struct berth_broker *b, size_t i, const json_t *doc)
+{
+    const char *why = json_string_value(json_object_get(doc, "unavailable"));
+    const char *detail = json_string_value(json_object_get(json_object_get(doc, "containment"), "error"));
+
+    if (streq(b->caps_unavailable[i], why ? why : ""))
+        return;
+    if (why)
+        berth_logf(b->p.logger, BERTH_LOG_WARNING, "backend %s is unavailable (%s%s%s): placement skips it",
+                   b->backends[i].name, why, detail ? ": " : "", detail ? detail : "");
+    else
+        berth_logf(b->p.logger, BERTH_LOG_NOTICE, "backend %s is available again", b->backends[i].name);
+    snprintf(b->caps_unavailable[i], sizeof(b->caps_unavailable[i]), "%s", why ? why : "");
+}
+
 int berth_broker_refresh_backends(struct berth_broker *b)
 {
     _cleanup_json_ json_t *caps = json_object(), *set_doc = json_object();
@@ -124,9 +141,11 @@ int berth_broker_refresh_backends(struct berth_broker *b)
                 berth_logf(b->p.logger, BERTH_LOG_NOTICE, "backend %s: capabilities answer again", be->name);
             b->caps_errors[i][0] = '\0';
         }
-        offer = json_pack("{s:O*, s:O*, s:O*, s:b}", "capabilities", json_object_get(doc, "capabilities"),
+        note_unavailable(b, i, doc);
+        offer = json_pack("{s:O*, s:O*, s:O*, s:b, s:O*}", "capabilities", json_object_get(doc, "capabilities"),
                           "egress_classes", json_object_get(doc, "egress_classes"), "qualification",
-                          json_object_get(doc, "qualification"), "require_qualification", be->require_qualification);
+                          json_object_get(doc, "qualification"), "require_qualification", be->require_qualification,
+                          "unavailable", json_object_get(doc, "unavailable"));
         /* What clients see says when a backend runs without qualification (development). */
         if (!doc || !offer ||
             json_object_set_new(doc, "require_qualification", json_boolean(be->require_qualification)) < 0) {

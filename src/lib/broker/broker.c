@@ -93,7 +93,8 @@ int berth_broker_new(const struct berth_broker_params *p, struct berth_broker **
     b->p = *p;
     b->backends = calloc(p->n_backends ? p->n_backends : 1, sizeof(*b->backends));
     b->caps_errors = calloc(p->n_backends ? p->n_backends : 1, sizeof(*b->caps_errors));
-    if (!b->backends || !b->caps_errors || berth_backend_set_empty(&b->offers) < 0 ||
+    b->caps_unavailable = calloc(p->n_backends ? p->n_backends : 1, sizeof(*b->caps_unavailable));
+    if (!b->backends || !b->caps_errors || !b->caps_unavailable || berth_backend_set_empty(&b->offers) < 0 ||
         !(b->capabilities = json_object())) {
         berth_broker_free(b);
         return berth_error_set(reterr, -ENOMEM, "out of memory");
@@ -153,6 +154,7 @@ void berth_broker_free(struct berth_broker *b)
     json_decref(b->capabilities);
     free(b->backends);
     free(b->caps_errors);
+    free(b->caps_unavailable);
     free(b);
 }
 

@@ -12,8 +12,16 @@
 
 static const char *const offer_members[] = {
     "backend",       "capabilities",          "egress_classes",  "isolation", "limits",
-    "qualification", "require_qualification", "runtime_version", NULL,
+    "qualification", "require_qualification", "runtime_version", "unavailable", NULL,
 };
+
+/* A reason code: 1 to 48 of [a-z_]. */
+static bool reason_code_ok(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+
+    return n >= 1 && n <= 48 && strspn(s, "abcdefghijklmnopqrstuvwxyz_") == n;
+}
 static const char *const qualification_members[] = {"expires_ns", "id", NULL};
 
 const char *const berth_job_need_names[BERTH_NEED_COUNT] = {"inputs", "outputs"};
@@ -61,6 +69,10 @@ static int parse_offer(const char *name, const json_t *o, struct berth_backend_o
     if ((r = berth_name_set_parse(json_object_get(o, "egress_classes"), what, berth_egress_names, BERTH_EGRESS_COUNT,
                                   &out->egress, NULL, reterr)) < 0)
         return r;
+    q = json_object_get(o, "unavailable");
+    if (q && !reason_code_ok(json_string_value(q)))
+        return berth_error_set(reterr, -EBADMSG, "backend %.64s: unavailable must be a reason code of [a-z_]", name);
+    out->unavailable = json_string_value(q);
     req = json_object_get(o, "require_qualification");
     if (req && !json_is_boolean(req))
         return berth_error_set(reterr, -EBADMSG, "backend %.64s: require_qualification must be true or false", name);
@@ -168,6 +180,8 @@ static const char *judge(const char *name, const struct berth_effective *e, cons
     o = find_offer(set, name);
     if (!o)
         return "not_configured";
+    if (o->unavailable)
+        return o->unavailable;
     missing = e->capabilities & ~o->capabilities;
     for (i = 0; missing && i < BERTH_CAP_COUNT; i++)
         if (missing & BERTH_CAP_BIT(i)) {

@@ -8,6 +8,11 @@
  *
  *   not_requested             the submitter's backend override names another
  *   not_configured            no configured backend has that name
+ *   REASON                    its offer says it is "unavailable" now, and
+ *                             why (a code of lowercase letters and '_',
+ *                             such as "containment_unreachable": a backend
+ *                             bound to a containment whose service manager
+ *                             cannot be reached, plugin.h capabilities)
  *   missing_capability:NAME   it does not offer a required capability
  *   egress_unsupported:CLASS  it cannot enforce the egress class
  *   unqualified               it has no qualification and requires one
@@ -42,6 +47,7 @@
  * and its receipt then lists them as "job_needs" (absent when the job needs
  * neither, so that such receipts are unchanged).
  *
+ * "unavailable" (optional) is that reason code.
  * "qualification" may be the string "unqualified"; require_qualification
  * defaults to true; the informational members backend, isolation, limits
  * and runtime_version are accepted and ignored.  Thread-safe.
@@ -82,6 +88,7 @@ struct berth_backend_offer {
     bool qualified;
     int64_t qualification_expires_ns;
     bool require_qualification;
+    const char *unavailable; /* why it takes no work now (a reason code), or NULL */
 };
 
 /** struct berth_backend_set - every configured backend (owns @doc). */

@@ -11,11 +11,14 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "canon.h"
+#include "cgroup2.h"
 #include "clock.h"
 #include "digest.h"
 #include "encoding.h"
@@ -116,8 +119,10 @@ static void record(struct run *r, const char *name, const char *outcome, const c
         r->p->progress(r->p->userdata, name, outcome, detail);
 }
 
-/* Processes on the host whose command line holds @a or @b. */
-static int processes_matching(const char *a, const char *b)
+/* Call @fn(@pid, @userdata) for each process on the host whose command line
+ * holds @a or @b (@b may be NULL), until it returns false.  Returns how
+ * many it was called for, or -errno when /proc cannot be read. */
+static int walk_matching(const char *a, const char *b, bool (*fn)(pid_t pid, void *userdata), void *userdata)
 {
     DIR *d = opendir("/proc");
     struct dirent *e;
@@ -144,11 +149,20 @@ static int processes_matching(const char *a, const char *b)
             if (buf[i] == '\0')
                 buf[i] = ' ';
         buf[len] = '\0';
-        if (strstr(buf, a) || (b && strstr(buf, b)))
-            n++;
+        if (!strstr(buf, a) && !(b && strstr(buf, b)))
+            continue;
+        n++;
+        if (fn && !fn((pid_t)atoi(e->d_name), userdata))
+            break;
     }
     closedir(d);
     return n;
+}
+
+/* Processes on the host whose command line holds @a or @b. */
+static int processes_matching(const char *a, const char *b)
+{
+    return walk_matching(a, b, NULL, NULL);
 }
 
 /* Wait (bounded) until nothing of the job is left on the host. */
@@ -739,6 +753,230 @@ static void outputs_limit(struct run *r)
     record(r, name, ok ? "pass" : "fail", "%s%s", detail, ok ? "; the declared output was captured exactly" : "");
 }
 
+/* ------------------------------------------------------------------------- */
+/* The containment probes                                                     */
+
+/* The cgroup of the probe job's unit (the containment's status()): 0, or -errno. */
+static int unit_cgroup(struct run *r, char **ret, struct berth_error *reterr)
+{
+    _cleanup_free_ char *text = NULL;
+    _cleanup_json_ json_t *doc = NULL;
+    const char *cg;
+    size_t len = 0;
+    int rc;
+
+    if ((rc = r->p->containment->status(r->p->containment_state, r->run_id, &text, &len, reterr)) < 0 ||
+        (rc = berth_json_parse(text, len, INSPECT_MAX, &doc, reterr)) < 0)
+        return rc;
+    cg = json_string_value(json_object_get(doc, "cgroup"));
+    if (!berth_cgroup2_path_valid(cg))
+        return berth_error_set(reterr, -EBADMSG, "the containment reports no cgroup for %s", r->run_id);
+    return (*ret = strdup(cg)) ? 0 : berth_error_set(reterr, -ENOMEM, "out of memory");
+}
+
+/* The pids in @cg/@sub (its cgroup.procs, read whole), at most @max: their count, or -errno. */
+static int group_pids(const char *cg, const char *sub, pid_t *pids, int max)
+{
+    _cleanup_free_ char *path = NULL, *text = NULL;
+    _cleanup_close_ int fd = -1;
+    size_t len = 0;
+    int n = 0;
+
+    if (asprintf(&path, "%s%s/%s/cgroup.procs", BERTH_CGROUP2_ROOT, cg, sub) < 0)
+        return -ENOMEM;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT || errno == ENODEV ? 0 : -errno;
+    if (berth_read_fd(fd, 65536, &text, &len, NULL) < 0)
+        return -EIO;
+    for (char *t = text, *end; *t && n < max; t = end) {
+        long v = strtol(t, &end, 10);
+        if (end == t)
+            break;
+        if (v > 0)
+            pids[n++] = (pid_t)v;
+    }
+    return n;
+}
+
+struct in_unit {
+    const char *cg;
+    pid_t outside; /* a process of the job outside the unit, or 0 */
+};
+
+static bool check_in_unit(pid_t pid, void *userdata)
+{
+    struct in_unit *u = userdata;
+    _cleanup_free_ char *own = NULL;
+    size_t n = strlen(u->cg);
+
+    if (berth_cgroup2_of(pid, &own, NULL) == -ESRCH)
+        return true; /* ended meanwhile */
+    if (!own || strncmp(own, u->cg, n) != 0 || (own[n] != '/' && own[n] != '\0')) {
+        u->outside = pid;
+        return false;
+    }
+    return true;
+}
+
+/* Whether every host process whose command line names the job (run id or
+ * token) is in @cg or below; *@ret_outside receives one that is not. */
+static bool all_in_unit(struct run *r, const char *cg, pid_t *ret_outside)
+{
+    struct in_unit u = {.cg = cg};
+
+    if (walk_matching(r->token, r->run_id, check_in_unit, &u) < 0)
+        return false;
+    *ret_outside = u.outside;
+    return u.outside == 0;
+}
+
+/* Start a job that ignores SIGTERM and has a child, and wait until it runs
+ * with its payload in place: 0 and *@ret_cg its unit's cgroup; -errno. */
+static int start_held(struct run *r, const char *name, char **ret_cg, struct berth_error *reterr)
+{
+    struct outcome o = {.exit_code = -1};
+    bool terminal = false;
+    pid_t pid;
+    int rc;
+
+    fresh_ids(r);
+    rc = start_probe(r, name, json_pack("[s, s, s]", "/probe", "ignore-term", r->token), PROBE_WALL_NS, 65536,
+                     reterr);
+    for (int i = 0; rc == 0 && i < 400; i++) {
+        rc = read_outcome(r, &o, &terminal, reterr);
+        if (rc < 0 || terminal || streq(o.state, "running"))
+            break;
+        sleep_ms(50);
+    }
+    if (rc == 0 && terminal)
+        rc = berth_error_set(reterr, -EIO, "the probe job ended at once (%s)", o.state);
+    outcome_clear(&o);
+    if (rc == 0)
+        rc = unit_cgroup(r, ret_cg, reterr);
+    /* The sandbox is in place once the payload group holds a process. */
+    for (int i = 0; rc == 0 && i < 100 && group_pids(*ret_cg, "payload", &pid, 1) < 1; i++)
+        sleep_ms(50);
+    sleep_ms(200); /* the job's child starts right after it */
+    return rc;
+}
+
+/* Stop and forget a probe job (cancel, then reap), whatever state it is in. */
+static void end_held(struct run *r)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct outcome o = {.exit_code = -1};
+
+    (void)r->p->ops->cancel(r->p->state, r->run_id, &err);
+    (void)wait_probe(r, PROBE_WALL_NS, &o, &err);
+    outcome_clear(&o);
+    reap_probe(r);
+}
+
+static void containment_payload(struct run *r)
+{
+    static const char name[] = "containment-payload";
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *cg = NULL;
+    pid_t sup[4], pay[64], outside = 0;
+    int n_sup, n_pay;
+
+    if (start_held(r, name, &cg, &err) < 0) {
+        record(r, name, "fail", "the probe job did not run: %.400s", err.message);
+        end_held(r);
+        return;
+    }
+    n_sup = group_pids(cg, "supervisor", sup, 4);
+    n_pay = group_pids(cg, "payload", pay, 64);
+    if (n_sup != 1)
+        record(r, name, "fail", "the supervisor group of %s holds %d processes, not the job's supervisor alone", cg,
+               n_sup);
+    else if (n_pay < 1)
+        record(r, name, "fail", "the payload group of %s holds no process while the job runs", cg);
+    else if (!all_in_unit(r, cg, &outside))
+        record(r, name, "fail", "process %d of the job runs outside its unit %s", (int)outside, cg);
+    else
+        record(r, name, "pass", "supervisor 1 process, payload %d; every process of the job is in %s", n_pay, cg);
+    end_held(r);
+}
+
+static void containment_supervisor_lost(struct run *r)
+{
+    static const char name[] = "containment-supervisor-lost";
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct outcome o = {.exit_code = -1};
+    _cleanup_free_ char *cg = NULL;
+    pid_t sup = 0;
+    int rc, left = -1, populated = -1;
+
+    rc = start_held(r, name, &cg, &err);
+    if (rc == 0 && group_pids(cg, "supervisor", &sup, 1) != 1)
+        rc = berth_error_set(&err, -ESRCH, "no supervisor in %s", cg);
+    if (rc == 0) {
+        /* By pidfd: the number read may not be signalled once it is another's. */
+        int pfd = (int)syscall(SYS_pidfd_open, sup, 0);
+        if (pfd < 0 || syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) < 0)
+            rc = berth_error_set(&err, -errno, "cannot kill the supervisor %d: %m", (int)sup);
+        if (pfd >= 0)
+            close(pfd);
+    }
+    if (rc == 0)
+        rc = wait_probe(r, PROBE_WALL_NS, &o, &err);
+    if (rc == 0) {
+        left = leftovers(r);
+        populated = berth_cgroup2_populated(cg, NULL);
+    }
+    if (rc < 0)
+        record(r, name, "fail", "%.400s", err.message);
+    else if (!streq(o.state, "failed"))
+        record(r, name, "fail", "reported %s after its supervisor was killed, not failed", o.state);
+    else if (left != 0 || populated == 1)
+        record(r, name, "fail", "%d processes of the job remain (its unit %s)", left,
+               populated == 1 ? "holds processes" : "is empty");
+    else
+        record(r, name, "pass", "failed (%s); nothing of the job is left", o.reason);
+    outcome_clear(&o);
+    end_held(r);
+}
+
+static void containment_drain(struct run *r)
+{
+    static const char name[] = "containment-drain";
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *cg = NULL;
+    int rc, left = -1, populated = -1;
+
+    rc = start_held(r, name, &cg, &err);
+    if (rc == 0)
+        rc = r->p->containment->destroy(r->p->containment_state, r->run_id, &err);
+    if (rc == 0) {
+        populated = berth_cgroup2_populated(cg, NULL);
+        left = leftovers(r);
+    }
+    if (rc < 0)
+        record(r, name, "fail", "%.400s", err.message);
+    else if (populated == 1 || left != 0)
+        record(r, name, "fail", "after destroy %d processes of the job remain (its unit %s)", left,
+               populated == 1 ? "holds processes" : "is empty");
+    else
+        record(r, name, "pass", "destroy emptied %s; nothing of the job is left", cg);
+    end_held(r);
+}
+
+static void containment_probes(struct run *r)
+{
+    static const char *const names[] = {"containment-payload", "containment-supervisor-lost", "containment-drain"};
+
+    if (!r->p->containment) {
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+            record(r, names[i], "not_applicable", "the backend has no containment");
+        return;
+    }
+    containment_payload(r);
+    containment_supervisor_lost(r);
+    containment_drain(r);
+}
+
 int berth_qualify_probes(const struct berth_qualify_params *p, json_t **ret_probes, bool *ret_passed,
                          char ret_probe_sha256[BERTH_DIGEST_BUFSZ], struct berth_error *reterr)
 {
@@ -772,6 +1010,7 @@ int berth_qualify_probes(const struct berth_qualify_params *p, json_t **ret_prob
             "expired at its deadline although it ignored SIGTERM; nothing of it left");
     inputs_read_only(&r);
     outputs_limit(&r);
+    containment_probes(&r);
     if (r.lost) {
         rc = berth_error_set(reterr, -ENOMEM, "out of memory: %u probe outcomes could not be recorded", r.lost);
         goto out;

@@ -33,6 +33,20 @@
  *                            artifact_bytes fails inside with ENOSPC
  * The last two are not_applicable when the backend's capabilities() does
  * not name "inputs" / "outputs".  The input is staged in @work_dir.
+ * A backend bound to a containment (@containment, plugin.h
+ * host->containment) is also held to three probes of its units, each on a
+ * job that ignores SIGTERM and has a child; they are not_applicable
+ * without one:
+ *   containment-payload      while it runs, the job's unit (status()
+ *                            "cgroup") holds exactly one process in its
+ *                            "supervisor" group (the job's supervisor) and
+ *                            the sandbox in "payload", and every host process
+ *                            of the job is in the unit
+ *   containment-supervisor-lost  SIGKILL to the supervisor: the job is
+ *                            reported failed, and nothing of it is left,
+ *                            in the unit or anywhere on the host
+ *   containment-drain        destroy() (cgroup.kill) of the running job's
+ *                            unit returns 0, and nothing of it is left
  * "Nothing of it left" scans /proc for the job's unique token and run id.
  */
 #ifndef BERTH_PROBES_H
@@ -72,6 +86,11 @@ struct berth_qualify_params {
      * broker_public_key, refuses unsigned ones); NULL: an unsigned receipt. */
     const struct berth_signing_key *key;
     const char *broker;
+    /* Optional: the containment bound to the backend (the table and state
+     * host->containment hands the backend), for the containment probes;
+     * NULL: the backend has none. */
+    const struct berth_containment_ops_v1 *containment;
+    void *containment_state;
 };
 
 /**

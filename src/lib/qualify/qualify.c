@@ -48,6 +48,16 @@ static int read_capabilities(const struct berth_qualify_backend_params *p, const
         return berth_error_set(reterr, -EBADMSG,
                                "capabilities: no runtime.sha256 and isolation: only runtimes that name their binary "
                                "can be qualified");
+    /* A backend that cannot take jobs now (plugin.h, "unavailable") would
+     * fail every probe for a reason that has nothing to do with its
+     * isolation: nothing is run and nothing recorded. */
+    if (json_is_string(json_object_get(caps, "unavailable"))) {
+        const char *detail = json_string_value(json_object_get(json_object_get(caps, "containment"), "error"));
+        return berth_error_set(reterr, -EAGAIN, "capabilities: the backend is unavailable (%s%s%s): it cannot be "
+                               "qualified now",
+                               json_string_value(json_object_get(caps, "unavailable")), detail ? ": " : "",
+                               detail ? detail : "");
+    }
     if ((r = berth_qualification_config_digest(p->config, berth_plugin_get_info(p->plugin)->sha256, caps,
                                                p->containment, config_digest, reterr)) < 0)
         return r;
@@ -108,6 +118,8 @@ int berth_qualify_backend(const struct berth_qualify_backend_params *p, struct b
             .userdata = p->userdata,
             .key = p->key,
             .broker = p->broker,
+            .containment = p->containment_ops,
+            .containment_state = p->containment_state,
         };
         if ((r = berth_qualify_probes(&qp, &out.probes, &out.passed, probe_sha256, reterr)) < 0) {
             berth_error_prefix(reterr, "cannot run the probes");

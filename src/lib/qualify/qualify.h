@@ -46,6 +46,10 @@
  * @containment: the identity of the containment bound to the backend
  *              (berthd_backend_instance.containment_identity), or NULL for
  *              none; bound into config_digest as well.
+ * @containment_ops, @containment_state: the containment bound to the
+ *              backend, as its host->containment() hands it over
+ *              (berthd_backend_instance.binding), for the containment
+ *              probes (probes.h); NULL when it has none.
  * @probe:      absolute path of the probe program (berth-probe): a trusted
  *              file (berth_trusted_file_check()).
  * @work_dir:   an existing private directory for the probe rootfs
@@ -74,6 +78,8 @@ struct berth_qualify_backend_params {
     const struct berth_plugin_handle *plugin;
     const json_t *config;
     const json_t *containment;
+    const struct berth_containment_ops_v1 *containment_ops;
+    void *containment_state;
     const char *probe;
     const char *work_dir;
     const struct berth_signing_key *key;
@@ -117,7 +123,9 @@ struct berth_qualify_outcome {
  * minutes when the probes run (each probe job is bounded by its deadline).
  *
  * Return: 0 whether or not the probes passed (@ret says); -EINVAL (a
- * missing argument); the error of capabilities(); -EBADMSG (capabilities
+ * missing argument); the error of capabilities(); -EAGAIN (capabilities
+ * say the backend is "unavailable", plugin.h: nothing is run or
+ * recorded); -EBADMSG (capabilities
  * that are not a JSON object or name no runtime.sha256 and isolation);
  * journal errors reading a current qualification; the errors of
  * berth_qualify_probes() (nothing was recorded; with -ENOMEM for a lost
