@@ -24,6 +24,11 @@
  *                 /tmp/outputs; mounted from start() until reap()
  *                 (bundle_params.outputs_dir names it); absent when the job
  *                 has no room for outputs (artifact_bytes under 64 KiB)
+ *   captured/     (contained jobs) a copy of each declared output the
+ *                 shim captured, named by its id, exactly the bytes its
+ *                 digest in result.json names: the outputs tmpfs is in the
+ *                 shim's own mount namespace, which berthd does not see, and
+ *                 goes with the job; open_output() reads these until reap()
  *   lock          flock(2)ed by the shim for as long as it lives: a lock that
  *                 can be taken means no shim supervises the job any more
  *   control       a FIFO the shim reads: "cancel\n" asks it to kill the job
@@ -88,6 +93,7 @@
 #define OCI_JOB_OUTPUTS "outputs"
 #define OCI_JOB_SYNC "sync"
 #define OCI_JOB_LAUNCHED "launched"
+#define OCI_JOB_CAPTURED "captured"
 #define OCI_SLOT_DOC "slot.json"
 #define OCI_SLOT_ID "slot"
 #define OCI_SLOT_HANDOFF "handoff"

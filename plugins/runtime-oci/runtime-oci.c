@@ -753,7 +753,9 @@ static int oci_start(void *state, const char *dispatch, size_t dispatch_len, str
         goto out;
     }
     r = oci_prepare(o, &d, jobfd, jobdir, bounds.outputs, NULL, reterr);
-    if (r == 0 && bounds.outputs)
+    /* A contained job's shim mounts it in the mount namespace of its own
+     * that it shares with the runtime (berthd's may not be the host's). */
+    if (r == 0 && bounds.outputs && !o->cops)
         r = oci_outputs_mount(jobfd, OCI_JOB_OUTPUTS, bounds.outputs, o->cfg.uid, o->cfg.gid, reterr);
     if (r < 0) {
         /* Nothing ran: release the id so that a retry (or nothing) is clean. */
@@ -1011,12 +1013,22 @@ static int oci_open_output(void *state, const char *job_id, const char *output_i
         (r = captured_size(result, job_id, output_id, &want, reterr)) < 0 ||
         (r = declared_output(jobfd, job_id, output_id, &relpath, &max, &dispatch, reterr)) < 0)
         return r;
-    /* Its storage: the job's outputs tmpfs, still mounted (a reboot takes it). */
-    if (oci_outputs_mounted(jobfd, OCI_JOB_OUTPUTS) != 1)
-        return berth_error_set(reterr, -ENOENT, "job %s: its outputs tmpfs is gone", job_id);
-    rootfd = berth_open_beneath(jobfd, OCI_JOB_OUTPUTS, O_PATH | O_DIRECTORY, 0, reterr);
-    if (rootfd < 0)
-        return rootfd;
+    if (o->cops) {
+        /* A contained job's shim left a checked copy of each captured output
+         * (jobdir.h "captured"): its tmpfs went with the job. */
+        rootfd = berth_open_beneath(jobfd, OCI_JOB_CAPTURED, O_PATH | O_DIRECTORY, 0, reterr);
+        if (rootfd < 0)
+            return rootfd == -ENOENT ? berth_error_set(reterr, -ENOENT, "job %s: its captured outputs are gone", job_id)
+                                     : rootfd;
+        relpath = output_id;
+    } else {
+        /* Its storage: the job's outputs tmpfs, still mounted (a reboot takes it). */
+        if (oci_outputs_mounted(jobfd, OCI_JOB_OUTPUTS) != 1)
+            return berth_error_set(reterr, -ENOENT, "job %s: its outputs tmpfs is gone", job_id);
+        rootfd = berth_open_beneath(jobfd, OCI_JOB_OUTPUTS, O_PATH | O_DIRECTORY, 0, reterr);
+        if (rootfd < 0)
+            return rootfd;
+    }
     if ((r = oci_output_open(rootfd, relpath, max, &fd, &size, &problem)) < 0)
         return berth_error_set(reterr, -EBADMSG, "job %s: output %s is no longer as captured (%s)", job_id,
                                output_id, oci_output_problem_name(problem));

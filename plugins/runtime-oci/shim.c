@@ -558,6 +558,60 @@ static const char *check_outputs_mount(struct shim *s)
     return NULL;
 }
 
+/*
+ * A contained job's output, once checked and hashed (@digest, @size): a copy
+ * in the job directory's "captured" directory (jobdir.h), which is what
+ * open_output() hands berthd, since berthd cannot see the outputs tmpfs of
+ * the shim's mount namespace.  The copy is made from the checked
+ * descriptor, published atomically and hashed again: it is exactly the
+ * bytes of @digest, or it is not there.  0, or -errno.
+ */
+static int copy_output(struct shim *s, int rootfd, const char *rel, uint64_t max, const char *id,
+                       const char *digest, uint64_t size)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    enum oci_output_problem problem;
+    _cleanup_close_ int in = -1, dirfd = -1, out = -1;
+    char again[BERTH_DIGEST_BUFSZ], buf[65536], tmp[160];
+    uint64_t n = 0, got = 0;
+    int r;
+
+    if (mkdirat(s->jobfd, OCI_JOB_CAPTURED, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    dirfd = berth_open_beneath(s->jobfd, OCI_JOB_CAPTURED, O_RDONLY | O_DIRECTORY, 0, &err);
+    if (dirfd < 0)
+        return dirfd;
+    if ((r = oci_output_open(rootfd, rel, max, &in, &got, &problem)) < 0)
+        return r;
+    if (got != size)
+        return -EIO; /* changed since it was hashed: nothing of the job runs any more, so it cannot */
+    snprintf(tmp, sizeof(tmp), ".%s.tmp", id);
+    (void)unlinkat(dirfd, tmp, 0);
+    out = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600); /* read back: the digest */
+    if (out < 0)
+        return -errno;
+    for (r = 0; r == 0 && n < size;) {
+        ssize_t k = pread(in, buf, sizeof(buf) < size - n ? sizeof(buf) : (size_t)(size - n), (off_t)n);
+        if (k <= 0)
+            r = k < 0 ? -errno : -EIO;
+        else if (berth_write_all(out, buf, (size_t)k) < 0)
+            r = -errno;
+        else
+            n += (uint64_t)k;
+    }
+    if (r == 0 && fsync(out) < 0)
+        r = -errno;
+    if (r == 0 && (r = oci_output_digest(out, size, again)) == 0 && !streq(again, digest))
+        r = -EIO;
+    if (r == 0 && renameat(dirfd, tmp, dirfd, id) < 0)
+        r = -errno;
+    if (r < 0) {
+        (void)unlinkat(dirfd, tmp, 0); /* no half-written copy is left behind */
+        return r;
+    }
+    return fsync(dirfd) < 0 ? -errno : 0;
+}
+
 /* After the sandbox stopped: check and hash every declared output, in
  * order (outcheck.h), into s->outputs, or name the first invalid one in
  * s->output_error (s->outputs is then []). */
@@ -586,6 +640,10 @@ static void capture_outputs(struct shim *s)
             r = oci_output_capture(rootfd, rel, (uint64_t)json_integer_value(json_object_get(v, "max_bytes")), digest,
                                    &size, &problem);
         else if (!rel)
+            problem = OCI_OUTPUT_UNREADABLE;
+        if (r == 0 && s->contained && (r = copy_output(s, rootfd, rel, (uint64_t)json_integer_value(json_object_get(
+                                                                 v, "max_bytes")),
+                                                        id, digest, size)) < 0)
             problem = OCI_OUTPUT_UNREADABLE;
         if (r < 0) {
             logf_shim(s, "output %s (%s) is invalid: %s (%s)", id ? id : "?", rel ? rel : "?",
@@ -722,6 +780,7 @@ static const char *enter_unit(struct shim *s)
     const char *payload = getenv("BERTH_PAYLOAD_CGROUP"), *base;
     _cleanup_free_ char *own = NULL, *unit = NULL, *procs = NULL, *want = NULL;
     bool required = json_is_true(json_object_get(s->contained, "cgroup_limits_required"));
+    const json_t *m = json_object_get(s->cfg, "outputs_mount");
     char value[64];
     const char *missing[3];
     size_t n_missing = 0;
@@ -778,6 +837,16 @@ static const char *enter_unit(struct shim *s)
                   n_missing > 1 ? missing[1] : "", n_missing > 2 ? ", " : "", n_missing > 2 ? missing[2] : "");
         if (required)
             return "cgroup_limits_unavailable";
+    }
+    /* The outputs tmpfs, in the shim's own mount namespace (unmount_listed):
+     * berthd reads the captured outputs from copies (copy_output). */
+    if (m) {
+        if (oci_outputs_mount(s->jobfd, OCI_JOB_OUTPUTS, (uint64_t)json_integer_value(json_object_get(m, "size")),
+                              (uint32_t)json_integer_value(json_object_get(m, "uid")),
+                              (uint32_t)json_integer_value(json_object_get(m, "gid")), &err) < 0) {
+            logf_shim(s, "refusing the job: cannot mount its outputs tmpfs: %s", err.message);
+            return "outputs_unmounted";
+        }
     }
     return NULL;
 }
@@ -1352,17 +1421,38 @@ static int load_config(struct shim *s)
     return 0;
 }
 
-/* A private mount namespace without the mounts shim.json lists. */
+/* A private mount namespace without the mounts shim.json lists (for a
+ * contained job, one whether or not it lists any). */
 static int unmount_listed(struct shim *s)
 {
     const json_t *list = json_object_get(s->cfg, "unmount"), *v;
     size_t i;
 
-    if (!list || json_array_size(list) == 0)
+    /* A contained job's shim always has a mount namespace of its own: the
+     * outputs tmpfs it mounts there is the runtime's and nobody else's,
+     * and goes with the last of the job's processes. */
+    if (!s->contained && (!list || json_array_size(list) == 0))
         return 0;
     if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
         logf_shim(s, "cannot enter a private mount namespace: %m");
         return -errno;
+    }
+    {
+        /* The job directory's descriptor still names the directory of the
+         * namespace left behind, where nothing can be mounted any more
+         * (move_mount(2) wants a target in the caller's namespace): open it
+         * again here, and make sure it is the same directory. */
+        struct stat was, now;
+        int fd = open(s->jobdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &now) < 0 || fstat(s->jobfd, &was) < 0 || was.st_dev != now.st_dev ||
+            was.st_ino != now.st_ino || dup3(fd, s->jobfd, O_CLOEXEC) < 0) {
+            logf_shim(s, "cannot open %s again in its own mount namespace%s", s->jobdir,
+                      fd >= 0 ? ": it is another directory" : "");
+            if (fd >= 0)
+                close(fd);
+            return -EIO;
+        }
+        close(fd);
     }
     json_array_foreach(list, i, v)
     {

@@ -19,7 +19,9 @@
 #                       $TMP/contained.json
 #   ct_berthd           berthd ($BERTHD --config $INST/berthd.json, berthd-lib.sh)
 #                       as a unit of the container's manager, berthd-test-N,
-#                       until it is ready; its log is $TMP/berthd.log
+#                       until it is ready; its log is $TMP/berthd.log; the
+#                       array CT_BERTHD_PROPS holds more unit properties
+#                       (systemd-run -p), such as berthd.service's sandboxing
 #   ct_stop_berthd      stop that unit (SIGTERM: a clean stop)
 [ "$(id -u)" = 0 ] || { echo "SKIP: booting systemd in a container needs root"; exit 77; }
 require_tool systemd-nspawn systemd-container
@@ -99,7 +101,8 @@ ct_berthd() {
     CT_BERTHD_N=$((CT_BERTHD_N + 1))
     : >"$TMP/berthd.log"
     run 0 ct systemd-run --unit="berthd-test-$CT_BERTHD_N" --collect -p "StandardOutput=append:$TMP/berthd.log" \
-        -p "StandardError=append:$TMP/berthd.log" "$BERTHD" --config "$INST/berthd.json"
+        -p "StandardError=append:$TMP/berthd.log" ${CT_BERTHD_PROPS[@]+"${CT_BERTHD_PROPS[@]}"} \
+        "$BERTHD" --config "$INST/berthd.json"
     log_has "ready: https://" 30 || fail "berthd did not become ready: $(cat "$TMP/berthd.log")"
 }
 ct_stop_berthd() { run 0 ct systemctl stop "berthd-test-$CT_BERTHD_N"; }

@@ -14,6 +14,16 @@
 #     after the restart the unit is drained and the job recorded failed
 #   - a drop-in added to the template: the launch is refused and the job
 #     fails (backend_refused), until the drop-in is removed
+#   - "cgroup_limits": "required" (the default): the container delegates no
+#     memory, pids or cpu controller, so a job fails before it runs
+#     (cgroup_limits_unavailable); the other tests say "when_delegated"
+#   - live qualification of both backends, the containment probes included
+#     (contained-crun fails pids-limit here, as it must: nothing bounds a
+#     native job's processes without a pids controller)
+#
+# berthd runs with the shipped berthd.service's file system sandboxing (a
+# mount namespace of its own), and the jobs read an input and write a
+# declared output, which berthd captures from the shim's copies.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 . "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
 . "$BERTH_TOP_SRCDIR/tests/cli/berthd-lib.sh"
@@ -28,8 +38,14 @@ ct_install_template
 # their pid namespace, and its private network holds berthd's port.
 curl() { ct /usr/bin/curl "$@"; }
 CLIENT() { ct "$BERTHCTL" --config "$INST/client.json" "$@"; }
-OCI_CONTAINED=1 oci_install contained-runsc contained-crun
+OCI_CONTAINED=1 OCI_EVIDENCE=1 oci_install contained-runsc contained-crun
 add_pool crun contained-crun
+# berthd runs with the file system sandboxing of the shipped berthd.service
+# (conf/berthd.service.in): a mount namespace of its own, so that nothing a
+# contained job needs may depend on berthd's mounts.  (Its /tmp stays the
+# container's: the test's files are there.)
+CT_BERTHD_PROPS=(-p ProtectSystem=strict -p ProtectHome=yes -p "ReadWritePaths=$TMP /sys/fs/cgroup"
+    -p RuntimeDirectory=berth -p RuntimeDirectoryMode=0700 -p UMask=0077)
 
 # The container's cgroup tree, seen from here: nspawn runs it in "payload".
 SLICE="$CT_CGROUP/payload/system.slice/system-berth\\x2djob.slice"
@@ -48,7 +64,8 @@ wait_procs() {
         [ -n "$(procs "$1" "$2")" ] && return 0
         sleep 0.05
     done
-    fail "the $2 group of berth-job@$1.service never held a process"
+    run_status_any CLIENT wait "$JOB" --timeout=10 --json
+    fail "the $2 group of berth-job@$1.service never held a process; job $JOB: $(cat "$TMP/stdout")"
 }
 
 ct_berthd
@@ -56,14 +73,23 @@ grep -qF "backend contained-runsc: containment plugin containment-systemd" "$TMP
     fail "berthd did not bind containment-systemd: $(cat "$TMP/berthd.log")"
 BERTHD_CG=$(ct systemctl show -P ControlGroup "berthd-test-$CT_BERTHD_N")
 
-# 1. A job on each runtime: while it runs, its shim is the one process of
-# its unit's supervisor group, its sandbox is in the payload group, and
-# berthd's own unit holds berthd alone; its result comes once the unit is
-# gone.
+printf 'one\ntwo\nthree\n' >"$TMP/data.txt"
+run 0 CLIENT evidence put "$TMP/data.txt" --media-type text/plain
+REF=$(cat "$TMP/stdout")
+
+# 1. A job on each runtime, with an input and a declared output: while it
+# runs, its shim is the one process of its unit's supervisor group, its
+# sandbox is in the payload group, and berthd's own unit holds berthd
+# alone; its result, with the output captured, comes once the unit is gone.
 for rt in runsc crun; do
     POOL=$([ $rt = runsc ] && echo default || echo crun) \
-        bb_job "one-$rt" 'echo out; cat /proc/self/cgroup; sleep 3; echo done'
+        bb_job "one-$rt" 'echo out; cat /proc/self/cgroup; sleep 3; wc -l </inputs/data.txt >/tmp/outputs/count; echo done'
+    jq --argjson ref "$REF" '.inputs = [{path: "/inputs/data.txt", ref: $ref}] | .limits.artifact_bytes = 65536
+        | .outputs = [{id: "count", path: "/tmp/outputs/count", media_type: "text/plain", max_bytes: 64}]' \
+        "$TMP/one-$rt.job.json" >"$TMP/one-$rt.job.new"
+    mv "$TMP/one-$rt.job.new" "$TMP/one-$rt.job.json"
     submit "one-$rt"
+    JOB=one-$rt
     [ "$(placed "one-$rt")" = "contained-$rt" ] || fail "one-$rt went to $(placed "one-$rt")"
     RUN=$RUN_ID
     wait_procs "$RUN" payload
@@ -84,6 +110,10 @@ for rt in runsc crun; do
     grep -qx out "$TMP/one-$rt.out/stdout" && grep -qx done "$TMP/one-$rt.out/stdout" ||
         fail "one-$rt printed: $(cat "$TMP/one-$rt.out/stdout")"
     unit_gone "$RUN" || fail "berth-job@$RUN.service still holds processes after its result"
+    [ "$(tr -d ' ' <"$TMP/one-$rt.out/outputs/count")" = 3 ] ||
+        fail "one-$rt: the output is '$(cat "$TMP/one-$rt.out/outputs/count")'"
+    run 0 "$BERTHCTL" result verify "$TMP/one-$rt.out/result.json" --pubkey "$INST/keys/receipt.pub" \
+        --job "$TMP/one-$rt.job.json" --outputs "$TMP/one-$rt.out/outputs"
 done
 # crun's job sees its own cgroup: the unit's payload group.
 grep -qxF "0::/system.slice/system-berth\\x2djob.slice/berth-job@$RUN.service/payload" "$TMP/one-crun.out/stdout" ||
@@ -202,7 +232,19 @@ finish after
 [ "$(result after .status)" = exited ] && grep -qx ran "$TMP/after.out/stdout" ||
     fail "after: $(cat "$TMP/after.out/result.json")"
 
+# ... and with "cgroup_limits": "required" (the default), a job whose unit
+# got no controller to enforce its limits with fails before anything runs.
 ct_stop_berthd
+edit_config '.backends["contained-crun"].config |= del(.cgroup_limits)'
+ct_berthd
+POOL=crun bb_job strict 'echo ran'
+submit strict
+finish strict
+[ "$(result strict .status)/$(result strict .reason)" = failed/cgroup_limits_unavailable ] ||
+    fail "strict: $(cat "$TMP/strict.out/result.json")"
+[ ! -s "$TMP/strict.out/stdout" ] || fail "the job ran without its limits: $(cat "$TMP/strict.out/stdout")"
+ct_stop_berthd
+edit_config '.backends["contained-crun"].config.cgroup_limits = "when_delegated"'
 
 # 5. Live qualification of contained backends: the probes of every backend
 # and the three of its containment (probes.h).  runsc qualifies.  crun does
