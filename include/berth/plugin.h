@@ -311,7 +311,15 @@ struct berth_host {
  *     `qualification` with what its journal holds for exactly that binary,
  *     helper and backend configuration (berthctl qualify), so a plugin's
  *     own claim never qualifies it.  An error here means the backend gets
- *     no work until it answers again.
+ *     no work until it answers again.  A backend that answers but cannot
+ *     take jobs now reports `unavailable`: a reason code of 1 to 48
+ *     characters of [a-z_] (runtime-oci: "containment_unreachable", its
+ *     bound containment's manager cannot be reached); placement then skips
+ *     it with that code as its reason in the placement receipt's
+ *     selector_inputs, and berthctl qualify runs no probe.  A backend
+ *     bound to a containment (host->containment) may describe it under
+ *     `containment` (runtime-oci: the containment's own capabilities, or
+ *     {"error": why} while it is unavailable).
  * @start: start the job described by @dispatch, the canonical JSON dispatch
  *     document, schema_version 1:
  *

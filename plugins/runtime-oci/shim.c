@@ -18,7 +18,11 @@
  * limits into the unit's payload group ($BERTH_PAYLOAD_CGROUP), runs every
  * runtime command in that group, and after `create` checks that the
  * runtime's processes are there (the runtime itself must make no cgroup of
- * its own: runsc --ignore-cgroups, crun --cgroup-manager=disabled).
+ * its own: runsc --ignore-cgroups, crun --cgroup-manager=disabled).  It
+ * mounts the outputs tmpfs itself, in a mount namespace of its own, and
+ * leaves checked copies of the captured outputs in the job directory
+ * (jobdir.h "captured").  SIGTERM (its unit being stopped) ends the job,
+ * recorded failed with reason "unit_stopped".
  *
  * provision: supervise for a warm slot (slots.c, docs/warm-slots.md):
  * `create` from slot.json, "created" on fd 3, then the slot is held until
@@ -1259,8 +1263,18 @@ static int supervise(struct shim *s, int syncfd, bool slot)
             err_open = false;
         if (p[2].revents) {
             struct signalfd_siginfo si;
+            /* SIGCHLD is handled below.  Termination signals are ignored
+             * (the job outlives berthd), but for SIGTERM to a contained
+             * job's shim: its unit is being stopped (by an operator, or at
+             * shutdown), and the job ends now, recorded as stopped, rather
+             * than be killed with the shim when the stop times out. */
             while (read(sigfd, &si, sizeof(si)) == sizeof(si))
-                ; /* SIGCHLD is handled below; termination signals are ignored: the job outlives berthd */
+                if (si.ssi_signo == SIGTERM && s->contained && !s->state && !s->init_exited) {
+                    logf_shim(s, "its unit is being stopped: killing the job");
+                    s->state = "failed";
+                    s->reason = "unit_stopped";
+                    kill_all(s);
+                }
         }
         if (p[3].revents) {
             uint64_t ticks;

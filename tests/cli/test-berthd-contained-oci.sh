@@ -9,6 +9,7 @@
 #   - kill -9 of the shim mid-job, its payload ignoring SIGTERM: the unit is
 #     fenced and drained, the job recorded failed (runtime_lost), no process
 #     of it left
+#   - the unit stopped by hand: the job is recorded failed (unit_stopped)
 #   - kill -9 of berthd mid-job: the job runs on in its unit and its result
 #     is recorded once after the restart; kill -9 of berthd and of the shim:
 #     after the restart the unit is drained and the job recorded failed
@@ -179,6 +180,18 @@ for rt in runsc crun; do
 done
 grep -q "job $RUN has no shim and no result: cleaning up" "$TMP/berthd.log" ||
     fail "berthd did not settle the job whose shim died: $(cat "$TMP/berthd.log")"
+
+# 2b. A unit stopped by hand (as an operator, or a shutdown, would): the
+# shim ends the job before the stop times out, and records it stopped.
+start_held stopped crun "$HOLD"
+run 0 ct systemctl stop "berth-job@$RUN.service"
+finish stopped
+[ "$(result stopped .status)/$(result stopped .reason)" = failed/unit_stopped ] ||
+    fail "stopped: $(cat "$TMP/stopped.out/result.json")"
+unit_gone "$RUN" || fail "berth-job@$RUN.service still holds processes"
+for p in $PAYLOAD; do
+    kill -0 "$p" 2>/dev/null && fail "payload process $p of the stopped job survived"
+done
 
 # 3. kill -9 of berthd mid-job: the job runs on in its unit (berthd's own
 # unit is stopped with it, the job's is not), and after the restart its
