@@ -719,7 +719,10 @@ struct berth_evidence_store_ops_v1 {
  *     unit is not the one the plugin ships (altered, or masked by an
  *     earlier destroy: a job id is never reused); -ENOENT the unit's
  *     definition is not installed; -EBADMSG @spec invalid; -EIO or
- *     -ETIMEDOUT the manager did not start it.
+ *     -ETIMEDOUT the manager did not start it, or may have: whether the
+ *     command runs is unknown (after a lost reply, or a failure once the
+ *     unit ran), and the caller must treat the unit as possibly running
+ *     (destroy fences it).  With any other error nothing was started.
  * @attach: move the process referred to by @pidfd (pidfd_open(2)) into the
  *     job's payload group.  -ESRCH the process is gone (reaped), before
  *     or during the call; -EINVAL @pidfd is not an open pidfd.  The kernel's cgroup.procs takes a pid number,

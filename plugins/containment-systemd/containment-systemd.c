@@ -295,9 +295,15 @@ static int contained_create(void *state, const char *spec, size_t spec_len, char
         r = berth_error_set(reterr, -EIO, "starting %s: the manager's start job ended \"%s\"", u.name, result);
         goto out;
     }
-    if ((r = unit_cgroup(&u, &cg, reterr)) < 0)
-        goto out;
-    r = berth_json_emit(json_pack("{s:s, s:s}", "unit", u.name, "cgroup", cg), ret_json, ret_len, reterr);
+    /* The unit runs: from here on a failure says nothing about whether the
+     * command runs, so it is reported as one of the manager's (-EIO), never
+     * as a refusal the caller could take for "nothing started". */
+    if ((r = unit_cgroup(&u, &cg, reterr)) < 0 ||
+        (r = berth_json_emit(json_pack("{s:s, s:s}", "unit", u.name, "cgroup", cg), ret_json, ret_len, reterr)) < 0) {
+        if (reterr)
+            reterr->code = -EIO;
+        r = -EIO;
+    }
 out:
     unit_done(&u);
     return r < 0 ? r : 0;

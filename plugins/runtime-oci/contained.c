@@ -60,6 +60,12 @@ int oci_contained_bind(struct oci *o, struct berth_error *reterr)
     return 0;
 }
 
+bool oci_job_contained(int jobfd)
+{
+    /* oci_prepare() makes the sync FIFO for a contained job only. */
+    return faccessat(jobfd, OCI_JOB_SYNC, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 /* The unit's status: 1 when it holds nothing and nothing is queued for it
  * (inactive or failed, or unknown to the manager), 0 when it may still hold
  * or start processes, -errno when the containment cannot tell. */
@@ -80,6 +86,16 @@ static int unit_quiet(struct oci *o, const char *job_id, struct berth_error *ret
         return berth_error_set(reterr, -EBADMSG, "the containment's status of %s lacks a member", job_id);
     return !json_is_true(json_object_get(doc, "populated")) && !json_is_true(json_object_get(doc, "job_pending")) &&
            (streq(active, "inactive") || streq(active, "failed"));
+}
+
+int oci_contained_quiet(struct oci *o, const char *job_id, struct berth_error *reterr)
+{
+    if (!o->cops)
+        return berth_error_set(reterr, -EBUSY,
+                               "job %s was started in a unit of a containment this backend no longer has: restore "
+                               "the backend's \"containment\" so that its end can be proven",
+                               job_id);
+    return unit_quiet(o, job_id, reterr);
 }
 
 /* oci_await_shim()'s look at the unit while the shim has not answered:
@@ -141,21 +157,24 @@ int oci_contained_start(struct oci *o, const struct dispatch *d, int jobfd, cons
         return berth_error_set(reterr, -EPERM, "the containment refused the job's unit: %s", err.message);
     case -ECONNREFUSED:
     case -EACCES:
-        /* The manager cannot be reached (or is not who it should be):
-         * nothing started; berthd tries again later. */
+    case -EBUSY:
+        /* The manager cannot be reached (or is not who it should be), or
+         * refused to queue the start for now: nothing started; berthd
+         * tries again later. */
         oci_unclaim(o->jobsfd, jobfd, jobdir, d->run_id);
         return berth_error_set(reterr, r, "the containment cannot start the job's unit: %s", err.message);
     case -EEXIST:
-    case -EBUSY:
         if ((r = record_conflict(o, jobfd, d->run_id, &err, reterr)) < 0)
             return r;
         oci_watch_job(o->watch, jobfd, d->run_id);
         return 0;
     default:
-        /* Uncertain (the manager's start job timed out or failed): the
-         * unit may still start.  The id stays taken; berthd's retry finds
-         * it started and follows it, and a shim that never takes the job
-         * is settled after the unit is fenced (oci_settle_orphan). */
+        /* Uncertain (the manager's start job timed out or failed, or the
+         * unit ran and something failed after): the unit may run the shim.
+         * The id stays taken; berthd's retry finds it started and follows
+         * it: inspect reports it starting while its unit is active or has
+         * a start queued, and a shim that never takes the job is settled
+         * once the unit is quiet, after it was fenced (oci_settle_orphan). */
         o->host->log(o->host, BERTH_LOG_WARNING, "job %s: its unit may or may not have started: %s", d->run_id,
                      err.message);
         oci_watch_job(o->watch, jobfd, d->run_id);
@@ -182,7 +201,11 @@ int oci_contained_start(struct oci *o, const struct dispatch *d, int jobfd, cons
 int oci_contained_fence(struct oci *o, const char *job_id, struct berth_error *reterr)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    int r = o->cops->destroy(o->cstate, job_id, &err);
+    int r;
+
+    if (!o->cops)
+        return oci_contained_quiet(o, job_id, reterr); /* says why it cannot */
+    r = o->cops->destroy(o->cstate, job_id, &err);
 
     if (r == 0 || r == -ENOENT)
         return 0;
@@ -191,7 +214,6 @@ int oci_contained_fence(struct oci *o, const char *job_id, struct berth_error *r
 
 int oci_contained_prove(struct oci *o, const char *job_id, struct berth_error *reterr)
 {
-    struct berth_error err = BERTH_ERROR_INIT;
     int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, QUIET_WAIT_NS);
     useconds_t nap_us = 500;
     int r;
@@ -199,22 +221,28 @@ int oci_contained_prove(struct oci *o, const char *job_id, struct berth_error *r
     /* The shim has ended: the manager stops the unit and its cgroup
      * empties on its own, usually within milliseconds. */
     for (;;) {
-        r = unit_quiet(o, job_id, &err);
+        r = oci_contained_quiet(o, job_id, reterr);
         if (r == 1)
             return 0;
+        if (r < 0) {
+            /* The manager cannot tell (or cannot be reached): no proof, and
+             * no fence either; asked again later, without waiting now. */
+            if (reterr)
+                reterr->code = -EBUSY;
+            return -EBUSY;
+        }
         if (berth_deadline_passed(CLOCK_MONOTONIC, until))
             break;
         usleep(nap_us);
         nap_us = nap_us < 50000 ? nap_us * 2 : 50000;
     }
-    /* Still populated (or the manager cannot tell): fence and drain it. */
+    /* Still populated, or still stopping: fence and drain it. */
     if ((r = oci_contained_fence(o, job_id, reterr)) < 0) {
         if (reterr)
             reterr->code = -EBUSY;
         return -EBUSY;
     }
-    o->host->log(o->host, BERTH_LOG_WARNING, "job %s: its unit did not empty on its own (%s); fenced and drained",
-                 job_id, err.message[0] ? err.message : "still populated");
+    o->host->log(o->host, BERTH_LOG_WARNING, "job %s: its unit did not empty on its own; fenced and drained", job_id);
     return 0;
 }
 

@@ -12,10 +12,15 @@
  *                  "cgroup": linux.cgroupsPath (cgroup.h),
  *                  "isolation": "gvisor"|"native",
  *                  "broker_public_key": base64url or absent,
+ *                  "create_args": [flags for create] or absent,
+ *                  "contained": {"cgroup_limits_required": bool} for a job
+ *                  of a backend bound to a containment (contained.c; then
+ *                  no "cgroup": the runtime makes no group of its own, and
+ *                  the job runs in its unit's payload group),
  *                  "outputs_mount": {"size", "nr_inodes", "uid", "gid"}
  *                  when start() mounts the outputs tmpfs (written before
- *                  it mounts it), absent when the job has no room for
- *                  outputs}
+ *                  it mounts it; a contained job's shim mounts it), absent
+ *                  when the job has no room for outputs}
  *   dispatch.json the dispatch document start() received (0600): the shim
  *                 verifies its receipt and rebuilds config.json from it
  *   bundle/       the OCI bundle: config.json (root.path is berthd's staged

@@ -98,8 +98,10 @@ int oci_fifo_say(int fd, const char *line);
 /* 1 when a shim holds the lock of the directory @dirfd, 0 when none does. */
 int oci_shim_alive(int dirfd);
 bool oci_has_result(int dirfd);
-/* `berth-oci-shim cleanup` for the job @job_id that has no shim and no result. */
-int oci_settle_orphan(struct oci *o, const char *job_id, struct berth_error *reterr);
+/* `berth-oci-shim cleanup` for the job @job_id (directory @jobfd) that has
+ * no shim and no result, after its unit was fenced and drained when it is
+ * a contained job's (nothing when a result appeared meanwhile). */
+int oci_settle_orphan(struct oci *o, int jobfd, const char *job_id, struct berth_error *reterr);
 /* Proof of teardown of the job or slot directory @dirfd (plugin.h, cancel): -EBUSY until proven. */
 int oci_prove_teardown(struct oci *o, int dirfd, const char *job_id, struct berth_error *reterr);
 /* The container id (and cgroup name) of the directory @dirfd: its "slot"
@@ -116,11 +118,20 @@ int oci_contained_bind(struct oci *o, struct berth_error *reterr);
  * ran and the job directory is gone); -errno otherwise (see start()). */
 int oci_contained_start(struct oci *o, const struct dispatch *d, int jobfd, const char *jobdir,
                         struct berth_error *reterr);
+/* Whether the job directory @jobfd is a contained job's: whether its job
+ * runs in a unit is decided when it starts, never by the configuration of
+ * the moment (jobs outlive a berthd restart, the configuration may not). */
+bool oci_job_contained(int jobfd);
+/* Whether the unit of @job_id holds nothing and has nothing queued (status):
+ * 1 quiet, 0 not, -EBUSY the backend has no containment (any more), or the
+ * containment's error. */
+int oci_contained_quiet(struct oci *o, const char *job_id, struct berth_error *reterr);
 /* Fence and drain the unit of @job_id before its orphaned job is settled:
  * 0 proven gone; -EAGAIN not proven (reterr says why). */
 int oci_contained_fence(struct oci *o, const char *job_id, struct berth_error *reterr);
 /* Proof that the unit of @job_id holds nothing any more (its shim ended):
- * 0; -EBUSY not proven now. */
+ * 0; -EBUSY not proven now (the manager cannot tell, or the backend lost its
+ * containment). */
 int oci_contained_prove(struct oci *o, const char *job_id, struct berth_error *reterr);
 /* Add what capabilities() says of the containment to @caps: "containment"
  * (the manager's own capabilities), or "unavailable" when it cannot be

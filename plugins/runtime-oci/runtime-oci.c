@@ -556,11 +556,7 @@ int oci_prepare(struct oci *o, const struct dispatch *d, int jobfd, const char *
                      json_object_get(o->cfg.doc, "create_args"));
     if (shim && o->cops &&
         json_object_set_new(shim, "contained",
-                            json_pack("{s:{s:I, s:I, s:I}, s:b}", "limits", "memory_bytes",
-                                      (json_int_t)d->job->limits.memory_bytes, "pids",
-                                      (json_int_t)(o->cfg.pids_ceiling ? o->cfg.pids_ceiling : d->job->limits.pids),
-                                      "cpu_millis", (json_int_t)d->job->limits.cpu_millis,
-                                      "cgroup_limits_required", o->cfg.cgroup_limits_required)) < 0) {
+                            json_pack("{s:b}", "cgroup_limits_required", o->cfg.cgroup_limits_required)) < 0) {
         json_decref(shim);
         shim = NULL;
     }
@@ -846,17 +842,21 @@ bool oci_has_result(int jobfd)
 }
 
 /* A job without a live shim and without a result: let `cleanup` settle it. */
-int oci_settle_orphan(struct oci *o, const char *job_id, struct berth_error *reterr)
+int oci_settle_orphan(struct oci *o, int jobfd, const char *job_id, struct berth_error *reterr)
 {
     _cleanup_free_ char *jobdir = NULL;
     int r;
 
+    /* The shim publishes its result and exits right after: a result that
+     * appeared since the caller looked needs no settling. */
+    if (oci_has_result(jobfd))
+        return 0;
     if (asprintf(&jobdir, "%s/%s", o->jobs_dir, job_id) < 0)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     o->host->log(o->host, BERTH_LOG_WARNING, "job %s has no shim and no result: cleaning up", job_id);
     /* A contained job's unit may still hold its sandbox: nothing is
      * recorded before the containment proved it gone. */
-    if (o->cops && (r = oci_contained_fence(o, job_id, reterr)) < 0)
+    if (oci_job_contained(jobfd) && (r = oci_contained_fence(o, job_id, reterr)) < 0)
         return r;
     r = oci_run_shim(o, "cleanup", jobdir, -1, reterr);
     if (r == OCI_SHIM_EXIT_BUSY)
@@ -919,13 +919,22 @@ static int oci_inspect(void *state, const char *job_id, char **ret_json, size_t 
         r = oci_shim_alive(jobfd);
         if (r < 0)
             return berth_error_set(reterr, r, "job %s: cannot check its shim: %s", job_id, strerror(-r));
+        /* No shim yet: a contained job whose unit is still starting (the
+         * manager was slow, or create() could not tell) is not lost. */
+        if (r == 0 && !oci_has_result(jobfd) && oci_job_contained(jobfd) &&
+            faccessat(jobfd, OCI_JOB_LAUNCHED, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+            r = oci_contained_quiet(o, job_id, reterr);
+            if (r < 0)
+                return r;
+            r = r == 0; /* its unit is active or has a start queued: starting */
+        }
         if (r == 1) {
             bool started = faccessat(jobfd, OCI_JOB_STARTED, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
             oci_watch_job(o->watch, jobfd, job_id); /* again after a berthd restart; idempotent */
             return oci_give_json(json_pack("{s:i, s:s}", "schema_version", 1, "state", started ? "running" : "starting"),
                              ret_json, ret_len, reterr);
         }
-        if ((r = oci_settle_orphan(o, job_id, reterr)) < 0)
+        if ((r = oci_settle_orphan(o, jobfd, job_id, reterr)) < 0)
             return r == -ENOENT ? -EIO : r;
     }
     if ((r = read_result(jobfd, job_id, &res, reterr)) < 0)
@@ -1013,7 +1022,7 @@ static int oci_open_output(void *state, const char *job_id, const char *output_i
         (r = captured_size(result, job_id, output_id, &want, reterr)) < 0 ||
         (r = declared_output(jobfd, job_id, output_id, &relpath, &max, &dispatch, reterr)) < 0)
         return r;
-    if (o->cops) {
+    if (oci_job_contained(jobfd)) {
         /* A contained job's shim left a checked copy of each captured output
          * (jobdir.h "captured"): its tmpfs went with the job. */
         rootfd = berth_open_beneath(jobfd, OCI_JOB_CAPTURED, O_PATH | O_DIRECTORY, 0, reterr);
@@ -1060,7 +1069,7 @@ int oci_prove_teardown(struct oci *o, int jobfd, const char *job_id, struct bert
         usleep((useconds_t)nap_us);
         nap_us = nap_us < 10000 ? nap_us * 2 : 10000;
     }
-    if (o->cops)
+    if (oci_job_contained(jobfd))
         return oci_contained_prove(o, job_id, reterr); /* its unit's cgroup, by the containment's word */
     if ((r = oci_cgroup_path(o->cfg.state_directory, oci_container_id(jobfd, job_id, idbuf), cgroup)) < 0)
         return berth_error_set(reterr, r, "job %s: cannot name its cgroup: %s", job_id, strerror(-r));
@@ -1087,7 +1096,7 @@ static int oci_cancel(void *state, const char *job_id, struct berth_error *reter
     while (!oci_has_result(jobfd)) {
         r = oci_shim_alive(jobfd);
         if (r == 0) {
-            if ((r = oci_settle_orphan(o, job_id, reterr)) < 0)
+            if ((r = oci_settle_orphan(o, jobfd, job_id, reterr)) < 0)
                 return r;
             break;
         }

@@ -140,7 +140,9 @@ struct shim {
     const json_t *create_args; /* shim.json "create_args", or NULL */
     const json_t *contained;   /* shim.json "contained", or NULL */
     char *payload;             /* contained: the unit's payload group (below the cgroup2 mount) */
-    int payload_procs;         /* contained: its cgroup.procs, which each runtime command joins */
+    int payload_procs;         /* contained: its cgroup.procs, which the runtime's create joins */
+    bool no_limit[3];          /* contained: limit_files[i] cannot be set (when_delegated) */
+    bool stopping;             /* contained: SIGTERM came, the unit is being stopped */
 };
 
 static void logf_shim(struct shim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -208,9 +210,12 @@ static int run_runtime(struct shim *s, const char *const *args, int out, int err
         if (null < 0 || dup2(null, 0) < 0 || dup2(out >= 0 ? out : null, 1) < 0 ||
             dup2(err >= 0 ? err : s->log_fd, 2) < 0)
             _exit(127);
-        /* A contained job's runtime runs in the unit's payload group, and
-         * so does everything it starts; never anywhere else. */
-        if (s->payload_procs >= 0 && write(s->payload_procs, "0", 1) != 1) {
+        /* A contained job's create runs in the unit's payload group, and
+         * so does everything it starts (the sandbox): never anywhere else.
+         * The runtime's other commands start nothing that stays and run
+         * in the shim's own group, so that the job's limits, written after
+         * create, bound the job alone. */
+        if (s->payload_procs >= 0 && streq(args[0], "create") && write(s->payload_procs, "0", 1) != 1) {
             snprintf(msg, sizeof(msg), "berth-oci-shim: cannot join the payload group: %s\n", strerror(errno));
             (void)!write(2, msg, strlen(msg));
             _exit(127);
@@ -270,6 +275,21 @@ static void kill_all(struct shim *s)
     s->kill_again_at = berth_deadline_ns(CLOCK_MONOTONIC, KILL_RETRY_NS);
 }
 
+/* Whether a contained job's unit is being stopped: a SIGTERM came (looked
+ * for in the signal descriptor's queue, whose SIGCHLDs the callers' waitpid
+ * loops do not need). */
+static bool unit_stopping(struct shim *s)
+{
+    struct signalfd_siginfo si;
+
+    if (!s->contained || s->sigfd < 0)
+        return false;
+    while (!s->stopping && read(s->sigfd, &si, sizeof(si)) == sizeof(si))
+        if (si.ssi_signo == SIGTERM)
+            s->stopping = true;
+    return s->stopping;
+}
+
 /* Note that child @w ended with wait status @st: the init's is the job's. */
 static void child_ended(struct shim *s, pid_t w, int st)
 {
@@ -284,7 +304,8 @@ static void child_ended(struct shim *s, pid_t w, int st)
             logf_shim(s, "runtime process %d ended (%s %d) while the job ran: killing the job", (int)w,
                       WIFEXITED(st) ? "exit status" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
             s->state = "failed";
-            s->reason = "runtime_lost";
+            /* The unit's stop signals every process of it, the runtime's too. */
+            s->reason = unit_stopping(s) ? "unit_stopped" : "runtime_lost";
             kill_all(s);
         }
     }
@@ -589,13 +610,20 @@ static int copy_output(struct shim *s, int rootfd, const char *rel, uint64_t max
         return r;
     if (got != size)
         return -EIO; /* changed since it was hashed: nothing of the job runs any more, so it cannot */
-    snprintf(tmp, sizeof(tmp), ".%s.tmp", id);
+    snprintf(tmp, sizeof(tmp), "%s~", id); /* '~' is in no output id */
     (void)unlinkat(dirfd, tmp, 0);
     out = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600); /* read back: the digest */
     if (out < 0)
         return -errno;
     for (r = 0; r == 0 && n < size;) {
-        ssize_t k = pread(in, buf, sizeof(buf) < size - n ? sizeof(buf) : (size_t)(size - n), (off_t)n);
+        ssize_t k;
+        /* The unit's stop gives the shim TimeoutStopSec= to write its
+         * result: a large copy gives way (the caller records it). */
+        if (unit_stopping(s)) {
+            r = -ECANCELED;
+            break;
+        }
+        k = pread(in, buf, sizeof(buf) < size - n ? sizeof(buf) : (size_t)(size - n), (off_t)n);
         if (k <= 0)
             r = k < 0 ? -errno : -EIO;
         else if (berth_write_all(out, buf, (size_t)k) < 0)
@@ -645,9 +673,16 @@ static void capture_outputs(struct shim *s)
                                    &size, &problem);
         else if (!rel)
             problem = OCI_OUTPUT_UNREADABLE;
-        if (r == 0 && s->contained && (r = copy_output(s, rootfd, rel, (uint64_t)json_integer_value(json_object_get(
-                                                                 v, "max_bytes")),
-                                                        id, digest, size)) < 0)
+        if (r == 0 && s->contained &&
+            (r = copy_output(s, rootfd, rel, (uint64_t)json_integer_value(json_object_get(v, "max_bytes")), id,
+                             digest, size)) == -ECANCELED) {
+            logf_shim(s, "its unit is being stopped: the outputs are not captured");
+            json_array_clear(s->outputs);
+            s->state = "failed";
+            s->reason = "unit_stopped";
+            return;
+        }
+        if (r < 0 && problem == OCI_OUTPUT_OK)
             problem = OCI_OUTPUT_UNREADABLE;
         if (r < 0) {
             logf_shim(s, "output %s (%s) is invalid: %s (%s)", id ? id : "?", rel ? rel : "?",
@@ -752,45 +787,26 @@ static const char *check_slot(struct shim *s)
     return check_outputs_mount(s);
 }
 
-/* One of the job's limits into the payload group: 0, or -ENOENT when the
- * group has no @controller (not delegated to the unit). */
-static int payload_limit(struct shim *s, const char *controller, const char *file, const char *value)
-{
-    struct berth_error err = BERTH_ERROR_INIT;
-    int r = berth_cgroup2_has_controller(s->payload, controller, &err);
-
-    if (r == 0)
-        return -ENOENT;
-    if (r > 0)
-        r = berth_cgroup2_write(s->payload, file, value, &err);
-    if (r < 0)
-        logf_shim(s, "cannot set %s to %s in %s: %s", file, value, s->payload, err.message);
-    return r;
-}
+/* The host-side limits of a contained job: controller, interface file. */
+static const char *const limit_files[][2] = {{"memory", "memory.max"}, {"pids", "pids.max"}, {"cpu", "cpu.max"}};
 
 /*
  * A contained job, before anything else: the shim runs in the "supervisor"
  * group of its own unit, berth-job@<id>.service; the unit's payload group
- * ($BERTH_PAYLOAD_CGROUP, berth-contained) is that unit's; the job's limits
- * are written into it (memory.max and memory.swap.max from memory_bytes,
- * pids.max from the task ceiling, cpu.max from cpu_millis); every runtime
- * command joins it (run_runtime).  Returns NULL, or the reason the job
- * fails with before create.
+ * ($BERTH_PAYLOAD_CGROUP, berth-contained) is that unit's, and has the
+ * controllers the job's limits need (missing ones refuse the job when
+ * "cgroup_limits" is required); the outputs tmpfs is mounted, in the
+ * shim's own mount namespace (unmount_listed).  The limits themselves are
+ * written after create (payload_limits).  Returns NULL, or the reason the
+ * job fails with before create.
  */
 static const char *enter_unit(struct shim *s)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    const json_t *lim = json_object_get(s->contained, "limits");
     const char *payload = getenv("BERTH_PAYLOAD_CGROUP"), *base;
     _cleanup_free_ char *own = NULL, *unit = NULL, *procs = NULL, *want = NULL;
     bool required = json_is_true(json_object_get(s->contained, "cgroup_limits_required"));
     const json_t *m = json_object_get(s->cfg, "outputs_mount");
-    char value[64];
-    const char *missing[3];
-    size_t n_missing = 0;
-    int64_t mem = json_integer_value(json_object_get(lim, "memory_bytes"));
-    int64_t pids = json_integer_value(json_object_get(lim, "pids"));
-    int64_t cpu = json_integer_value(json_object_get(lim, "cpu_millis"));
     size_t len;
 
     if (!payload || !berth_cgroup2_path_valid(payload) || (len = strlen(payload)) < 9 ||
@@ -823,33 +839,60 @@ static const char *enter_unit(struct shim *s)
     /* The shim's own bookkeeping of "the job's cgroup" (OOM kills, the
      * drain after delete) is the payload group. */
     s->cgroup = s->payload;
-    snprintf(value, sizeof(value), "%lld", (long long)mem);
-    if (payload_limit(s, "memory", "memory.max", value) == -ENOENT)
-        missing[n_missing++] = "memory";
-    else if (berth_cgroup2_write(s->payload, "memory.swap.max", "0", &err) < 0 && err.code != -ENOENT)
-        logf_shim(s, "cannot set memory.swap.max: %s", err.message);
-    snprintf(value, sizeof(value), "%lld", (long long)pids);
-    if (payload_limit(s, "pids", "pids.max", value) == -ENOENT)
-        missing[n_missing++] = "pids";
-    /* cpu.max: a quota of cpu_millis per 1000 ms, per 100 ms period (at least the kernel's 1 ms). */
-    snprintf(value, sizeof(value), "%lld 100000", (long long)(cpu * 100 > 1000 ? cpu * 100 : 1000));
-    if (payload_limit(s, "cpu", "cpu.max", value) == -ENOENT)
-        missing[n_missing++] = "cpu";
-    if (n_missing) {
-        logf_shim(s, "%s: the unit was not delegated the controller%s %s%s%s%s%s", required ? "refusing the job" :
-                  "running without those limits", n_missing > 1 ? "s" : "", missing[0], n_missing > 1 ? ", " : "",
-                  n_missing > 1 ? missing[1] : "", n_missing > 2 ? ", " : "", n_missing > 2 ? missing[2] : "");
-        if (required)
+    for (size_t i = 0; i < ELEMENTSOF(limit_files); i++) {
+        int r = berth_cgroup2_has_controller(s->payload, limit_files[i][0], &err);
+        if (r == 1)
+            continue;
+        if (r < 0)
+            logf_shim(s, "cannot tell whether the unit has the %s controller: %s", limit_files[i][0], err.message);
+        else
+            logf_shim(s, "the unit was not delegated the %s controller", limit_files[i][0]);
+        if (required) {
+            logf_shim(s, "refusing the job: its limits cannot all be set (cgroup_limits: required)");
             return "cgroup_limits_unavailable";
+        }
+        logf_shim(s, "running without its %s limit (cgroup_limits: when_delegated)", limit_files[i][1]);
+        s->no_limit[i] = true;
     }
-    /* The outputs tmpfs, in the shim's own mount namespace (unmount_listed):
-     * berthd reads the captured outputs from copies (copy_output). */
-    if (m) {
-        if (oci_outputs_mount(s->jobfd, OCI_JOB_OUTPUTS, (uint64_t)json_integer_value(json_object_get(m, "size")),
-                              (uint32_t)json_integer_value(json_object_get(m, "uid")),
-                              (uint32_t)json_integer_value(json_object_get(m, "gid")), &err) < 0) {
-            logf_shim(s, "refusing the job: cannot mount its outputs tmpfs: %s", err.message);
-            return "outputs_unmounted";
+    if (m && oci_outputs_mount(s->jobfd, OCI_JOB_OUTPUTS, (uint64_t)json_integer_value(json_object_get(m, "size")),
+                               (uint32_t)json_integer_value(json_object_get(m, "uid")),
+                               (uint32_t)json_integer_value(json_object_get(m, "gid")), &err) < 0) {
+        logf_shim(s, "refusing the job: cannot mount its outputs tmpfs: %s", err.message);
+        return "outputs_unmounted";
+    }
+    return NULL;
+}
+
+/*
+ * After create, before start: the job's limits into the payload group,
+ * from its sealed job (checked by check_binding()): memory.max and
+ * memory.swap.max (0) from memory_bytes, pids.max from the bundle's pids
+ * ceiling (gVisor, whose sandbox takes several host tasks per guest
+ * process) or pids, cpu.max as cpu_millis per 1000 ms.  Only the
+ * sandbox is in the group then: the runtime's create has exited, and its
+ * later commands run in the supervisor group (run_runtime).  Returns NULL,
+ * or the reason the job fails with: any failure to write a limit whose
+ * controller the unit has is one.
+ */
+static const char *payload_limits(struct shim *s)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    int64_t ceiling = json_integer_value(json_object_get(json_object_get(s->cfg, "bundle_params"), "pids_ceiling"));
+    const struct berth_limits *l = &s->job->limits;
+    char value[3][64];
+
+    snprintf(value[0], sizeof(value[0]), "%lld", (long long)l->memory_bytes);
+    snprintf(value[1], sizeof(value[1]), "%lld", (long long)(ceiling > 0 ? ceiling : l->pids));
+    /* a quota of cpu_millis per 1000 ms, per 100 ms period (at least the kernel's 1 ms) */
+    snprintf(value[2], sizeof(value[2]), "%lld 100000",
+             (long long)(l->cpu_millis * 100 > 1000 ? l->cpu_millis * 100 : 1000));
+    for (size_t i = 0; i < ELEMENTSOF(limit_files); i++) {
+        if (s->no_limit[i])
+            continue;
+        if (berth_cgroup2_write(s->payload, limit_files[i][1], value[i], &err) < 0 ||
+            (i == 0 && berth_cgroup2_write(s->payload, "memory.swap.max", "0", &err) < 0 && err.code != -ENOENT)) {
+            logf_shim(s, "refusing the job: %s", err.message);
+            return "cgroup_limits_unavailable";
         }
     }
     return NULL;
@@ -1194,6 +1237,8 @@ static int supervise(struct shim *s, int syncfd, bool slot)
             refused = "containment_escaped";
             ok = false;
         }
+        if (ok && s->init_pid > 0 && s->contained && (refused = payload_limits(s)))
+            ok = false;
         if (!ok || s->init_pid <= 0) {
             while (drain_more(out_r) && pump(s, out_r, s->out_fd) && !s->state)
                 ;
@@ -1208,7 +1253,7 @@ static int supervise(struct shim *s, int syncfd, bool slot)
             delete_container(s);
             reap_all(s);
             drain_cgroup(s);
-            write_result(s, "failed", refused ? refused : "create_failed", -1);
+            write_result(s, "failed", refused ? refused : unit_stopping(s) ? "unit_stopped" : "create_failed", -1);
             sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
             return 0;
         }
@@ -1228,7 +1273,7 @@ static int supervise(struct shim *s, int syncfd, bool slot)
             reap_all(s);
             drain_cgroup(s);
             s->started_at = -1;
-            write_result(s, "failed", "start_failed", -1);
+            write_result(s, "failed", unit_stopping(s) ? "unit_stopped" : "start_failed", -1);
             sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
             return 0;
         }
@@ -1269,12 +1314,14 @@ static int supervise(struct shim *s, int syncfd, bool slot)
              * shutdown), and the job ends now, recorded as stopped, rather
              * than be killed with the shim when the stop times out. */
             while (read(sigfd, &si, sizeof(si)) == sizeof(si))
-                if (si.ssi_signo == SIGTERM && s->contained && !s->state && !s->init_exited) {
-                    logf_shim(s, "its unit is being stopped: killing the job");
-                    s->state = "failed";
-                    s->reason = "unit_stopped";
-                    kill_all(s);
-                }
+                if (si.ssi_signo == SIGTERM && s->contained)
+                    s->stopping = true;
+            if (s->stopping && !s->state && !s->init_exited) {
+                logf_shim(s, "its unit is being stopped: killing the job");
+                s->state = "failed";
+                s->reason = "unit_stopped";
+                kill_all(s);
+            }
         }
         if (p[3].revents) {
             uint64_t ticks;
@@ -1375,15 +1422,10 @@ static int load_config(struct shim *s)
                 return fprintf(stderr, "berth-oci-shim: shim.json: create_args must be flags\n"), -EBADMSG;
     }
     s->contained = json_object_get(s->cfg, "contained");
-    if (s->contained) {
-        const json_t *lim = json_object_get(s->contained, "limits");
-        if (!json_is_object(lim) || !json_is_integer(json_object_get(lim, "memory_bytes")) ||
-            !json_is_integer(json_object_get(lim, "pids")) || !json_is_integer(json_object_get(lim, "cpu_millis")) ||
-            !json_is_boolean(json_object_get(s->contained, "cgroup_limits_required")) || s->cgroup)
-            return fprintf(stderr, "berth-oci-shim: shim.json: contained must be {limits, cgroup_limits_required}, "
-                                   "without a cgroup\n"),
-                   -EBADMSG;
-    }
+    if (s->contained && (!json_is_boolean(json_object_get(s->contained, "cgroup_limits_required")) || s->cgroup))
+        return fprintf(stderr, "berth-oci-shim: shim.json: contained must be {\"cgroup_limits_required\": bool}, "
+                               "without a cgroup\n"),
+               -EBADMSG;
     prefix = json_object_get(s->cfg, "runtime");
     if (!json_is_array(prefix) || json_array_size(prefix) < 1 || json_array_size(prefix) > 64)
         return fprintf(stderr, "berth-oci-shim: shim.json: runtime must be 1 to 64 strings\n"), -EBADMSG;

@@ -4,7 +4,8 @@
 # (containment_unreachable) in its capabilities, berthd logs it once, the
 # pool [contained, script] places on script with that reason in the signed
 # placement's selector_inputs, a pool of the contained backend alone refuses
-# (no_backend), and berthctl qualify runs no probe and records nothing.
+# (no_backend), and berthctl qualify runs no probe and records nothing; a
+# backend whose "unavailable" is no reason code gets no work, alone.
 #
 # The manager "cannot be reached" for real: the containment's socket is a
 # path where nothing listens (this machine's PID 1 is not systemd anyway).
@@ -28,6 +29,13 @@ jq --arg rt "$RT" --arg sha "sha256:$(sha256sum <"$RT" | cut -d' ' -f1)" --argjs
         containment: {plugin: "containment-systemd", config: {socket: $sock}}}' \
     "$INST/berthd.json" >"$TMP/berthd.json"
 install -m 0600 "$TMP/berthd.json" "$INST/berthd.json"
+# A backend whose capabilities carry an "unavailable" that is no reason
+# code: it alone gets no work (it must not make every offer unreadable).
+mkdir -m 0700 "$TMP/odd"
+publish "$INST/berthd.json" jq --arg sd "$TMP/odd" \
+    '.backends.odd = {plugin: "runtime-script", require_qualification: false,
+                      config: {state_directory: $sd, unavailable: "Not Now"}}'
+
 add_pool fallback contained script
 add_pool only contained
 
@@ -35,7 +43,8 @@ add_pool only contained
 run 1 "$BERTHCTL" qualify contained --berthd-config "$INST/berthd.json"
 stderr_has "the backend is unavailable (containment_unreachable: "
 stderr_has "$TMP/no-manager.sock"
-[ ! -e "$TMP/state-contained/qualify/rootfs" ] || fail "qualify ran probes on an unavailable backend"
+# No probe ran (each prints its line, after the backend's header line).
+[ ! -s "$TMP/stdout" ] || fail "qualify ran probes on an unavailable backend: $(cat "$TMP/stdout")"
 
 start_berthd
 grep -qF "backend contained is unavailable (containment_unreachable: " "$TMP/berthd.log" ||
@@ -45,6 +54,9 @@ expect_status 200
 jq -e '.backends.contained.unavailable == "containment_unreachable" and
        (.backends.contained.containment.error | test("no-manager.sock"))' "$TMP/body" >/dev/null ||
     fail "capabilities do not say why: $(cat "$TMP/body")"
+
+grep -qF "backend odd: capabilities failed, so it gets no work: capabilities: unavailable is not a reason code" \
+    "$TMP/berthd.log" || fail "berthd did not refuse the odd backend's capabilities: $(cat "$TMP/berthd.log")"
 
 # The pool falls back to the scripted runtime, and the placement says why.
 job_doc fb '["echo","hi"]' | jq '.pool = "fallback"' >"$TMP/fb.json"

@@ -13,6 +13,8 @@
 #   - kill -9 of berthd mid-job: the job runs on in its unit and its result
 #     is recorded once after the restart; kill -9 of berthd and of the shim:
 #     after the restart the unit is drained and the job recorded failed
+#   - a contained job whose backend lost its containment across a restart
+#     stays reaping until the containment is back
 #   - a drop-in added to the template: the launch is refused and the job
 #     fails (backend_refused), until the drop-in is removed
 #   - "cgroup_limits": "required" (the default): the container delegates no
@@ -98,9 +100,11 @@ for rt in runsc crun; do
     [ "$(echo $SUP | wc -w)" = 1 ] || fail "the supervisor group of $RUN holds '$SUP', not the shim alone"
     tr '\0' ' ' <"/proc/$SUP/cmdline" | grep -q "berth-oci-shim contained $TMP/state-contained-$rt/jobs/$RUN" ||
         fail "the supervisor of $RUN is not its shim: $(tr '\0' ' ' <"/proc/$SUP/cmdline")"
+    # runsc: its sandbox, gofer and their helpers; crun: the job's own processes.
     for p in $(procs "$RUN" payload); do
         case $rt in
-        runsc) grep -qE '^runsc|^exe$' "/proc/$p/comm" || fail "payload process $p is $(cat "/proc/$p/comm")" ;;
+        runsc) grep -qE '^(runsc|exe)' "/proc/$p/comm" || fail "payload process $p is $(cat "/proc/$p/comm")" ;;
+        crun) grep -qxE 'sh|sleep' "/proc/$p/comm" || fail "payload process $p is $(cat "/proc/$p/comm")" ;;
         esac
     done
     [ "$(cat "$CT_CGROUP/payload$BERTHD_CG/cgroup.procs" | wc -l)" = 1 ] ||
@@ -224,6 +228,30 @@ run 0 ct systemctl kill -s KILL "berthd-test-$CT_BERTHD_N"
 kill -KILL "$SUP"
 ct_berthd
 gone_for_good both
+
+# 3c. Whether a job runs in a unit is decided when it starts: a job started
+# contained, whose backend lost its containment across a restart, is never
+# recorded without the containment's proof (it stays reaping and the log
+# says why), and is once the containment is back.
+POOL=default bb_job moved 'sleep 3; echo end'
+submit moved
+RUN=$RUN_ID
+wait_procs "$RUN" payload
+ct_stop_berthd
+cp "$INST/berthd.json" "$TMP/berthd.contained.json"
+edit_config 'del(.backends["contained-runsc"].containment)'
+ct_berthd
+for _ in $(seq 300); do unit_gone "$RUN" && break; sleep 0.1; done
+log_has "job $RUN was started in a unit of a containment this backend no longer has" 20 ||
+    fail "berthd did not say why the job waits: $(cat "$TMP/berthd.log")"
+api dev GET /v1/jobs/moved
+body_has '"state":"reaping"'
+ct_stop_berthd
+install -m 0600 "$TMP/berthd.contained.json" "$INST/berthd.json"
+ct_berthd
+finish moved
+[ "$(result moved .status)/$(result moved .exit_code)" = exited/0 ] && grep -qx end "$TMP/moved.out/stdout" ||
+    fail "moved: $(cat "$TMP/moved.out/result.json")"
 
 # 4. A drop-in on the template: every launch is refused, with the reason,
 # and the job fails without running; once it is removed, jobs run again.

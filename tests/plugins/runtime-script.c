@@ -57,7 +57,9 @@
  * reported as capabilities().runtime, so that the backend can be qualified;
  * qualification is what capabilities() claims about the backend's
  * qualification, default "unqualified": berthd must never believe it, see
- * tests/unit/test-broker.c).
+ * tests/unit/test-broker.c), and "unavailable": ANY, reported as
+ * capabilities().unavailable as it is (plugin.h: a reason code, or
+ * something berthd must refuse).
  *
  * Notifications (ABI 1.1, host->job_changed; script-notify.h): a job that
  * ends at once is notified from start(), a "sleep-ms" job by the plugin's
@@ -110,6 +112,7 @@ struct script {
     json_t *runtime;       /* NULL: capabilities() name no runtime */
     json_t *qualification; /* what capabilities() claims */
     json_t *needs;         /* "inputs", "outputs" among its capabilities */
+    json_t *unavailable;   /* reported as capabilities().unavailable, or NULL */
     struct script_notify *notify; /* NULL: never notifies (ABI 1.0) */
 };
 
@@ -262,6 +265,7 @@ static int script_init(const struct berth_host *host, const char *config, size_t
     s->needs = json_incref(json_object_get(cfg, "needs"));
     if (!s->needs)
         s->needs = json_array();
+    s->unavailable = json_incref(json_object_get(cfg, "unavailable"));
     s->qualification = json_incref(json_object_get(cfg, "qualification"));
     if (!s->qualification)
         s->qualification = json_string("unqualified");
@@ -300,6 +304,7 @@ static void script_fini(void *state)
     json_decref(s->runtime);
     json_decref(s->qualification);
     json_decref(s->needs);
+    json_decref(s->unavailable);
     free(s);
 }
 
@@ -327,6 +332,10 @@ static int script_capabilities(void *state, char **ret_json, size_t *ret_len, st
         caps = NULL;
     }
     if (caps && s->runtime && json_object_set(caps, "runtime", s->runtime) < 0) {
+        json_decref(caps);
+        caps = NULL;
+    }
+    if (caps && s->unavailable && json_object_set(caps, "unavailable", s->unavailable) < 0) {
         json_decref(caps);
         caps = NULL;
     }

@@ -126,6 +126,37 @@ START_TEST(drop_reasons)
 }
 END_TEST
 
+/* A backend that says it is unavailable is passed over with its reason
+ * code, whatever else it offers; the next one of the pool is chosen. */
+START_TEST(unavailable_passed_over)
+{
+    char chosen[64];
+    _cleanup_free_ char *a = NULL, *b = NULL;
+
+    a = place("{\"network_egress_class\":\"none\"}",
+              "{\"runsc\":{\"capabilities\":[\"exec\",\"file_rw\"],\"egress_classes\":[\"none\"]," QUALIFIED
+              ",\"unavailable\":\"containment_unreachable\"},"
+              "\"crun\":{\"capabilities\":[\"exec\",\"file_rw\"],\"egress_classes\":[\"none\"]," QUALIFIED "}}",
+              chosen, sizeof(chosen));
+    ck_assert_str_eq(chosen, "crun");
+    ck_assert_str_eq(a, "[{\"backend\":\"runsc\",\"kept\":false,\"reason\":\"containment_unreachable\"},"
+                        "{\"backend\":\"crun\",\"kept\":true,\"reason\":\"eligible\"}]");
+    /* Alone, it leaves nothing: refused with the reason. */
+    b = place("{\"network_egress_class\":\"none\"}",
+              "{\"runsc\":{\"capabilities\":[\"exec\",\"file_rw\"],\"egress_classes\":[\"none\"]," QUALIFIED
+              ",\"unavailable\":\"containment_unreachable\"}}",
+              chosen, sizeof(chosen));
+    ck_assert_str_eq(chosen, "");
+    ck_assert_ptr_nonnull(strstr(b, "\"reason\":\"containment_unreachable\""));
+    ck_assert(berth_reason_code_valid("containment_unreachable"));
+    ck_assert(!berth_reason_code_valid(""));
+    ck_assert(!berth_reason_code_valid("Containment"));
+    ck_assert(!berth_reason_code_valid("a:b"));
+    ck_assert(!berth_reason_code_valid("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")); /* 49 */
+    ck_assert(!berth_reason_code_valid(NULL));
+}
+END_TEST
+
 /* An exposed backend override wins or fails: there is no fallback. */
 START_TEST(override_no_fallback)
 {
@@ -246,6 +277,9 @@ START_TEST(backend_set_refusals)
         {"{\"runsc\":{\"capabilities\":[],\"egress_classes\":[],\"qualification\":\"unqualified\","
          "\"require_qualification\":\"no\"}}",
          "require_qualification must be true or false"},
+        {"{\"runsc\":{\"capabilities\":[],\"egress_classes\":[],\"qualification\":\"unqualified\","
+         "\"unavailable\":\"Not Now\"}}",
+         "backend runsc: unavailable must be a reason code"},
     };
     size_t i;
 
@@ -288,6 +322,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, first_eligible);
     tcase_add_test(tc, backend_set_io_capabilities);
     tcase_add_test(tc, drop_reasons);
+    tcase_add_test(tc, unavailable_passed_over);
     tcase_add_test(tc, override_no_fallback);
     tcase_add_test(tc, receipt_shape);
     tcase_add_test(tc, backend_set_refusals);

@@ -125,6 +125,11 @@ int berth_broker_refresh_backends(struct berth_broker *b)
             r = overlay_qualification(b, be, doc, &err);
         if (r >= 0)
             r = drop_unbacked_needs(be, doc, &err);
+        /* A malformed "unavailable" is this backend's fault alone: it would
+         * make the whole backend set unreadable to placement. */
+        if (r >= 0 && json_object_get(doc, "unavailable") &&
+            !berth_reason_code_valid(json_string_value(json_object_get(doc, "unavailable"))))
+            r = berth_error_set(&err, -EBADMSG, "capabilities: unavailable is not a reason code of [a-z_]");
         if (r < 0) {
             /* Logged when it starts failing or fails differently, not on every pass. */
             if (!err.message[0])

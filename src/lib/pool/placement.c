@@ -15,8 +15,7 @@ static const char *const offer_members[] = {
     "qualification", "require_qualification", "runtime_version", "unavailable", NULL,
 };
 
-/* A reason code: 1 to 48 of [a-z_]. */
-static bool reason_code_ok(const char *s)
+bool berth_reason_code_valid(const char *s)
 {
     size_t n = s ? strlen(s) : 0;
 
@@ -70,7 +69,7 @@ static int parse_offer(const char *name, const json_t *o, struct berth_backend_o
                                   &out->egress, NULL, reterr)) < 0)
         return r;
     q = json_object_get(o, "unavailable");
-    if (q && !reason_code_ok(json_string_value(q)))
+    if (q && !berth_reason_code_valid(json_string_value(q)))
         return berth_error_set(reterr, -EBADMSG, "backend %.64s: unavailable must be a reason code of [a-z_]", name);
     out->unavailable = json_string_value(q);
     req = json_object_get(o, "require_qualification");

@@ -79,6 +79,9 @@ enum berth_job_need {
 /** Names of enum berth_job_need, as backends report them among their capabilities. */
 extern const char *const berth_job_need_names[BERTH_NEED_COUNT];
 
+/** berth_reason_code_valid() - whether @s is a reason code: 1 to 48 of [a-z_] (NULL: false). */
+bool berth_reason_code_valid(const char *s);
+
 /** struct berth_backend_offer - what one configured backend offers. */
 struct berth_backend_offer {
     const char *name;

@@ -930,9 +930,9 @@ static void containment_supervisor_lost(struct run *r)
         record(r, name, "fail", "%.400s", err.message);
     else if (!streq(o.state, "failed"))
         record(r, name, "fail", "reported %s after its supervisor was killed, not failed", o.state);
-    else if (left != 0 || populated == 1)
+    else if (left != 0 || (populated != 0 && populated != -ENOENT))
         record(r, name, "fail", "%d processes of the job remain (its unit %s)", left,
-               populated == 1 ? "holds processes" : "is empty");
+               populated == 1 ? "holds processes" : populated < 0 && populated != -ENOENT ? "cannot be read" : "is empty");
     else
         record(r, name, "pass", "failed (%s); nothing of the job is left", o.reason);
     outcome_clear(&o);
@@ -955,9 +955,9 @@ static void containment_drain(struct run *r)
     }
     if (rc < 0)
         record(r, name, "fail", "%.400s", err.message);
-    else if (populated == 1 || left != 0)
+    else if ((populated != 0 && populated != -ENOENT) || left != 0)
         record(r, name, "fail", "after destroy %d processes of the job remain (its unit %s)", left,
-               populated == 1 ? "holds processes" : "is empty");
+               populated == 1 ? "holds processes" : populated < 0 && populated != -ENOENT ? "cannot be read" : "is empty");
     else
         record(r, name, "pass", "destroy emptied %s; nothing of the job is left", cg);
     end_held(r);

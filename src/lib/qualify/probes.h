@@ -40,8 +40,8 @@
  *   containment-payload      while it runs, the job's unit (status()
  *                            "cgroup") holds exactly one process in its
  *                            "supervisor" group (the job's supervisor) and
- *                            the sandbox in "payload", and every host process
- *                            of the job is in the unit
+ *                            at least one in "payload", and every host
+ *                            process that names the job is in the unit
  *   containment-supervisor-lost  SIGKILL to the supervisor: the job is
  *                            reported failed, and nothing of it is left,
  *                            in the unit or anywhere on the host
