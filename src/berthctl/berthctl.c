@@ -332,3 +332,23 @@ int main(int argc, char **argv)
     fprintf(stderr, "berthctl: unknown verb \"%s\"\nTry \"berthctl --help\".\n", argv[optind]);
     return BCTL_EXIT_USAGE;
 }
+
+int bctl_read_pubkey(const char *verb, const char *file, uint8_t pub[BERTH_ED25519_PUBLIC_LEN])
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+
+    if (bctl_read_input(file, 64 * 1024, &text, &len, &err) < 0)
+        return bctl_error(verb, "--pubkey %s: %s", file, err.message);
+    if (strstr(text, "-----BEGIN")) {
+        if (berth_public_key_from_pem(text, len, pub, &err) < 0)
+            return bctl_error(verb, "--pubkey %s: %s", file, err.message);
+        return BCTL_EXIT_OK;
+    }
+    while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+        text[--len] = '\0';
+    if (berth_public_key_from_b64url(text, pub) < 0)
+        return bctl_error(verb, "--pubkey %s: neither a PEM public key nor 43 base64url characters", file);
+    return BCTL_EXIT_OK;
+}

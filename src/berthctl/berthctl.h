@@ -18,6 +18,8 @@
 
 #include <berth/error.h>
 
+#include "sign.h"
+
 struct berth_journal;
 struct berth_audit_key;
 
@@ -166,5 +168,12 @@ int bctl_parse_size(const char *text, size_t *ret);
 
 /** bctl_input_name() - "standard input" for NULL/"-", else @arg. */
 const char *bctl_input_name(const char *arg);
+
+/**
+ * bctl_read_pubkey() - read the broker's public key given as --pubkey @file
+ * (a PEM "PUBLIC KEY" file, or its 43-character base64url form) into @pub.
+ * Return: BCTL_EXIT_OK, or an exit status after printing the error.
+ */
+int bctl_read_pubkey(const char *verb, const char *file, uint8_t pub[BERTH_ED25519_PUBLIC_LEN]);
 
 #endif /* BERTHCTL_H */

@@ -25,7 +25,7 @@ static void help(FILE *out)
 {
     fprintf(out, "Usage: berthctl audit keygen --out=FILE\n"
                  "       berthctl --journal=PATH audit export [--after=SEQ] [--out=FILE]\n"
-                 "       berthctl audit verify FILE --audit-key=KEY [--anchor=SEQ:MAC]\n"
+                 "       berthctl audit verify FILE --audit-key=KEY [--anchor=SEQ:MAC] [--pubkey=PUB]\n"
                  "\n"
                  "berth records every pool change, placement, refusal, enrolment and claim\n"
                  "as an event in an HMAC-SHA256 chain: each event carries the MAC of the\n"
@@ -41,8 +41,11 @@ static void help(FILE *out)
                  "  verify    check an exported chain offline, with the key alone: every\n"
                  "            line, link and MAC, and every pool rule (manifests hash to\n"
                  "            their pool_hash, placements re-derive from pool and overrides,\n"
-                 "            enrolments and claims carry valid worker signatures); names the\n"
-                 "            first bad event and why\n"
+                 "            enrolments and claims carry valid worker signatures, and no run\n"
+                 "            is claimed twice); names the first bad event and why.  With\n"
+                 "            --pubkey=PUB (berthd's receipt public key, PEM or base64url),\n"
+                 "            the claims berthd signed for the runs on its own host are\n"
+                 "            checked against it too; without, they are counted unchecked\n"
                  "\n"
                  "Exit status: 0 success (verify: the chain is intact); 1 failure; 2 usage\n"
                  "error; 3 verification failed.\n"
@@ -105,16 +108,20 @@ static int do_export(struct bctl_globals *g, const char *out, uint64_t after)
     return r;
 }
 
-static int do_verify(struct bctl_globals *g, const char *file, const struct berth_audit_anchor *anchor)
+static int do_verify(struct bctl_globals *g, const char *file, const struct berth_audit_anchor *anchor,
+                     const char *pubkey)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     struct berth_pool_chain *chain = NULL;
     struct berth_audit_summary sum = {0};
     _cleanup_free_ char *data = NULL;
     struct berth_audit_key key;
-    size_t len = 0, placements = 0, enrolments = 0, claims = 0;
+    uint8_t pub[BERTH_ED25519_PUBLIC_LEN];
+    size_t len = 0, placements = 0, enrolments = 0, claims = 0, broker_claims = 0, unchecked = 0;
     int r;
 
+    if (pubkey && (r = bctl_read_pubkey(VERB, pubkey, pub)) != BCTL_EXIT_OK)
+        return r;
     if (bctl_read_input(file, EXPORT_MAX, &data, &len, &err) < 0)
         return bctl_error(VERB, "%s: %s", bctl_input_name(file), err.message);
     if ((r = bctl_load_audit_key(g, VERB, &key)) != 0)
@@ -123,19 +130,26 @@ static int do_verify(struct bctl_globals *g, const char *file, const struct bert
         berth_audit_key_wipe(&key);
         return bctl_error(VERB, "out of memory");
     }
+    if (pubkey)
+        berth_pool_chain_set_broker_key(chain, pub);
     r = berth_audit_verify(data, len, &key, anchor, berth_pool_chain_check, chain, &sum, &err);
     berth_audit_key_wipe(&key);
     if (r == 0) {
         berth_pool_chain_stats(chain, NULL, &placements, &enrolments, &claims);
+        berth_pool_chain_broker_claims(chain, &broker_claims, &unchecked);
         if (g->json) {
-            _cleanup_json_ json_t *o =
-                json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:s}", "verified", 1, "events", (json_int_t)sum.count,
-                          "pools", (json_int_t)berth_pool_chain_count(chain), "placements", (json_int_t)placements,
-                          "enrolments", (json_int_t)enrolments, "claims", (json_int_t)claims, "head", sum.head_mac);
+            _cleanup_json_ json_t *o = json_pack(
+                "{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "verified", 1, "events", (json_int_t)sum.count, "pools",
+                (json_int_t)berth_pool_chain_count(chain), "placements", (json_int_t)placements, "enrolments",
+                (json_int_t)enrolments, "claims", (json_int_t)claims, "broker_claims", (json_int_t)broker_claims,
+                "broker_claims_unchecked", (json_int_t)unchecked, "head", sum.head_mac);
             r = bctl_print_json(VERB, o, true);
         } else {
             printf("verified: %" PRIu64 " events, %zu active pools, %zu placements, %zu enrolments, %zu claims\n",
                    sum.count, berth_pool_chain_count(chain), placements, enrolments, claims);
+            if (broker_claims)
+                printf("%zu of the claims are the broker's own, %s\n", broker_claims,
+                       unchecked ? "their signatures not checked (pass --pubkey)" : "their signatures checked");
             if (sum.count)
                 printf("head: %" PRIu64 ":%s (keep it; pass it as --anchor to detect removal from the end)\n",
                        sum.count, sum.head_mac);
@@ -158,9 +172,10 @@ static int do_verify(struct bctl_globals *g, const char *file, const struct bert
 
 int cmd_audit(struct bctl_globals *g, int argc, char **argv)
 {
-    enum { OPT_OUT = 1, OPT_AFTER, OPT_ANCHOR };
+    enum { OPT_OUT = 1, OPT_AFTER, OPT_ANCHOR, OPT_PUBKEY };
     static const struct option options[] = {
         {"out", required_argument, NULL, OPT_OUT},
+        {"pubkey", required_argument, NULL, OPT_PUBKEY},
         {"after", required_argument, NULL, OPT_AFTER},
         {"anchor", required_argument, NULL, OPT_ANCHOR},
         {"help", no_argument, NULL, 'h'},
@@ -169,6 +184,7 @@ int cmd_audit(struct bctl_globals *g, int argc, char **argv)
     };
     _cleanup_free_ char *out = NULL;
     struct berth_audit_anchor anchor;
+    const char *pubkey = NULL;
     bool anchored = false;
     uint64_t after = 0;
     const char *sub;
@@ -197,6 +213,7 @@ int cmd_audit(struct bctl_globals *g, int argc, char **argv)
                 return bctl_usage_error(VERB, "--anchor takes SEQ:MAC (as verify prints it), not \"%s\"", optarg);
             anchored = true;
             break;
+        case OPT_PUBKEY: pubkey = optarg; break;
         case 'h': help(stdout); return BCTL_EXIT_OK;
         default: return bctl_usage_hint(VERB);
         }
@@ -212,7 +229,7 @@ int cmd_audit(struct bctl_globals *g, int argc, char **argv)
     if (streq(sub, "verify")) {
         if (argc - optind != 2)
             return bctl_usage_error(VERB, "verify takes exactly one FILE");
-        return do_verify(g, argv[optind + 1], anchored ? &anchor : NULL);
+        return do_verify(g, argv[optind + 1], anchored ? &anchor : NULL, pubkey);
     }
     return bctl_usage_error(VERB, "unknown subcommand \"%s\"", sub);
 }

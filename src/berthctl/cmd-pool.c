@@ -49,12 +49,15 @@ static void help(FILE *out)
                  "  claim NAME --worker-key=FILE --worker-name=NAME --job-id=ID\n"
                  "        --placement-hash=HASH\n"
                  "                       sign and record an enrolled worker's claim of a job\n"
-                 "  verify [--anchor=SEQ:MAC]\n"
+                 "  verify [--anchor=SEQ:MAC] [--pubkey=PUB]\n"
                  "                       re-check the whole audit chain (MACs and pool rules),\n"
                  "                       re-hash every stored manifest, check every active\n"
                  "                       pool's manifest is stored; print the head SEQ:MAC.\n"
                  "                       With --anchor, that event must still be in the chain\n"
-                 "                       (detects events removed from the end)\n"
+                 "                       (detects events removed from the end).  With --pubkey\n"
+                 "                       (berthd's receipt public key), the signature of every\n"
+                 "                       claim berthd recorded for a run on its own host is\n"
+                 "                       checked too\n"
                  "\n"
                  "With --config (or $BERTH_CLIENT_CONFIG) and no --journal, register, list and\n"
                  "show talk to berthd over HTTPS instead: registering needs an admin grant in\n"
@@ -408,19 +411,22 @@ static int do_worker(struct bctl_globals *g, const char *name, const char *key_f
     return r;
 }
 
-static int do_verify(struct bctl_globals *g, const struct berth_audit_anchor *anchor)
+static int do_verify(struct bctl_globals *g, const struct berth_audit_anchor *anchor, const char *pubkey)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_journal_ struct berth_journal *j = NULL;
     struct berth_verify_report rep;
     struct berth_audit_key key;
+    uint8_t pub[BERTH_ED25519_PUBLIC_LEN];
     int r;
 
+    if (pubkey && (r = bctl_read_pubkey(VERB, pubkey, pub)) != BCTL_EXIT_OK)
+        return r;
     if ((r = bctl_load_audit_key(g, VERB, &key)) != 0)
         return r;
     if ((r = bctl_open_journal(g, VERB, false, &j)) != 0)
         goto out;
-    r = berth_registry_verify(j, &key, anchor, &rep, &err);
+    r = berth_registry_verify_keyed(j, &key, anchor, pubkey ? pub : NULL, &rep, &err);
     if (r == -EBADMSG) {
         if (g->json) {
             _cleanup_json_ json_t *o = json_pack("{s:b, s:I, s:s}", "verified", 0, "bad_event", (json_int_t)rep.bad_seq,
@@ -433,14 +439,19 @@ static int do_verify(struct bctl_globals *g, const struct berth_audit_anchor *an
         r = bctl_error(VERB, "%s", err.message);
     } else if (g->json) {
         _cleanup_json_ json_t *o = json_pack(
-            "{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "verified", 1, "events", (json_int_t)rep.events, "pools",
-            (json_int_t)rep.pools, "bodies", (json_int_t)rep.bodies, "placements", (json_int_t)rep.placements,
-            "enrolments", (json_int_t)rep.enrolments, "claims", (json_int_t)rep.claims, "head", rep.head_mac);
+            "{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "verified", 1, "events", (json_int_t)rep.events,
+            "pools", (json_int_t)rep.pools, "bodies", (json_int_t)rep.bodies, "placements", (json_int_t)rep.placements,
+            "enrolments", (json_int_t)rep.enrolments, "claims", (json_int_t)rep.claims, "broker_claims",
+            (json_int_t)rep.broker_claims, "broker_claims_unchecked", (json_int_t)rep.broker_unchecked, "head",
+            rep.head_mac);
         r = bctl_print_json(VERB, o, true);
     } else {
         printf("verified: %llu events, %zu active pools, %zu stored manifests, %zu placements, %zu enrolments, "
                "%zu claims\n",
                (unsigned long long)rep.events, rep.pools, rep.bodies, rep.placements, rep.enrolments, rep.claims);
+        if (rep.broker_claims)
+            printf("%zu of the claims are the broker's own, %s\n", rep.broker_claims,
+                   rep.broker_unchecked ? "their signatures not checked (pass --pubkey)" : "their signatures checked");
         if (rep.events)
             printf("head: %llu:%s (keep it; pass it as --anchor to detect removal from the end)\n",
                    (unsigned long long)rep.events, rep.head_mac);
@@ -459,10 +470,12 @@ int cmd_pool(struct bctl_globals *g, int argc, char **argv)
         OPT_WORKER_NAME,
         OPT_JOB_ID,
         OPT_PLACEMENT_HASH,
-        OPT_ANCHOR
+        OPT_ANCHOR,
+        OPT_PUBKEY
     };
     static const struct option options[] = {
         {"anchor", required_argument, NULL, OPT_ANCHOR},
+        {"pubkey", required_argument, NULL, OPT_PUBKEY},
         {"overrides", required_argument, NULL, OPT_OVERRIDES},
         {"backends", required_argument, NULL, OPT_BACKENDS},
         {"worker-key", required_argument, NULL, OPT_WORKER_KEY},
@@ -474,7 +487,7 @@ int cmd_pool(struct bctl_globals *g, int argc, char **argv)
         {},
     };
     _cleanup_free_ char *overrides = NULL, *backends = NULL, *worker_key = NULL;
-    const char *worker_name = NULL, *job_id = NULL, *placement_hash = NULL, *sub, *arg;
+    const char *worker_name = NULL, *job_id = NULL, *placement_hash = NULL, *pubkey = NULL, *sub, *arg;
     struct berth_audit_anchor anchor;
     bool anchored = false;
     int c, gr, nargs;
@@ -506,6 +519,7 @@ int cmd_pool(struct bctl_globals *g, int argc, char **argv)
                 return bctl_usage_error(VERB, "--anchor takes SEQ:MAC (as verify prints it), not \"%s\"", optarg);
             anchored = true;
             break;
+        case OPT_PUBKEY: pubkey = optarg; break;
         case 'h': help(stdout); return BCTL_EXIT_OK;
         default: return bctl_usage_hint(VERB);
         }
@@ -528,7 +542,7 @@ int cmd_pool(struct bctl_globals *g, int argc, char **argv)
     if (streq(sub, "list") || streq(sub, "verify")) {
         if (nargs != 0)
             return bctl_usage_error(VERB, "%s takes no arguments", sub);
-        return streq(sub, "list") ? do_list(g) : do_verify(g, anchored ? &anchor : NULL);
+        return streq(sub, "list") ? do_list(g) : do_verify(g, anchored ? &anchor : NULL, pubkey);
     }
     if (!streq(sub, "register") && !streq(sub, "show") && !streq(sub, "place") && !streq(sub, "retire") &&
         !streq(sub, "enrol") && !streq(sub, "claim"))

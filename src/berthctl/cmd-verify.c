@@ -105,26 +105,6 @@ static int read_json(const char *verb, const char *file, json_t **ret)
     return BCTL_EXIT_OK;
 }
 
-static int read_pubkey(const char *verb, const char *file, uint8_t pub[BERTH_ED25519_PUBLIC_LEN])
-{
-    struct berth_error err = BERTH_ERROR_INIT;
-    _cleanup_free_ char *text = NULL;
-    size_t len = 0;
-
-    if (bctl_read_input(file, 64 * 1024, &text, &len, &err) < 0)
-        return bctl_error(verb, "--pubkey %s: %s", file, err.message);
-    if (strstr(text, "-----BEGIN")) {
-        if (berth_public_key_from_pem(text, len, pub, &err) < 0)
-            return bctl_error(verb, "--pubkey %s: %s", file, err.message);
-        return BCTL_EXIT_OK;
-    }
-    while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
-        text[--len] = '\0';
-    if (berth_public_key_from_b64url(text, pub) < 0)
-        return bctl_error(verb, "--pubkey %s: neither a PEM public key nor 43 base64url characters", file);
-    return BCTL_EXIT_OK;
-}
-
 /* Every output the verified result @body lists is DIR/<id> with its size and digest. */
 static int check_outputs(const char *verb, const char *dir, const json_t *body)
 {
@@ -221,7 +201,7 @@ int cmd_verify(struct bctl_globals *g, int argc, char **argv)
         return bctl_usage_error(verb, "--pubkey=PUB is required");
     if (is_result && !job_file)
         return bctl_usage_error(verb, "--job=JOB.json is required: a result is only meaningful for its job");
-    if ((r = read_pubkey(verb, pubkey, pub)) != BCTL_EXIT_OK || (job_file && (r = read_job(verb, job_file, &job))) ||
+    if ((r = bctl_read_pubkey(verb, pubkey, pub)) != BCTL_EXIT_OK || (job_file && (r = read_job(verb, job_file, &job))) ||
         (receipt_file && (r = read_json(verb, receipt_file, &receipt))) ||
         (r = read_json(verb, argv[optind + 1], &doc)) != BCTL_EXIT_OK)
         goto out;

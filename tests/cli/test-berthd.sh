@@ -266,3 +266,17 @@ stop_berthd
 grep -q "stopped" "$TMP/berthd.log" || fail "berthd did not log its stop"
 # The journal is closed: berthctl can open and verify it.
 run 0 "$BERTHCTL" --journal "$INST/state/journal.db" --audit-key "$INST/keys/audit.key" pool verify
+# Every run berthd started on its own host has its claim in the chain,
+# signed with the receipt key: checked with --pubkey, counted otherwise.
+CLAIMED=$(grep -c "accepted -> claimed" "$TMP/berthd.log")
+stdout_has "$CLAIMED of the claims are the broker's own, their signatures not checked (pass --pubkey)"
+run 0 "$BERTHCTL" --journal "$INST/state/journal.db" --audit-key "$INST/keys/audit.key" pool verify \
+    --pubkey "$INST/keys/receipt.pub"
+stdout_has "$CLAIMED of the claims are the broker's own, their signatures checked"
+run 0 "$BERTHCTL" --journal "$INST/state/journal.db" audit export --out "$TMP/chain.jsonl"
+run 0 "$BERTHCTL" audit verify "$TMP/chain.jsonl" --audit-key "$INST/keys/audit.key" --pubkey "$INST/keys/receipt.pub"
+stdout_has "$CLAIMED of the claims are the broker's own, their signatures checked"
+# Checked with another key, the first claim is refused.
+run 0 "$BERTHCTL" keygen --out "$TMP/stranger.key" --public-out "$TMP/stranger.pub"
+run 3 "$BERTHCTL" audit verify "$TMP/chain.jsonl" --audit-key "$INST/keys/audit.key" --pubkey "$TMP/stranger.pub"
+stderr_has "pool.claim_receipt: claim.keyid is not the id of the key it is checked with"

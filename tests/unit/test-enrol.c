@@ -76,6 +76,72 @@ START_TEST(claim)
 }
 END_TEST
 
+/* Schema 2: the run, the job and its receipt bound, and who claimed it. */
+START_TEST(claim_v2)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_json_ json_t *d = NULL, *w = NULL;
+    const struct berth_claim_params p = {.by_broker = true,
+                                         .pool_hash = POOL_HASH,
+                                         .worker_name = "dev",
+                                         .job_id = "job-7",
+                                         .job_digest = "sha256:" POOL_HASH,
+                                         .receipt_digest = "sha256:" PLACEMENT,
+                                         .run_id = "r0123456789abcdef0123456789abcdef",
+                                         .placement_hash = PLACEMENT,
+                                         .lease_revision = 2,
+                                         .created_ns = 5};
+    json_t *c;
+
+    ck_assert_int_eq(berth_claim2_create(worker, &p, &d, &err), 0);
+    c = json_object_get(d, "claim");
+    ck_assert_int_eq(berth_claim_version(d), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(c, "claimant")), "broker");
+    ck_assert_int_eq(json_integer_value(json_object_get(c, "lease_revision")), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(c, "run_id")), "r0123456789abcdef0123456789abcdef");
+    ck_assert_int_eq(berth_claim_verify(d, berth_signing_key_public(worker), &err), 0);
+    /* Another key: its id is not the claim's keyid. */
+    ck_assert_int_eq(berth_claim_verify(d, berth_signing_key_public(other), &err), -EBADMSG);
+    ck_assert_str_eq(err.message, "claim.keyid is not the id of the key it is checked with");
+    /* Without a key, a broker claim's form alone passes, nothing else. */
+    ck_assert_int_eq(berth_claim_verify(d, NULL, &err), 0);
+    /* Any change breaks the signature. */
+    json_object_set_new(c, "lease_revision", json_integer(3));
+    ck_assert_int_eq(berth_claim_verify(d, berth_signing_key_public(worker), &err), -EBADMSG);
+    ck_assert_str_eq(err.message, "the claim signature does not verify");
+    json_object_set_new(c, "claimant", json_string("someone"));
+    ck_assert_int_eq(berth_claim_verify(d, NULL, &err), -EBADMSG);
+    json_object_set_new(c, "claimant", json_string("broker"));
+    json_object_del(c, "receipt_digest");
+    ck_assert_int_eq(berth_claim_verify(d, NULL, &err), -EBADMSG);
+
+    /* A worker's claim needs its key. */
+    {
+        struct berth_claim_params q = p;
+        q.by_broker = false;
+        q.worker_name = "worker-1";
+        ck_assert_int_eq(berth_claim2_create(other, &q, &w, &err), 0);
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(w, "claim"), "claimant")), "worker");
+        ck_assert_int_eq(berth_claim_verify(w, NULL, &err), -EBADMSG);
+        ck_assert_int_eq(berth_claim_verify(w, berth_signing_key_public(other), &err), 0);
+    }
+    /* Malformed arguments are refused before anything is signed. */
+    {
+        struct berth_claim_params q = p;
+        json_t *none = NULL;
+        q.lease_revision = 0;
+        ck_assert_int_eq(berth_claim2_create(worker, &q, &none, NULL), -EINVAL);
+        q = p;
+        q.receipt_digest = "sha256:abc";
+        ck_assert_int_eq(berth_claim2_create(worker, &q, &none, NULL), -EINVAL);
+        q = p;
+        q.run_id = "r/1";
+        ck_assert_int_eq(berth_claim2_create(worker, &q, &none, NULL), -EINVAL);
+        ck_assert_ptr_null(none);
+    }
+}
+END_TEST
+
 START_TEST(arguments)
 {
     json_t *d = NULL;
@@ -105,6 +171,7 @@ static Suite *make_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, enrolment);
     tcase_add_test(tc, claim);
+    tcase_add_test(tc, claim_v2);
     tcase_add_test(tc, arguments);
     return s;
 }

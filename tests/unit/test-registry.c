@@ -604,6 +604,61 @@ START_TEST(warm_quarantine_forgery_detected)
 }
 END_TEST
 
+/* Claims of schema 2 by the broker (its own runs): checked against the
+ * broker's key when the verifier has it, counted unchecked otherwise; a
+ * run is claimed once; a claim by another key is found. */
+START_TEST(broker_claims)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_signing_key *broker = NULL, *stranger = NULL;
+    struct berth_placement_result res;
+    struct berth_verify_report rep;
+    _cleanup_json_ json_t *claim = NULL, *again = NULL, *forged = NULL;
+    char msg[BERTH_ERROR_MESSAGE_MAX];
+    const char *pool_hash;
+    struct berth_claim_params p = {.by_broker = true,
+                                   .worker_name = "dev",
+                                   .job_id = "job-1",
+                                   .job_digest = "sha256:" WARM_HASH_A,
+                                   .receipt_digest = "sha256:" WARM_HASH_B,
+                                   .run_id = WARM_RUN,
+                                   .lease_revision = 2,
+                                   .created_ns = NOW};
+
+    ck_assert_int_eq(berth_signing_key_generate(&broker, NULL), 0);
+    ck_assert_int_eq(berth_signing_key_generate(&stranger, NULL), 0);
+    register_pool(SAMPLE_POOL);
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", NULL, backends, ACTOR, NOW, &res, NULL), 0);
+    pool_hash = json_string_value(json_object_get(res.receipt, "pool_hash"));
+    p.pool_hash = pool_hash;
+    p.placement_hash = res.placement_hash;
+    ck_assert_int_eq(berth_claim2_create(broker, &p, &claim, &err), 0);
+    ck_assert_int_eq(berth_audit_append(j, &key, NOW, "pool.claim_receipt", ACTOR, claim, NULL, NULL), 0);
+    ck_assert_int_eq(verify(&rep, NULL, 0), 0);
+    ck_assert_uint_eq(rep.claims, 1);
+    ck_assert_uint_eq(rep.broker_claims, 1);
+    ck_assert_uint_eq(rep.broker_unchecked, 1);
+    ck_assert_int_eq(berth_registry_verify_keyed(j, &key, NULL, berth_signing_key_public(broker), &rep, &err), 0);
+    ck_assert_uint_eq(rep.broker_unchecked, 0);
+    /* The same run claimed again. */
+    ck_assert_int_eq(berth_claim2_create(broker, &p, &again, &err), 0);
+    ck_assert_int_eq(berth_audit_append(j, &key, NOW, "pool.claim_receipt", ACTOR, again, NULL, NULL), 0);
+    ck_assert_int_eq(verify(&rep, msg, sizeof(msg)), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(msg, "was already claimed"));
+    raw_exec("DELETE FROM audit_events WHERE seq = (SELECT max(seq) FROM audit_events)");
+    /* Another key posing as the broker, with a valid MAC: only the broker's key finds it. */
+    p.run_id = "r00000000000000000000000000000000";
+    ck_assert_int_eq(berth_claim2_create(stranger, &p, &forged, &err), 0);
+    ck_assert_int_eq(berth_audit_append(j, &key, NOW, "pool.claim_receipt", ACTOR, forged, NULL, NULL), 0);
+    ck_assert_int_eq(verify(&rep, NULL, 0), 0);
+    ck_assert_uint_eq(rep.broker_unchecked, 2);
+    ck_assert_int_eq(berth_registry_verify_keyed(j, &key, NULL, berth_signing_key_public(broker), &rep, &err), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(err.message, "claim.keyid is not the id of the key it is checked with"));
+    berth_signing_key_free(broker);
+    berth_signing_key_free(stranger);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("registry");
@@ -623,6 +678,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, forged_decisions);
     tcase_add_test(tc, chain_rules_registration);
     tcase_add_test(tc, enrol_and_claim);
+    tcase_add_test(tc, broker_claims);
     tcase_add_test(tc, warm_slot);
     tcase_add_test(tc, warm_forgeries_detected);
     tcase_add_test(tc, warm_quarantine_forgery_detected);

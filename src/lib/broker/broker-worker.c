@@ -19,6 +19,7 @@
 #include "canon.h"
 #include "clock.h"
 #include "encoding.h"
+#include "enrol.h"
 #include "jsonobj.h"
 #include "macro.h"
 #include "poolchain.h"
@@ -350,6 +351,7 @@ struct move_write {
     const char *result, *audit_type;
     json_t *audit_extra;
     const char *warm; /* with the move to running: the warm slot it started in */
+    const json_t *claim; /* with the move to claimed: the claim receipt recorded with it (pool.claim_receipt) */
     int64_t now;
 };
 
@@ -362,7 +364,39 @@ static int move_write(struct berth_journal *j, void *userdata, struct berth_erro
         r = berth_jobstore_set_warm(j, m->rec->run_id, m->rec->revision + 1, m->warm, reterr);
     if (r == 0 && m->audit_type)
         r = broker_audit(m->b, m->audit_type, m->rec, "berthd", json_incref(m->audit_extra), reterr);
+    if (r == 0 && m->claim)
+        r = berth_audit_append(j, m->b->p.audit_key, m->now, "pool.claim_receipt", "berthd", m->claim, NULL, reterr);
     return r;
+}
+
+/* The claim receipt (enrol.h, schema 2) of @rec's move to claimed on this
+ * host, signed with the broker's receipt key: every run is attributable to
+ * the host that ran it, a local one as well as a worker's. */
+static int local_claim(struct berth_broker *b, const struct berth_job_record *rec, int64_t now, json_t **ret,
+                       struct berth_error *reterr)
+{
+    _cleanup_json_ json_t *receipt = NULL, *effective = NULL;
+    char receipt_digest[BERTH_DIGEST_BUFSZ];
+    struct berth_claim_params p = {.by_broker = true,
+                                   .worker_name = b->p.name,
+                                   .job_id = rec->job_id,
+                                   .job_digest = rec->job_digest,
+                                   .receipt_digest = receipt_digest,
+                                   .run_id = rec->run_id,
+                                   .lease_revision = rec->revision + 1,
+                                   .created_ns = now};
+    int r;
+
+    if (berth_digest_bytes(rec->receipt, strlen(rec->receipt), receipt_digest) < 0 ||
+        !(receipt = json_loads(rec->receipt, 0, NULL)) || !(effective = json_loads(rec->effective, 0, NULL)))
+        return berth_error_set(reterr, -EBADMSG, "job %s run %s: its stored receipt or manifest is damaged",
+                               rec->job_id, rec->run_id);
+    p.placement_hash = json_string_value(json_object_get(json_object_get(receipt, "receipt"), "placement_hash"));
+    p.pool_hash = json_string_value(json_object_get(effective, "pool_hash"));
+    r = berth_claim2_create(b->p.key, &p, ret, reterr);
+    return r == -EINVAL ? berth_error_set(reterr, -EBADMSG, "job %s run %s cannot be claimed: %s", rec->job_id,
+                                          rec->run_id, reterr ? reterr->message : "a malformed record")
+                        : r;
 }
 
 /* Record @to (lock held inside); on success @rec follows.  The move to
@@ -380,12 +414,17 @@ static int move_warm(struct berth_broker *b, struct berth_job_record *rec, enum 
                            .audit_type = audit_type,
                            .audit_extra = audit_extra,
                            .warm = warm};
+    _cleanup_json_ json_t *claim = NULL;
     char what[64];
     int r;
 
     snprintf(what, sizeof(what), "recording a job %s", berth_job_state_names[to]);
     pthread_mutex_lock(&b->lock);
     r = berth_now_ns(CLOCK_REALTIME, &m.now, reterr);
+    /* Claimed here: the broker's signed claim goes into the chain with it. */
+    if (r == 0 && to == BERTH_JOB_CLAIMED && rec->state == BERTH_JOB_ACCEPTED && (r = local_claim(b, rec, m.now, &claim,
+                                                                                                   reterr)) == 0)
+        m.claim = claim;
     if (r == 0)
         r = broker_journal_write(b, to == BERTH_JOB_REAPING, move_write, &m, what, reterr);
     pthread_mutex_unlock(&b->lock);

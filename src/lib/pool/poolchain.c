@@ -23,6 +23,10 @@ struct berth_pool_chain {
     json_t *credentials;
     const struct berth_pool **sorted; /* active pools by name */
     size_t events, n_placements, n_enrolments, n_claims;
+    size_t n_broker_claims, n_broker_unchecked; /* claims of schema 2 by the broker; of those, not signature-checked */
+    bool has_broker_key;
+    uint8_t broker_key[BERTH_ED25519_PUBLIC_LEN];
+    bool projection; /* berth_pool_chain_set_projection(): run ids of claims are not remembered */
 };
 
 static const char *const registered_members[] = {"manifest", "name", "pool_hash", NULL};
@@ -136,6 +140,23 @@ const char *berth_pool_chain_placement(const struct berth_pool_chain *c, const c
 const json_t *berth_pool_chain_credentials(const struct berth_pool_chain *c)
 {
     return c->credentials;
+}
+
+void berth_pool_chain_set_broker_key(struct berth_pool_chain *c, const uint8_t public_key[BERTH_ED25519_PUBLIC_LEN])
+{
+    memcpy(c->broker_key, public_key, BERTH_ED25519_PUBLIC_LEN);
+    c->has_broker_key = true;
+}
+
+void berth_pool_chain_set_projection(struct berth_pool_chain *c)
+{
+    c->projection = true;
+}
+
+void berth_pool_chain_broker_claims(const struct berth_pool_chain *c, size_t *ret_claims, size_t *ret_unchecked)
+{
+    *ret_claims = c->n_broker_claims;
+    *ret_unchecked = c->n_broker_unchecked;
 }
 
 void berth_pool_chain_stats(const struct berth_pool_chain *c, size_t *ret_events, size_t *ret_placements,
@@ -402,6 +423,13 @@ static int check_enrolled(struct berth_pool_chain *c, const json_t *d, struct be
     return 0;
 }
 
+/*
+ * A claim: a worker's, signed by a key enrolled in its pool; or (schema 2)
+ * the broker's own, signed by the broker's receipt key, checked when the
+ * verifier was given that key (berth_pool_chain_set_broker_key()).  Either
+ * claims a placement recorded in that pool, and nothing is claimed twice:
+ * a job id in its pool (schema 1), a run id anywhere (schema 2).
+ */
 static int check_claim(struct berth_pool_chain *c, const json_t *d, struct berth_error *reterr)
 {
     const json_t *claim = json_object_get(d, "claim"), *pk, *placed;
@@ -409,31 +437,52 @@ static int check_claim(struct berth_pool_chain *c, const json_t *d, struct berth
     const char *hash = json_string_value(json_object_get(claim, "pool_hash"));
     const char *keyid = json_string_value(json_object_get(claim, "keyid"));
     const char *ph = json_string_value(json_object_get(claim, "placement_hash"));
-    char key[BERTH_HASH_HEX_LEN + BERTH_KEY_ID_LEN + 2];
+    int version = berth_claim_version(d);
+    bool by_broker = version == 2 && streq_ptr(json_string_value(json_object_get(claim, "claimant")), "broker");
+    char key[BERTH_HASH_HEX_LEN + 140];
     int r;
 
     if (!hash || !keyid || strlen(keyid) != BERTH_KEY_ID_LEN)
         return berth_error_set(reterr, -EBADMSG, "the claim lacks pool_hash or keyid");
-    snprintf(key, sizeof(key), "%s/%s", hash, keyid);
-    pk = json_object_get(c->enrolled, key);
-    if (!pk || berth_public_key_from_b64url(json_string_value(pk), pub) < 0)
-        return berth_error_set(reterr, -EBADMSG, "claim by key %s, which is not enrolled in that pool", keyid);
-    r = berth_claim_verify(d, pub, reterr);
+    if (by_broker) {
+        r = berth_claim_verify(d, c->has_broker_key ? c->broker_key : NULL, reterr);
+    } else {
+        snprintf(key, sizeof(key), "%s/%s", hash, keyid);
+        pk = json_object_get(c->enrolled, key);
+        if (!pk || berth_public_key_from_b64url(json_string_value(pk), pub) < 0)
+            return berth_error_set(reterr, -EBADMSG, "claim by key %s, which is not enrolled in that pool", keyid);
+        r = berth_claim_verify(d, pub, reterr);
+    }
     if (r < 0)
         return r;
     placed = ph ? json_object_get(c->placements, ph) : NULL;
     if (!placed || !streq(json_string_value(placed), hash))
         return berth_error_set(reterr, -EBADMSG, "claim of a placement that was not recorded in that pool");
-    {
+    if (version == 2) {
+        const char *run = json_string_value(json_object_get(claim, "run_id"));
+        snprintf(key, sizeof(key), "run:%s", run);
+        if (json_object_get(c->claims, key))
+            return berth_error_set(reterr, -EBADMSG, "run %s was already claimed", run);
+        if (c->projection) {
+            c->n_claims++;
+            c->n_broker_claims += by_broker;
+            c->n_broker_unchecked += by_broker && !c->has_broker_key;
+            return 0;
+        }
+    } else {
         const char *job = json_string_value(json_object_get(claim, "job_id"));
-        char ckey[BERTH_HASH_HEX_LEN + 130];
         if (berth_pool_chain_claimed(c, hash, job))
             return berth_error_set(reterr, -EBADMSG, "job %s was already claimed in that pool", job);
-        snprintf(ckey, sizeof(ckey), "%s/%s", hash, job);
-        if (json_object_set_new(c->claims, ckey, json_true()) < 0)
-            return -ENOMEM;
+        snprintf(key, sizeof(key), "%s/%s", hash, job);
     }
+    if (json_object_set_new(c->claims, key, json_true()) < 0)
+        return -ENOMEM;
     c->n_claims++;
+    if (by_broker) {
+        c->n_broker_claims++;
+        if (!c->has_broker_key)
+            c->n_broker_unchecked++;
+    }
     return 0;
 }
 

@@ -27,7 +27,12 @@
  *   pool.worker_enrolled   a valid self-signed enrolment into a known pool
  *   pool.claim_receipt     a claim signed by a worker enrolled in that pool,
  *                          for a placement recorded in that pool, of a job
- *                          id not claimed in that pool before
+ *                          id not claimed in that pool before (schema 1) or
+ *                          of a run id never claimed before (schema 2,
+ *                          enrol.h); a "broker" claim of schema 2 is
+ *                          signed by the broker's receipt key, checked when
+ *                          the projection has it
+ *                          (berth_pool_chain_set_broker_key())
  *   pool.warm_attached     {pool, slot_id, slot_hash, dispatch_hash, run_id}:
  *                          two equal hashes
  *   pool.warm_quarantine   {pool, slot_id, slot_hash, dispatch_hash, reason}:
@@ -42,6 +47,7 @@
 #define BERTH_POOLCHAIN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -49,6 +55,7 @@
 
 #include "audit.h"
 #include "pool.h"
+#include "sign.h"
 
 struct berth_pool_chain;
 
@@ -97,6 +104,30 @@ const char *berth_pool_chain_placement(const struct berth_pool_chain *c, const c
 
 /** berth_pool_chain_claimed() - whether @job_id was claimed in the pool @pool_hash. */
 bool berth_pool_chain_claimed(const struct berth_pool_chain *c, const char *pool_hash, const char *job_id);
+
+/**
+ * berth_pool_chain_set_broker_key() - check the signatures of the broker's
+ * own claims with @public_key (the broker's receipt public key, from the
+ * verifier's own configuration).  Without it their form is checked, and
+ * they are counted as unchecked.
+ */
+void berth_pool_chain_set_broker_key(struct berth_pool_chain *c, const uint8_t public_key[BERTH_ED25519_PUBLIC_LEN]);
+
+/**
+ * berth_pool_chain_set_projection() - use @c as the running projection of a
+ * broker, not as a verifier: the run ids of claims of schema 2 (one per
+ * job) are not remembered, so that its memory does not grow with the jobs
+ * ever run; every other rule is checked as before.  The journal's jobs
+ * table keeps run ids unique; a verifier (berth_registry_verify(), berthctl
+ * audit verify) remembers them and refuses a run claimed twice.
+ */
+void berth_pool_chain_set_projection(struct berth_pool_chain *c);
+
+/**
+ * berth_pool_chain_broker_claims() - how many claims of the broker's own
+ * were applied, and how many of them without their signature checked.
+ */
+void berth_pool_chain_broker_claims(const struct berth_pool_chain *c, size_t *ret_claims, size_t *ret_unchecked);
 
 /** berth_pool_chain_stats() - events applied, placements and enrolments seen. */
 void berth_pool_chain_stats(const struct berth_pool_chain *c, size_t *ret_events, size_t *ret_placements,

@@ -49,6 +49,7 @@ int berth_registry_open(struct berth_journal *j, struct berth_registry **ret, st
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     }
     reg->j = j;
+    berth_pool_chain_set_projection(reg->chain);
     r = berth_audit_replay(j, berth_pool_chain_check, reg->chain, reterr);
     if (r < 0) {
         berth_registry_free(reg);
@@ -616,6 +617,13 @@ int berth_registry_verify(struct berth_journal *j, const struct berth_audit_key 
                           const struct berth_audit_anchor *anchor, struct berth_verify_report *report,
                           struct berth_error *reterr)
 {
+    return berth_registry_verify_keyed(j, key, anchor, NULL, report, reterr);
+}
+
+int berth_registry_verify_keyed(struct berth_journal *j, const struct berth_audit_key *key,
+                                const struct berth_audit_anchor *anchor, const uint8_t *broker_key,
+                                struct berth_verify_report *report, struct berth_error *reterr)
+{
     _cleanup_chain_ struct berth_pool_chain *chain = NULL;
     struct berth_buf export = BERTH_BUF_INIT(0);
     struct berth_verify_report rep = {0};
@@ -627,6 +635,8 @@ int berth_registry_verify(struct berth_journal *j, const struct berth_audit_key 
         return berth_error_set(reterr, -EINVAL, "invalid argument");
     if (berth_pool_chain_new(&chain) < 0)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if (broker_key)
+        berth_pool_chain_set_broker_key(chain, broker_key);
 
     r = berth_audit_export_checked(j, &export, reterr);
     if (r == 0) {
@@ -669,6 +679,7 @@ int berth_registry_verify(struct berth_journal *j, const struct berth_audit_key 
             goto out;
     }
     berth_pool_chain_stats(chain, NULL, &rep.placements, &rep.enrolments, &rep.claims);
+    berth_pool_chain_broker_claims(chain, &rep.broker_claims, &rep.broker_unchecked);
 out:
     if (report)
         *report = rep;

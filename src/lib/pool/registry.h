@@ -217,6 +217,7 @@ int berth_registry_warm_quarantine(struct berth_registry *reg, const struct bert
 struct berth_verify_report {
     uint64_t events;
     size_t pools, bodies, placements, enrolments, claims;
+    size_t broker_claims, broker_unchecked; /**< claims of the broker's own; of those, signatures not checked */
     uint64_t bad_seq;  /**< first bad event, 0 when the chain verified */
     char head_mac[BERTH_AUDIT_MAC_HEX_LEN + 1]; /**< the last event's mac: with @events, an anchor for next time */
 };
@@ -234,5 +235,15 @@ struct berth_verify_report {
 int berth_registry_verify(struct berth_journal *j, const struct berth_audit_key *key,
                           const struct berth_audit_anchor *anchor, struct berth_verify_report *report,
                           struct berth_error *reterr);
+
+/**
+ * berth_registry_verify_keyed() - berth_registry_verify() that also checks
+ * the signature of every claim of the broker's own (enrol.h) with
+ * @broker_key, the broker's receipt public key (NULL: their form only, and
+ * they are counted in @report's broker_unchecked).
+ */
+int berth_registry_verify_keyed(struct berth_journal *j, const struct berth_audit_key *key,
+                                const struct berth_audit_anchor *anchor, const uint8_t *broker_key,
+                                struct berth_verify_report *report, struct berth_error *reterr);
 
 #endif /* BERTH_REGISTRY_H */
