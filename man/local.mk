@@ -1,5 +1,5 @@
 # man/local.mk -- the manual pages: berthctl(1), berthd.json(5),
-# berth-plugin(7) and berthd(8), in plain roff (man(7) macros).  Each is made from man/NAME.SECTION.in by
+# berth-plugin(7), berthd(8) and berth-worker(8), in plain roff (man(7) macros).  Each is made from man/NAME.SECTION.in by
 # substituting the installation directories, as conf/berthd.service is, so
 # the generated pages are build products: not distributed, cleaned by
 # "make clean", installed into $(mandir)/manN.  A hyphen in a substituted
@@ -7,10 +7,10 @@
 # be copied into a shell.  tests/build/test-manpages.sh lints the pages with
 # groff and checks them against the programs and the parsers.
 
-MAN_PAGES = man/berthctl.1 man/berthd.json.5 man/berth-plugin.7 man/berthd.8
+MAN_PAGES = man/berthctl.1 man/berthd.json.5 man/berth-plugin.7 man/berthd.8 man/berth-worker.8
 nodist_man_MANS = $(MAN_PAGES)
 CLEANFILES += $(MAN_PAGES)
-EXTRA_DIST += man/berthctl.1.in man/berthd.json.5.in man/berth-plugin.7.in man/berthd.8.in \
+EXTRA_DIST += man/berthctl.1.in man/berthd.json.5.in man/berth-plugin.7.in man/berthd.8.in man/berth-worker.8.in \
 	tests/build/test-manpages.sh
 if ENABLE_TESTS
 TESTS += tests/build/test-manpages.sh
@@ -37,3 +37,5 @@ man/berth-plugin.7: man/berth-plugin.7.in Makefile
 	$(AM_V_GEN)$(man_subst) $(srcdir)/man/berth-plugin.7.in >$@.tmp && mv $@.tmp $@
 man/berthd.8: man/berthd.8.in Makefile
 	$(AM_V_GEN)$(man_subst) $(srcdir)/man/berthd.8.in >$@.tmp && mv $@.tmp $@
+man/berth-worker.8: man/berth-worker.8.in Makefile
+	$(AM_V_GEN)$(man_subst) $(srcdir)/man/berth-worker.8.in >$@.tmp && mv $@.tmp $@

@@ -112,7 +112,7 @@ static char *escape(const char *s)
 }
 
 /* Send one request and require @want (or @want2); *@ret the JSON reply. */
-static int call(struct bctl_client *c, const char *method, const char *path, const char *const *headers,
+static int call(struct berth_https *c, const char *method, const char *path, const char *const *headers,
                 const char *type, const char *body, size_t len, long want, long want2, long *ret_status, json_t **ret)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -120,7 +120,7 @@ static int call(struct bctl_client *c, const char *method, const char *path, con
     long status = 0;
     int r;
 
-    if (bctl_client_send(c, method, path, headers, type, body, len, &status, &reply, NULL, NULL, &err) < 0)
+    if (berth_https_send(c, method, path, headers, type, body, len, &status, &reply, NULL, NULL, &err) < 0)
         return bctl_error(VERB, "%s", err.message);
     if (status != want && status != want2) {
         r = bctl_client_fail(VERB, status, reply);
@@ -161,7 +161,7 @@ static bool unchanged(int fd, const struct stat *before)
 }
 
 /* A small file: hash it, then one POST ?digest=. */
-static int put_monolithic(struct bctl_client *c, int fd, const struct stat *st, const char *media,
+static int put_monolithic(struct berth_https *c, int fd, const struct stat *st, const char *media,
                           char digest[BERTH_DIGEST_BUFSZ], long *ret_status, json_t **ret_ref)
 {
     _cleanup_free_ char *buf = malloc(st->st_size ? (size_t)st->st_size : 1), *path = NULL, *emedia = NULL;
@@ -183,12 +183,12 @@ static int put_monolithic(struct bctl_client *c, int fd, const struct stat *st, 
 }
 
 /* Cancel the session @loc, best effort (the broker also drops it when idle). */
-static void cancel(struct bctl_client *c, const char *loc)
+static void cancel(struct berth_https *c, const char *loc)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     long status = 0;
 
-    (void)bctl_client_send(c, "DELETE", loc, NULL, NULL, NULL, 0, &status, NULL, NULL, NULL, &err);
+    (void)berth_https_send(c, "DELETE", loc, NULL, NULL, NULL, 0, &status, NULL, NULL, NULL, &err);
 }
 
 /* A chunk hashed on a thread of its own while it is being sent. */
@@ -210,7 +210,7 @@ static void *hash_chunk(void *arg)
 /* The chunks of a session at @loc, hashed as they go (each while it is
  * sent: the two take about as long), the last one with the commit (so a
  * file of one chunk takes two requests in all). */
-static int put_chunks(struct bctl_client *c, int fd, const struct stat *st, const char *loc, size_t chunk,
+static int put_chunks(struct berth_https *c, int fd, const struct stat *st, const char *loc, size_t chunk,
                       const char *media, char digest[BERTH_DIGEST_BUFSZ], long *ret_status, json_t **ret_ref)
 {
     _cleanup_free_ char *buf = malloc(chunk), *path = NULL, *emedia = escape(media);
@@ -276,7 +276,7 @@ static int put_chunks(struct bctl_client *c, int fd, const struct stat *st, cons
     return call(c, "PUT", path, headers, "application/octet-stream", buf, n, 201, 200, ret_status, ret_ref);
 }
 
-static int do_put(const struct bctl_globals *g, struct bctl_client *c, const char *file, const char *media)
+static int do_put(const struct bctl_globals *g, struct berth_https *c, const char *file, const char *media)
 {
     _cleanup_close_ int fd = -1;
     _cleanup_free_ char *path = NULL;
@@ -365,7 +365,7 @@ static int name_file(int dirfd, int fd, const char *name, bool force)
     return 0;
 }
 
-static int do_get(struct bctl_client *c, const char *digest, const char *out, bool force)
+static int do_get(struct berth_https *c, const char *digest, const char *out, bool force)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_free_ char *dcopy = strdup(out), *bcopy = strdup(out);
@@ -400,7 +400,7 @@ static int do_get(struct bctl_client *c, const char *digest, const char *out, bo
         return bctl_error(VERB, "%s: cannot make an unnamed file there: %s", dir, strerror(errno));
     }
     snprintf(path, sizeof(path), "/v1/evidence/%s", digest);
-    r = bctl_client_download(c, path, fd, OBJECT_MAX, h, &bytes, &status, &error, &err);
+    r = berth_https_download(c, path, fd, OBJECT_MAX, h, &bytes, &status, &error, &err);
     if (r < 0) {
         berth_sha256_free(h);
         return bctl_error(VERB, "%s (nothing was written to %s)", err.message, out);
@@ -437,7 +437,7 @@ static int do_get(struct bctl_client *c, const char *digest, const char *out, bo
 /* ------------------------------------------------------------------------ */
 /* rm and ls                                                                 */
 
-static int do_rm(const struct bctl_globals *g, struct bctl_client *c, const char *digest, const char *reason,
+static int do_rm(const struct bctl_globals *g, struct berth_https *c, const char *digest, const char *reason,
                  const char *owner, const char *scope)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -480,7 +480,7 @@ static void print_object(const json_t *o, bool all)
     fputs("\n", stdout);
 }
 
-static int do_ls(const struct bctl_globals *g, struct bctl_client *c, bool all)
+static int do_ls(const struct bctl_globals *g, struct berth_https *c, bool all)
 {
     _cleanup_json_ json_t *objects = json_array(), *last = NULL;
     _cleanup_free_ char *cursor = NULL;
@@ -568,7 +568,7 @@ int cmd_evidence(struct bctl_globals *g, int argc, char **argv)
     };
     const char *media = "application/octet-stream", *reason = NULL, *owner = NULL, *scope = NULL, *sub;
     _cleanup_free_ char *out = NULL;
-    struct bctl_client *c = NULL;
+    struct berth_https *c = NULL;
     bool force = false, all = false, want_arg;
     int ch, r;
 
@@ -629,6 +629,6 @@ int cmd_evidence(struct bctl_globals *g, int argc, char **argv)
         r = do_rm(g, c, argv[optind + 1], reason, owner, scope);
     else
         r = do_ls(g, c, all);
-    bctl_client_free(c);
+    berth_https_free(c);
     return r;
 }

@@ -56,7 +56,7 @@ static int print_cache(const json_t *b, bool prune)
 int cmd_image_cache(const struct bctl_globals *g, const char *action)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    struct bctl_client *c = NULL;
+    struct berth_https *c = NULL;
     json_t *body = NULL;
     long status = 0;
     bool prune;
@@ -67,7 +67,7 @@ int cmd_image_cache(const struct bctl_globals *g, const char *action)
     prune = streq(action, "prune");
     if ((r = bctl_client_open(g, VERB, &c)) != BCTL_EXIT_OK)
         return r;
-    if (bctl_client_request(c, prune ? "POST" : "GET", prune ? "/v1/images/cache/prune" : "/v1/images/cache", "", 0,
+    if (berth_https_request(c, prune ? "POST" : "GET", prune ? "/v1/images/cache/prune" : "/v1/images/cache", "", 0,
                             &status, &body, NULL, NULL, &err) < 0)
         r = bctl_error(VERB, "%s", err.message);
     else if (status != 200)
@@ -77,6 +77,6 @@ int cmd_image_cache(const struct bctl_globals *g, const char *action)
     else
         r = g->json ? bctl_print_json(VERB, body, true) : print_cache(body, prune);
     json_decref(body);
-    bctl_client_free(c);
+    berth_https_free(c);
     return r;
 }

@@ -95,14 +95,14 @@ static int verify_failed(const char *verb, const char *what, const struct berth_
 /* Verify a receipt envelope against the pinned key and check that it is the
  * receipt of job @id (a broker must not answer with another job's receipt,
  * however validly signed). */
-static int check_receipt(struct bctl_client *c, const char *verb, const json_t *receipt, const struct berth_job *job,
+static int check_receipt(struct berth_https *c, const char *verb, const json_t *receipt, const struct berth_job *job,
                          const char *id)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     const json_t *body = NULL;
     const char *got;
 
-    if (berth_receipt_verify(receipt, bctl_client_broker_key(c), job, &body, &err) < 0)
+    if (berth_receipt_verify(receipt, berth_https_broker_key(c), job, &body, &err) < 0)
         return verify_failed(verb, "receipt", &err);
     got = json_string_value(json_object_get(body, "job_id"));
     if (!streq(got, id)) {
@@ -121,14 +121,14 @@ static int job_id_ok(const char *verb, const char *id)
 }
 
 /* GET @path, requiring @want (or @want2) as status; *@ret the JSON body. */
-static int get(struct bctl_client *c, const char *verb, const char *path, long want, long want2, long *ret_status,
+static int get(struct berth_https *c, const char *verb, const char *path, long want, long want2, long *ret_status,
                json_t **ret)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     long status = 0;
     json_t *body = NULL;
 
-    if (bctl_client_request(c, "GET", path, NULL, 0, &status, &body, NULL, NULL, &err) < 0)
+    if (berth_https_request(c, "GET", path, NULL, 0, &status, &body, NULL, NULL, &err) < 0)
         return bctl_error(verb, "%s", err.message);
     if (status != want && status != want2) {
         int r = bctl_client_fail(verb, status, body);
@@ -165,7 +165,7 @@ static int write_b64(FILE *out, const json_t *v)
 
 /* Fetch and verify the final result of @id (binding it to its receipt and,
  * when known, to @job); 1 with nothing in *@ret while it is still pending. */
-static int fetch_result(struct bctl_client *c, const char *verb, const char *id, const struct berth_job *job,
+static int fetch_result(struct berth_https *c, const char *verb, const char *id, const struct berth_job *job,
                         int64_t wait_ns, json_t **ret_result, json_t **ret_receipt, char ret_state[32])
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -178,9 +178,9 @@ static int fetch_result(struct bctl_client *c, const char *verb, const char *id,
         snprintf(path, sizeof(path), "/v1/jobs/%s/result?wait_ns=%lld", id, (long long)wait_ns);
     else
         snprintf(path, sizeof(path), "/v1/jobs/%s/result", id);
-    bctl_client_set_wait(c, wait_ns);
+    berth_https_set_wait(c, wait_ns);
     r = get(c, verb, path, 200, 202, &status, &result);
-    bctl_client_set_wait(c, 0);
+    berth_https_set_wait(c, 0);
     if (r != BCTL_EXIT_OK)
         return r;
     if (status == 202) {
@@ -201,7 +201,7 @@ static int fetch_result(struct bctl_client *c, const char *verb, const char *id,
         json_decref(receipt);
         return r;
     }
-    if (berth_result_verify(result, bctl_client_broker_key(c), job, receipt, NULL, &err) < 0) {
+    if (berth_result_verify(result, berth_https_broker_key(c), job, receipt, NULL, &err) < 0) {
         json_decref(result);
         json_decref(receipt);
         return verify_failed(verb, "result", &err);
@@ -211,7 +211,7 @@ static int fetch_result(struct bctl_client *c, const char *verb, const char *id,
     return BCTL_EXIT_OK;
 }
 
-static int wait_result(const struct bctl_globals *g, struct bctl_client *c, const char *verb, const char *id,
+static int wait_result(const struct bctl_globals *g, struct berth_https *c, const char *verb, const char *id,
                        const struct berth_job *job, long timeout_s)
 {
     int64_t deadline = berth_deadline_ns(CLOCK_MONOTONIC, (int64_t)timeout_s * BERTH_NS_PER_SEC);
@@ -284,7 +284,7 @@ static int parse_timeout(const char *verb, const char *arg, long *ret)
     return BCTL_EXIT_OK;
 }
 
-static int do_submit(const struct bctl_globals *g, struct bctl_client *c, const char *verb, const char *file, bool wait,
+static int do_submit(const struct bctl_globals *g, struct berth_https *c, const char *verb, const char *file, bool wait,
                      long timeout_s)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -299,7 +299,7 @@ static int do_submit(const struct bctl_globals *g, struct bctl_client *c, const 
         return bctl_error(verb, "%s: %s", bctl_input_name(file), err.message);
     if (berth_job_parse(text, len, &job, &err) < 0)
         return bctl_error(verb, "%s: %s", bctl_input_name(file), err.message);
-    if (bctl_client_request(c, "POST", "/v1/jobs", text, len, &status, &reply, NULL, NULL, &err) < 0) {
+    if (berth_https_request(c, "POST", "/v1/jobs", text, len, &status, &reply, NULL, NULL, &err) < 0) {
         berth_job_free(job);
         return bctl_error(verb, "%s", err.message);
     }
@@ -320,7 +320,7 @@ static int do_submit(const struct bctl_globals *g, struct bctl_client *c, const 
     return r;
 }
 
-static int do_inspect(const struct bctl_globals *g, struct bctl_client *c, const char *verb, const char *id)
+static int do_inspect(const struct bctl_globals *g, struct berth_https *c, const char *verb, const char *id)
 {
     char path[256];
     json_t *view = NULL;
@@ -335,7 +335,7 @@ static int do_inspect(const struct bctl_globals *g, struct bctl_client *c, const
     return r;
 }
 
-static int do_cancel(const struct bctl_globals *g, struct bctl_client *c, const char *verb, const char *id)
+static int do_cancel(const struct bctl_globals *g, struct berth_https *c, const char *verb, const char *id)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     char path[256];
@@ -344,7 +344,7 @@ static int do_cancel(const struct bctl_globals *g, struct bctl_client *c, const 
     int r;
 
     snprintf(path, sizeof(path), "/v1/jobs/%s/cancel", id);
-    if (bctl_client_request(c, "POST", path, "", 0, &status, &body, NULL, NULL, &err) < 0)
+    if (berth_https_request(c, "POST", path, "", 0, &status, &body, NULL, NULL, &err) < 0)
         return bctl_error(verb, "%s", err.message);
     r = status == 202 ? print(g, verb, body) : bctl_client_fail(verb, status, body);
     json_decref(body);
@@ -385,7 +385,7 @@ static int write_b64_out(const char *verb, int dirfd, const char *dir, const cha
  * temporary file of DIR/outputs (@dirfd) and checked against the digest
  * and size the result names; @ret (n entries) keeps them for
  * publish_outputs().  Nothing is published here. */
-static int fetch_outputs(struct bctl_client *c, const char *verb, const char *id, const json_t *body, int dirfd,
+static int fetch_outputs(struct berth_https *c, const char *verb, const char *id, const json_t *body, int dirfd,
                          const char *dir, struct berth_publish *ret)
 {
     const json_t *o;
@@ -407,7 +407,7 @@ static int fetch_outputs(struct bctl_client *c, const char *verb, const char *id
         if (berth_publish_begin(dirfd, oid, &ret[i], &err) < 0)
             return bctl_error(verb, "%s/outputs/%s: %s", dir, oid, err.message);
         snprintf(path, sizeof(path), "/v1/jobs/%s/outputs/%s", id, oid);
-        if (bctl_client_download(c, path, ret[i].fd, size, NULL, &got, &status, &reply, &err) < 0)
+        if (berth_https_download(c, path, ret[i].fd, size, NULL, &got, &status, &reply, &err) < 0)
             return bctl_error(verb, "output %s: %s", oid, err.message);
         if (status != 200) {
             r = bctl_client_fail(verb, status, reply);
@@ -441,7 +441,7 @@ static int publish_outputs(const char *verb, const char *dir, struct berth_publi
     return r;
 }
 
-static int do_collect(const struct bctl_globals *g, struct bctl_client *c, const char *verb, const char *id,
+static int do_collect(const struct bctl_globals *g, struct berth_https *c, const char *verb, const char *id,
                       const char *out)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -512,7 +512,7 @@ done:
     return r;
 }
 
-static int do_capabilities(const struct bctl_globals *g, struct bctl_client *c, const char *verb)
+static int do_capabilities(const struct bctl_globals *g, struct berth_https *c, const char *verb)
 {
     json_t *body = NULL;
     int r;
@@ -537,7 +537,7 @@ int cmd_job(struct bctl_globals *g, int argc, char **argv)
     };
     const char *verb = argv[0] + strlen("berthctl ");
     _cleanup_free_ char *out = NULL;
-    struct bctl_client *c = NULL;
+    struct berth_https *c = NULL;
     bool wait = false, submit = streq(verb, "submit"), caps = streq(verb, "capabilities");
     long timeout_s = DEFAULT_WAIT_SECONDS;
     int ch, r;
@@ -590,6 +590,6 @@ int cmd_job(struct bctl_globals *g, int argc, char **argv)
         r = do_cancel(g, c, verb, argv[optind]);
     else
         r = do_collect(g, c, verb, argv[optind], out);
-    bctl_client_free(c);
+    berth_https_free(c);
     return r;
 }

@@ -116,14 +116,14 @@ static int print_stats(const json_t *b)
 static int do_stats(const struct bctl_globals *g)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    struct bctl_client *c = NULL;
+    struct berth_https *c = NULL;
     json_t *body = NULL;
     long status = 0;
     int r;
 
     if ((r = bctl_client_open(g, VERB, &c)) != BCTL_EXIT_OK)
         return r;
-    if (bctl_client_request(c, "GET", "/v1/journal/stats", NULL, 0, &status, &body, NULL, NULL, &err) < 0)
+    if (berth_https_request(c, "GET", "/v1/journal/stats", NULL, 0, &status, &body, NULL, NULL, &err) < 0)
         r = bctl_error(VERB, "%s", err.message);
     else if (status != 200)
         r = bctl_client_fail(VERB, status, body);
@@ -132,7 +132,7 @@ static int do_stats(const struct bctl_globals *g)
     else
         r = g->json ? bctl_print_json(VERB, body, true) : print_stats(body);
     json_decref(body);
-    bctl_client_free(c);
+    berth_https_free(c);
     return r;
 }
 

@@ -82,7 +82,7 @@ static void help(FILE *out)
 static int do_remote(struct bctl_globals *g, const char *sub, const char *arg)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    struct bctl_client *c = NULL;
+    struct berth_https *c = NULL;
     _cleanup_free_ char *text = NULL;
     json_t *body = NULL;
     char path[128];
@@ -97,12 +97,12 @@ static int do_remote(struct bctl_globals *g, const char *sub, const char *arg)
     if ((r = bctl_client_open(g, VERB, &c)) != BCTL_EXIT_OK)
         return r;
     if (streq(sub, "register"))
-        r = bctl_client_request(c, "POST", "/v1/pools", text, len, &status, &body, NULL, NULL, &err);
+        r = berth_https_request(c, "POST", "/v1/pools", text, len, &status, &body, NULL, NULL, &err);
     else if (streq(sub, "list"))
-        r = bctl_client_request(c, "GET", "/v1/pools", NULL, 0, &status, &body, NULL, NULL, &err);
+        r = berth_https_request(c, "GET", "/v1/pools", NULL, 0, &status, &body, NULL, NULL, &err);
     else {
         snprintf(path, sizeof(path), "/v1/pools/%s", arg);
-        r = bctl_client_request(c, "GET", path, NULL, 0, &status, &body, NULL, NULL, &err);
+        r = berth_https_request(c, "GET", path, NULL, 0, &status, &body, NULL, NULL, &err);
     }
     if (r < 0)
         r = bctl_error(VERB, "%s", err.message);
@@ -111,7 +111,7 @@ static int do_remote(struct bctl_globals *g, const char *sub, const char *arg)
     else
         r = bctl_print_json(VERB, body, g->json);
     json_decref(body);
-    bctl_client_free(c);
+    berth_https_free(c);
     return r;
 }
 

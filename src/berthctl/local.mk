@@ -1,3 +1,9 @@
+# The HTTPS client berthctl and berth-worker share (src/client/https.h):
+# libcurl; not part of libberth, which does no network I/O.
+noinst_LTLIBRARIES += src/client/libberth-https.la
+src_client_libberth_https_la_SOURCES = src/client/https.c src/client/https.h
+src_client_libberth_https_la_CFLAGS = $(BERTH_CORE_CFLAGS) $(LIBCURL_CFLAGS)
+
 # src/berthctl/local.mk -- berthctl, the client and offline toolbox
 # (included by Makefile.am).
 
@@ -29,10 +35,10 @@ BERTHCTL_DEVINIT_SOURCES = \
 	src/berthctl/devinit/target.c \
 	src/berthctl/devinit/write.c
 # The verbs' folders (devinit/) include berthctl's headers by bare name.
-src_berthctl_berthctl_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/berthctl
+src_berthctl_berthctl_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/berthctl -I$(top_srcdir)/src/client
 src_berthctl_berthctl_CFLAGS = $(BERTH_CORE_CFLAGS) $(LIBCURL_CFLAGS) \
 	-DBERTH_PROBE_PATH=\"$(pkglibexecdir)/berth-probe\"
-src_berthctl_berthctl_LDADD = $(BERTH_CORE_LIBS) $(OPENSSL_LIBS) $(LIBCURL_LIBS)
+src_berthctl_berthctl_LDADD = src/client/libberth-https.la $(BERTH_CORE_LIBS) $(OPENSSL_LIBS) $(LIBCURL_LIBS)
 if BERTH_PLUGIN_IMAGE_OCI_LOCAL
 src_berthctl_berthctl_SOURCES += src/berthctl/cmd-image.c src/berthctl/cmd-image-cache.c
 src_berthctl_berthctl_CFLAGS += -DBERTH_WITH_IMAGE $(IMAGE_CFLAGS)

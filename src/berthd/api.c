@@ -300,6 +300,12 @@ static bool pool_register_handler(struct request *rq, struct berth_reply *r)
     return true;
 }
 
+static bool worker_enrol_handler(struct request *rq, struct berth_reply *r)
+{
+    berth_broker_worker_enrol(rq->srv->broker, rq->fp, rq->in->body, rq->in->body_len, r);
+    return true;
+}
+
 static bool pool_show_handler(struct request *rq, struct berth_reply *r)
 {
     berth_broker_pool_show(rq->srv->broker, rq->fp, rq->param, r);
@@ -396,6 +402,7 @@ static const struct route routes[] = {
     {BERTHD_HTTP_GET, "/v1/pools", pool_list_handler},
     {BERTHD_HTTP_POST, "/v1/pools", pool_register_handler},
     {BERTHD_HTTP_GET, "/v1/pools/{pool}", pool_show_handler},
+    {BERTHD_HTTP_POST, "/v1/workers/enrolments", worker_enrol_handler},
     {BERTHD_HTTP_GET, "/v1/audit", audit_handler},
     {BERTHD_HTTP_GET, "/v1/journal/stats", journal_stats_handler},
     {BERTHD_HTTP_GET, "/v1/images/cache", root_cache_handler},

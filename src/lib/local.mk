@@ -90,6 +90,7 @@ BERTH_BROKER_SOURCES = \
 	src/lib/broker/broker-sweep.c \
 	src/lib/broker/broker-warm.c \
 	src/lib/broker/broker-worker.c \
+	src/lib/broker/broker-remote.c \
 	src/lib/broker/broker-dispatch.c \
 	src/lib/broker/broker-starts.c \
 	src/lib/broker/broker-serial.c \

@@ -45,6 +45,7 @@ libexec/berth/berth-contained
 libexec/berth/berth-oci-shim
 libexec/berth/berth-slot-init
 libexec/berth/berth-probe
+sbin/berth-worker
 sbin/berthd
 share/berth/examples/backends.json
 share/berth/examples/berthd.json
@@ -61,9 +62,11 @@ share/doc/berth/evidence-sqlite.md
 share/doc/berth/images.md
 share/doc/berth/runtime-oci.md
 share/doc/berth/warm-slots.md
+share/doc/berth/workers.md
 share/man/man1/berthctl.1
 share/man/man5/berthd.json.5
 share/man/man7/berth-plugin.7
+share/man/man8/berth-worker.8
 share/man/man8/berthd.8'
 
 actual=$(cd "$root" && find . \( -type f -o -type l \) | sed 's|^\./||' | LC_ALL=C sort)
@@ -80,8 +83,8 @@ fi
 outside=$(cd "$dest" && find . \( -type f -o -type l \) | sed 's|^\.||' | grep -v "^$prefix/" || :)
 [ -z "$outside" ] || fail "installed outside $prefix: $outside"
 
-for f in bin/berthctl sbin/berthd libexec/berth/berth-oci-shim libexec/berth/berth-slot-init libexec/berth/berth-probe \
-    libexec/berth/berth-contained lib/berth/plugins/runtime-oci.so lib/berth/plugins/image-oci-local.so \
+for f in bin/berthctl sbin/berthd sbin/berth-worker libexec/berth/berth-oci-shim libexec/berth/berth-slot-init \
+    libexec/berth/berth-probe libexec/berth/berth-contained lib/berth/plugins/runtime-oci.so lib/berth/plugins/image-oci-local.so \
     lib/berth/plugins/evidence-sqlite.so lib/berth/plugins/containment-systemd.so; do
     [ -x "$root/$f" ] || fail "$f is not executable"
 done
@@ -98,8 +101,8 @@ grep -qx "ExecStart=$prefix/libexec/berth/berth-contained %i" "$root/lib/systemd
     fail "berth-job@.service does not run $prefix/libexec/berth/berth-contained"
 # Exports: the dynamic symbol table of each installed ELF object, defined
 # symbols only.
-for f in bin/berthctl sbin/berthd libexec/berth/berth-oci-shim libexec/berth/berth-slot-init libexec/berth/berth-probe \
-    libexec/berth/berth-contained lib/berth/plugins/runtime-oci.so lib/berth/plugins/image-oci-local.so \
+for f in bin/berthctl sbin/berthd sbin/berth-worker libexec/berth/berth-oci-shim libexec/berth/berth-slot-init \
+    libexec/berth/berth-probe libexec/berth/berth-contained lib/berth/plugins/runtime-oci.so lib/berth/plugins/image-oci-local.so \
     lib/berth/plugins/evidence-sqlite.so lib/berth/plugins/containment-systemd.so; do
     if readelf -d "$root/$f" 2>/dev/null | grep -q 'NEEDED.*libberth'; then
         fail "$f needs a shared libberth: $(readelf -d "$root/$f" | grep NEEDED | grep libberth)"

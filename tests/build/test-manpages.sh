@@ -9,7 +9,7 @@
 # (read from the C arrays, so neither side can drift unnoticed).
 set -eu
 
-: "${BERTH_TOP_SRCDIR:?}" "${BERTH_TOP_BUILDDIR:?}" "${BERTHCTL:?}" "${BERTHD:?}"
+: "${BERTH_TOP_SRCDIR:?}" "${BERTH_TOP_BUILDDIR:?}" "${BERTHCTL:?}" "${BERTHD:?}" "${BERTH_WORKER:?}"
 . "$BERTH_TOP_SRCDIR/tests/require-tool.sh"
 require_tool groff groff-base
 require_tool tbl groff-base
@@ -21,7 +21,7 @@ fail() {
     failures=$((failures + 1))
 }
 
-PAGES="berthctl.1 berthd.json.5 berth-plugin.7 berthd.8"
+PAGES="berthctl.1 berthd.json.5 berth-plugin.7 berthd.8 berth-worker.8"
 MAN="$BERTH_TOP_BUILDDIR/man"
 SRC="$BERTH_TOP_SRCDIR"
 
@@ -197,24 +197,40 @@ if [ -f "$page" ]; then
         mentions "$TMP/global" "$opt" || fail "berthctl.1: $opt (from berthctl --help) is not in GLOBAL OPTIONS"
     done <"$TMP/options"
 
-    # The client configuration (src/berthctl/client.c).
-    c_array "$SRC/src/berthctl/client.c" config_members >"$TMP/expected"
+    # The client configuration (src/client/https.c).
+    c_array "$SRC/src/client/https.c" config_members >"$TMP/expected"
     tags "$page" SH "CLIENT CONFIGURATION" >"$TMP/found"
     same_set "berthctl.1 CLIENT CONFIGURATION" "$TMP/expected" "$TMP/found"
 fi
 
 # --- berthd(8): every option of the built berthd ----------------------------
 
+# page_options PAGE PROGRAM: the OPTIONS section of PAGE documents exactly
+# the options PROGRAM --help prints.
+page_options() {
+    "$2" --help >"$TMP/help"
+    options "$TMP/help" >"$TMP/expected"
+    tag_lines "$MAN/$1" SH OPTIONS | grep -oE -- '(^|[^A-Za-z0-9-])--?[A-Za-z][a-z0-9-]*' |
+        sed 's/^[^-]*//' >"$TMP/found"
+    same_set "$1 OPTIONS vs $(basename "$2") --help" "$TMP/expected" "$TMP/found"
+}
+
 page="$MAN/berthd.8"
 if [ -f "$page" ]; then
-    "$BERTHD" --help >"$TMP/help"
-    options "$TMP/help" >"$TMP/expected"
-    tag_lines "$page" SH OPTIONS | grep -oE -- '(^|[^A-Za-z0-9-])--?[A-Za-z][a-z0-9-]*' |
-        sed 's/^[^-]*//' >"$TMP/found"
-    same_set "berthd.8 OPTIONS vs berthd --help" "$TMP/expected" "$TMP/found"
+    page_options berthd.8 "$BERTHD"
     for sig in SIGTERM SIGINT SIGHUP; do
         grep -q "$sig" "$page" || fail "berthd.8: $sig is not described"
     done
+fi
+
+# --- berth-worker(8): every option, and the configuration's members --------
+
+page="$MAN/berth-worker.8"
+if [ -f "$page" ]; then
+    page_options berth-worker.8 "$BERTH_WORKER"
+    c_array "$SRC/src/worker/config.c" members >"$TMP/expected"
+    tags "$page" SH CONFIGURATION >"$TMP/found"
+    same_set "berth-worker.8 CONFIGURATION vs src/worker/config.c" "$TMP/expected" "$TMP/found"
 fi
 
 # --- berthd.json(5): the member lists of the parsers ------------------------

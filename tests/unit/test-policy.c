@@ -45,7 +45,8 @@ static void refused(const char *doc, const char *needle)
 
 START_TEST(lookup)
 {
-    struct berth_policy *p = parse_ok(POLICY(SUBJECT("alice", FP_A, ",\"admin\":true") "," SUBJECT("bob", FP_B, "")));
+    struct berth_policy *p = parse_ok(
+        POLICY(SUBJECT("alice", FP_A, ",\"admin\":true,\"serves\":[\"sample\"]") "," SUBJECT("bob", FP_B, "")));
     const struct berth_subject *s;
     const char *why = NULL;
 
@@ -59,10 +60,13 @@ START_TEST(lookup)
     ck_assert(berth_subject_allows_image(s, SAMPLE_IMAGE));
     ck_assert(
         !berth_subject_allows_image(s, "sha256:0000000000000000000000000000000000000000000000000000000000000000"));
+    ck_assert(berth_subject_serves_pool(s, "sample")); /* a worker of pool sample */
+    ck_assert(!berth_subject_serves_pool(s, "other"));
     s = berth_policy_subject(p, FP_B, 2000, &why);
     ck_assert_ptr_nonnull(s);
     ck_assert_str_eq(s->principal, "bob");
     ck_assert(!s->admin);
+    ck_assert(!berth_subject_serves_pool(s, "sample")); /* no "serves": no worker */
     ck_assert_int_eq(s->limits.pids, 64);
     /* Unknown fingerprint and outside the subject's interval. */
     ck_assert_ptr_null(
@@ -144,6 +148,8 @@ START_TEST(refusals)
     refused(POLICY(SUBJECT_POOLS("[\"sample\",\"a@b\"]")), "policy.subjects[0].pools[1] is not valid");
     refused(POLICY(SUBJECT_POOLS("[\"..\"]")), "policy.subjects[0].pools[0] is not valid");
     refused(POLICY(SUBJECT("alice", FP_A, ",\"admin\":\"yes\"")), "admin must be true or false");
+    refused(POLICY(SUBJECT("alice", FP_A, ",\"serves\":[\"Sample\"]")), "policy.subjects[0].serves[0] is not valid");
+    refused(POLICY(SUBJECT("alice", FP_A, ",\"serves\":\"sample\"")), "policy.subjects[0].serves must be an array");
     refused(POLICY(SUBJECT("alice", FP_A, ",\"role\":\"root\"")), "unknown member \"role\"");
     refused("{\"schema_version\":1,\"not_before\":\"1000\",\"not_after\":\"4000\",\"subjects\":[" SUBJECT("alice", FP_A,
                                                                                                           "") "]}",

@@ -320,7 +320,7 @@ static int self_check(const struct plan *p, struct berth_error *reterr)
         berth_error_prefix(reterr, "%s would not be valid", berthd->rel);
         return r;
     }
-    if ((r = berth_json_parse(client->data, client->len, BCTL_CLIENT_CONFIG_MAX, &client_doc, reterr)) < 0) {
+    if ((r = berth_json_parse(client->data, client->len, BERTH_HTTPS_CONFIG_MAX, &client_doc, reterr)) < 0) {
         berth_error_prefix(reterr, "%s would not be valid", client->rel);
         return r;
     }

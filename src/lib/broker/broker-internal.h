@@ -282,6 +282,9 @@ void broker_result_recorded(struct berth_broker *b, const struct berth_job_recor
 int broker_reconcile_job(struct berth_broker *b, struct berth_job_record *rec, int64_t now, const char *fault,
                          struct berth_pass_stats *stats, struct berth_error *reterr);
 
+/* Fill @reply with a success: @status and @body (consumed; NULL: 500, out of memory). */
+void broker_succeed(struct berth_reply *reply, int status, json_t *body);
+
 /* Fill @reply with an error. */
 void broker_fail(struct berth_reply *reply, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

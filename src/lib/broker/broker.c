@@ -46,7 +46,7 @@ void broker_fail(struct berth_reply *reply, int status, const char *code, const 
     va_end(ap);
 }
 
-static void succeed(struct berth_reply *reply, int status, json_t *body)
+void broker_succeed(struct berth_reply *reply, int status, json_t *body)
 {
     json_decref(reply->body);
     reply->body = body;
@@ -343,7 +343,7 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, const 
     }
     if (r == 0) {
         if (streq(old.job_digest, job->digest))
-            succeed(&s->reply, 200, stored_json(old.receipt));
+            broker_succeed(&s->reply, 200, stored_json(old.receipt));
         else
             broker_fail(&s->reply, 409, "conflict", "job %s was already submitted with another digest (%s)", job->id,
                         old.job_digest);
@@ -473,7 +473,7 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, const 
         broker_journal_failed(b, r, err, &s->reply, "the job could not be recorded");
         goto out;
     }
-    succeed(&s->reply, 201, json_incref(receipt));
+    broker_succeed(&s->reply, 201, json_incref(receipt));
     /* Logged by berth_broker_submit_batch() once the commit succeeded. */
     snprintf(s->note, sizeof(s->note), "job %s run %s of %s: accepted on backend %s, deadline in %lld ms", job->id,
              run_id, caller.subject->principal, be->name, (long long)((rp.deadline - now) / 1000000));
@@ -642,7 +642,7 @@ void berth_broker_inspect(struct berth_broker *b, const char *fingerprint, const
 
     pthread_mutex_lock(&b->lock);
     if (broker_find_job(b, fingerprint, job_id, &caller, &rec, reply) == 0)
-        succeed(reply, 200, job_view(&rec));
+        broker_succeed(reply, 200, job_view(&rec));
     pthread_mutex_unlock(&b->lock);
     berth_job_record_clear(&rec);
     broker_caller_clear(&caller);
@@ -688,7 +688,7 @@ void berth_broker_cancel(struct berth_broker *b, const char *fingerprint, const 
     pthread_mutex_lock(&b->lock);
     if (broker_find_job(b, fingerprint, job_id, &caller, &rec, reply) == 0) {
         if (berth_job_state_terminal(rec.state) || rec.cancel_requested) {
-            succeed(reply, 202,
+            broker_succeed(reply, 202,
                     json_pack("{s:s, s:s, s:b}", "id", rec.job_id, "state", berth_job_state_names[rec.state],
                               "cancel_requested", rec.cancel_requested));
         } else if ((r = berth_now_ns(CLOCK_REALTIME, &now, &err)) < 0 ||
@@ -700,7 +700,7 @@ void berth_broker_cancel(struct berth_broker *b, const char *fingerprint, const 
         } else {
             berth_logf(b->p.logger, BERTH_LOG_NOTICE, "job %s run %s of %s: cancellation requested in state %s",
                        rec.job_id, rec.run_id, rec.principal, berth_job_state_names[rec.state]);
-            succeed(reply, 202,
+            broker_succeed(reply, 202,
                     json_pack("{s:s, s:s, s:b}", "id", rec.job_id, "state", berth_job_state_names[rec.state],
                               "cancel_requested", 1));
             /* The worker stops it now, not at its next reconcile pass. */
@@ -724,9 +724,9 @@ void berth_broker_result(struct berth_broker *b, const char *fingerprint, const 
     pthread_mutex_lock(&b->lock);
     if (broker_find_job(b, fingerprint, job_id, &caller, &rec, reply) == 0) {
         if (berth_job_state_terminal(rec.state) && rec.result)
-            succeed(reply, 200, stored_json(rec.result));
+            broker_succeed(reply, 200, stored_json(rec.result));
         else
-            succeed(reply, 202, json_pack("{s:s, s:s}", "id", rec.job_id, "state", berth_job_state_names[rec.state]));
+            broker_succeed(reply, 202, json_pack("{s:s, s:s}", "id", rec.job_id, "state", berth_job_state_names[rec.state]));
     }
     pthread_mutex_unlock(&b->lock);
     berth_job_record_clear(&rec);
@@ -743,7 +743,7 @@ void berth_broker_capabilities(struct berth_broker *b, const char *fingerprint, 
     if (broker_authenticate(b, fingerprint, &caller, reply) == 0) {
         l = &caller.subject->limits;
         berth_public_key_to_b64url(berth_signing_key_public(b->p.key), pub);
-        succeed(reply, 200,
+        broker_succeed(reply, 200,
                 json_pack("{s:i, s:s, s:s, s:s, s:s, s:O, s:O, s:O, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:O, s:b}",
                           "schema_version", 1, "broker", b->p.name, "key_id", berth_signing_key_id(b->p.key),
                           "public_key", pub, "principal", caller.subject->principal, "scope", caller.subject->scope,
@@ -806,7 +806,7 @@ void berth_broker_pool_register(struct berth_broker *b, const char *fingerprint,
     if (outcome != BERTH_REGISTER_UNCHANGED)
         berth_logf(b->p.logger, BERTH_LOG_NOTICE, "pool %s %s by %s: %s", pool->name, outcomes[outcome],
                    caller.subject->principal, pool->pool_hash);
-    succeed(
+    broker_succeed(
         reply, outcome == BERTH_REGISTER_UNCHANGED ? 200 : 201,
         json_pack("{s:s, s:s, s:s}", "name", pool->name, "pool_hash", pool->pool_hash, "outcome", outcomes[outcome]));
 out:
@@ -876,10 +876,10 @@ void berth_broker_pool_list(struct berth_broker *b, const char *fingerprint, str
             if ((caller.subject->admin || berth_subject_allows_pool(caller.subject, p->name)) &&
                 json_array_append_new(list, pool_summary(p)) < 0) {
                 json_decref(list);
-                list = NULL; /* an incomplete list would be an answer: succeed() replies 500 */
+                list = NULL; /* an incomplete list would be an answer: broker_succeed() replies 500 */
             }
         }
-        succeed(reply, 200, list ? json_pack("{s:o}", "pools", list) : NULL);
+        broker_succeed(reply, 200, list ? json_pack("{s:o}", "pools", list) : NULL);
     }
     pthread_mutex_unlock(&b->lock);
     broker_caller_clear(&caller);
@@ -896,7 +896,9 @@ void berth_broker_pool_show(struct berth_broker *b, const char *fingerprint, con
 
     pthread_mutex_lock(&b->lock);
     if (broker_authenticate(b, fingerprint, &caller, reply) == 0) {
-        if (!caller.subject->admin && !berth_subject_allows_pool(caller.subject, name)) {
+        /* A worker reads the pools it serves (it enrols into their manifests). */
+        if (!caller.subject->admin && !berth_subject_allows_pool(caller.subject, name) &&
+            !berth_subject_serves_pool(caller.subject, name)) {
             broker_fail(reply, 404, "not_found", "no pool %s", name);
         } else if ((r = berth_registry_get(b->reg, name, &pool, &err)) == -ENOENT) {
             broker_fail(reply, 404, "not_found", "no pool %s", name);
@@ -908,10 +910,10 @@ void berth_broker_pool_show(struct berth_broker *b, const char *fingerprint, con
             if (doc && (json_object_set_new(doc, "pool_hash", json_string(pool->pool_hash)) < 0 ||
                         (warm && json_object_set_new(doc, "warm", TAKE_PTR(warm)) < 0))) {
                 json_decref(doc);
-                doc = NULL; /* succeed() replies 500 */
+                doc = NULL; /* broker_succeed() replies 500 */
             }
             json_decref(warm);
-            succeed(reply, 200, doc);
+            broker_succeed(reply, 200, doc);
         }
     }
     pthread_mutex_unlock(&b->lock);

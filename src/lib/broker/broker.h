@@ -501,6 +501,21 @@ void berth_broker_pool_show(struct berth_broker *b, const char *fingerprint, con
                             struct berth_reply *reply);
 
 /**
+ * berth_broker_worker_enrol() - a remote worker's enrolment
+ * (docs/workers.md): @body is its own signed {"enrolment", "signature"}
+ * (enrol.h, at most 16 KiB).  The caller must be a subject that "serves"
+ * pools (policy.h), the enrolment's worker_name its principal, its
+ * pool_hash the current manifest of an active pool the caller serves; it
+ * is recorded as pool.worker_enrolled and holds until that pool's manifest
+ * changes.  201 {"worker", "pool", "pool_hash", "keyid"}; 400 malformed
+ * (not JSON, or the signature does not verify); 403 not_a_worker or
+ * denied; 409 stale_pool (no active pool has that manifest now); 413; 503
+ * (the journal, or a full state filesystem).
+ */
+void berth_broker_worker_enrol(struct berth_broker *b, const char *fingerprint, const char *body, size_t len,
+                               struct berth_reply *reply);
+
+/**
  * berth_broker_audit() - admin only: the audit events after sequence
  * @after, as canonical JSON lines in @reply->text (at most @max_events);
  * 403.

@@ -19,8 +19,8 @@
 static const char *const policy_members[] = {"not_after", "not_before", "schema_version", "subjects", "unlisted_clients",
                                              NULL};
 static const char *const subject_members[] = {
-    "admin",  "evidence_quota", "fingerprints", "images", "limits", "not_after", "not_before", "pools", "principal",
-    "scope",  NULL,
+    "admin", "evidence_quota", "fingerprints", "images", "limits", "not_after", "not_before", "pools", "principal",
+    "scope", "serves",         NULL,
 };
 static const char *const quota_members[] = {"bytes", "objects", NULL};
 
@@ -109,6 +109,10 @@ static int parse_subject(const json_t *o, size_t i, struct berth_subject *s, int
         return r;
     snprintf(what, sizeof(what), "policy.subjects[%zu].images", i);
     if ((r = check_strings(s->images, what, 0, BERTH_POLICY_LIST_MAX, image_ok, reterr)) < 0)
+        return r;
+    s->serves = json_object_get(o, "serves");
+    snprintf(what, sizeof(what), "policy.subjects[%zu].serves", i);
+    if (s->serves && (r = check_strings(s->serves, what, 0, BERTH_POLICY_LIST_MAX, berth_pool_name_valid, reterr)) < 0)
         return r;
     snprintf(what, sizeof(what), "policy.subjects[%zu].limits", i);
     if ((r = berth_limits_parse(json_object_get(o, "limits"), what, &s->limits, reterr)) < 0)
@@ -276,6 +280,11 @@ bool berth_subject_allows_pool(const struct berth_subject *s, const char *pool)
 bool berth_subject_allows_image(const struct berth_subject *s, const char *digest)
 {
     return s && digest && list_has(s->images, digest);
+}
+
+bool berth_subject_serves_pool(const struct berth_subject *s, const char *pool)
+{
+    return s && pool && s->serves && list_has(s->serves, pool);
 }
 
 struct berth_policy_source {

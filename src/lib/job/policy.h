@@ -19,10 +19,17 @@
  *       "admin": false,                                 optional: audit export,
  *                                                       pool registration, every
  *                                                       owner's evidence
- *       "evidence_quota": {"bytes": N, "objects": N}}], optional, both members
+ *       "evidence_quota": {"bytes": N, "objects": N},   optional, both members
  *                                                       optional: what the
  *                                                       subject may keep in the
  *                                                       evidence store
+ *       "serves": ["default"]}],                        optional, 0..256 pool
+ *                                                       names: the pools this
+ *                                                       subject may serve as a
+ *                                                       remote worker
+ *                                                       (docs/workers.md): its
+ *                                                       principal is the
+ *                                                       worker's name
  *    "unlisted_clients": "refuse"}                      optional: "refuse" (the
  *                                                       default) or "health"
  *
@@ -92,6 +99,7 @@ struct berth_subject {
     int64_t not_before, not_after;
     bool admin;
     struct berth_evidence_quota evidence_quota;
+    const json_t *serves; /* pools it may serve as a worker, or NULL */
 };
 
 /**
@@ -143,6 +151,8 @@ const struct berth_subject *berth_policy_subject(const struct berth_policy *p, c
 /** berth_subject_allows_pool() / _image() - membership in the grant's lists. */
 bool berth_subject_allows_pool(const struct berth_subject *s, const char *pool);
 bool berth_subject_allows_image(const struct berth_subject *s, const char *digest);
+/** berth_subject_serves_pool() - whether the grant lets its holder serve @pool as a worker ("serves"). */
+bool berth_subject_serves_pool(const struct berth_subject *s, const char *pool);
 
 /**
  * berth_policy_read_file() - read the policy file at the absolute @path with

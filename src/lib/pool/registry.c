@@ -515,6 +515,38 @@ int berth_registry_enrol(struct berth_registry *reg, const struct berth_audit_ke
     return r;
 }
 
+int berth_registry_record_enrolment(struct berth_registry *reg, const struct berth_audit_key *key,
+                                    const json_t *details, const char *actor, int64_t now_ns, const char **ret_pool,
+                                    struct berth_error *reterr)
+{
+    uint8_t pub[BERTH_ED25519_PUBLIC_LEN];
+    const struct berth_pool *cur = NULL;
+    const char *hash;
+    size_t i;
+    int r;
+
+    if (!reg || !key || !details || !actor)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if ((r = berth_enrolment_verify(details, pub, reterr)) < 0)
+        return r;
+    hash = json_string_value(json_object_get(json_object_get(details, "enrolment"), "pool_hash"));
+    if ((r = begin(reg, reterr)) < 0)
+        return r;
+    for (i = 0; !cur && i < berth_pool_chain_count(reg->chain); i++)
+        if (streq(berth_pool_chain_at(reg->chain, i)->pool_hash, hash))
+            cur = berth_pool_chain_at(reg->chain, i);
+    if (!cur) {
+        abort_txn(reg);
+        return berth_error_set(reterr, -ESTALE,
+                               "pool_hash %.16s... is the manifest of no active pool now: read the pool again and "
+                               "enrol into its current manifest",
+                               hash);
+    }
+    if (ret_pool)
+        *ret_pool = cur->name;
+    return record_commit(reg, key, now_ns, "pool.worker_enrolled", actor, json_deep_copy(details), NULL, reterr);
+}
+
 int berth_registry_claim(struct berth_registry *reg, const struct berth_audit_key *key, const char *name,
                          const struct berth_signing_key *worker, const char *worker_name, const char *job_id,
                          const char *placement_hash, const char *actor, int64_t now_ns, json_t **ret_details,

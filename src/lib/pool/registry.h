@@ -170,6 +170,22 @@ int berth_registry_enrol(struct berth_registry *reg, const struct berth_audit_ke
                          int64_t now_ns, json_t **ret_details, struct berth_error *reterr);
 
 /**
+ * berth_registry_record_enrolment() - record a worker's own signed
+ * enrolment @details ({"enrolment", "signature"}, enrol.h) as
+ * pool.worker_enrolled, when it verifies and names the current manifest
+ * (pool_hash) of an active pool.  The enrolment holds while that manifest
+ * is the pool's: an update of the pool needs a new one.
+ * @ret_pool: optional; the pool's name (borrowed from the registry, valid
+ * until its next change).
+ * Return: 0; -EBADMSG (the enrolment does not verify); -ESTALE (its
+ * pool_hash is no active pool's current manifest); -EINVAL; journal and
+ * audit errors.  Not thread-safe (the caller serializes the registry).
+ */
+int berth_registry_record_enrolment(struct berth_registry *reg, const struct berth_audit_key *key,
+                                    const json_t *details, const char *actor, int64_t now_ns, const char **ret_pool,
+                                    struct berth_error *reterr);
+
+/**
  * berth_registry_claim() - sign with @worker and record its claim of @job_id
  * placed by @placement_hash in the active pool @name (pool.claim_receipt).
  * The worker must be enrolled in that pool and the placement recorded there.
