@@ -151,6 +151,14 @@ START_TEST(state_machine)
     ck_assert_int_eq(berth_jobstore_transition(j, run_id, 1, BERTH_JOB_EXITED, NULL, 110, &err), -EINVAL);
     ck_assert_ptr_nonnull(strstr(err.message, "cannot move from accepted to exited"));
     ck_assert_int_eq(berth_jobstore_transition(j, run_id, 1, BERTH_JOB_CLAIMED, NULL, 110, &err), 0);
+    /* A lease is recorded at the revision of the claim, renewed in place, and kept. */
+    ck_assert_int_eq(berth_jobstore_set_lease(j, run_id, 1, "{\"worker\":\"w1\"}", &err), -ESTALE);
+    ck_assert_int_eq(berth_jobstore_set_lease(j, run_id, 2, "{\"worker\":\"w1\"}", &err), 0);
+    ck_assert_int_eq(berth_jobstore_set_lease(j, run_id, 2, "{\"worker\":\"w1\",\"n\":2}", &err), 0);
+    ck_assert_int_eq(berth_jobstore_find_run(j, run_id, &got, &err), 0);
+    ck_assert_str_eq(got.lease, "{\"worker\":\"w1\",\"n\":2}");
+    ck_assert_int_eq(got.revision, 2);
+    berth_job_record_clear(&got);
     ck_assert_int_eq(berth_jobstore_transition(j, run_id, 2, BERTH_JOB_RUNNING, NULL, 120, &err), 0);
     /* A warm start is recorded at the revision of the move to running, and kept. */
     ck_assert_int_eq(berth_jobstore_set_warm(j, run_id, 2, "{\"slot_id\":\"s1\"}", &err), -ESTALE);

@@ -210,7 +210,7 @@ START_TEST(foreign_and_newer)
     berth_journal_close(j);
     raw_sql(newer, "PRAGMA user_version = 99");
     ck_assert_int_eq(open_at(newer, 0, &j, &err), -EPROTONOSUPPORT);
-    ck_assert_ptr_nonnull(strstr(err.message, "has journal format 99; this berth understands formats up to 7"));
+    ck_assert_ptr_nonnull(strstr(err.message, "has journal format 99; this berth understands formats up to 8"));
 
     raw_sql(newer, "PRAGMA user_version = -1");
     ck_assert_int_eq(open_at(newer, 0, &j, &err), -EBADMSG);
@@ -283,7 +283,7 @@ static void make_format_4(const char *path)
 
     ck_assert_msg(open_at(path, BERTH_JOURNAL_CREATE, &j, &err) == 0, "%s", err.message);
     berth_journal_close(j);
-    raw_sql(path, "ALTER TABLE jobs DROP COLUMN warm;"
+    raw_sql(path, "ALTER TABLE jobs DROP COLUMN lease; ALTER TABLE jobs DROP COLUMN warm;"
                   "DROP TRIGGER job_counts_insert; DROP TRIGGER job_counts_delete; DROP TRIGGER job_counts_state;"
                   "DROP TABLE job_counts; DROP TABLE job_tombstones; DROP INDEX jobs_terminal_order;"
                   "INSERT INTO jobs (principal, scope, job_id, run_id, job_digest, pool, job, receipt, effective,"
@@ -295,10 +295,11 @@ static void make_format_4(const char *path)
                   "PRAGMA user_version = 4;");
 }
 
-/* Format 4 -> 7 on open, in one transaction: the tombstone table and the
+/* Format 4 -> 8 on open, in one transaction: the tombstone table and the
  * expiry index appear (5), the job counts hold what the jobs table holds
  * (6), the warm column is there and NULL (7: every old job started cold),
- * every job stays as it was. */
+ * the lease column too (8: every old job ran on this host), every job
+ * stays as it was. */
 START_TEST(migrate_from_format_4)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -310,8 +311,9 @@ START_TEST(migrate_from_format_4)
     ck_assert_msg(open_at(path, 0, &j, &err) == 0, "%s", err.message);
     berth_journal_close(j);
     ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), BERTH_JOURNAL_FORMAT);
-    ck_assert_int_eq(BERTH_JOURNAL_FORMAT, 7);
+    ck_assert_int_eq(BERTH_JOURNAL_FORMAT, 8);
     ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM jobs WHERE warm IS NULL"), 2);
+    ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM jobs WHERE lease IS NULL"), 2);
     ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM job_tombstones"), 0);
     ck_assert_int_eq(raw_int(path, "SELECT retained FROM job_counts WHERE id = 1"), 2);
     ck_assert_int_eq(raw_int(path, "SELECT open FROM job_counts WHERE id = 1"), 1);

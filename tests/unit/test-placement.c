@@ -148,6 +148,26 @@ START_TEST(unavailable_passed_over)
               chosen, sizeof(chosen));
     ck_assert_str_eq(chosen, "");
     ck_assert_ptr_nonnull(strstr(b, "\"reason\":\"containment_unreachable\""));
+    /* An offer that lists the pools it serves (remote workers): another pool passes it over. */
+    {
+        _cleanup_free_ char *c = place("{\"network_egress_class\":\"none\"}",
+                                       "{\"runsc\":{\"capabilities\":[\"exec\",\"file_rw\"],\"egress_classes\":[\"none\"],"
+                                       QUALIFIED ",\"pools\":[\"1111111111111111111111111111111111111111111111111111111111111111\"]},"
+                                       "\"crun\":{\"capabilities\":[\"exec\",\"file_rw\"],\"egress_classes\":[\"none\"],"
+                                       QUALIFIED "}}",
+                                       chosen, sizeof(chosen));
+        _cleanup_free_ char *d = NULL;
+        char with_pool[512];
+        ck_assert_str_eq(chosen, "crun");
+        ck_assert_ptr_nonnull(strstr(c, "{\"backend\":\"runsc\",\"kept\":false,\"reason\":\"not_serving_pool\"}"));
+        /* ... and the pool it serves keeps it. */
+        snprintf(with_pool, sizeof(with_pool),
+                 "{\"runsc\":{\"capabilities\":[\"exec\",\"file_rw\"],\"egress_classes\":[\"none\"]," QUALIFIED
+                 ",\"pools\":[\"%s\"]}}",
+                 pool->pool_hash);
+        d = place("{\"network_egress_class\":\"none\"}", with_pool, chosen, sizeof(chosen));
+        ck_assert_str_eq(chosen, "runsc");
+    }
     ck_assert(berth_reason_code_valid("containment_unreachable"));
     ck_assert(!berth_reason_code_valid(""));
     ck_assert(!berth_reason_code_valid("Containment"));

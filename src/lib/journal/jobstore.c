@@ -55,6 +55,7 @@ void berth_job_record_clear(struct berth_job_record *rec)
     free(rec->fingerprint);
     free(rec->cancel_reason);
     free(rec->warm);
+    free(rec->lease);
     memset(rec, 0, sizeof(*rec));
 }
 
@@ -62,7 +63,7 @@ int berth_job_record_copy(struct berth_job_record *dst, const struct berth_job_r
 {
     char **const fields[] = {&dst->principal, &dst->scope,   &dst->job_id,    &dst->run_id, &dst->job_digest, &dst->job,
                              &dst->receipt,   &dst->backend, &dst->effective, &dst->pool,   &dst->result,
-                             &dst->fingerprint, &dst->cancel_reason, &dst->warm};
+                             &dst->fingerprint, &dst->cancel_reason, &dst->warm, &dst->lease};
     size_t i;
 
     *dst = *src; /* the scalars; every string is replaced below */
@@ -110,7 +111,7 @@ int berth_run_id(const char *broker_key_id, const char *principal, const char *s
 
 #define COLUMNS                                                                                                        \
     "principal, scope, job_id, run_id, job_digest, job, receipt, backend, state, revision, accepted_at, deadline, "    \
-    "cancel_requested, result, updated_at, effective, pool, fingerprint, cancel_reason, warm"
+    "cancel_requested, result, updated_at, effective, pool, fingerprint, cancel_reason, warm, lease"
 
 static int read_row(sqlite3_stmt *st, struct berth_job_record *rec)
 {
@@ -138,10 +139,12 @@ static int read_row(sqlite3_stmt *st, struct berth_job_record *rec)
     rec->fingerprint = berth_journal_column_text(st, 17);
     rec->cancel_reason = berth_journal_column_text(st, 18);
     rec->warm = berth_journal_column_text(st, 19);
+    rec->lease = berth_journal_column_text(st, 20);
     if (idx < 0 || !rec->principal || !rec->scope || !rec->job_id || !rec->run_id || !rec->job_digest || !rec->job ||
         !rec->receipt || !rec->backend || !rec->effective || !rec->pool || !rec->fingerprint ||
         (sqlite3_column_type(st, 18) != SQLITE_NULL && !rec->cancel_reason) ||
-        (sqlite3_column_type(st, 19) != SQLITE_NULL && !rec->warm)) {
+        (sqlite3_column_type(st, 19) != SQLITE_NULL && !rec->warm) ||
+        (sqlite3_column_type(st, 20) != SQLITE_NULL && !rec->lease)) {
         berth_job_record_clear(rec);
         return idx < 0 ? -EBADMSG : -ENOMEM;
     }
@@ -228,7 +231,7 @@ int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record
         return berth_error_set(reterr, -EAGAIN, "%lld jobs are active, the limit", (long long)active);
     if (sqlite3_prepare_v2(berth_journal_db(j),
                            "INSERT INTO jobs (" COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'accepted', 1, ?, ?, 0, "
-                           "NULL, ?, ?, ?, ?, NULL, NULL)",
+                           "NULL, ?, ?, ?, ?, NULL, NULL, NULL)",
                            -1, &st, NULL) != SQLITE_OK)
         return berth_journal_error(j, "recording a job", reterr);
     r = BERTH_JOURNAL_BIND(j, st, "recording a job", reterr, BERTH_SQL_TEXT(rec->principal), BERTH_SQL_TEXT(rec->scope),
@@ -329,6 +332,22 @@ int berth_jobstore_set_warm(struct berth_journal *j, const char *run_id, int64_t
     r = BERTH_JOURNAL_BIND(j, st, "recording a warm start", reterr, BERTH_SQL_TEXT(warm), BERTH_SQL_TEXT(run_id),
                            BERTH_SQL_INT(expected_revision));
     return step_row_update(j, st, r, "recording a warm start", run_id, expected_revision, reterr);
+}
+
+int berth_jobstore_set_lease(struct berth_journal *j, const char *run_id, int64_t expected_revision, const char *lease,
+                             struct berth_error *reterr)
+{
+    sqlite3_stmt *st = NULL;
+    int r;
+
+    if (!j || !run_id || !lease)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (sqlite3_prepare_v2(berth_journal_db(j), "UPDATE jobs SET lease = ? WHERE run_id = ? AND revision = ?", -1, &st,
+                           NULL) != SQLITE_OK)
+        return berth_journal_error(j, "recording a lease", reterr);
+    r = BERTH_JOURNAL_BIND(j, st, "recording a lease", reterr, BERTH_SQL_TEXT(lease), BERTH_SQL_TEXT(run_id),
+                           BERTH_SQL_INT(expected_revision));
+    return step_row_update(j, st, r, "recording a lease", run_id, expected_revision, reterr);
 }
 
 int berth_jobstore_request_cancel(struct berth_journal *j, const char *run_id, const char *reason, int64_t now_ns,

@@ -89,6 +89,7 @@ struct berth_job_record {
     char *fingerprint;
     char *cancel_reason;
     char *warm; /* the warm slot it started in (berth_jobstore_set_warm()), or NULL: cold, or not started */
+    char *lease; /* a remote worker's lease (berth_jobstore_set_lease()), or NULL: a job of this host */
 };
 
 void berth_job_record_clear(struct berth_job_record *rec);
@@ -164,6 +165,18 @@ int berth_jobstore_transition(struct berth_journal *j, const char *run_id, int64
  */
 int berth_jobstore_set_warm(struct berth_journal *j, const char *run_id, int64_t expected_revision, const char *warm,
                             struct berth_error *reterr);
+
+/**
+ * berth_jobstore_set_lease() - record the lease of the remote worker that
+ * holds run @run_id, now at revision @expected_revision: @lease is
+ * canonical JSON {worker, keyid, claim_digest, expires_ns}
+ * (docs/workers.md), stored as given and returned in struct
+ * berth_job_record.lease; the revision does not change.  Called in the
+ * transaction that records the claim, and again when a heartbeat renews it.
+ * Return: 0; -ESTALE (the record moved on); -EINVAL; journal errors.
+ */
+int berth_jobstore_set_lease(struct berth_journal *j, const char *run_id, int64_t expected_revision, const char *lease,
+                             struct berth_error *reterr);
 
 /**
  * berth_jobstore_request_cancel() - mark the record cancel_requested (and bump

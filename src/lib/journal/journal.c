@@ -130,6 +130,10 @@ static const char *const migrations[] = {
      * {slot_id, slot_hash, provision_ns} as canonical JSON, NULL for a
      * cold start; the signed result says so. */
     "ALTER TABLE jobs ADD COLUMN warm TEXT;",
+    /* 8: remote workers (docs/workers.md): the lease of a job a worker
+     * claimed, {worker, keyid, claim_digest, expires_ns} as canonical JSON,
+     * NULL for a job of this host. */
+    "ALTER TABLE jobs ADD COLUMN lease TEXT;",
 };
 
 _Static_assert(ELEMENTSOF(migrations) == BERTH_JOURNAL_FORMAT, "one migration per format version");

@@ -62,7 +62,7 @@
 #define BERTH_JOURNAL_APPLICATION_ID 0x62727468
 
 /** The journal format this libberth writes (PRAGMA user_version). */
-#define BERTH_JOURNAL_FORMAT 7
+#define BERTH_JOURNAL_FORMAT 8
 
 /** berth_journal_open() flag: create the journal when it does not exist. */
 #define BERTH_JOURNAL_CREATE 0x1u

@@ -12,7 +12,7 @@
 
 static const char *const offer_members[] = {
     "backend",       "capabilities",          "egress_classes",  "isolation", "limits",
-    "qualification", "require_qualification", "runtime_version", "unavailable", NULL,
+    "qualification", "require_qualification", "runtime_version", "unavailable", "pools", NULL,
 };
 
 bool berth_reason_code_valid(const char *s)
@@ -72,6 +72,16 @@ static int parse_offer(const char *name, const json_t *o, struct berth_backend_o
     if (q && !berth_reason_code_valid(json_string_value(q)))
         return berth_error_set(reterr, -EBADMSG, "backend %.64s: unavailable must be a reason code of [a-z_]", name);
     out->unavailable = json_string_value(q);
+    q = json_object_get(o, "pools");
+    if (q) {
+        const json_t *v;
+        size_t i;
+        if (!json_is_array(q))
+            return berth_error_set(reterr, -EBADMSG, "backend %.64s: pools must be an array of pool hashes", name);
+        json_array_foreach(q, i, v) if (!berth_is_hex(json_string_value(v), BERTH_HASH_HEX_LEN)) return berth_error_set(
+            reterr, -EBADMSG, "backend %.64s: pools[%zu] is not a pool hash", name, i);
+        out->pools = q;
+    }
     req = json_object_get(o, "require_qualification");
     if (req && !json_is_boolean(req))
         return berth_error_set(reterr, -EBADMSG, "backend %.64s: require_qualification must be true or false", name);
@@ -166,9 +176,23 @@ static const struct berth_backend_offer *find_offer(const struct berth_backend_s
     return NULL;
 }
 
+/* Whether the offer @o serves the pool @pool_hash (an offer without
+ * "pools" serves every pool). */
+static bool serves(const struct berth_backend_offer *o, const char *pool_hash)
+{
+    const json_t *v;
+    size_t i;
+
+    if (!o->pools)
+        return true;
+    json_array_foreach(o->pools, i, v) if (streq_ptr(json_string_value(v), pool_hash)) return true;
+    return false;
+}
+
 /* Why @name is dropped, or NULL when it is kept (then *ret_kept_reason). */
-static const char *judge(const char *name, const struct berth_effective *e, const struct berth_backend_set *set,
-                         int64_t now_ns, char *buf, size_t bufsz, const char **ret_kept_reason)
+static const char *judge(const char *name, const char *pool_hash, const struct berth_effective *e,
+                         const struct berth_backend_set *set, int64_t now_ns, char *buf, size_t bufsz,
+                         const char **ret_kept_reason)
 {
     const struct berth_backend_offer *o;
     unsigned missing;
@@ -181,6 +205,8 @@ static const char *judge(const char *name, const struct berth_effective *e, cons
         return "not_configured";
     if (o->unavailable)
         return o->unavailable;
+    if (!serves(o, pool_hash))
+        return "not_serving_pool";
     missing = e->capabilities & ~o->capabilities;
     for (i = 0; missing && i < BERTH_CAP_COUNT; i++)
         if (missing & BERTH_CAP_BIT(i)) {
@@ -221,7 +247,7 @@ int berth_place(const struct berth_pool *pool, const struct berth_effective *e, 
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     for (i = 0; i < pool->n_backends; i++) {
         const char *kept_reason = NULL;
-        const char *why = judge(pool->backends[i], e, set, now_ns, buf, sizeof(buf), &kept_reason);
+        const char *why = judge(pool->backends[i], pool->pool_hash, e, set, now_ns, buf, sizeof(buf), &kept_reason);
 
         if (!why && !chosen)
             chosen = pool->backends[i];

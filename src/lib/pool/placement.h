@@ -8,6 +8,9 @@
  *
  *   not_requested             the submitter's backend override names another
  *   not_configured            no configured backend has that name
+ *   not_serving_pool          its offer lists the pools it serves ("pools",
+ *                             pool hashes: remote workers serve the pools
+ *                             they enrolled into), and not this one
  *   REASON                    its offer says it is "unavailable" now, and
  *                             why (a code of lowercase letters and '_',
  *                             such as "containment_unreachable": a backend
@@ -47,7 +50,8 @@
  * and its receipt then lists them as "job_needs" (absent when the job needs
  * neither, so that such receipts are unchanged).
  *
- * "unavailable" (optional) is that reason code.
+ * "unavailable" (optional) is that reason code; "pools" (optional) the
+ * pool hashes it serves.
  * "qualification" may be the string "unqualified"; require_qualification
  * defaults to true; the informational members backend, isolation, limits
  * and runtime_version are accepted and ignored.  Thread-safe.
@@ -92,6 +96,7 @@ struct berth_backend_offer {
     int64_t qualification_expires_ns;
     bool require_qualification;
     const char *unavailable; /* why it takes no work now (a reason code), or NULL */
+    const json_t *pools;     /* the pool hashes it serves (borrowed from the set), or NULL: every pool */
 };
 
 /** struct berth_backend_set - every configured backend (owns @doc). */
