@@ -27,8 +27,14 @@ int bctl_client_open(const struct bctl_globals *g, const char *verb, struct bert
 
 int bctl_client_fail(const char *verb, long status, const json_t *body)
 {
-    struct berth_error err = BERTH_ERROR_INIT;
+    const char *code = json_string_value(json_object_get(body, "error"));
+    const char *message = json_string_value(json_object_get(body, "message"));
 
-    berth_https_error(status, body, &err);
-    return bctl_error(verb, "%s", err.message);
+    /* Formatted here, not through a struct berth_error, whose messages
+     * blank control characters: bctl_error() shows them escaped, so that
+     * what the broker said can be read exactly and never reaches the
+     * terminal raw. */
+    if (code && message)
+        return bctl_error(verb, "%ld %s: %s", status, code, message);
+    return bctl_error(verb, "the broker answered %ld", status);
 }
