@@ -133,7 +133,7 @@ if [ "$(id -u)" = 0 ]; then
     for t in tests/cli/test-image-debian tests/cli/test-bundle-runtimes tests/cli/test-runtime-oci tests/cli/test-runtime-oci-disk tests/cli/test-qualify \
         tests/unit/test-runtime-oci tests/cli/test-quickstart tests/build/test-manpages tests/build/test-layers \
         tests/cli/test-containment-systemd tests/cli/test-berthd-fence tests/cli/test-berthd-contained-oci \
-        tests/cli/test-berthd-contained-fallback; do
+        tests/cli/test-berthd-contained-fallback tests/cli/test-workers; do
         grep -qx ':test-result: PASS' "$t.trs" || {
             echo "$t did not pass" >&2
             cat "$t.log" >&2 || true

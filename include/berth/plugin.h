@@ -104,7 +104,7 @@ extern "C" {
 /** ABI major version: bumped only for incompatible changes. */
 #define BERTH_PLUGIN_ABI_MAJOR 1
 /** ABI minor version: bumped when something is appended. */
-#define BERTH_PLUGIN_ABI_MINOR 4
+#define BERTH_PLUGIN_ABI_MINOR 5
 /** Pack a major and minor version the way struct berth_plugin stores them. */
 #define BERTH_PLUGIN_ABI_PACK(major, minor) ((uint32_t)(((major) << 16) | ((minor)&0xffff)))
 /** The ABI version this header describes, packed as major << 16 | minor. */
@@ -522,10 +522,11 @@ struct berth_runtime_ops_v1 {
 /**
  * struct berth_image_source_ops_v1 - a source of OCI images, by digest only.
  *
- * berthd creates two instances (two init() calls with the same name,
+ * berthd creates three instances (three init() calls with the same name,
  * "images", and the same config): one answers resolve() on the request
- * path, the other runs stage() on the worker thread, so a long stage never
- * delays admission.  Instances must not share mutable state.
+ * path, one runs stage() on the worker thread, so a long stage never
+ * delays admission, and one serves open_blob() to remote workers.
+ * Instances must not share mutable state.
  *
  * @resolve: look up the image whose OCI manifest digest is @digest
  *     ("sha256:<hex>") and return a JSON summary of the verified manifest and
@@ -539,12 +540,34 @@ struct berth_runtime_ops_v1 {
  *     Returns a JSON summary (entries, bytes) on success.  On failure
  *     reterr starts with a stable reason code (e.g. "path-traversal") and
  *     everything the call created below @target_dirfd has been removed.
+ *
+ * Appended in ABI 1.5 (NULL in an older plugin, and optional in a newer
+ * one), so that remote workers can fetch an image from berthd
+ * (docs/workers.md, GET /v1/images/{image}/blobs/{digest}):
+ *
+ * @open_blob: open for reading the blob @blob ("sha256:<hex>") of the
+ *     image whose manifest digest is @image: the manifest itself, its
+ *     config or one of its layers, exactly as stored (compressed layers
+ *     stay compressed).  *@ret_fd receives a descriptor of a regular file
+ *     at offset 0, which the caller reads and closes, and *@ret_size its
+ *     size in bytes.  The content need not be hashed here: whoever
+ *     receives it verifies it against @blob (OCI image spec, "Descriptors":
+ *     digests).  -ENOENT when the store does not hold @image, or @blob is
+ *     none of its blobs; -EBADMSG when the image's manifest fails
+ *     verification; -EINVAL for a malformed digest.  Called on a third
+ *     instance (see above), on berthd's helper thread.
  */
 struct berth_image_source_ops_v1 {
     int (*resolve)(void *state, const char *digest, char **ret_json, size_t *ret_len, struct berth_error *reterr);
     int (*stage)(void *state, const char *digest, int target_dirfd, const char *limits, size_t limits_len,
                  char **ret_json, size_t *ret_len, struct berth_error *reterr);
+    /* ABI 1.5 */
+    int (*open_blob)(void *state, const char *image, const char *blob, int *ret_fd, uint64_t *ret_size,
+                     struct berth_error *reterr);
 };
+
+/** Size of an image source ops table of ABI 1.0 (the smallest the loader accepts). */
+#define BERTH_IMAGE_SOURCE_OPS_V1_0_SIZE (offsetof(struct berth_image_source_ops_v1, stage) + sizeof(void (*)(void)))
 
 /** Largest JSON document (meta, key, query) an evidence op accepts, bytes. */
 #define BERTH_EVIDENCE_DOC_MAX 65536

@@ -18,7 +18,8 @@
  * {"schema_version": 1, "layers", "compressed_bytes", "expanded_bytes",
  * "entries", "files", "directories", "symlinks", "hardlinks", "whiteouts"}.
  * On refusal the error message starts with the reason code and the caller's
- * directory is empty again.
+ * directory is empty again.  open_blob(image, blob) (ABI 1.5) opens the
+ * manifest, config or a layer of a resolved image as stored.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -122,9 +123,43 @@ static int source_stage(void *state, const char *digest, int target_dirfd, const
     return r;
 }
 
+/* ABI 1.5: a blob of a resolved image, as stored, for a remote worker. */
+static int source_open_blob(void *state, const char *image, const char *blob, int *ret_fd, uint64_t *ret_size,
+                            struct berth_error *reterr)
+{
+    struct image_source *s = state;
+    _cleanup_free_ struct berth_oci_image *img = NULL;
+    uint64_t size = 0;
+    bool found = false;
+    size_t i;
+    int r;
+
+    if ((r = berth_image_resolve(s->store, image, &img, reterr)) < 0)
+        return r;
+    if (streq(blob, img->digest)) {
+        found = true;
+        size = img->size;
+    } else if (streq(blob, img->config.digest)) {
+        found = true;
+        size = img->config.size;
+    }
+    for (i = 0; !found && i < img->n_layers; i++)
+        if (streq(blob, img->layers[i].blob.digest)) {
+            found = true;
+            size = img->layers[i].blob.size;
+        }
+    if (!found)
+        return berth_error_set(reterr, -ENOENT, "blob %s is not part of image %s", blob, image);
+    r = berth_blob_open(s->store, blob, size, ret_fd, reterr);
+    if (r == 0)
+        *ret_size = size;
+    return r;
+}
+
 static const struct berth_image_source_ops_v1 ops = {
     .resolve = source_resolve,
     .stage = source_stage,
+    .open_blob = source_open_blob,
 };
 
 static const struct berth_plugin descriptor = {

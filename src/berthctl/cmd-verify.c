@@ -34,7 +34,10 @@ static void help(void)
            "Check a receipt, result or backend qualification (berthctl qualify --out)\n"
            "offline, with nothing but the broker's public key.  All are envelopes\n"
            "{\"receipt\"|\"result\"|\"qualification\": BODY, \"signature\": SIG} where SIG is an\n"
-           "Ed25519 signature (RFC 8032) over the canonical JSON of BODY.\n"
+           "Ed25519 signature (RFC 8032) over the canonical JSON of BODY.  A result of a\n"
+           "remote worker's run also carries the worker's signed claim and report: they\n"
+           "must be signed by the worker's key, of this job, and say what the result says\n"
+           "(docs/workers.md).\n"
            "\n"
            "  --pubkey=PUB        the broker's public key: a PEM \"PUBLIC KEY\" file such as\n"
            "                      keys/receipt.pub, or a file holding its 43-character\n"
@@ -236,8 +239,15 @@ int cmd_verify(struct bctl_globals *g, int argc, char **argv)
             fputs(", reason ", stdout);
             bctl_fputs_clean(json_string_value(json_object_get(body, "reason")), stdout);
         }
-        printf(", signed by %s%s\n", json_string_value(json_object_get(body, "key_id")),
+        printf(", signed by %s%s", json_string_value(json_object_get(body, "key_id")),
                receipt ? ", bound to the receipt" : "");
+        if (json_object_get(body, "worker")) {
+            const json_t *claim = json_object_get(json_object_get(json_object_get(body, "worker"), "claim"), "claim");
+            fputs(", run by worker ", stdout);
+            bctl_fputs_clean(json_string_value(json_object_get(json_object_get(body, "worker"), "name")), stdout);
+            printf(" (key %s; its claim and report verified)", json_string_value(json_object_get(claim, "keyid")));
+        }
+        putchar('\n');
         r = BCTL_EXIT_OK;
     } else {
         printf("receipt verified: job %s of %s in pool %s on backend %s, signed by %s%s\n",

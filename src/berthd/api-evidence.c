@@ -22,6 +22,7 @@
 #include "broker-evidence.h"
 #include "clock.h"
 #include "content-range.h"
+#include "enrol.h"
 #include "fsutil.h"
 #include "macro.h"
 #include "query.h"
@@ -33,7 +34,16 @@
 #define EXPIRY_PERIOD_NS (30LL * 1000 * 1000 * 1000)   /* how often idle sessions are looked for */
 #define EXTRA_MAX 400                                  /* the extra header lines of one reply */
 
-enum task_kind { TASK_OPEN, TASK_MONOLITHIC, TASK_COMMIT, TASK_GET, TASK_DELETE, TASK_LIST, TASK_JOB_OUTPUT };
+enum task_kind {
+    TASK_OPEN,
+    TASK_MONOLITHIC,
+    TASK_COMMIT,
+    TASK_GET,
+    TASK_DELETE,
+    TASK_LIST,
+    TASK_JOB_OUTPUT,
+    TASK_IMAGE_BLOB,
+};
 
 /* One evidence operation on the helper thread. */
 struct evidence_task {
@@ -57,6 +67,9 @@ struct evidence_task {
     struct berth_evidence_content content; /* TASK_GET */
     struct berth_job_output output;        /* TASK_JOB_OUTPUT, of: */
     char fp[BERTH_FINGERPRINT_LEN + 1], job[BERTH_JOB_ID_MAX + 1], output_id[BERTH_JOB_ID_MAX + 1];
+    char image[BERTH_DIGEST_BUFSZ];        /* TASK_IMAGE_BLOB: the image, and @digest the blob */
+    int blob_fd;                           /* TASK_IMAGE_BLOB */
+    uint64_t blob_size;
     struct berth_reply reply;
     char method[16];
     char path[64];
@@ -112,6 +125,10 @@ static void task_run(struct berthd_offload_task *base)
     case TASK_DELETE: berth_broker_evidence_remove(b, &t->who, t->digest, t->body, t->len, &t->reply); break;
     case TASK_LIST: berth_broker_evidence_list(b, &t->who, t->after, t->limit, t->all, &t->reply); break;
     case TASK_JOB_OUTPUT: berth_broker_job_output(b, t->fp, t->job, t->output_id, &t->output, &t->reply); break;
+    case TASK_IMAGE_BLOB:
+        if (berth_broker_image_blob(b, t->fp, t->image, t->digest, t->job, &t->blob_fd, &t->blob_size, &t->reply) == 0)
+            t->reply.status = 200;
+        break;
     }
 }
 
@@ -244,6 +261,11 @@ static void task_done(struct berthd_offload_task *base)
         if (send_copy(t, cl, &t->output.fd, t->output.size, t->output.digest, t->output.media_type))
             cl = NULL; /* answered */
         break;
+    case TASK_IMAGE_BLOB:
+        /* Bytes as stored: the worker checks them against the digest it asked for. */
+        if (send_copy(t, cl, &t->blob_fd, t->blob_size, t->digest, "application/octet-stream"))
+            cl = NULL; /* answered */
+        break;
     case TASK_DELETE:
     case TASK_LIST: break;
     }
@@ -276,6 +298,7 @@ static struct evidence_task *task_new(struct request *rq, enum task_kind kind, s
     t->fd = -1;
     t->content.fd = -1;
     t->output.fd = -1;
+    t->blob_fd = -1;
     t->start = rq->start;
     snprintf(t->method, sizeof(t->method), "%s", rq->in->head->method_name);
     snprintf(t->path, sizeof(t->path), "%s", rq->shown);
@@ -541,6 +564,45 @@ bool berthd_job_output_handler(struct request *rq, struct berth_reply *r)
     snprintf(t->fp, sizeof(t->fp), "%s", rq->fp);
     snprintf(t->job, sizeof(t->job), "%s", rq->param);
     snprintf(t->output_id, sizeof(t->output_id), "%s", rq->param2);
+    rq->srv->downloads++; /* until the copy is sent or dropped */
+    return task_submit(t);
+}
+
+/* GET /v1/images/{image}/blobs/{blob}?run=RUN: a blob for the worker that
+ * holds the lease of RUN (docs/workers.md), read on the helper thread. */
+bool berthd_image_blob_handler(struct request *rq, struct berth_reply *r)
+{
+    static const char *const allowed[] = {"run", NULL};
+    char *values[ELEMENTSOF(allowed)] = {NULL};
+    struct berth_evidence_owner nobody = {0};
+    struct evidence_task *t;
+    char why[160];
+    int rc;
+
+    rc = berthd_query_parse(rq->query, allowed, values, why, sizeof(why));
+    if (rc < 0 || !values[0] || !berth_job_id_valid(values[0])) {
+        if (rc == 0)
+            berthd_query_free(allowed, values);
+        fail(r, rc == -ENOMEM ? 503 : 400, rc == -ENOMEM ? "busy" : "malformed", "%s",
+             rc == -EBADMSG ? why : rc == -ENOMEM ? "out of memory; retry later" : "?run=RUN names the leased run");
+        return true;
+    }
+    if (rq->srv->downloads >= DOWNLOADS_MAX) {
+        berthd_query_free(allowed, values);
+        fail(r, 503, "busy", "%d downloads are in progress; retry in a moment", DOWNLOADS_MAX);
+        r->retry_after_s = 1;
+        return true;
+    }
+    t = task_new(rq, TASK_IMAGE_BLOB, &nobody, r);
+    if (!t) {
+        berthd_query_free(allowed, values);
+        return true;
+    }
+    snprintf(t->fp, sizeof(t->fp), "%s", rq->fp);
+    snprintf(t->image, sizeof(t->image), "%s", rq->param);
+    snprintf(t->digest, sizeof(t->digest), "%s", rq->param2);
+    snprintf(t->job, sizeof(t->job), "%s", values[0]);
+    berthd_query_free(allowed, values);
     rq->srv->downloads++; /* until the copy is sent or dropped */
     return task_submit(t);
 }

@@ -79,8 +79,7 @@ static void woken_cb(struct berthd_wait *w, bool woken, void *arg)
     answer(p);
 }
 
-/* wait_ns from the query: 0 when absent; -EBADMSG with @r filled when invalid. */
-static int parse_wait(const char *query, int64_t *ret, struct berth_reply *r)
+int berthd_parse_wait_ns(const char *query, int64_t *ret, struct berth_reply *r)
 {
     static const char *const allowed[] = {"wait_ns", NULL};
     char *values[ELEMENTSOF(allowed)] = {NULL};
@@ -124,7 +123,7 @@ bool berthd_result_handler(struct request *rq, struct berth_reply *r)
     int64_t wait_ns, now;
     int rc;
 
-    if (parse_wait(rq->query, &wait_ns, r) < 0)
+    if (berthd_parse_wait_ns(rq->query, &wait_ns, r) < 0)
         return true;
     berth_broker_result(srv->broker, rq->fp, rq->param, r);
     if (wait_ns == 0 || r->status != 202 || srv->shutting_down || berth_now_ns(CLOCK_MONOTONIC, &now, NULL) < 0)

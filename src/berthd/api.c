@@ -378,7 +378,7 @@ static bool metrics_handler(struct request *rq, struct berth_reply *r)
                               &health, &out) < 0 ||
         berthd_refusals_render(&srv->refusals, srv->slots.unauthenticated, &out) < 0 ||
         berthd_front_render(srv->front, &out) < 0 ||
-        berthd_result_waits_render(srv, &out) < 0) {
+        berthd_result_waits_render(srv, &out) < 0 || berthd_worker_polls_render(srv, &out) < 0) {
         berth_buf_free(&out);
         r->status = 503;
         r->error = "journal";
@@ -403,6 +403,11 @@ static const struct route routes[] = {
     {BERTHD_HTTP_POST, "/v1/pools", pool_register_handler},
     {BERTHD_HTTP_GET, "/v1/pools/{pool}", pool_show_handler},
     {BERTHD_HTTP_POST, "/v1/workers/enrolments", worker_enrol_handler},
+    {BERTHD_HTTP_POST, "/v1/workers/poll", berthd_worker_poll_handler},
+    {BERTHD_HTTP_POST, "/v1/workers/claims", berthd_worker_claim_handler},
+    {BERTHD_HTTP_POST, "/v1/workers/leases", berthd_worker_lease_handler},
+    {BERTHD_HTTP_POST, "/v1/workers/reports", berthd_worker_report_handler},
+    {BERTHD_HTTP_GET, "/v1/images/{digest}/blobs/{digest}", berthd_image_blob_handler},
     {BERTHD_HTTP_GET, "/v1/audit", audit_handler},
     {BERTHD_HTTP_GET, "/v1/journal/stats", journal_stats_handler},
     {BERTHD_HTTP_GET, "/v1/images/cache", root_cache_handler},

@@ -6,6 +6,7 @@ src_berthd_berthd_SOURCES = \
 	src/berthd/api.c src/berthd/server-internal.h \
 	src/berthd/api-evidence.c \
 	src/berthd/api-wait.c \
+	src/berthd/api-workers.c \
 	src/berthd/conn.c src/berthd/conn.h \
 	src/berthd/front.c src/berthd/front.h \
 	src/berthd/metrics.c src/berthd/metrics.h \

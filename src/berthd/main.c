@@ -65,7 +65,8 @@ struct daemon {
     struct berthd_backend_instance runtimes[BERTH_BERTHD_BACKENDS_MAX]; /* each with its containment */
     struct berth_plugin_handle *plugins[BERTH_BERTHD_BACKENDS_MAX];     /* runtimes[i].plugin, borrowed */
     struct berth_broker_backend backends[BERTH_BERTHD_BACKENDS_MAX];
-    struct berthd_backend_instance images_instance, stager_instance, evidence_instance;
+    struct berthd_backend_instance images_instance, stager_instance, blobs_instance, evidence_instance;
+    struct berth_plugin_handle *blobs;  /* a third image source instance, for workers' blob reads (borrowed) */
     struct berth_plugin_handle *stager; /* a second image source instance, for dispatch (borrowed) */
     char *stage_directory;              /* state_directory/stage */
     char *inputs_directory;             /* state_directory/inputs: each job's staged inputs */
@@ -214,6 +215,12 @@ static void result_recorded(void *userdata, const char *principal, const char *j
     berthd_server_result_recorded(d->server, principal, job_id);
 }
 
+static void offers_changed(void *userdata)
+{
+    struct daemon *d = userdata;
+    berthd_server_offers_changed(d->server);
+}
+
 /* Route (or, with @on false, stop routing) the backends' notifications to the broker. */
 static void route_notifications(struct daemon *d, bool on)
 {
@@ -315,7 +322,8 @@ static int load_backends(struct daemon *d)
     }
     if (d->cfg.has_images &&
         (load_plugin(d, &d->cfg.images, "image source", BERTH_PLUGIN_IMAGE_SOURCE, &d->images_instance, &d->images) != 0 ||
-         load_plugin(d, &d->cfg.images, "image stager", BERTH_PLUGIN_IMAGE_SOURCE, &d->stager_instance, &d->stager) != 0))
+         load_plugin(d, &d->cfg.images, "image stager", BERTH_PLUGIN_IMAGE_SOURCE, &d->stager_instance, &d->stager) != 0 ||
+         load_plugin(d, &d->cfg.images, "image blobs", BERTH_PLUGIN_IMAGE_SOURCE, &d->blobs_instance, &d->blobs) != 0))
         return 1;
     if (d->cfg.has_evidence && load_plugin(d, &d->cfg.evidence, "evidence store", BERTH_PLUGIN_EVIDENCE_STORE,
                                            &d->evidence_instance, &d->evidence) != 0)
@@ -510,6 +518,11 @@ static int start(struct daemon *d, bool check_only)
         .logger = &d->logger,
         .wake = wake_worker,
         .on_result = result_recorded,
+        .worker_lease_ns = d->cfg.lease_ns,
+        .workers_require_qualification = d->cfg.workers_require_qualification,
+        .blob_ops = d->blobs ? berth_plugin_image_source_ops(d->blobs) : NULL,
+        .blob_state = d->blobs ? berth_plugin_state(d->blobs) : NULL,
+        .on_offer = offers_changed,
         .userdata = d,
     };
 #ifdef BERTH_FAULT_INJECTION
@@ -592,6 +605,7 @@ static void stop(struct daemon *d)
         berthd_backend_unload(&d->runtimes[i]);
     berthd_backend_unload(&d->images_instance);
     berthd_backend_unload(&d->stager_instance);
+    berthd_backend_unload(&d->blobs_instance);
     berthd_backend_unload(&d->evidence_instance);
     free(d->stage_directory);
     free(d->evidence_spool);

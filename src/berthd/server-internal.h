@@ -64,6 +64,7 @@ struct pending {
 };
 
 struct evidence_task;
+struct parked_poll;
 
 struct berthd_server {
     struct event_base *base;
@@ -92,6 +93,8 @@ struct berthd_server {
     bool freeing;                    /* berthd_server_free() runs: nothing is answered any more */
     struct berthd_waits *waits;      /* parked long polls of results (waits.h) ... */
     struct parked *parked;           /* ... and their requests (api-wait.c) */
+    struct berthd_waits *poll_waits; /* parked polls of remote workers ... */
+    struct parked_poll *polls;       /* ... and their requests (api-workers.c) */
 };
 
 /* One request on its way through the route table. */
@@ -119,6 +122,33 @@ route_handler berthd_evidence_list_handler, berthd_evidence_start_handler, berth
 
 /* GET /v1/jobs/{job}/result, with its long poll ?wait_ns=N (api-wait.c). */
 route_handler berthd_result_handler;
+
+/**
+ * berthd_parse_wait_ns() - ?wait_ns=N of a long poll (@query, the only
+ * key it may have): *@ret 0 when absent, else 0 to BERTHD_WAIT_MAX_NS.
+ * Return: 0; -EBADMSG with @r filled (400, or 503 out of memory).
+ */
+int berthd_parse_wait_ns(const char *query, int64_t *ret, struct berth_reply *r);
+
+/* GET /v1/images/{image}/blobs/{blob}?run=RUN (api-evidence.c: the helper thread). */
+route_handler berthd_image_blob_handler;
+
+/* The remote workers' routes (api-workers.c, docs/workers.md): POST
+ * /v1/workers/poll (with its long poll ?wait_ns=N), /claims, /leases, /reports. */
+route_handler berthd_worker_poll_handler, berthd_worker_claim_handler, berthd_worker_lease_handler,
+    berthd_worker_report_handler;
+
+/** berthd_worker_polls_forget() - @cl is going away: its parked polls are dropped unanswered. */
+void berthd_worker_polls_forget(struct berthd_server *srv, struct client *cl);
+
+/** berthd_worker_polls_answer_all() - shutdown: answer every parked poll now. */
+void berthd_worker_polls_answer_all(struct berthd_server *srv);
+
+/** berthd_worker_polls_drop_all() - the server is freed: drop every parked poll unanswered. */
+void berthd_worker_polls_drop_all(struct berthd_server *srv);
+
+/** berthd_worker_polls_render() - the berth_worker_polls gauge, appended to @out.  Return: 0; -ENOMEM. */
+int berthd_worker_polls_render(struct berthd_server *srv, struct berth_buf *out);
 
 /** berthd_result_waits_forget() - @cl is going away: its parked requests are dropped unanswered. */
 void berthd_result_waits_forget(struct berthd_server *srv, struct client *cl);

@@ -39,6 +39,7 @@ static void client_detach(struct client *cl)
     cl->detached = true;
     berthd_api_forget(srv, cl);
     berthd_result_waits_forget(srv, cl);
+    berthd_worker_polls_forget(srv, cl);
     berthd_evidence_forget(srv, cl);
     berthd_slots_remove(&srv->slots, &cl->slot);
     resume_listener(srv);
@@ -242,7 +243,7 @@ int berthd_server_new(struct event_base *base, SSL_CTX *ctx, const struct berthd
         berthd_front_new(base, BERTHD_PRIORITIES - 2, (unsigned)berthd_config_front_threads(cfg), ctx, cfg, &srv->ops,
                          &srv->front) < 0 ||
         berthd_refusals_init(&srv->refusals, base, cfg->refusal_log_interval_ns, logger) < 0 ||
-        berthd_waits_new(0, 0, &srv->waits) < 0 ||
+        berthd_waits_new(0, 0, &srv->waits) < 0 || berthd_waits_new(0, 0, &srv->poll_waits) < 0 ||
         berthd_evidence_init(srv) < 0) {
         berthd_server_free(srv);
         return berth_error_set(reterr, -ENOMEM, "out of memory");
@@ -305,6 +306,7 @@ void berthd_server_shutdown(struct berthd_server *srv)
         berthd_api_batch(-1, 0, srv);
     /* Parked long polls are answered now with what they have (202 while pending). */
     berthd_result_waits_answer_all(srv);
+    berthd_worker_polls_answer_all(srv);
     for (s = srv->slots.head; s; s = next) {
         next = s->next;
         berthd_fconn_close_when_idle(((struct client *)(void *)s)->conn);
@@ -333,6 +335,8 @@ void berthd_server_free(struct berthd_server *srv)
     berthd_evidence_free(srv);
     berthd_result_waits_drop_all(srv);
     berthd_waits_free(srv->waits);
+    berthd_worker_polls_drop_all(srv);
+    berthd_waits_free(srv->poll_waits);
     /* The front threads end first, freeing their connections; then no message refers to a client. */
     berthd_front_stop(srv->front);
     while (srv->clients) {

@@ -56,6 +56,13 @@ int berthd_server_new(struct event_base *base, SSL_CTX *ctx, const struct berthd
  */
 void berthd_server_result_recorded(struct berthd_server *srv, const char *principal, const char *job_id);
 
+/**
+ * berthd_server_offers_changed() - the broker's offers to remote workers
+ * changed (berth_broker_offer_generation()): every parked poll asks again.
+ * Any thread; @srv may be NULL (nothing happens).
+ */
+void berthd_server_offers_changed(struct berthd_server *srv);
+
 /** berthd_server_port() - the bound port (useful when the config said 0). */
 int berthd_server_port(const struct berthd_server *srv);
 

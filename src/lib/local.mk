@@ -68,7 +68,8 @@ BERTH_JOB_SOURCES = \
 	src/lib/job/bundle.c src/lib/job/bundle.h \
 	src/lib/job/job.c src/lib/job/job.h \
 	src/lib/job/policy.c src/lib/job/policy.h \
-	src/lib/job/receipt.c src/lib/job/receipt.h
+	src/lib/job/receipt.c src/lib/job/receipt.h \
+	src/lib/job/report.c src/lib/job/report.h
 BERTH_PLUGIN_SOURCES = \
 	src/lib/plugin/containment-binding.c src/lib/plugin/containment-binding.h \
 	src/lib/plugin/host-table.c src/lib/plugin/host-table.h \
@@ -91,6 +92,8 @@ BERTH_BROKER_SOURCES = \
 	src/lib/broker/broker-warm.c \
 	src/lib/broker/broker-worker.c \
 	src/lib/broker/broker-remote.c \
+	src/lib/broker/broker-fleet.c \
+	src/lib/broker/broker-lease.c \
 	src/lib/broker/broker-dispatch.c \
 	src/lib/broker/broker-starts.c \
 	src/lib/broker/broker-serial.c \
@@ -210,6 +213,7 @@ BERTH_LIB_UNIT_TESTS = \
 	tests/unit/test-pool \
 	tests/unit/test-qualify \
 	tests/unit/test-receipt \
+	tests/unit/test-report \
 	tests/unit/test-registry \
 	tests/unit/test-reserve \
 	tests/unit/test-rootcache \

@@ -5,9 +5,7 @@
  * only by outbound HTTPS.
  *
  *   berth-worker enrol --config=FILE --pool=NAME [--json | --dry-run]
- *
- * This release enrols; claiming and running jobs follow (docs/workers.md,
- * "Not yet").
+ *   berth-worker run --config=FILE
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,12 +25,16 @@
 #include "macro.h"
 #include "pool.h"
 #include "sign.h"
+#ifdef BERTH_WITH_IMAGE
+#include "worker.h"
+#endif
 
 enum { EXIT_USAGE = 2 };
 
 static void usage(FILE *out)
 {
     fputs("Usage: berth-worker enrol --config=FILE --pool=NAME [--json | --dry-run]\n"
+          "       berth-worker run --config=FILE\n"
           "       berth-worker --version | --help\n"
           "\n"
           "A remote worker of berthd: it runs jobs of the pools the broker's host policy\n"
@@ -47,8 +49,19 @@ static void usage(FILE *out)
           "            principal is the worker's \"name\".  An enrolment holds until the\n"
           "            pool's manifest changes; then enrol again.\n"
           "\n"
-          "  --config=FILE  the worker's configuration (berth-worker.json: \"name\",\n"
-          "                 \"client\", \"identity\"), an absolute path\n"
+          "  run       work: poll berthd (outbound only) for the jobs of the pools this\n"
+          "            worker enrolled into, claim each with a signed claim, fetch its\n"
+          "            image from berthd, run it on the configured runtime (\"runtime\":\n"
+          "            runtime-oci on runsc or crun), keep its lease with heartbeats\n"
+          "            and report its outcome, signed.  At startup it qualifies its\n"
+          "            runtime (\"qualify\") and goes on with the runs it held before a\n"
+          "            restart.  SIGTERM or SIGINT: take no new work and stop once the\n"
+          "            runs held are reported; a second signal: stop now (berthd then\n"
+          "            fences those runs when their leases lapse).  Logs go to stderr.\n"
+          "\n"
+          "  --config=FILE  the worker's configuration (berth-worker(8): \"name\",\n"
+          "                 \"client\", \"identity\"; for run also \"state_directory\",\n"
+          "                 \"runtime\", \"slots\"), an absolute path\n"
           "  --pool=NAME    the pool to join\n"
           "  --json         print berthd's answer as JSON\n"
           "  --dry-run      print the signed enrolment (canonical JSON) instead of\n"
@@ -185,17 +198,29 @@ int main(int argc, char **argv)
         }
     }
     if (optind >= argc) {
-        fputs("berth-worker: missing subcommand (enrol)\n", stderr);
+        fputs("berth-worker: missing subcommand (enrol or run)\n", stderr);
         usage(stderr);
         return EXIT_USAGE;
     }
-    if (!streq(argv[optind], "enrol") || optind + 1 != argc) {
+    if ((!streq(argv[optind], "enrol") && !streq(argv[optind], "run")) || optind + 1 != argc) {
         fprintf(stderr, "berth-worker: unknown subcommand or extra arguments: \"%s\" (try --help)\n", argv[optind]);
         return EXIT_USAGE;
     }
     if (!config || config[0] != '/') {
-        fputs("berth-worker: enrol needs --config=FILE, an absolute path\n", stderr);
+        fprintf(stderr, "berth-worker: %s needs --config=FILE, an absolute path\n", argv[optind]);
         return EXIT_USAGE;
+    }
+    if (streq(argv[optind], "run")) {
+        if (pool || json || dry_run) {
+            fputs("berth-worker: run takes only --config\n", stderr);
+            return EXIT_USAGE;
+        }
+#ifdef BERTH_WITH_IMAGE
+        return worker_daemon_run(config);
+#else
+        fputs("berth-worker: run needs the image library: this berth was built without image-oci-local\n", stderr);
+        return EXIT_FAILURE;
+#endif
     }
     if (!pool || !berth_pool_name_valid(pool)) {
         fputs("berth-worker: enrol needs --pool=NAME, a pool name\n", stderr);

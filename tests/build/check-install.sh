@@ -39,6 +39,7 @@ lib/berth/plugins/runtime-oci.la
 lib/berth/plugins/runtime-oci.so
 lib/pkgconfig/berth-plugin.pc
 lib/systemd/system/berth-job@.service
+lib/systemd/system/berth-worker.service
 lib/systemd/system/berthd.service
 lib/tmpfiles.d/berth.conf
 libexec/berth/berth-contained
@@ -97,6 +98,8 @@ pc() { PKG_CONFIG_PATH=$root/lib/pkgconfig PKG_CONFIG_LIBDIR=$root/lib/pkgconfig
 pc --cflags | grep -q -- "-I$prefix/include" || fail "berth-plugin.pc: cflags $(pc --cflags) lack -I$prefix/include"
 grep -q "^ExecStart=$prefix/sbin/berthd " "$root/lib/systemd/system/berthd.service" ||
     fail "berthd.service does not run $prefix/sbin/berthd"
+grep -qx "ExecStart=$prefix/sbin/berth-worker run --config=/etc/berth-worker/worker.json" \
+    "$root/lib/systemd/system/berth-worker.service" || fail "berth-worker.service does not run $prefix/sbin/berth-worker"
 grep -qx "ExecStart=$prefix/libexec/berth/berth-contained %i" "$root/lib/systemd/system/berth-job@.service" ||
     fail "berth-job@.service does not run $prefix/libexec/berth/berth-contained"
 # Exports: the dynamic symbol table of each installed ELF object, defined

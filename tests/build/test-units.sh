@@ -22,19 +22,38 @@ grep -q '@[a-z]*@' "$unit" && fail "berthd.service has unsubstituted @variables@
 # systemd-analyze checks syntax, known directives and that ExecStart exists.
 # The man pages Documentation= names are not installed yet (--man=no); they
 # must be among the pages this build made.
-for page in $(sed -n 's/^Documentation=//p' "$unit"); do
-    case $page in
-    man:*)
-        name=${page#man:}
-        f="$BERTH_TOP_BUILDDIR/man/${name%(*}.$(printf '%s' "$name" | sed 's/.*(\(.*\))/\1/')"
-        [ -s "$f" ] || fail "Documentation=$page names no page this build made ($f)"
-        ;;
-    esac
-done
+check_documentation() { # UNIT
+    for page in $(sed -n 's/^Documentation=//p' "$1"); do
+        case $page in
+        man:*)
+            name=${page#man:}
+            f="$BERTH_TOP_BUILDDIR/man/${name%(*}.$(printf '%s' "$name" | sed 's/.*(\(.*\))/\1/')"
+            [ -s "$f" ] || fail "Documentation=$page of $1 names no page this build made ($f)"
+            ;;
+        esac
+    done
+}
+check_documentation "$unit"
 sed "s|^\(ExecStart[A-Za-z]*=\)[^ ]*berthd|\1$BERTHD|" "$unit" >"$TMP/berthd.service"
 systemd-analyze verify --man=no "$TMP/berthd.service" >"$TMP/out" 2>&1 || fail "systemd-analyze verify failed"
 if grep -v "^$" "$TMP/out" | grep -q .; then
     fail "systemd-analyze verify complained"
+fi
+
+# The remote worker's unit, pointed at the built berth-worker.
+worker="$BERTH_TOP_BUILDDIR/conf/berth-worker.service"
+[ -f "$worker" ] || fail "the build did not generate conf/berth-worker.service"
+grep -q '@[a-z]*@' "$worker" && fail "berth-worker.service has unsubstituted @variables@"
+for want in '^Type=exec$' '^StateDirectory=berth-worker$' '^ProtectSystem=strict$' '^NoNewPrivileges=yes$' \
+    '^ExecStart=.*/berth-worker run --config=/etc/berth-worker/worker.json$'; do
+    grep -q "$want" "$worker" || fail "berth-worker.service lacks $want"
+done
+check_documentation "$worker"
+sed "s|^ExecStart=[^ ]*berth-worker|ExecStart=${BERTH_WORKER:?}|" "$worker" >"$TMP/berth-worker.service"
+systemd-analyze verify --man=no "$TMP/berth-worker.service" >"$TMP/out" 2>&1 ||
+    fail "systemd-analyze verify failed on berth-worker.service"
+if grep -v "^$" "$TMP/out" | grep -q .; then
+    fail "systemd-analyze verify complained about berth-worker.service"
 fi
 
 # The job template, as an instance of it, pointed at the built launcher.

@@ -86,7 +86,7 @@ START_TEST(defaults)
     ck_assert_int_eq(d.max_active_jobs, 16);
     ck_assert_int_eq(d.max_retained_jobs, 10000);
     ck_assert_int_eq(d.max_connections, 64);
-    ck_assert_int_eq(d.max_body_bytes, 1024 * 1024 + 64 * 1024);
+    ck_assert_int_eq(d.max_body_bytes, 1536 * 1024 + 64 * 1024);
     ck_assert_int_eq(d.reconcile_interval_ns, 250000000);
     ck_assert_int_eq(d.containment_scan_interval_ns, 60000000000);
     ck_assert_int_eq(d.handshake_timeout_ns, 2000000000);
@@ -417,12 +417,54 @@ START_TEST(containment)
 }
 END_TEST
 
+/* workers: the lease term (1 s to 1 h), whether they must be qualified; the name is reserved. */
+START_TEST(workers)
+{
+    _cleanup_json_ json_t *empty = json_object(), *rc = json_object(), *store = json_object();
+    _cleanup_free_ char *text = NULL;
+    struct berthd_config c, back;
+
+    parse_ok(DOC(""), &c);
+    ck_assert_int_eq(c.lease_ns, 30000000000LL);
+    ck_assert(c.workers_require_qualification);
+    berthd_config_clear(&c);
+    parse_ok(DOC(",\"workers\":{\"lease_ns\":1000000000,\"require_qualification\":false}"), &c);
+    ck_assert_int_eq(c.lease_ns, 1000000000);
+    ck_assert(!c.workers_require_qualification);
+    berthd_config_clear(&c);
+    refused(DOC(",\"workers\":{\"lease_ns\":999999999}"), "config.workers.lease_ns is 999999999, outside");
+    refused(DOC(",\"workers\":{\"lease_ns\":3600000000001}"), "config.workers.lease_ns");
+    refused(DOC(",\"workers\":{\"require_qualification\":\"no\"}"),
+            "config.workers.require_qualification must be true or false");
+    refused(DOC(",\"workers\":{\"labels\":[]}"), "config.workers: unknown member \"labels\"");
+    refused(DOC(",\"backends\":{\"workers\":{\"plugin\":\"runtime-oci\"}}"),
+            "\"workers\" is the remote workers' name; configure them in config.workers");
+    /* Written only when not the defaults, and read back the same. */
+    devinit_like(&c, empty, rc, store);
+    c.lease_ns = 5000000000LL;
+    c.workers_require_qualification = false;
+    round_trip(&c, &back, &text);
+    ck_assert_msg(strstr(text, "\"workers\":{\"lease_ns\":5000000000,\"require_qualification\":false}"), "%s", text);
+    ck_assert_int_eq(back.lease_ns, 5000000000LL);
+    ck_assert(!back.workers_require_qualification);
+    berthd_config_clear(&back);
+    free(text);
+    text = NULL;
+    c.lease_ns = 30000000000LL;
+    c.workers_require_qualification = true;
+    round_trip(&c, &back, &text);
+    ck_assert_msg(!strstr(text, "workers"), "%s", text);
+    berthd_config_clear(&back);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("berthd-config");
     TCase *tc = test_case(s, "berthd-config");
 
     tcase_add_test(tc, defaults);
+    tcase_add_test(tc, workers);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, unauthenticated_share);
     tcase_add_test(tc, write_defaults);

@@ -65,6 +65,30 @@ START_TEST(nanoseconds)
 }
 END_TEST
 
+/* Base64url members: decoded into a fresh buffer; absent is no bytes; anything else is refused. */
+START_TEST(base64url)
+{
+    json_t *v = json_string("aGkK"), *bad = json_string("aGk+"), *num = json_integer(1);
+    uint8_t *out = NULL;
+    size_t len = 99;
+
+    ck_assert_int_eq(berth_json_b64_value(v, &out, &len), 0);
+    ck_assert_uint_eq(len, 3);
+    ck_assert_mem_eq(out, "hi\n", 3);
+    ck_assert_int_eq(out[3], 0);
+    free(out);
+    ck_assert_int_eq(berth_json_b64_value(NULL, &out, &len), 0);
+    ck_assert_ptr_null(out);
+    ck_assert_uint_eq(len, 0);
+    ck_assert_int_eq(berth_json_b64_value(bad, &out, &len), -EBADMSG); /* '+' is base64, not base64url */
+    ck_assert_ptr_null(out);
+    ck_assert_int_eq(berth_json_b64_value(num, &out, &len), -EBADMSG);
+    json_decref(v);
+    json_decref(bad);
+    json_decref(num);
+}
+END_TEST
+
 START_TEST(hex)
 {
     ck_assert(berth_is_hex("00ff", 4));
@@ -83,6 +107,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, members);
     tcase_add_test(tc, nanoseconds);
     tcase_add_test(tc, hex);
+    tcase_add_test(tc, base64url);
     return s;
 }
 

@@ -168,6 +168,31 @@ START_TEST(unavailable_passed_over)
         d = place("{\"network_egress_class\":\"none\"}", with_pool, chosen, sizeof(chosen));
         ck_assert_str_eq(chosen, "runsc");
     }
+    /* An offer may say why it takes no work of this pool now (the remote
+     * workers' does, under the name "workers"; the pool here lists runsc). */
+    {
+        char busy[640];
+        _cleanup_free_ char *e = NULL;
+        snprintf(busy, sizeof(busy),
+                 "{\"runsc\":{\"capabilities\":[\"exec\",\"file_rw\"],\"egress_classes\":[\"none\"]," QUALIFIED
+                 ",\"pools\":[],\"pools_unavailable\":{\"%s\":\"workers_busy\"}},"
+                 "\"crun\":{\"capabilities\":[\"exec\",\"file_rw\"],\"egress_classes\":[\"none\"]," QUALIFIED "}}",
+                 pool->pool_hash);
+        e = place("{\"network_egress_class\":\"none\"}", busy, chosen, sizeof(chosen));
+        ck_assert_str_eq(chosen, "crun");
+        ck_assert_ptr_nonnull(strstr(e, "{\"backend\":\"runsc\",\"kept\":false,\"reason\":\"workers_busy\"}"));
+        /* A reason that is no reason code makes the set unreadable. */
+        {
+            static const char bad_reason[] =
+                "{\"workers\":{\"capabilities\":[],\"egress_classes\":[],\"qualification\":\"unqualified\","
+                "\"pools_unavailable\":{\"1111111111111111111111111111111111111111111111111111111111111111\":"
+                "\"Busy!\"}}}";
+            struct berth_backend_set *bad = NULL;
+            struct berth_error err = BERTH_ERROR_INIT;
+            ck_assert_int_eq(berth_backend_set_parse(bad_reason, strlen(bad_reason), &bad, &err), -EBADMSG);
+            ck_assert_ptr_nonnull(strstr(err.message, "pools_unavailable"));
+        }
+    }
     ck_assert(berth_reason_code_valid("containment_unreachable"));
     ck_assert(!berth_reason_code_valid(""));
     ck_assert(!berth_reason_code_valid("Containment"));

@@ -485,6 +485,8 @@ START_TEST(chain_rules_registration)
 }
 END_TEST
 
+#define SOME_DIGEST_HEX "3333333333333333333333333333333333333333333333333333333333333333"
+
 START_TEST(enrol_and_claim)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -525,6 +527,23 @@ START_TEST(enrol_and_claim)
         ck_assert_int_eq(berth_audit_append(j, &key, NOW, "pool.claim_receipt", ACTOR, forged, NULL, NULL), 0);
         ck_assert_int_eq(verify(&rep, msg, sizeof(msg)), -EBADMSG);
         ck_assert_ptr_nonnull(strstr(msg, "which is not enrolled in that pool"));
+        raw_exec("DELETE FROM audit_events WHERE seq = (SELECT max(seq) FROM audit_events)");
+    }
+    /* A claim of schema 2 by w1's enrolled key under another worker's name:
+     * a key's claims are those of the name it enrolled with. */
+    {
+        _cleanup_json_ json_t *renamed = NULL;
+        char msg[BERTH_ERROR_MESSAGE_MAX];
+        const struct berth_claim_params p = {
+            .pool_hash = json_string_value(json_object_get(res.receipt, "pool_hash")), .worker_name = "w2",
+            .job_id = "job-3", .job_digest = "sha256:" SOME_DIGEST_HEX, .receipt_digest = "sha256:" SOME_DIGEST_HEX,
+            .run_id = "r11111111111111111111111111111111", .placement_hash = res.placement_hash, .lease_revision = 2,
+            .created_ns = NOW};
+        ck_assert_int_eq(verify(&rep, NULL, 0), 0);
+        ck_assert_int_eq(berth_claim2_create(w, &p, &renamed, NULL), 0);
+        ck_assert_int_eq(berth_audit_append(j, &key, NOW, "pool.claim_receipt", ACTOR, renamed, NULL, NULL), 0);
+        ck_assert_int_eq(verify(&rep, msg, sizeof(msg)), -EBADMSG);
+        ck_assert_ptr_nonnull(strstr(msg, "under another name than it enrolled with (w1)"));
     }
     berth_placement_result_clear(&res);
     berth_signing_key_free(w);

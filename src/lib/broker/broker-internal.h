@@ -157,6 +157,41 @@ struct broker_warm {
 /* One runtime instance's calls, serialized (broker-serial.c). */
 struct broker_serial;
 
+/* A remote worker as its last poll described it (broker-fleet.c). */
+struct broker_fleet_worker {
+    char name[BERTH_PRINCIPAL_MAX + 1];
+    char keyid[BERTH_KEY_ID_LEN + 1];
+    int64_t seen;            /* CLOCK_MONOTONIC of its last call; live for worker_lease_ns after */
+    unsigned slots, busy;    /* runs it takes at once, and holds (its poll, then claims and reports) */
+    json_t *capabilities;    /* its runtime's capabilities and egress classes (arrays of strings) */
+    json_t *egress_classes;
+    json_t *pools;           /* the pool hashes it takes work of (its poll's pools, enrolled and served) */
+    bool qualified;          /* its last poll carried a passed qualification, signed by its key ... */
+    int64_t qualification_expires_ns; /* ... until then (CLOCK_REALTIME) */
+};
+
+/* A run queued for the workers, not claimed yet (broker-fleet.c). */
+struct broker_fleet_job {
+    char run_id[BERTH_RUN_ID_LEN + 1];
+    char pool_hash[BERTH_HASH_HEX_LEN + 1];
+    int64_t accepted_at;
+    char offered_to[BERTH_PRINCIPAL_MAX + 1]; /* the worker it is offered to, "" none ... */
+    int64_t offered_until;                    /* ... until then (CLOCK_MONOTONIC) */
+};
+
+struct broker_fleet {
+    pthread_mutex_t lock; /* this struct but @offered_*; may be taken inside the broker's lock, never the reverse */
+    bool initialized;
+    struct broker_fleet_worker *w;
+    size_t n, cap;
+    struct broker_fleet_job *q;
+    size_t nq, capq;
+    int64_t started_ns;                /* CLOCK_REALTIME when this broker started: leases get a term from then */
+    atomic_uint_fast64_t generation;   /* berth_broker_offer_generation() */
+    uint64_t offered_generation;       /* under the broker's lock: the generation b->offers was made at ... */
+    int64_t offered_mono;              /* ... and when */
+};
+
 struct berth_broker {
     struct berth_broker_params p;
     struct berth_broker_backend *backends;
@@ -177,6 +212,7 @@ struct berth_broker {
     struct broker_serial **serial; /* per backend: its call lock, or NULL when its plugin declares concurrent calls safe */
     struct berth_rootcache *roots; /* with a stager: one sealed root per image (broker-roots.c), else NULL */
     struct broker_warm warm;
+    struct broker_fleet fleet;
 };
 
 /* The authenticated caller, resolved under the lock. */
@@ -191,6 +227,18 @@ void broker_caller_clear(struct broker_caller *c);
  * @reply with 403 and returns -EACCES when denied. */
 int broker_authenticate(struct berth_broker *b, const char *fingerprint, struct broker_caller *c,
                         struct berth_reply *reply);
+
+/* broker_authenticate(), and the subject must serve pools (a remote
+ * worker, broker-remote.c): else 403 not_a_worker and -EACCES. */
+int broker_authenticate_worker(struct berth_broker *b, const char *fingerprint, struct broker_caller *caller,
+                               struct berth_reply *reply);
+
+/* Lock held: a worker's request: broker_authenticate_worker(), then @body
+ * (@len bytes, at most @max: else 413, @what naming it) parsed strictly
+ * into *@ret_doc (else 400).  0, or -EACCES, -EFBIG, -EBADMSG with
+ * @reply filled. */
+int broker_worker_request(struct berth_broker *b, const char *fingerprint, const char *body, size_t len, size_t max,
+                          const char *what, struct broker_caller *caller, json_t **ret_doc, struct berth_reply *reply);
 
 /* Look up the caller's job @job_id and recheck its grant (lock held): 0
  * with @caller and @rec filled (the caller clears both); else @reply says
@@ -588,6 +636,107 @@ void broker_warm_health(struct berth_broker *b, struct berth_broker_health *h);
  * reference), NULL when this host has no warm target for it or out of
  * memory.  Any thread; takes warm.lock (the broker lock may be held). */
 json_t *broker_warm_pool_json(struct berth_broker *b, const char *pool);
+
+/* --- broker-fleet.c: remote workers (docs/workers.md) --- */
+
+int broker_fleet_init(struct berth_broker *b);
+void broker_fleet_free(struct berth_broker *b);
+
+/* Whether @rec is placed on the remote workers (backend BERTH_WORKERS_BACKEND). */
+bool broker_is_remote(const struct berth_job_record *rec);
+
+/* Record what worker @seen->name said in its poll (copied; its JSON
+ * members are referenced): live from now.  @again: a parked poll asked
+ * again (its busy count is no newer than what berthd knows: the lower
+ * stands).  0 or -ENOMEM. */
+int broker_fleet_seen(struct berth_broker *b, const struct broker_fleet_worker *seen, bool again);
+
+/* Whether worker @name may be given work at CLOCK_REALTIME @now (its qualification, when required). */
+bool broker_fleet_qualified(struct berth_broker *b, const char *name, int64_t now);
+
+/* Worker @name called (a heartbeat, a claim; a report: @busy_delta -1, a
+ * slot it frees before its next poll says so): live from now. */
+void broker_fleet_touch(struct berth_broker *b, const char *name, int busy_delta);
+
+/* Queue run @run_id of pool manifest @pool_hash for the workers (nothing
+ * when queued already).  1 queued now, 0 queued before, -ENOMEM, -EINVAL. */
+int broker_fleet_enqueue(struct berth_broker *b, const char *run_id, const char *pool_hash, int64_t accepted_at);
+
+/* Run @run_id is claimed or over: off the queue. */
+void broker_fleet_dequeue(struct berth_broker *b, const char *run_id);
+
+/* The offer of run @run_id ended without a claim (a refused one): offer it again. */
+void broker_fleet_release(struct berth_broker *b, const char *run_id);
+
+/* Hold for worker @name, and copy into @ret_runs, at most @max queued runs
+ * of the pool manifests @pools (a JSON array of hashes), oldest first,
+ * that are not held now (for any worker: one offered to @name before is
+ * not offered again while its claim may be on its way).
+ * *@ret_hold_end: the CLOCK_MONOTONIC time the first hold on such a run
+ * ends, 0 none.  Return: how many. */
+size_t broker_fleet_take(struct berth_broker *b, const char *name, const json_t *pools, size_t max,
+                         char (*ret_runs)[BERTH_RUN_ID_LEN + 1], int64_t *ret_hold_end);
+
+/* Lock held: the "workers" offer of the backend set (placement.h) at
+ * CLOCK_REALTIME @now, or NULL when no active pool lists workers (or out
+ * of memory). */
+json_t *broker_fleet_offer(struct berth_broker *b, int64_t now);
+
+/* Lock held: put a fresh "workers" offer into b->offers when the fleet
+ * changed or a second passed.  0 or a negative errno (the old set stays). */
+int broker_fleet_refresh_offers(struct berth_broker *b, int64_t now);
+
+/* berth_broker_offer_generation() changes now (a parked poll looks again). */
+void broker_fleet_kick(struct berth_broker *b);
+
+/* --- broker-worker.c: the outcome of a remote run --- */
+
+/* What a worker's verified report says of @rec (the fields of its
+ * result); strings and JSON borrowed. */
+struct broker_remote_outcome {
+    enum berth_job_state to;  /* exited, failed, cancelled or expired */
+    bool has_exit_code;
+    int exit_code;
+    const char *reason;
+    const uint8_t *out, *err;
+    size_t out_len, err_len;
+    const json_t *outputs;
+    int64_t started_at, finished_at;
+    const json_t *worker;     /* the result's "worker" member (report.h) */
+};
+
+/* Any thread, lock not held: sign and record @rec's result from the
+ * worker's report @o (a claimed record moves to running first).  0;
+ * -ESTALE (the record moved on: the caller re-reads it); -EINVAL (the
+ * result would not say what the report says); journal errors. */
+int broker_remote_finish(struct berth_broker *b, struct berth_job_record *rec, const struct broker_remote_outcome *o,
+                         struct berth_error *reterr);
+
+/* Any thread, lock not held: fence @rec, whose lease ran out: failed
+ * ("worker_lost"), cancelled when a cancellation was asked for, expired
+ * past its deadline.  0, -ESTALE, journal errors. */
+int broker_remote_fence(struct berth_broker *b, struct berth_job_record *rec, int64_t now,
+                        struct berth_pass_stats *stats, struct berth_error *reterr);
+
+/* Any thread, lock not held: record claimed @rec's move to running and its
+ * renewed lease @lease (canonical JSON) in one transaction.  0, -ESTALE,
+ * journal errors. */
+int broker_remote_started(struct berth_broker *b, struct berth_job_record *rec, const char *lease,
+                          struct berth_error *reterr);
+
+/* --- broker-lease.c: leases of remote runs --- */
+
+/* Parse the lease of @rec: its claim envelope (borrowed from *@ret_doc,
+ * which the caller releases), claim digest, worker and expiry (CLOCK_REALTIME,
+ * moved to at least a full term after this broker started).  0 or -EBADMSG. */
+int broker_lease_parse(struct berth_broker *b, const struct berth_job_record *rec, json_t **ret_doc,
+                       int64_t *ret_expires);
+
+/* Reconcile open remote @rec (worker thread): queue it while accepted (in
+ * the startup round only: afterwards its submission queued it), fence it
+ * once its lease ran out.  Return: 0; -EIO/-EBADMSG. */
+int broker_remote_reconcile(struct berth_broker *b, struct berth_job_record *rec, int64_t now,
+                            struct berth_pass_stats *stats, struct berth_error *reterr);
 
 /* Call the fault hook. */
 void broker_fault(struct berth_broker *b, const char *point);

@@ -178,6 +178,7 @@ int berth_broker_refresh_backends(struct berth_broker *b)
     pthread_mutex_lock(&b->lock);
     berth_backend_set_free(b->offers);
     b->offers = set;
+    b->fleet.offered_generation = 0; /* the workers' offer goes in again before the next placement */
     json_decref(b->capabilities);
     b->capabilities = json_incref(caps);
     pthread_mutex_unlock(&b->lock);
@@ -241,6 +242,7 @@ struct outcome {
     json_t *captured;     /* the outputs berthd captured (capture()), or NULL: none */
     json_t *output_error; /* {id, problem} when a declared output is invalid, or NULL */
     int64_t started_at, finished_at;
+    const json_t *worker; /* a remote run: the result's "worker" member (borrowed), else NULL */
 };
 
 static void outcome_clear(struct outcome *o)
@@ -251,29 +253,6 @@ static void outcome_clear(struct outcome *o)
     free(o->out);
     free(o->err);
     memset(o, 0, sizeof(*o));
-}
-
-static int decode_b64(const json_t *v, uint8_t **ret, size_t *ret_len)
-{
-    size_t n;
-
-    if (!v) {
-        *ret = NULL;
-        *ret_len = 0;
-        return 0;
-    }
-    if (!json_is_string(v))
-        return -EBADMSG;
-    n = json_string_length(v);
-    *ret = malloc(n + 1);
-    if (!*ret)
-        return -ENOMEM;
-    if (berth_base64url_decode(json_string_value(v), n, *ret, n + 1, ret_len) < 0) {
-        free(*ret);
-        *ret = NULL;
-        return -EBADMSG;
-    }
-    return 0;
 }
 
 static int parse_outcome(const char *text, size_t len, struct outcome *o, struct berth_error *reterr)
@@ -303,8 +282,8 @@ static int parse_outcome(const char *text, size_t len, struct outcome *o, struct
         o->has_exit_code = true;
         o->exit_code = (int)json_integer_value(v);
     }
-    if (decode_b64(json_object_get(o->doc, "stdout"), &o->out, &o->out_len) < 0 ||
-        decode_b64(json_object_get(o->doc, "stderr"), &o->err, &o->err_len) < 0) {
+    if (berth_json_b64_value(json_object_get(o->doc, "stdout"), &o->out, &o->out_len) < 0 ||
+        berth_json_b64_value(json_object_get(o->doc, "stderr"), &o->err, &o->err_len) < 0) {
         r = berth_error_set(reterr, -EBADMSG, "inspect.stdout and inspect.stderr must be base64url");
         goto fail;
     }
@@ -351,6 +330,7 @@ struct move_write {
     const char *result, *audit_type;
     json_t *audit_extra;
     const char *warm; /* with the move to running: the warm slot it started in */
+    const char *lease; /* with the move: a remote run's lease (jobstore.h) */
     const json_t *claim; /* with the move to claimed: the claim receipt recorded with it (pool.claim_receipt) */
     int64_t now;
 };
@@ -362,6 +342,8 @@ static int move_write(struct berth_journal *j, void *userdata, struct berth_erro
 
     if (r == 0 && m->warm)
         r = berth_jobstore_set_warm(j, m->rec->run_id, m->rec->revision + 1, m->warm, reterr);
+    if (r == 0 && m->lease)
+        r = berth_jobstore_set_lease(j, m->rec->run_id, m->rec->revision + 1, m->lease, reterr);
     if (r == 0 && m->audit_type)
         r = broker_audit(m->b, m->audit_type, m->rec, "berthd", json_incref(m->audit_extra), reterr);
     if (r == 0 && m->claim)
@@ -404,8 +386,9 @@ static int local_claim(struct berth_broker *b, const struct berth_job_record *re
  * (it may use the space reserve); while storage is degraded every other
  * move fails at once with -ENOSPC.  A space failure is logged once, by the
  * degraded state, not here. */
-static int move_warm(struct berth_broker *b, struct berth_job_record *rec, enum berth_job_state to, const char *result,
-                     const char *audit_type, json_t *audit_extra, const char *warm, struct berth_error *reterr)
+static int move_full(struct berth_broker *b, struct berth_job_record *rec, enum berth_job_state to, const char *result,
+                     const char *audit_type, json_t *audit_extra, const char *warm, const char *lease,
+                     struct berth_error *reterr)
 {
     struct move_write m = {.b = b,
                            .rec = rec,
@@ -413,7 +396,8 @@ static int move_warm(struct berth_broker *b, struct berth_job_record *rec, enum 
                            .result = result,
                            .audit_type = audit_type,
                            .audit_extra = audit_extra,
-                           .warm = warm};
+                           .warm = warm,
+                           .lease = lease};
     _cleanup_json_ json_t *claim = NULL;
     char what[64];
     int r;
@@ -421,9 +405,10 @@ static int move_warm(struct berth_broker *b, struct berth_job_record *rec, enum 
     snprintf(what, sizeof(what), "recording a job %s", berth_job_state_names[to]);
     pthread_mutex_lock(&b->lock);
     r = berth_now_ns(CLOCK_REALTIME, &m.now, reterr);
-    /* Claimed here: the broker's signed claim goes into the chain with it. */
-    if (r == 0 && to == BERTH_JOB_CLAIMED && rec->state == BERTH_JOB_ACCEPTED && (r = local_claim(b, rec, m.now, &claim,
-                                                                                                   reterr)) == 0)
+    /* Claimed here: the broker's signed claim goes into the chain with it
+     * (a worker's claim is recorded by broker-remote.c, never here). */
+    if (r == 0 && to == BERTH_JOB_CLAIMED && rec->state == BERTH_JOB_ACCEPTED && !broker_is_remote(rec) &&
+        (r = local_claim(b, rec, m.now, &claim, reterr)) == 0)
         m.claim = claim;
     if (r == 0)
         r = broker_journal_write(b, to == BERTH_JOB_REAPING, move_write, &m, what, reterr);
@@ -439,14 +424,28 @@ static int move_warm(struct berth_broker *b, struct berth_job_record *rec, enum 
                rec->principal, berth_job_state_names[rec->state], berth_job_state_names[to], warm ? " (warm)" : "");
     rec->state = to;
     rec->revision++;
+    if (lease) {
+        char *copy = strdup(lease);
+        if (copy) {
+            free(rec->lease);
+            rec->lease = copy;
+        }
+    }
     return 0;
 }
 
-/* Record @to (see move_warm()), without a warm slot. */
+/* Record @to (see move_full()), with the warm slot it started in. */
+static int move_warm(struct berth_broker *b, struct berth_job_record *rec, enum berth_job_state to, const char *result,
+                     const char *audit_type, json_t *audit_extra, const char *warm, struct berth_error *reterr)
+{
+    return move_full(b, rec, to, result, audit_type, audit_extra, warm, NULL, reterr);
+}
+
+/* Record @to (see move_full()), without a warm slot. */
 static int move(struct berth_broker *b, struct berth_job_record *rec, enum berth_job_state to, const char *result,
                 const char *audit_type, json_t *audit_extra, struct berth_error *reterr)
 {
-    return move_warm(b, rec, to, result, audit_type, audit_extra, NULL, reterr);
+    return move_full(b, rec, to, result, audit_type, audit_extra, NULL, NULL, reterr);
 }
 
 static const enum berth_result_status status_of_state[] = {
@@ -464,6 +463,8 @@ static void after_recorded(struct berth_broker *b, const struct berth_job_record
     const struct berth_broker_backend *be = broker_backend(b, rec->backend);
 
     broker_retry_forget(b, rec->run_id);
+    if (broker_is_remote(rec))
+        broker_fleet_dequeue(b, rec->run_id); /* a queued run that ended before a worker claimed it */
     if (stats) {
         if (rec->state == BERTH_JOB_CANCELLED)
             stats->cancelled++;
@@ -563,12 +564,18 @@ static int finish(struct berth_broker *b, struct berth_job_record *rec, enum ber
         .started_at = o ? o->started_at : -1,
         .finished_at = finished_at,
         .warm = warm,
+        .worker = o ? o->worker : NULL,
     };
     if (rp.output_error) {
         rp.status = BERTH_RESULT_FAILED;
         rp.reason = "output_invalid";
     }
     r = receipt ? berth_result_create(b->p.key, &rp, &result, reterr) : -EBADMSG;
+    if (r == -EFBIG && rp.worker) {
+        /* A worker's report is recorded as it was signed, or not at all. */
+        berth_job_free(job);
+        return -EINVAL;
+    }
     if (r == -EFBIG) {
         /* More output than the job allowed: the backend broke its bound. */
         rp.status = BERTH_RESULT_FAILED;
@@ -583,7 +590,7 @@ static int finish(struct berth_broker *b, struct berth_job_record *rec, enum ber
     if (r < 0) {
         berth_logf(b->p.logger, BERTH_LOG_ERR, "job %s run %s: cannot make its result: %s", rec->job_id, rec->run_id,
                    reterr->message);
-        return r;
+        return r == -EINVAL && rp.worker ? -EINVAL : r;
     }
     audit = json_pack("{s:s, s:s?}", "status", berth_result_status_names[rp.status], "reason", rp.reason);
     if (!audit)
@@ -758,6 +765,56 @@ static int reap(struct berth_broker *b, const struct berth_broker_backend *be, s
     return r;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Remote runs (docs/workers.md): their worker drives them; berthd records. */
+
+int broker_remote_finish(struct berth_broker *b, struct berth_job_record *rec, const struct broker_remote_outcome *ro,
+                         struct berth_error *reterr)
+{
+    struct outcome o = {
+        .has_exit_code = ro->has_exit_code,
+        .exit_code = ro->exit_code,
+        .reason = ro->reason,
+        .out = (uint8_t *)ro->out,
+        .out_len = ro->out_len,
+        .err = (uint8_t *)ro->err,
+        .err_len = ro->err_len,
+        .captured = (json_t *)ro->outputs,
+        .started_at = ro->started_at,
+        .finished_at = ro->finished_at,
+        .worker = ro->worker,
+    };
+    int r = 0;
+
+    if (rec->state == BERTH_JOB_CLAIMED)
+        r = move(b, rec, BERTH_JOB_RUNNING, NULL, "job.started", NULL, reterr);
+    /* The outcome's buffers are the caller's: finish() only reads them. */
+    return r < 0 ? r : finish(b, rec, ro->to, &o, NULL, NULL, reterr);
+}
+
+int broker_remote_fence(struct berth_broker *b, struct berth_job_record *rec, int64_t now,
+                        struct berth_pass_stats *stats, struct berth_error *reterr)
+{
+    enum berth_job_state to = rec->cancel_requested ? BERTH_JOB_CANCELLED
+                              : now > rec->deadline ? BERTH_JOB_EXPIRED
+                                                    : BERTH_JOB_FAILED;
+    int r = 0;
+
+    berth_logf(b->p.logger, BERTH_LOG_WARNING,
+               "job %s run %s: the lease of its worker ran out: fenced (%s, worker_lost); it is never run again",
+               rec->job_id, rec->run_id, berth_job_state_names[to]);
+    /* A claimed run goes to cancelled only through reaping (jobstore.h). */
+    if (rec->state == BERTH_JOB_CLAIMED && to == BERTH_JOB_CANCELLED)
+        r = move(b, rec, BERTH_JOB_REAPING, NULL, NULL, NULL, reterr);
+    return r < 0 ? r : finish(b, rec, to, NULL, "worker_lost", stats, reterr);
+}
+
+int broker_remote_started(struct berth_broker *b, struct berth_job_record *rec, const char *lease,
+                          struct berth_error *reterr)
+{
+    return move_full(b, rec, BERTH_JOB_RUNNING, NULL, "job.started", NULL, NULL, lease, reterr);
+}
+
 /* Reconcile one open job; @fault (or NULL) is hit right before the
  * terminal result of a job found finished is signed and recorded. */
 static int reconcile_one(struct berth_broker *b, struct berth_job_record *rec, int64_t now, const char *fault,
@@ -768,6 +825,9 @@ static int reconcile_one(struct berth_broker *b, struct berth_job_record *rec, i
     bool stop = rec->cancel_requested || now > rec->deadline;
     int r;
 
+    if (broker_is_remote(rec) && rec->state != BERTH_JOB_ACCEPTED)
+        return broker_remote_reconcile(b, rec, now, stats, reterr);
+
     if (rec->state == BERTH_JOB_ACCEPTED) {
         /* Never started: decide without any backend. */
         if (rec->cancel_requested)
@@ -775,6 +835,8 @@ static int reconcile_one(struct berth_broker *b, struct berth_job_record *rec, i
                           rec->cancel_reason ? rec->cancel_reason : "cancelled_before_start", stats, reterr);
         if (now > rec->deadline)
             return finish(b, rec, BERTH_JOB_EXPIRED, NULL, "deadline_before_start", stats, reterr);
+        if (broker_is_remote(rec))
+            return broker_remote_reconcile(b, rec, now, stats, reterr);
         return 0;
     }
     if (!be) {

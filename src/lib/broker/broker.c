@@ -84,13 +84,16 @@ int berth_broker_new(const struct berth_broker_params *p, struct berth_broker **
     int r;
 
     if (!p || !p->name || !p->journal || !p->key || !p->audit_key || !p->policy || (p->n_backends && !p->backends) ||
-        p->max_active < 1 || p->max_retained < 1 || (p->evidence_ops && p->evidence_max_object_bytes < 1) || !ret)
+        p->max_active < 1 || p->max_retained < 1 || (p->evidence_ops && p->evidence_max_object_bytes < 1) ||
+        p->worker_lease_ns < 0 || !ret)
         return berth_error_set(reterr, -EINVAL, "invalid broker parameters");
     b = calloc(1, sizeof(*b));
     if (!b)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     broker_events_init(&b->events);
     b->p = *p;
+    if (b->p.worker_lease_ns == 0)
+        b->p.worker_lease_ns = BERTH_WORKER_LEASE_DEFAULT_NS;
     b->backends = calloc(p->n_backends ? p->n_backends : 1, sizeof(*b->backends));
     b->caps_errors = calloc(p->n_backends ? p->n_backends : 1, sizeof(*b->caps_errors));
     b->caps_unavailable = calloc(p->n_backends ? p->n_backends : 1, sizeof(*b->caps_unavailable));
@@ -118,7 +121,7 @@ int berth_broker_new(const struct berth_broker_params *p, struct berth_broker **
     }
     broker_storage_init(b);
     atomic_init(&b->sweep.admitting, false);
-    if (broker_warm_init(b) < 0) {
+    if (broker_warm_init(b) < 0 || broker_fleet_init(b) < 0) {
         berth_broker_free(b);
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     }
@@ -140,6 +143,7 @@ void berth_broker_free(struct berth_broker *b)
         return;
     broker_starts_free(b); /* no start runs after this */
     broker_warm_free(b);   /* nor a refill */
+    broker_fleet_free(b);
     broker_roots_free(b);
     broker_serial_free(b);
     if (b->reg) {
@@ -298,6 +302,10 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, const 
     struct berth_placement_result placed = {0};
     struct berth_receipt_params rp;
     const struct berth_broker_backend *be;
+    /* The remote workers: no plugin of this host (docs/workers.md). */
+    static const struct berth_broker_backend workers = {
+        .name = BERTH_WORKERS_BACKEND, .plugin = "berth-worker", .plugin_version = PACKAGE_VERSION};
+    const char *chosen;
     _cleanup_free_ char *job_text = NULL, *receipt_text = NULL, *effective_text = NULL;
     json_t *receipt = NULL;
     char run_id[BERTH_RUN_ID_LEN + 1];
@@ -379,7 +387,10 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, const 
         goto out;
     }
 
-    /* Placement records its decision in the audit chain, refusals too. */
+    /* Placement records its decision in the audit chain, refusals too; the
+     * workers' offer is as fresh as their last polls. */
+    if (broker_fleet_refresh_offers(b, now) < 0)
+        berth_logf(b->p.logger, BERTH_LOG_WARNING, "the workers' offer was not refreshed: out of memory");
     r = berth_registry_place_job(b->reg, b->p.audit_key, job->pool, job->overrides, needs, b->offers,
                                  caller.subject->principal, now, &placed, err);
     if (r == -EPERM) {
@@ -403,7 +414,8 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, const 
         broker_journal_failed(b, r, err, &s->reply, "the placement could not be recorded");
         goto out;
     }
-    be = broker_backend(b, json_string_value(json_object_get(placed.receipt, "chosen_backend")));
+    chosen = json_string_value(json_object_get(placed.receipt, "chosen_backend"));
+    be = streq_ptr(chosen, BERTH_WORKERS_BACKEND) ? &workers : broker_backend(b, chosen);
     if (!be) {
         broker_fail(&s->reply, 503, "no_backend", "the chosen backend is not configured");
         r = -ENOENT;
@@ -474,6 +486,12 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, const 
         goto out;
     }
     broker_succeed(&s->reply, 201, json_incref(receipt));
+    if (be == &workers) {
+        snprintf(s->remote_run, sizeof(s->remote_run), "%s", run_id);
+        snprintf(s->remote_pool_hash, sizeof(s->remote_pool_hash), "%s",
+                 json_string_value(json_object_get(placed.effective, "pool_hash")) ?: "");
+        s->remote_accepted_at = now;
+    }
     /* Logged by berth_broker_submit_batch() once the commit succeeded. */
     snprintf(s->note, sizeof(s->note), "job %s run %s of %s: accepted on backend %s, deadline in %lld ms", job->id,
              run_id, caller.subject->principal, be->name, (long long)((rp.deadline - now) / 1000000));
@@ -502,6 +520,7 @@ int berth_broker_submit_batch(struct berth_broker *b, struct berth_submission *v
     for (i = 0; i < n; i++) {
         memset(&v[i].reply, 0, sizeof(v[i].reply));
         v[i].note[0] = '\0';
+        v[i].remote_run[0] = '\0';
         /* The evidence store is asked before the broker lock is taken. */
         if (ic)
             broker_inputs_precheck(b, &v[i], &ic[i]);
@@ -567,9 +586,13 @@ int berth_broker_submit_batch(struct berth_broker *b, struct berth_submission *v
         } else {
             if (berth_registry_apply_pending(b->reg, &err) < 0)
                 berth_logf(b->p.logger, BERTH_LOG_ERR, "%s", err.message);
-            for (i = 0; i < n; i++)
+            for (i = 0; i < n; i++) {
                 if (v[i].reply.status == 201 && v[i].note[0])
                     berth_logf(b->p.logger, BERTH_LOG_NOTICE, "%s", v[i].note);
+                /* Offered to the workers now; a reconcile round queues it too (after a restart). */
+                if (v[i].reply.status == 201 && v[i].remote_run[0])
+                    (void)broker_fleet_enqueue(b, v[i].remote_run, v[i].remote_pool_hash, v[i].remote_accepted_at);
+            }
         }
         broker_fault(b, "submit-after-commit");
     } else if (r == 0) {

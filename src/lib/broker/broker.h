@@ -304,6 +304,17 @@ struct berth_warm_target {
  *                 the caller's own id) was committed, so that
  *                 berth_broker_result() returns it from now on; it must
  *                 be quick and must not call into the broker.
+ * @worker_lease_ns: how long a remote worker's lease holds without a
+ *                 heartbeat (docs/workers.md); a worker is live for as
+ *                 long after its last call; 0: BERTH_WORKER_LEASE_DEFAULT_NS.
+ * @workers_require_qualification: offer work only to workers whose last
+ *                 poll carried a current qualification of their runtime.
+ * @blob_ops, @blob_state: a third instance of the image source, for
+ *                 berth_broker_image_blob() (ABI 1.5 open_blob); NULL:
+ *                 workers cannot fetch images from this broker.
+ * @on_offer:      optional; called (from any thread, quickly, without
+ *                 calling into the broker) when
+ *                 berth_broker_offer_generation() changed.
  * @fault:         optional test hook, called at named points
  *                 ("submit-before-commit", "submit-after-commit",
  *                 "dispatch-after-claim", "dispatch-before-start" (a
@@ -347,6 +358,11 @@ struct berth_broker_params {
     void (*wake)(void *userdata);
     void (*fault)(void *userdata, const char *point);
     void (*on_result)(void *userdata, const char *principal, const char *job_id);
+    int64_t worker_lease_ns;            /* a remote worker's lease term (> 0) */
+    bool workers_require_qualification; /* workers take work only while qualified */
+    const struct berth_image_source_ops_v1 *blob_ops; /* optional: an image source instance for blobs ... */
+    void *blob_state;                                 /* ... and its state */
+    void (*on_offer)(void *userdata);   /* optional: berth_broker_offer_generation() changed (any thread) */
     void *userdata;
 };
 
@@ -382,6 +398,11 @@ struct berth_submission {
     size_t len;
     struct berth_reply reply;
     char note[256];
+    /* Filled by the broker: an accepted run placed on the remote workers,
+     * queued for them once the batch commits ("" otherwise). */
+    char remote_run[BERTH_RUN_ID_LEN + 1];
+    char remote_pool_hash[BERTH_SHA256_HEX_LEN + 1];
+    int64_t remote_accepted_at;
 };
 
 /**
@@ -514,6 +535,125 @@ void berth_broker_pool_show(struct berth_broker *b, const char *fingerprint, con
  */
 void berth_broker_worker_enrol(struct berth_broker *b, const char *fingerprint, const char *body, size_t len,
                                struct berth_reply *reply);
+
+/*
+ * Remote work (docs/workers.md).  A pool whose allowlist names the backend
+ * BERTH_WORKERS_BACKEND places jobs on the enrolled workers: such a job is
+ * never started by this host.  It waits, accepted, until a worker that
+ * polls is offered it and claims it with its own signed claim; the worker
+ * then holds a lease on it, renewed by heartbeats, and ends it with its
+ * signed report, from which berthd signs the result.  A lease that runs
+ * out is fenced by a reconcile pass (or by the worker's next call): the
+ * job fails with reason "worker_lost" (cancelled when a cancellation was
+ * asked for, expired past its deadline) and is never run again; whatever
+ * the worker says about it afterwards is refused with 409 "fenced".
+ *
+ * Every call takes the worker's certificate fingerprint: the caller must
+ * be a subject that serves pools (policy.h), and acts under its principal,
+ * which is its worker name.  Bodies are JSON, at most 64 KiB but for a
+ * report (BERTH_WORKER_REPORT_BODY_MAX).
+ */
+
+/** A remote worker's lease term unless the broker is told otherwise: 30 s. */
+#define BERTH_WORKER_LEASE_DEFAULT_NS (30LL * 1000 * 1000 * 1000)
+
+/** The backend name a pool lists to place jobs on remote workers. */
+#define BERTH_WORKERS_BACKEND "workers"
+/** Most offers one poll returns. */
+#define BERTH_WORKER_OFFERS_MAX 8
+/** Largest report request: the signed report and stdout and stderr (base64url), bytes (http.max_body_bytes bounds it too). */
+#define BERTH_WORKER_REPORT_BODY_MAX (1536 * 1024 + 64 * 1024)
+
+/**
+ * berth_broker_worker_poll() - a worker says it is alive and asks for work.
+ * @body: {"keyid": its key id, "slots": 1..1024 runs it takes at once,
+ *        "busy": 0..slots runs it holds now, "capabilities": [...],
+ *        "egress_classes": [...] (its runtime's, plugin.h, at most 32
+ *        each), "qualification": its signed qualification record of its
+ *        runtime (qualification.h, signed with its enrolled key) or null}.
+ * The worker is live from now until its next call or lease_ns later; the
+ * pools it takes work of are the active pools whose allowlist names
+ * BERTH_WORKERS_BACKEND, that its subject serves and whose current
+ * manifest it enrolled into with @keyid.
+ * 200 {"lease_ns", "pools": [the names], "offers": [{"job_id", "run_id",
+ * "revision", "job", "receipt", "effective", "job_digest",
+ * "receipt_digest", "placement_hash", "pool_hash", "deadline"}]}: at most
+ * min(slots - busy, BERTH_WORKER_OFFERS_MAX) queued jobs of those pools,
+ * oldest first, each held for this worker for a few seconds (offers may
+ * be empty: the caller may wait, berth_broker_offer_generation()); 400
+ * malformed; 403 not_a_worker; 413.  @again: the same poll asked again
+ * (a parked long poll): its "busy" is from when it was sent, and only the
+ * reports since then lowered it, so the lower count stands.
+ */
+void berth_broker_worker_poll(struct berth_broker *b, const char *fingerprint, const char *body, size_t len,
+                              bool again, struct berth_reply *reply);
+
+/**
+ * berth_broker_offer_generation() - a counter that changes whenever work
+ * is queued for workers, a worker's offer hold runs out or a claim is
+ * refused; a parked poll asks again when it changed.  Any thread.
+ */
+uint64_t berth_broker_offer_generation(struct berth_broker *b);
+
+/**
+ * berth_broker_worker_claim() - a worker claims an offered run: @body is
+ * its signed claim of schema version 2 (enrol.h, claimant "worker"),
+ * whose lease_revision must be the record's revision + 1.  berthd checks
+ * the claim against the record (job, receipt and placement, pool_hash),
+ * the signature against the key the caller enrolled in that pool's
+ * current manifest, the job's deadline and grant, and the worker's
+ * qualification (when workers require one); then records the move to
+ * claimed, the lease and the claim (pool.claim_receipt) in one
+ * transaction.  201 {"run_id", "revision", "claim_digest", "expires_ns",
+ * "lease_ns"}; 400 malformed (also a signature that does not verify);
+ * 403 not_a_worker, denied (not its name, or a pool it does not serve);
+ * 404 (no such run); 409 taken (claimed, or not a worker's run any more),
+ * stale_pool (not the pool's current manifest, or not enrolled in it),
+ * unqualified, deadline, refused (the grant ended: berthd cancels it);
+ * 503 (journal, storage).
+ */
+void berth_broker_worker_claim(struct berth_broker *b, const char *fingerprint, const char *body, size_t len,
+                               struct berth_reply *reply);
+
+/**
+ * berth_broker_worker_lease() - a heartbeat: @body {"run_id",
+ * "claim_digest", "state": "starting" | "running"}.  Renews the lease
+ * (lease_ns from now); "running" records a claimed run's start.  200
+ * {"revision", "expires_ns", "lease_ns", "cancel": bool, "reason": why
+ * the run must stop, or null}; 400; 403; 404; 409 fenced (the lease is
+ * not the caller's claim any more, ran out, or the run has ended).
+ */
+void berth_broker_worker_lease(struct berth_broker *b, const char *fingerprint, const char *body, size_t len,
+                               struct berth_reply *reply);
+
+/**
+ * berth_broker_worker_report() - how a claimed run ended: @body
+ * {"report": the worker's signed report (report.h), "stdout", "stderr":
+ * base64url}.  The report must answer the caller's current lease (its
+ * claim digest and run), be signed by the key that claimed it, bind those
+ * bytes, fit the job's output_bytes and list no output (outputs are not
+ * offered to workers yet).  berthd signs the result, naming the worker,
+ * its claim and its report (receipt.h), and records it.  An identical
+ * report of a run already recorded from it gets the same answer.
+ * 200 {"result": the signed result}; 400; 403; 404; 409 fenced; 413;
+ * 503.
+ */
+void berth_broker_worker_report(struct berth_broker *b, const char *fingerprint, const char *body, size_t len,
+                                struct berth_reply *reply);
+
+/**
+ * berth_broker_image_blob() - a blob of image @image for a worker that
+ * holds the lease on run @run_id, a run of that image: the manifest, its
+ * config or one of its layers, as the image source stores it (plugin.h,
+ * open_blob).
+ * 0 with *@ret_fd (the caller reads and closes it) and *@ret_size bytes;
+ * else @reply says why (403 not_a_worker or denied: no run of that image
+ * is leased to the caller; 404; 501 the image source cannot serve blobs)
+ * and a negative errno is returned.  Calls the image source: not on the
+ * event loop.
+ */
+int berth_broker_image_blob(struct berth_broker *b, const char *fingerprint, const char *image, const char *blob,
+                            const char *run_id, int *ret_fd, uint64_t *ret_size, struct berth_reply *reply);
 
 /**
  * berth_broker_audit() - admin only: the audit events after sequence

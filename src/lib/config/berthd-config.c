@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "berthd-config.h"
+#include "broker.h"
 #include "canon.h"
 #include "digest.h"
 #include "fsutil.h"
@@ -30,8 +31,9 @@ static const char *const top_members[] = {
     "audit_key",       "backends", "broker_name", "containment_scan_interval_ns", "evidence",    "http",
     "images",          "journal",  "listen",      "plugin_directory",      "policy",
     "pools_directory", "probe",    "receipt_key", "reconcile_interval_ns", "retention",
-    "root_cache_bytes", "schema_version",  "start_concurrency", "state_directory", "tls",  "warm", NULL,
+    "root_cache_bytes", "schema_version",  "start_concurrency", "state_directory", "tls",  "warm", "workers", NULL,
 };
+static const char *const workers_members[] = {"lease_ns", "require_qualification", NULL};
 static const char *const warm_members[] = {"max_age_ns", "max_memory_bytes", "max_slots", "pools", NULL};
 static const char *const warm_target_members[] = {"image", "limits", "max_ready", "min_ready", "overrides", NULL};
 static const char *const listen_members[] = {"address", "port", NULL};
@@ -86,9 +88,11 @@ static const struct int_setting int_settings[] = {
     INT_SETTING("warm", max_slots, 0, BERTH_WARM_SLOTS_MAX, 8),
     INT_SETTING("warm", max_memory_bytes, 0, (INT64_C(1) << 53) - 1, INT64_C(4) << 30),
     INT_SETTING("warm", max_age_ns, NS_PER_S, NS_PER_DAY, 600 * NS_PER_S),
+    /* Remote workers (docs/workers.md): a lease of 1 s to 1 h, 30 s by default. */
+    INT_SETTING("workers", lease_ns, NS_PER_S, 3600 * NS_PER_S, 30 * NS_PER_S),
     INT_SETTING("http", max_connections, 1, 4096, 64),
     INT_SETTING("http", max_header_bytes, 1024, 65536, 16384),
-    INT_SETTING("http", max_body_bytes, 1024, 16 * 1024 * 1024, 1024 * 1024 + 64 * 1024),
+    INT_SETTING("http", max_body_bytes, 1024, 16 * 1024 * 1024, 1536 * 1024 + 64 * 1024),
     INT_SETTING("http", max_header_fields, 8, 256, 64),
     INT_SETTING("http", max_unauthenticated, 1, 4096, 16),
     INT_SETTING("http", max_per_source, 1, 4096, 8),
@@ -152,6 +156,7 @@ void berthd_config_defaults(struct berthd_config *c)
     for (i = 0; i < ELEMENTSOF(int_settings); i++)
         *setting_of(c, &int_settings[i]) = int_settings[i].def;
     c->evidence_max_object_bytes = BERTH_EVIDENCE_MAX_OBJECT_DEFAULT;
+    c->workers_require_qualification = true;
 }
 
 /* A required (or optional) absolute path member. */
@@ -254,6 +259,23 @@ static int parse_backend(const json_t *v, const char *what, bool runtime, const 
     return 0;
 }
 
+int berthd_backend_config_parse(const json_t *v, const char *what, bool runtime, struct berthd_backend_config *ret,
+                                struct berth_error *reterr)
+{
+    const char *name = ret ? ret->name : NULL;
+    int r;
+
+    if (!v || !what || !ret)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (!json_is_object(v))
+        return berth_error_set(reterr, -EBADMSG, "%s must be an object such as {\"plugin\": \"%s\"}", what,
+                               runtime ? "runtime-oci" : "image-oci-local");
+    memset(ret, 0, sizeof(*ret));
+    ret->name = name;
+    r = parse_backend(v, what, runtime, runtime ? "runtime-oci" : "image-oci-local", ret, reterr);
+    return r == -ENOMEM ? r : r < 0 ? -EBADMSG : 0;
+}
+
 static int parse_backends(const json_t *o, struct berthd_config *c, struct berth_error *reterr)
 {
     const char *name;
@@ -274,6 +296,11 @@ static int parse_backends(const json_t *o, struct berthd_config *c, struct berth
         if (!berth_backend_name_valid(name))
             return berth_error_set(reterr, -EBADMSG,
                                    "config.backends: a backend name must be " BERTH_BACKEND_NAME_RULE);
+        if (streq(name, BERTH_WORKERS_BACKEND))
+            return berth_error_set(reterr, -EBADMSG,
+                                   "config.backends: \"%s\" is the remote workers' name; configure them in "
+                                   "config.workers",
+                                   name);
         snprintf(what, sizeof(what), "config.backends.%s", name);
         b->name = name;
         if ((r = parse_backend(v, what, true, "runtime-oci", b, reterr)) < 0)
@@ -378,7 +405,7 @@ static int parse_evidence(struct berthd_config *c, struct berth_error *reterr)
 int berthd_config_parse(const char *text, size_t len, const char *default_plugindir, struct berthd_config *c,
                         struct berth_error *reterr)
 {
-    const json_t *listen = NULL, *tls = NULL, *journal = NULL, *http = NULL, *retention = NULL;
+    const json_t *listen = NULL, *tls = NULL, *journal = NULL, *http = NULL, *retention = NULL, *workers = NULL;
     int64_t version = 0, port = 0;
     unsigned char addr[sizeof(struct in6_addr)];
     int r;
@@ -467,6 +494,17 @@ int berthd_config_parse(const char *text, size_t len, const char *default_plugin
         goto fail;
     if ((r = parse_warm(json_object_get(c->doc, "warm"), c, reterr)) < 0)
         goto fail;
+    if ((r = object_member(c->doc, "config", "workers", workers_members, &workers, reterr)) < 0 ||
+        (r = parse_settings(workers, "workers", c, reterr)) < 0)
+        goto fail;
+    if (workers && json_object_get(workers, "require_qualification")) {
+        const json_t *rq = json_object_get(workers, "require_qualification");
+        if (!json_is_boolean(rq)) {
+            r = berth_error_set(reterr, -EBADMSG, "config.workers.require_qualification must be true or false");
+            goto fail;
+        }
+        c->workers_require_qualification = json_is_true(rq);
+    }
     return 0;
 fail:
     berthd_config_clear(c);
@@ -570,7 +608,11 @@ int berthd_config_to_json(const struct berthd_config *c, json_t **ret, struct be
     if (!doc || !backends || put_string(doc, "pools_directory", c->pools_directory) < 0 ||
         put_string(doc, "plugin_directory", c->plugin_directory) < 0 || put_string(doc, "probe", c->probe) < 0 ||
         put_settings(doc, NULL, c) < 0 || put_settings(doc, "journal", c) < 0 || put_settings(doc, "http", c) < 0 ||
-        put_settings(doc, "retention", c) < 0)
+        put_settings(doc, "retention", c) < 0 || put_settings(doc, "workers", c) < 0 ||
+        (!c->workers_require_qualification &&
+         (!json_object_get(doc, "workers") && put(doc, "workers", json_object()) < 0)) ||
+        (!c->workers_require_qualification &&
+         put(json_object_get(doc, "workers"), "require_qualification", json_false()) < 0))
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     for (i = 0; i < c->n_backends; i++)
         if (put(backends, c->backends[i].name, backend_json(&c->backends[i], true)) < 0)

@@ -127,7 +127,24 @@ struct berthd_config {
     int64_t max_slots, max_memory_bytes, max_age_ns;
     struct berth_warm_target warm[BERTH_WARM_TARGETS_MAX];
     size_t n_warm;
+    /* workers: remote workers (docs/workers.md) */
+    int64_t lease_ns;                   /* workers.lease_ns: a worker's lease term */
+    bool workers_require_qualification; /* workers.require_qualification (default true) */
 };
+
+/**
+ * berthd_backend_config_parse() - parse one plugin instance @v the way a
+ * member of berthd.json's "backends" is (@runtime true: plugin, sha256,
+ * config, require_qualification, qualify_at_startup, containment) or its
+ * "images" (@runtime false: plugin, sha256, config), for another program's
+ * configuration that names one (berth-worker.json(5)).
+ * @what:  the member's name in messages ("worker.runtime").
+ * @ret:   filled; its strings borrow from @v; @ret->name is kept as the
+ *         caller set it.
+ * Return: 0; -EBADMSG (reterr names the member and rule); -ENOMEM; -EINVAL.
+ */
+int berthd_backend_config_parse(const json_t *v, const char *what, bool runtime, struct berthd_backend_config *ret,
+                                struct berth_error *reterr);
 
 /**
  * berthd_config_defaults() - zero @c and give every optional integer

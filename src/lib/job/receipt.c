@@ -13,6 +13,7 @@
 #include "names.h"
 #include "pool.h"
 #include "receipt.h"
+#include "report.h"
 
 const char *const berth_result_status_names[4] = {"exited", "failed", "cancelled", "expired"};
 const char *const berth_output_problem_names[BERTH_OUTPUT_PROBLEM_COUNT] = {
@@ -27,7 +28,7 @@ static const char *const runtime_members[] = {"plugin", "plugin_version", "quali
 static const char *const result_members[] = {
     "broker",         "exit_code",      "finished_at", "job_digest", "job_id", "key_id", "kind",
     "output_error",   "outputs",        "reason",      "receipt_digest", "schema_version", "started_at", "status",
-    "stderr",         "stdout",         "warm",        NULL,
+    "stderr",         "stdout",         "warm",        "worker",         NULL,
 };
 static const char *const warm_members[] = {"provision_ns", "slot_hash", "slot_id", NULL};
 static const char *const output_members[] = {"digest", "id", "media_type", "size", NULL};
@@ -179,6 +180,11 @@ int berth_result_create(const struct berth_signing_key *key, const struct berth_
     if (p->warm && ((r = check_warm(p->warm, reterr)) < 0 ||
                     json_object_set_new(body, "warm", json_deep_copy(p->warm)) < 0))
         return r < 0 ? -EINVAL : berth_error_set(reterr, -ENOMEM, "out of memory");
+    if (p->worker && json_object_set_new(body, "worker", json_deep_copy(p->worker)) < 0)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    /* A worker's run: the result must say what the worker's signed report says. */
+    if (p->worker && berth_result_worker_verify(body, p->worker, reterr) < 0)
+        return -EINVAL;
     return berth_envelope_seal(key, "result", body, ret, reterr);
 }
 
@@ -297,6 +303,9 @@ int berth_result_verify(const json_t *env, const uint8_t pub[BERTH_ED25519_PUBLI
         return berth_error_set(reterr, -EBADMSG, "result output is more than the job's output_bytes");
     v = json_object_get(body, "warm");
     if (v && (r = check_warm(v, reterr)) < 0)
+        return -EBADMSG;
+    v = json_object_get(body, "worker");
+    if (v && (r = berth_result_worker_verify(body, v, reterr)) < 0)
         return -EBADMSG;
     outputs = json_object_get(body, "outputs");
     if ((r = check_outputs(outputs, json_object_get(body, "output_error"), status, job, reterr)) < 0)

@@ -137,13 +137,19 @@ struct berth_result_params {
      * {slot_id, slot_hash, provision_ns}: the warm slot it started in
      * (docs/warm-slots.md), copied into the result's "warm" member. */
     const json_t *warm;
+    /* NULL: a run of this host; else the "worker" member of a remote
+     * worker's run, {name, public_key, claim, report} (report.h,
+     * berth_result_worker_json()): the result must then say what the
+     * signed report says, or berth_result_create() refuses it. */
+    const json_t *worker;
 };
 
 /**
  * berth_result_create() - build and sign a result.
  * Return: 0; -EFBIG (stdout and stderr together over the job's
  * output_bytes); -EINVAL (also: an output_error with outputs listed, or
- * with a status other than failed); -ENOMEM; -EIO.
+ * with a status other than failed, or a @worker member the result does not
+ * match); -ENOMEM; -EIO.
  */
 int berth_result_create(const struct berth_signing_key *key, const struct berth_result_params *p, json_t **ret,
                         struct berth_error *reterr);
@@ -158,7 +164,10 @@ int berth_result_create(const struct berth_signing_key *key, const struct berth_
  * that receipt_digest is that receipt's digest.  The optional member
  * "warm" must be {slot_id, slot_hash, provision_ns}: a slot id ("s" and 32
  * hex digits), the slot's effective_manifest_hash (64 hex digits) and the
- * nanoseconds its provisioning took.
+ * nanoseconds its provisioning took.  The optional member "worker" (a
+ * remote worker's run) must pass berth_result_worker_verify() (report.h):
+ * the worker's signed claim and report, and a result that says what the
+ * report says.
  * Return: 0 or -EBADMSG naming what is wrong.
  */
 int berth_result_verify(const json_t *env, const uint8_t pub[BERTH_ED25519_PUBLIC_LEN], const struct berth_job *job,

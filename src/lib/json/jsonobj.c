@@ -3,8 +3,10 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "encoding.h"
 #include "jsonobj.h"
 #include "macro.h"
 
@@ -106,6 +108,29 @@ int berth_json_ns_member(const json_t *obj, const char *what, const char *key, i
         return berth_error_set(reterr, -EBADMSG, "%s.%s is missing", what, key);
     if (berth_json_ns_value(v, ret) < 0)
         return berth_error_set(reterr, -EBADMSG, "%s.%s must be nanoseconds as a string of decimal digits", what, key);
+    return 0;
+}
+
+int berth_json_b64_value(const json_t *v, uint8_t **ret, size_t *ret_len)
+{
+    size_t n = json_string_length(v);
+
+    *ret = NULL;
+    *ret_len = 0;
+    if (!v)
+        return 0;
+    if (!json_is_string(v))
+        return -EBADMSG;
+    *ret = malloc(n + 1);
+    if (!*ret)
+        return -ENOMEM;
+    if (berth_base64url_decode(json_string_value(v), n, *ret, n + 1, ret_len) < 0) {
+        free(*ret);
+        *ret = NULL;
+        *ret_len = 0;
+        return -EBADMSG;
+    }
+    (*ret)[*ret_len] = '\0';
     return 0;
 }
 

@@ -77,6 +77,16 @@ int berth_json_ns_value(const json_t *v, int64_t *ret);
 int berth_json_ns_member(const json_t *obj, const char *what, const char *key, int64_t *ret,
                          struct berth_error *reterr);
 
+/**
+ * berth_json_b64_value() - the bytes of @v, a JSON string of unpadded
+ * base64url (RFC 4648, section 5): *@ret a malloc'd copy (the caller frees
+ * it; NUL-terminated, not counted), *@ret_len its length.  @v NULL (an
+ * absent member) gives no bytes: *@ret NULL, *@ret_len 0.
+ * Return: 0; -EBADMSG (not a string, or not base64url; *@ret NULL);
+ * -ENOMEM.
+ */
+int berth_json_b64_value(const json_t *v, uint8_t **ret, size_t *ret_len);
+
 /** berth_is_hex() - whether @s is exactly @len lowercase hex digits. */
 bool berth_is_hex(const char *s, size_t len);
 

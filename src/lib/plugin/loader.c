@@ -79,7 +79,7 @@ static const struct kind_desc kinds[] = {
     /* open_output and forget (ABI 1.1) are optional: a 1.0 table is enough. */
     {BERTH_PLUGIN_RUNTIME, "runtime", BERTH_RUNTIME_OPS_V1_0_SIZE, sizeof(struct berth_runtime_ops_v1),
      runtime_required, ELEMENTSOF(runtime_required)},
-    {BERTH_PLUGIN_IMAGE_SOURCE, "image-source", sizeof(struct berth_image_source_ops_v1),
+    {BERTH_PLUGIN_IMAGE_SOURCE, "image-source", BERTH_IMAGE_SOURCE_OPS_V1_0_SIZE,
      sizeof(struct berth_image_source_ops_v1), image_source_required, ELEMENTSOF(image_source_required)},
     {BERTH_PLUGIN_EVIDENCE_STORE, "evidence-store", BERTH_EVIDENCE_STORE_OPS_V1_0_SIZE,
      sizeof(struct berth_evidence_store_ops_v1), evidence_store_required, ELEMENTSOF(evidence_store_required)},

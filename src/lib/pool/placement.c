@@ -12,7 +12,7 @@
 
 static const char *const offer_members[] = {
     "backend",       "capabilities",          "egress_classes",  "isolation", "limits",
-    "qualification", "require_qualification", "runtime_version", "unavailable", "pools", NULL,
+    "qualification", "require_qualification", "runtime_version", "unavailable", "pools", "pools_unavailable", NULL,
 };
 
 bool berth_reason_code_valid(const char *s)
@@ -81,6 +81,18 @@ static int parse_offer(const char *name, const json_t *o, struct berth_backend_o
         json_array_foreach(q, i, v) if (!berth_is_hex(json_string_value(v), BERTH_HASH_HEX_LEN)) return berth_error_set(
             reterr, -EBADMSG, "backend %.64s: pools[%zu] is not a pool hash", name, i);
         out->pools = q;
+    }
+    q = json_object_get(o, "pools_unavailable");
+    if (q) {
+        const char *hash;
+        const json_t *v;
+        if (!json_is_object(q))
+            return berth_error_set(reterr, -EBADMSG, "backend %.64s: pools_unavailable must be an object", name);
+        json_object_foreach((json_t *)q, hash, v) if (!berth_is_hex(hash, BERTH_HASH_HEX_LEN) ||
+                                                      !berth_reason_code_valid(json_string_value(v))) return
+            berth_error_set(reterr, -EBADMSG,
+                            "backend %.64s: pools_unavailable maps pool hashes to reason codes of [a-z_]", name);
+        out->pools_unavailable = q;
     }
     req = json_object_get(o, "require_qualification");
     if (req && !json_is_boolean(req))
@@ -205,6 +217,8 @@ static const char *judge(const char *name, const char *pool_hash, const struct b
         return "not_configured";
     if (o->unavailable)
         return o->unavailable;
+    if (o->pools_unavailable && json_is_string(json_object_get(o->pools_unavailable, pool_hash)))
+        return json_string_value(json_object_get(o->pools_unavailable, pool_hash));
     if (!serves(o, pool_hash))
         return "not_serving_pool";
     missing = e->capabilities & ~o->capabilities;

@@ -8,9 +8,15 @@
  *
  *   not_requested             the submitter's backend override names another
  *   not_configured            no configured backend has that name
+ *   REASON                    its offer names this pool in
+ *                             "pools_unavailable", with why: the remote
+ *                             workers ("workers", docs/workers.md) have
+ *                             "no_enrolled_worker" live and enrolled into
+ *                             this pool's manifest, "workers_unqualified"
+ *                             (those are not qualified) or "workers_busy"
+ *                             (no free slot left after the queued runs)
  *   not_serving_pool          its offer lists the pools it serves ("pools",
- *                             pool hashes: remote workers serve the pools
- *                             they enrolled into), and not this one
+ *                             pool hashes), and not this one
  *   REASON                    its offer says it is "unavailable" now, and
  *                             why (a code of lowercase letters and '_',
  *                             such as "containment_unreachable": a backend
@@ -51,7 +57,8 @@
  * neither, so that such receipts are unchanged).
  *
  * "unavailable" (optional) is that reason code; "pools" (optional) the
- * pool hashes it serves.
+ * pool hashes it serves; "pools_unavailable" (optional) an object of pool
+ * hashes to the reason code it takes no work of that pool now.
  * "qualification" may be the string "unqualified"; require_qualification
  * defaults to true; the informational members backend, isolation, limits
  * and runtime_version are accepted and ignored.  Thread-safe.
@@ -97,6 +104,7 @@ struct berth_backend_offer {
     bool require_qualification;
     const char *unavailable; /* why it takes no work now (a reason code), or NULL */
     const json_t *pools;     /* the pool hashes it serves (borrowed from the set), or NULL: every pool */
+    const json_t *pools_unavailable; /* {pool hash: reason code} it takes no work of now (borrowed), or NULL */
 };
 
 /** struct berth_backend_set - every configured backend (owns @doc). */

@@ -18,7 +18,7 @@ struct berth_pool_chain {
     json_t *by_hash;    /* pool_hash -> index into pools */
     json_t *active;     /* name -> pool_hash */
     json_t *placements; /* placement_hash -> pool_hash */
-    json_t *enrolled;   /* "pool_hash/keyid" -> public key (base64url) */
+    json_t *enrolled;   /* "pool_hash/keyid" -> {public_key (base64url), worker_name} */
     json_t *claims;     /* "pool_hash/job_id" -> true */
     json_t *credentials;
     const struct berth_pool **sorted; /* active pools by name */
@@ -120,6 +120,23 @@ bool berth_pool_chain_enrolled(const struct berth_pool_chain *c, const char *poo
         return false;
     snprintf(key, sizeof(key), "%s/%s", pool_hash, keyid);
     return json_object_get(c->enrolled, key) != NULL;
+}
+
+int berth_pool_chain_enrolled_key(const struct berth_pool_chain *c, const char *pool_hash, const char *keyid,
+                                  uint8_t ret_public_key[BERTH_ED25519_PUBLIC_LEN], const char **ret_worker_name)
+{
+    char key[BERTH_HASH_HEX_LEN + BERTH_KEY_ID_LEN + 2];
+    const json_t *e;
+
+    if (!pool_hash || !keyid || strlen(keyid) != BERTH_KEY_ID_LEN)
+        return -ENOENT;
+    snprintf(key, sizeof(key), "%s/%s", pool_hash, keyid);
+    e = json_object_get(c->enrolled, key);
+    if (!e || berth_public_key_from_b64url(json_string_value(json_object_get(e, "public_key")), ret_public_key) < 0)
+        return -ENOENT;
+    if (ret_worker_name)
+        *ret_worker_name = json_string_value(json_object_get(e, "worker_name"));
+    return 0;
 }
 
 bool berth_pool_chain_claimed(const struct berth_pool_chain *c, const char *pool_hash, const char *job_id)
@@ -417,7 +434,9 @@ static int check_enrolled(struct berth_pool_chain *c, const json_t *d, struct be
     if (!berth_pool_chain_known(c, hash))
         return berth_error_set(reterr, -EBADMSG, "enrolment into a pool that was never registered");
     snprintf(key, sizeof(key), "%s/%s", hash, keyid);
-    if (json_object_set(c->enrolled, key, json_object_get(e, "public_key")) < 0)
+    if (json_object_set_new(c->enrolled, key,
+                            json_pack("{s:O, s:O}", "public_key", json_object_get(e, "public_key"), "worker_name",
+                                      json_object_get(e, "worker_name"))) < 0)
         return -ENOMEM;
     c->n_enrolments++;
     return 0;
@@ -432,7 +451,7 @@ static int check_enrolled(struct berth_pool_chain *c, const json_t *d, struct be
  */
 static int check_claim(struct berth_pool_chain *c, const json_t *d, struct berth_error *reterr)
 {
-    const json_t *claim = json_object_get(d, "claim"), *pk, *placed;
+    const json_t *claim = json_object_get(d, "claim"), *placed;
     uint8_t pub[BERTH_ED25519_PUBLIC_LEN];
     const char *hash = json_string_value(json_object_get(claim, "pool_hash"));
     const char *keyid = json_string_value(json_object_get(claim, "keyid"));
@@ -447,10 +466,13 @@ static int check_claim(struct berth_pool_chain *c, const json_t *d, struct berth
     if (by_broker) {
         r = berth_claim_verify(d, c->has_broker_key ? c->broker_key : NULL, reterr);
     } else {
-        snprintf(key, sizeof(key), "%s/%s", hash, keyid);
-        pk = json_object_get(c->enrolled, key);
-        if (!pk || berth_public_key_from_b64url(json_string_value(pk), pub) < 0)
+        const char *enrolled_as = NULL;
+        if (berth_pool_chain_enrolled_key(c, hash, keyid, pub, &enrolled_as) < 0)
             return berth_error_set(reterr, -EBADMSG, "claim by key %s, which is not enrolled in that pool", keyid);
+        /* A key enrolls under one name: its claims are that worker's. */
+        if (!streq_ptr(json_string_value(json_object_get(claim, "worker_name")), enrolled_as))
+            return berth_error_set(reterr, -EBADMSG, "claim by key %s under another name than it enrolled with (%s)",
+                                   keyid, enrolled_as ? enrolled_as : "?");
         r = berth_claim_verify(d, pub, reterr);
     }
     if (r < 0)

@@ -25,7 +25,8 @@
  *                          backends keeps no candidate, for exactly the
  *                          recorded reasons
  *   pool.worker_enrolled   a valid self-signed enrolment into a known pool
- *   pool.claim_receipt     a claim signed by a worker enrolled in that pool,
+ *   pool.claim_receipt     a claim signed by a worker enrolled in that pool
+ *                          (under the name it enrolled with),
  *                          for a placement recorded in that pool, of a job
  *                          id not claimed in that pool before (schema 1) or
  *                          of a run id never claimed before (schema 2,
@@ -95,6 +96,16 @@ const json_t *berth_pool_chain_credentials(const struct berth_pool_chain *c);
  * in the pool @pool_hash.
  */
 bool berth_pool_chain_enrolled(const struct berth_pool_chain *c, const char *pool_hash, const char *keyid);
+
+/**
+ * berth_pool_chain_enrolled_key() - the public key of the worker key
+ * @keyid enrolled in the pool @pool_hash into @ret_public_key, and the
+ * worker name it enrolled under into *@ret_worker_name (borrowed from @c,
+ * valid until its next change; may be NULL).
+ * Return: 0; -ENOENT (not enrolled there).
+ */
+int berth_pool_chain_enrolled_key(const struct berth_pool_chain *c, const char *pool_hash, const char *keyid,
+                                  uint8_t ret_public_key[BERTH_ED25519_PUBLIC_LEN], const char **ret_worker_name);
 
 /**
  * berth_pool_chain_placement() - the pool_hash a placement was recorded in,

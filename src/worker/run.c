@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * run.c -- one run on a worker (docs/workers.md), on a thread of its own:
+ *
+ *   1. claim it: a signed claim of schema version 2 (enrol.h), recorded by
+ *      berthd before anything runs (POST /v1/workers/claims), then written
+ *      to STATE/runs so that a restarted worker knows what it holds;
+ *   2. fetch its image from berthd into the worker's store (images.h) and
+ *      hold its staged root (rootcache.h);
+ *   3. start it on the runtime plugin with the dispatch document berthd
+ *      would send (plugin.h), the receipt berthd signed;
+ *   4. watch it (inspect on every notification, at least once a second),
+ *      stopping it when berthd asks (a heartbeat's "cancel") and dropping it
+ *      when berthd fenced the lease;
+ *   5. once it ended and the runtime proved nothing of it runs, report its
+ *      outcome, signed (report.h), with stdout and stderr beside it;
+ *   6. reap it, release the root, forget the record.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "canon.h"
+#include "clock.h"
+#include "encoding.h"
+#include "enrol.h"
+#include "images.h"
+#include "jsonobj.h"
+#include "macro.h"
+#include "names.h"
+#include "placement.h"
+#include "receipt.h"
+#include "report.h"
+#include "session.h"
+#include "worker.h"
+
+#define INSPECT_MAX (4 * 1024 * 1024)
+#define WATCH_NS (1000LL * 1000 * 1000)      /* inspect at least this often */
+#define RETRY_MIN_NS (250LL * 1000 * 1000)   /* a failing call is tried again after this, doubling ... */
+#define RETRY_MAX_NS (5LL * 1000 * 1000 * 1000) /* ... up to this */
+
+static const char *str(const json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
+}
+
+/* Wait @ns, or less when the run changed or the worker quits (lock not held). */
+static void pause_ns(struct worker_run *run, int64_t ns)
+{
+    struct worker *w = run->w;
+
+    pthread_mutex_lock(&w->lock);
+    if (!run->changed && !run->fenced && !atomic_load(&w->quitting))
+        worker_wait_until(w, worker_mono_now() + ns);
+    run->changed = false;
+    pthread_mutex_unlock(&w->lock);
+}
+
+static bool fenced(struct worker_run *run)
+{
+    bool f;
+
+    pthread_mutex_lock(&run->w->lock);
+    f = run->fenced;
+    pthread_mutex_unlock(&run->w->lock);
+    return f;
+}
+
+/* ------------------------------------------------------------------------ */
+/* 1. The claim                                                              */
+
+static int claim(struct worker_run *run, struct worker_session *s)
+{
+    struct worker *w = run->w;
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_json_ json_t *env = NULL, *reply = NULL;
+    const json_t *o = run->offer;
+    struct berth_claim_params p = {
+        .pool_hash = str(o, "pool_hash"),
+        .worker_name = w->cfg.name,
+        .job_id = run->job_id,
+        .job_digest = str(o, "job_digest"),
+        .receipt_digest = str(o, "receipt_digest"),
+        .run_id = run->run_id,
+        .placement_hash = str(o, "placement_hash"),
+        .lease_revision = json_integer_value(json_object_get(o, "revision")) + 1,
+    };
+    long status = 0;
+    int r;
+
+    if ((r = berth_now_ns(CLOCK_REALTIME, &p.created_ns, &err)) < 0 ||
+        (r = berth_claim2_create(w->identity, &p, &env, &err)) < 0) {
+        berth_logf(&w->logger, BERTH_LOG_ERR, "run %s: cannot make its claim: %s", run->run_id, err.message);
+        return r;
+    }
+    r = worker_session_post(s, "/v1/workers/claims", env, 0, &status, &reply, &err);
+    if (r < 0) {
+        /* Unknown whether berthd recorded it: the offer comes again if not; a recorded claim lapses. */
+        berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: the claim went unanswered: %s", run->run_id, err.message);
+        return r;
+    }
+    if (status != 201) {
+        berth_https_error(status, reply, &err);
+        berth_logf(&w->logger, BERTH_LOG_INFO, "run %s: claim refused: %s", run->run_id, err.message);
+        return -EPERM;
+    }
+    if (!str(reply, "claim_digest") || strlen(str(reply, "claim_digest")) >= sizeof(run->claim_digest)) {
+        berth_logf(&w->logger, BERTH_LOG_ERR, "run %s: berthd's answer to the claim has no claim_digest", run->run_id);
+        return -EPROTO;
+    }
+    snprintf(run->claim_digest, sizeof(run->claim_digest), "%s", str(reply, "claim_digest"));
+    run->claim = TAKE_PTR(env);
+    pthread_mutex_lock(&w->lock);
+    run->claimed = true;
+    pthread_mutex_unlock(&w->lock);
+    if (worker_record_write(w, run, &err) < 0)
+        berth_logf(&w->logger, BERTH_LOG_WARNING,
+                   "run %s: cannot record the claim in %s (a restart would not find it): %s", run->run_id, w->runs_dir,
+                   err.message);
+    berth_logf(&w->logger, BERTH_LOG_NOTICE, "job %s run %s: claimed", run->job_id, run->run_id);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* 2.-3. Image, root, start                                                  */
+
+/* The root cache's stage callback: the image source, one stage at a time. */
+static int stage_image(void *userdata, const char *digest, int target_dirfd, struct berth_error *reterr)
+{
+    struct worker *w = userdata;
+    _cleanup_free_ char *summary = NULL;
+    size_t len = 0;
+    int r;
+
+    pthread_mutex_lock(&w->stage_lock);
+    r = w->img->stage(w->img_state, digest, target_dirfd, "{}", 2, &summary, &len, reterr);
+    pthread_mutex_unlock(&w->stage_lock);
+    return r;
+}
+
+/* Fetch and stage the image; *@ret_rootfs its root.  <0: logged; -EBADMSG refused for good. */
+static int prepare(struct worker_run *run, struct worker_session *s, char **ret_rootfs)
+{
+    struct worker *w = run->w;
+    struct berth_error err = BERTH_ERROR_INIT;
+    uint64_t fetched = 0;
+    int64_t backoff = RETRY_MIN_NS;
+    int r;
+
+    for (;;) {
+        pthread_mutex_lock(&w->fetch_lock);
+        r = worker_image_fetch(s, w->store, w->tmp_dir, run->image, run->run_id, &fetched, &err);
+        pthread_mutex_unlock(&w->fetch_lock);
+        if (r == 0 || r == -EBADMSG || fenced(run) || atomic_load(&w->quitting))
+            break;
+        berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: fetching image %s failed, trying again: %s", run->run_id,
+                   run->image, err.message);
+        pause_ns(run, backoff);
+        backoff = backoff * 2 > RETRY_MAX_NS ? RETRY_MAX_NS : backoff * 2;
+    }
+    if (r < 0) {
+        if (r == -EBADMSG)
+            berth_logf(&w->logger, BERTH_LOG_ERR, "run %s: image %s refused: %s", run->run_id, run->image,
+                       err.message);
+        return r;
+    }
+    if (fetched)
+        berth_logf(&w->logger, BERTH_LOG_INFO, "run %s: fetched %llu bytes of image %s from berthd", run->run_id,
+                   (unsigned long long)fetched, run->image);
+    r = berth_rootcache_hold(w->roots, run->image, run->run_id, stage_image, w, ret_rootfs, &err);
+    if (r < 0) {
+        berth_logf(&w->logger, BERTH_LOG_ERR, "run %s: staging image %s failed: %s", run->run_id, run->image,
+                   err.message);
+        return r == -ENOMEM || r == -EIO || r == -ENOSPC ? r : -EBADMSG;
+    }
+    return 0;
+}
+
+/* The document the runtime's start() takes (plugin.h), as berthd's dispatch makes it. */
+static int dispatch_doc(const struct worker_run *run, const char *rootfs, char **ret, size_t *ret_len,
+                        struct berth_error *reterr)
+{
+    _cleanup_json_ json_t *doc = json_pack("{s:i, s:O, s:O, s:O, s:s}", "schema_version", 1, "receipt",
+                                           json_object_get(run->offer, "receipt"), "job",
+                                           json_object_get(run->offer, "job"), "effective",
+                                           json_object_get(run->offer, "effective"), "rootfs", rootfs);
+
+    if (!doc)
+        return berth_error_set(reterr, -EBADMSG, "the offer lacks its receipt, job or manifest");
+    return berth_json_serialize(doc, 0, ret, ret_len, reterr);
+}
+
+/* ------------------------------------------------------------------------ */
+/* 4.-5. Watch and report                                                    */
+
+/* The runtime's inspect document, or NULL (-ENOENT: it does not have the run). */
+static int inspect(struct worker_run *run, json_t **ret)
+{
+    struct worker *w = run->w;
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *text = NULL;
+    size_t len = 0;
+    int r;
+
+    *ret = NULL;
+    r = w->rt->inspect(w->rt_state, run->run_id, &text, &len, &err);
+    if (r == 0)
+        r = berth_json_parse(text, len, INSPECT_MAX, ret, &err);
+    if (r < 0 && r != -ENOENT)
+        berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: inspect failed: %s", run->run_id, err.message);
+    return r;
+}
+
+static bool terminal(const json_t *doc)
+{
+    const char *s = str(doc, "state");
+
+    return s && !streq(s, "starting") && !streq(s, "running");
+}
+
+/* Stop the run and prove nothing of it runs: cancel() until it says so. */
+static void teardown(struct worker_run *run)
+{
+    struct worker *w = run->w;
+    int64_t backoff = RETRY_MIN_NS;
+
+    for (;;) {
+        struct berth_error err = BERTH_ERROR_INIT;
+        int r = w->rt->cancel(w->rt_state, run->run_id, &err);
+
+        if (r == 0 || r == -ENOENT || atomic_load(&w->quitting))
+            return;
+        berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: stopping it is not proven yet: %s", run->run_id,
+                   err.message);
+        pause_ns(run, backoff);
+        backoff = backoff * 2 > RETRY_MAX_NS ? RETRY_MAX_NS : backoff * 2;
+    }
+}
+
+/* The base64url text of @len bytes at @data, as a new JSON string. */
+static json_t *b64(const uint8_t *data, size_t len)
+{
+    _cleanup_free_ char *text = malloc(BERTH_BASE64URL_LEN(len) + 1);
+
+    if (!text || berth_base64url_encode(len ? data : (const uint8_t *)"", len, text, BERTH_BASE64URL_LEN(len) + 1) < 0)
+        return NULL;
+    return json_string(text);
+}
+
+/* The outcome to report from the runtime's final @doc (NULL: the run never
+ * reached the runtime: it failed with @reason); @cancel_reason when
+ * berthd asked to stop it. */
+static int make_report(struct worker_run *run, const json_t *doc, const char *reason, const char *cancel_reason,
+                       json_t **ret_body)
+{
+    struct worker *w = run->w;
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ uint8_t *out = NULL, *errb = NULL;
+    _cleanup_json_ json_t *env = NULL;
+    const char *state = doc ? str(doc, "state") : "failed";
+    struct berth_report_params p = {
+        .worker_name = w->cfg.name,
+        .job_id = run->job_id,
+        .run_id = run->run_id,
+        .job_digest = str(run->offer, "job_digest"),
+        .claim_digest = run->claim_digest,
+        .status = BERTH_RESULT_FAILED,
+        .reason = doc ? str(doc, "reason") : reason,
+        .started_at = -1,
+    };
+    const json_t *v;
+    int r;
+
+    if (streq_ptr(state, "exited"))
+        p.status = BERTH_RESULT_EXITED;
+    else if (streq_ptr(state, "cancelled"))
+        p.status = BERTH_RESULT_CANCELLED;
+    else if (streq_ptr(state, "expired"))
+        p.status = BERTH_RESULT_EXPIRED;
+    /* What berthd asked for names why it stopped, as a local stop would. */
+    if (cancel_reason && p.status != BERTH_RESULT_EXITED) {
+        p.status = streq(cancel_reason, "deadline") ? BERTH_RESULT_EXPIRED : BERTH_RESULT_CANCELLED;
+        p.reason = cancel_reason;
+    }
+    if (p.reason && !berth_reason_code_valid(p.reason))
+        p.reason = NULL;
+    if (doc) {
+        v = json_object_get(doc, "exit_code");
+        if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= 255) {
+            p.has_exit_code = true;
+            p.exit_code = (int)json_integer_value(v);
+        }
+        v = json_object_get(doc, "started_at");
+        if (v && !json_is_null(v) && berth_json_ns_value(v, &p.started_at) < 0)
+            p.started_at = -1;
+        if (berth_json_ns_value(json_object_get(doc, "finished_at"), &p.finished_at) < 0)
+            p.finished_at = 0;
+        if ((r = berth_json_b64_value(json_object_get(doc, "stdout"), &out, &p.out_len)) < 0 ||
+            (r = berth_json_b64_value(json_object_get(doc, "stderr"), &errb, &p.err_len)) < 0) {
+            berth_logf(&w->logger, BERTH_LOG_ERR, "run %s: the runtime's stdout or stderr is not base64url",
+                       run->run_id);
+            return r;
+        }
+        p.out = out;
+        p.err = errb;
+    }
+    if (p.finished_at <= 0 && berth_now_ns(CLOCK_REALTIME, &p.finished_at, &err) < 0)
+        return -EIO;
+    if ((r = berth_report_create(w->identity, &p, &env, &err)) < 0) {
+        berth_logf(&w->logger, BERTH_LOG_ERR, "run %s: cannot sign its report: %s", run->run_id, err.message);
+        return r;
+    }
+    *ret_body = json_pack("{s:O, s:o, s:o}", "report", env, "stdout", b64(out, p.out_len), "stderr",
+                          b64(errb, p.err_len));
+    return *ret_body ? 0 : -ENOMEM;
+}
+
+/* Send the report until berthd answers it (or fenced the run). */
+static void send_report(struct worker_run *run, struct worker_session *s, const json_t *body)
+{
+    struct worker *w = run->w;
+    int64_t backoff = RETRY_MIN_NS;
+
+    for (;;) {
+        struct berth_error err = BERTH_ERROR_INIT;
+        _cleanup_json_ json_t *reply = NULL;
+        long status = 0;
+        int r = worker_session_post(s, "/v1/workers/reports", body, 0, &status, &reply, &err);
+
+        if (r == 0 && (status == 200 || status == 202)) {
+            const json_t *res = json_object_get(json_object_get(reply, "result"), "result");
+            berth_logf(&w->logger, BERTH_LOG_NOTICE, "job %s run %s: reported; berthd signed it %s%s%s", run->job_id,
+                       run->run_id, status == 202 ? "(recorded later)" : str(res, "status"),
+                       str(res, "reason") ? ", " : "", str(res, "reason") ? str(res, "reason") : "");
+            return;
+        }
+        if (r == 0) {
+            berth_https_error(status, reply, &err);
+            berth_logf(&w->logger, status == 409 ? BERTH_LOG_WARNING : BERTH_LOG_ERR,
+                       "job %s run %s: berthd refused the report: %s", run->job_id, run->run_id, err.message);
+            /* A refusal is final (the run was fenced, or the report is wrong); 503 is not. */
+            if (status != 503)
+                return;
+        } else {
+            berth_logf(&w->logger, BERTH_LOG_WARNING, "job %s run %s: the report went unanswered, trying again: %s",
+                       run->job_id, run->run_id, err.message);
+        }
+        if (fenced(run) || atomic_load(&w->quitting))
+            return;
+        pause_ns(run, backoff);
+        backoff = backoff * 2 > RETRY_MAX_NS ? RETRY_MAX_NS : backoff * 2;
+    }
+}
+
+/* Start (when the runtime does not have it yet) and watch until it ended;
+ * *@ret_doc its final inspect document, NULL when it never started
+ * (*@ret_reason then says why).  false: the run is given up (fenced, or
+ * the worker quits) and nothing is reported. */
+static bool execute(struct worker_run *run, struct worker_session *s, json_t **ret_doc, const char **ret_reason,
+                    char cancel_reason[64])
+{
+    struct worker *w = run->w;
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_free_ char *rootfs = NULL, *doc = NULL;
+    json_t *state = NULL;
+    size_t len = 0;
+    bool asked = false;
+    int r;
+
+    *ret_doc = NULL;
+    r = inspect(run, &state);
+    if (r == -ENOENT) {
+        r = prepare(run, s, &rootfs);
+        if (r < 0) {
+            *ret_reason = r == -EBADMSG ? "image_refused" : "start_failed";
+            return !fenced(run) && !atomic_load(&w->quitting);
+        }
+        if ((r = dispatch_doc(run, rootfs, &doc, &len, &err)) < 0) {
+            *ret_reason = "damaged_record";
+            return true;
+        }
+        if (fenced(run))
+            return false;
+        r = w->rt->start(w->rt_state, doc, len, &err);
+        if (r < 0) {
+            berth_logf(&w->logger, BERTH_LOG_ERR, "run %s: the runtime refused to start it: %s", run->run_id,
+                       err.message);
+            *ret_reason = r == -ETIME ? "deadline" : r == -EPERM ? "backend_refused" : "start_refused";
+            return true;
+        }
+        berth_logf(&w->logger, BERTH_LOG_INFO, "job %s run %s: started", run->job_id, run->run_id);
+    } else if (r < 0) {
+        berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: the runtime cannot say how it is; asking again",
+                   run->run_id);
+    }
+    json_decref(state);
+    pthread_mutex_lock(&w->lock);
+    run->started = true;
+    worker_heartbeat_kick(w); /* berthd records that it runs */
+    pthread_mutex_unlock(&w->lock);
+    for (;;) {
+        bool stop, drop;
+
+        pthread_mutex_lock(&w->lock);
+        stop = run->cancel;
+        drop = run->fenced || atomic_load(&w->quitting);
+        if (stop)
+            snprintf(cancel_reason, 64, "%s", run->cancel_reason);
+        pthread_mutex_unlock(&w->lock);
+        if (drop)
+            return false;
+        if (stop && !asked) {
+            berth_logf(&w->logger, BERTH_LOG_NOTICE, "run %s: berthd asks to stop it (%s)", run->run_id,
+                       cancel_reason);
+            teardown(run);
+            asked = true;
+        }
+        if (inspect(run, &state) == 0 && terminal(state)) {
+            *ret_doc = state;
+            return true;
+        }
+        json_decref(state);
+        state = NULL;
+        pause_ns(run, WATCH_NS);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void *run_main(void *arg)
+{
+    struct worker_run *run = arg;
+    struct worker *w = run->w;
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct worker_session s = {0};
+    _cleanup_json_ json_t *doc = NULL, *body = NULL;
+    const char *reason = NULL;
+    char cancel_reason[64] = "";
+    bool report;
+
+    if (worker_session_open(w->cfg.client, &s, &err) < 0) {
+        berth_logf(&w->logger, BERTH_LOG_ERR, "run %s: %s", run->run_id, err.message);
+        goto out;
+    }
+    if (!run->resumed && claim(run, &s) < 0)
+        goto out;
+    report = execute(run, &s, &doc, &reason, cancel_reason);
+    if (report) {
+        teardown(run); /* a result only once nothing of the run is left running */
+        if (make_report(run, doc, reason, cancel_reason[0] ? cancel_reason : NULL, &body) == 0)
+            send_report(run, &s, body);
+    } else if (fenced(run)) {
+        berth_logf(&w->logger, BERTH_LOG_WARNING,
+                   "job %s run %s: berthd fenced its lease: stopping it, and it reports nothing", run->job_id,
+                   run->run_id);
+        teardown(run);
+    }
+    if (!atomic_load(&w->quitting)) {
+        if (w->rt->reap) {
+            struct berth_error rerr = BERTH_ERROR_INIT;
+            int r = w->rt->reap(w->rt_state, run->run_id, &rerr);
+            if (r < 0 && r != -ENOENT)
+                berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: reap failed: %s", run->run_id, rerr.message);
+        }
+        berth_rootcache_release(w->roots, run->run_id);
+        worker_record_remove(w, run->run_id);
+    }
+out:
+    worker_session_close(&s);
+    pthread_mutex_lock(&w->lock);
+    run->claimed = false;
+    run->done = true;
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+struct worker_run *worker_run_spawn(struct worker *w, json_t *offer, json_t *claim_env, bool resumed)
+{
+    struct worker_run *run = calloc(1, sizeof(*run));
+    const char *run_id = str(offer, "run_id"), *job_id = str(offer, "job_id");
+    const char *image = json_string_value(json_object_get(json_object_get(offer, "job"), "image"));
+    int r;
+
+    if (!run || !run_id || !job_id || !image || strlen(run_id) > BERTH_RUN_ID_LEN || strlen(job_id) > BERTH_RUN_ID_LEN ||
+        strlen(image) >= sizeof(run->image) || !berth_job_id_valid(run_id)) {
+        berth_logf(&w->logger, BERTH_LOG_ERR, "an offer of berthd lacks its run, job or image; ignored");
+        free(run);
+        json_decref(offer);
+        json_decref(claim_env);
+        return NULL;
+    }
+    run->w = w;
+    run->offer = offer;
+    run->claim = claim_env;
+    run->resumed = resumed;
+    run->claimed = resumed;
+    snprintf(run->run_id, sizeof(run->run_id), "%s", run_id);
+    snprintf(run->job_id, sizeof(run->job_id), "%s", job_id);
+    snprintf(run->image, sizeof(run->image), "%s", image);
+    if (resumed && berth_digest_json(claim_env, run->claim_digest, NULL) < 0) {
+        worker_run_free(run);
+        return NULL;
+    }
+    r = pthread_create(&run->thread, NULL, run_main, run);
+    if (r != 0) {
+        berth_logf(&w->logger, BERTH_LOG_ERR, "run %s: cannot start its thread: %s", run_id, strerror(r));
+        worker_run_free(run);
+        return NULL;
+    }
+    return run;
+}
+
+void worker_run_free(struct worker_run *run)
+{
+    if (!run)
+        return;
+    json_decref(run->offer);
+    json_decref(run->claim);
+    free(run);
+}

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * worker.h -- what the parts of "berth-worker run" share (docs/workers.md):
+ *
+ *   daemon.c     setup, the poll loop, the runs it holds
+ *   run.c        one run: claim, image, start, watch, report, clean up
+ *   heartbeat.c  the thread that renews every lease the worker holds
+ *   selfqual.c   the worker's own live qualification of its runtime
+ *   runrecord.c  STATE/runs/<run_id>.json: the runs claimed, for a restart
+ *
+ * Threads: the main thread polls; each run has a thread of its own; one
+ * thread sends the heartbeats.  @lock guards the run table and each run's
+ * flags; @cond is broadcast when a run ends, a lease answer or a runtime
+ * notification changes a run, or the worker stops.
+ */
+#ifndef BERTH_WORKER_WORKER_H
+#define BERTH_WORKER_WORKER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include <berth/plugin.h>
+
+#include "backend-load.h"
+#include "blobstore.h"
+#include "config.h"
+#include "digest.h"
+#include "jobstore.h"
+#include "log.h"
+#include "rootcache.h"
+#include "sign.h"
+
+/* One run the worker holds (or is claiming). */
+struct worker_run {
+    struct worker *w;
+    pthread_t thread;
+    json_t *offer;     /* berthd's offer (berth_broker_worker_poll()) */
+    json_t *claim;     /* the worker's signed claim, once made */
+    char run_id[BERTH_RUN_ID_LEN + 1];
+    char job_id[BERTH_RUN_ID_LEN + 1];
+    char image[BERTH_DIGEST_BUFSZ];
+    char claim_digest[BERTH_DIGEST_BUFSZ];
+    bool resumed;      /* found in STATE/runs at startup: already claimed */
+    /* under w->lock: */
+    bool claimed;      /* berthd recorded the claim: the heartbeat thread renews it */
+    bool started;      /* the runtime started it: heartbeats say "running" */
+    bool announced;    /* a heartbeat said "running" */
+    bool changed;      /* the runtime notified a change */
+    bool fenced;       /* berthd refused the lease (409): stop it, report nothing */
+    bool cancel;       /* berthd asked to stop it ... */
+    char cancel_reason[64]; /* ... and why */
+    bool done;         /* its thread ended: join it */
+};
+
+struct worker {
+    struct worker_config cfg;
+    struct berth_logger logger;
+    bool journald;
+    struct berth_signing_key *identity;
+    struct berthd_backend_instance runtime, images;
+    const struct berth_runtime_ops_v1 *rt;
+    void *rt_state;
+    const struct berth_image_source_ops_v1 *img;
+    void *img_state;
+    struct berth_blob_store *store;
+    struct berth_rootcache *roots;
+    char *runs_dir, *tmp_dir, *images_dir, *roots_dir;
+    json_t *capabilities, *egress_classes; /* what it offers: its runtime's, without the job needs it cannot serve */
+    json_t *qualification;                 /* its signed qualification, or JSON null */
+    pthread_mutex_t stage_lock;            /* one stage() at a time: the image source is one instance */
+    pthread_mutex_t fetch_lock;            /* one image fetch at a time: the second run of an image finds it */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;                   /* CLOCK_MONOTONIC */
+    struct worker_run **runs;              /* @slots entries, NULL when free */
+    atomic_int_fast64_t lease_ns;          /* berthd's lease term, from its last answer */
+    atomic_bool stopping;                  /* take no new work; runs go on */
+    atomic_bool quitting;                  /* leave now: runs stop where they are (their leases lapse) */
+    pthread_t heartbeat;
+    bool heartbeat_started;
+    bool beat_now;                         /* under @lock: a run wants a heartbeat at once */
+};
+
+/* --- run.c --- */
+
+/* Start a thread for a run: @offer (taken over) to claim, or with @resumed
+ * a run of STATE/runs (@claim taken over).  Lock held; the caller puts the
+ * returned run into a free slot.  NULL: out of memory or threads (logged). */
+struct worker_run *worker_run_spawn(struct worker *w, json_t *offer, json_t *claim, bool resumed);
+
+/* Free @run once its thread was joined. */
+void worker_run_free(struct worker_run *run);
+
+/* --- heartbeat.c --- */
+
+int worker_heartbeat_start(struct worker *w);
+void worker_heartbeat_stop(struct worker *w);
+
+/* Ask the heartbeat thread for a round now (lock held). */
+void worker_heartbeat_kick(struct worker *w);
+
+/* --- selfqual.c --- */
+
+/* The worker's qualification of its runtime into w->qualification: the
+ * current one, or the live probes run now (logged).  Return: 0 (qualified
+ * or not: w->qualification says); -ENOMEM. */
+int worker_qualify(struct worker *w);
+
+/* --- runrecord.c --- */
+
+/* Write STATE/runs/@run_id.json ({"offer", "claim"}) atomically and durably. */
+int worker_record_write(struct worker *w, const struct worker_run *run, struct berth_error *reterr);
+
+/* Remove it (the run is over). */
+void worker_record_remove(struct worker *w, const char *run_id);
+
+/* Call @fn(offer, claim) for each record (the JSON borrowed); a damaged
+ * one is logged and left alone.  Return: 0 or a negative errno. */
+int worker_records_each(struct worker *w, void (*fn)(struct worker *w, json_t *offer, json_t *claim));
+
+/* --- daemon.c --- */
+
+/* CLOCK_MONOTONIC now (0 if it cannot be read). */
+int64_t worker_mono_now(void);
+
+/* Wait on @w->cond until CLOCK_MONOTONIC @until (lock held). */
+void worker_wait_until(struct worker *w, int64_t until);
+
+/* "berth-worker run": 0 on a clean stop, else 1. */
+int worker_daemon_run(const char *config_path);
+
+#endif /* BERTH_WORKER_WORKER_H */

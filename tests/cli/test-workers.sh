@@ -1,0 +1,213 @@
+# test-workers.sh -- remote workers run jobs (docs/workers.md): berthd and
+# three berth-worker processes on this machine, each with its own identity,
+# certificate, state directory and runtime (crun), on 127.0.0.1 only.
+#
+#   - jobs of a pool placed on "workers" spread across the workers, and
+#     every signed result verifies, down to the worker's claim and report;
+#   - a forged claim is refused, and so is a worker that is not enrolled;
+#   - a worker killed mid-job: its lease lapses, berthd fences the run
+#     (failed, worker_lost), nobody runs it again, and the worker, back,
+#     stops the sandbox it left;
+#   - a worker stopped (SIGSTOP) past its lease: fenced, and what it says
+#     afterwards is refused;
+#   - berthd killed while workers hold claims: after its restart the leases
+#     go on from the journal and every run ends once, as its worker says;
+#   - a pool update ends the enrolments until the workers enrol again;
+#   - a revoked worker certificate is turned away;
+#   - "berthctl audit verify" re-derives every enrolment and claim offline.
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+. "${BERTH_TOP_SRCDIR:?}/tests/cli/lib.sh"
+. "$BERTH_TOP_SRCDIR/tests/cli/berthd-lib.sh"
+. "$BERTH_TOP_SRCDIR/tests/cli/oci-lib.sh"
+. "$BERTH_TOP_SRCDIR/tests/cli/workers-lib.sh"
+
+POOL=fleet
+workers_install 3000000000
+for w in w1 w2 w3; do make_worker "$w" 2; done
+start_berthd
+for w in w1 w2 w3; do enrol_worker "$w"; done
+for w in w1 w2 w3; do start_worker "$w"; done
+
+# --- Six jobs, two slots each: every worker takes two. ---
+for i in 1 2 3 4 5 6; do
+    bb_job "j$i" "sleep 2; echo hello from j$i"
+    submit "j$i"
+    [ "$(placed "j$i")" = workers ] || fail "j$i was placed on $(placed "j$i")"
+done
+for i in 1 2 3 4 5 6; do
+    finish "j$i"
+    [ "$(result "j$i" .status)" = exited ] || fail "j$i: $(cat "$TMP/j$i.out/result.json")"
+    run 0 "$BERTHCTL" result verify "$TMP/j$i.out/result.json" --pubkey "$INST/keys/receipt.pub" --job "$TMP/j$i.job.json" \
+        --receipt "$TMP/j$i.receipt.json"
+    stdout_has "run by worker "
+    echo "$(result "j$i" .worker.report.report.worker_name)" >>"$TMP/ran-on"
+done
+sort "$TMP/ran-on" | uniq -c
+[ "$(sort -u "$TMP/ran-on" | wc -l)" = 3 ] || fail "the jobs did not spread over the three workers: $(sort "$TMP/ran-on" | uniq -c)"
+echo "PASS: jobs spread across three workers and verify"
+
+# poll_as WHO KEYID: a worker's poll sent by curl with WHO's certificate.
+poll_as() {
+    jq -n --arg k "$2" '{keyid: $k, slots: 1, busy: 0, capabilities: [], egress_classes: ["none"], qualification: null}' \
+        >"$TMP/poll.json"
+    api "$1" POST /v1/workers/poll -H 'Content-Type: application/json' --data-binary "@$TMP/poll.json"
+}
+keyid_of() { jq -r .keyid <<<"$("$BERTH_WORKER" enrol --config "$TMP/$1/worker.json" --pool fleet --dry-run |
+    jq -c .enrolment)"; }
+
+# --- Refusals: a worker that did not enrol, and forged claims. ---
+make_worker w4 1
+K1=$(keyid_of w1)
+K4=$(keyid_of w4)
+poll_as w4 "$K4"
+expect_status 200
+jq -e '.pools == [] and .offers == []' "$TMP/body" >/dev/null || fail "an unenrolled worker was offered: $(cat "$TMP/body")"
+# With every worker stopped, a job waits; w1's certificate polls by hand.
+for w in w1 w2 w3; do kill -STOP "${WPID[$w]}"; done
+bb_job forged "echo ran once"
+submit forged
+FORGED_RUN=$RUN_ID
+# A stopped worker's poll parked in berthd may hold the offer a few seconds first.
+for i in $(seq 1 100); do
+    poll_as w1 "$K1"
+    expect_status 200
+    jq -c --arg r "$FORGED_RUN" '.offers[] | select(.run_id == $r)' "$TMP/body" >"$TMP/offer.json"
+    [ -s "$TMP/offer.json" ] && break
+    sleep 0.1
+done
+[ -s "$TMP/offer.json" ] || fail "w1 was not offered the queued run: $(cat "$TMP/body")"
+# A claim with every member right and a signature that is not w1's.
+jq -c --arg k "$K1" --arg sig "$(printf 'x%.0s' $(seq 1 86))" \
+    '{claim: {claimant: "worker", created_ns: "1", job_digest, job_id, keyid: $k, kind: "pool.claim",
+              lease_revision: (.revision + 1), placement_hash, pool_hash, receipt_digest, run_id,
+              schema_version: 2, worker_name: "w1"}, signature: $sig}' "$TMP/offer.json" >"$TMP/forged-claim.json"
+api w1 POST /v1/workers/claims -H 'Content-Type: application/json' --data-binary "@$TMP/forged-claim.json"
+expect_status 400
+body_has "the claim does not verify"
+# w1's claim sent with w4's certificate: not w4's name.
+api w4 POST /v1/workers/claims -H 'Content-Type: application/json' --data-binary "@$TMP/forged-claim.json"
+expect_status 403
+body_has "a claim's worker_name must be the caller's principal, w4"
+# w4 claiming under its own name with a key that enrolled nowhere.
+jq -c --arg k "$K4" '.claim.worker_name = "w4" | .claim.keyid = $k' "$TMP/forged-claim.json" >"$TMP/w4-claim.json"
+api w4 POST /v1/workers/claims -H 'Content-Type: application/json' --data-binary "@$TMP/w4-claim.json"
+expect_status 409
+body_has '"error":"stale_pool"'
+for w in w1 w2 w3; do kill -CONT "${WPID[$w]}"; done
+finish forged
+[ "$(result forged .status)" = exited ] || fail "the job of the forged claims: $(cat "$TMP/forged.out/result.json")"
+echo "PASS: forged claims and unenrolled workers are refused"
+
+# wait_claimed ID: wait until a worker claimed job ID (RUN_ID) and ran it; OWNER names it.
+wait_claimed() {
+    local i
+    for i in $(seq 1 200); do
+        OWNER=$(worker_of "$RUN_ID")
+        [ -n "$OWNER" ] && api dev GET "/v1/jobs/$1" && grep -qF '"state":"running"' "$TMP/body" && return 0
+        sleep 0.05
+    done
+    fail "job $1 was not claimed and running: $(cat "$TMP/body")"
+}
+# result_reason ID: status/reason of job ID's result as berthctl wait prints it.
+expect_lost() {
+    finish "$1"
+    [ "$(result "$1" .status)/$(result "$1" .reason)" = failed/worker_lost ] ||
+        fail "$1 was not fenced as worker_lost: $(cat "$TMP/$1.out/result.json")"
+    [ "$(result "$1" .worker)" = null ] || fail "$1: a fenced result names no worker"
+    run 0 "$BERTHCTL" result verify "$TMP/$1.out/result.json" --pubkey "$INST/keys/receipt.pub" --job "$TMP/$1.job.json"
+}
+
+# --- A worker killed mid-job: fenced, never run again, its sandbox stopped when it is back. ---
+bb_job killed "sleep 30; echo never"
+submit killed
+KILLED_RUN=$RUN_ID
+wait_claimed killed
+VICTIM=$OWNER
+kill_worker "$VICTIM"
+expect_lost killed
+log_has "job killed run $KILLED_RUN: the lease of its worker ran out: fenced" 1 ||
+    fail "berthd did not log the fence: $(tail -n 20 "$TMP/berthd.log")"
+[ "$(grep -l "run $KILLED_RUN: claimed" "$TMP"/w*.log | wc -l)" = 1 ] || fail "run $KILLED_RUN was claimed twice"
+# The sandbox outlived its worker; the worker, back, finds the run fenced and stops it.
+crun --root "$TMP/$VICTIM/rt/root" list -q | grep -qx "$KILLED_RUN" || fail "the killed worker's sandbox is gone already"
+start_worker "$VICTIM"
+wait_log "$TMP/$VICTIM.log" "job killed run $KILLED_RUN: berthd fenced its lease"
+for i in $(seq 1 100); do
+    crun --root "$TMP/$VICTIM/rt/root" list -q | grep -qx "$KILLED_RUN" || break
+    sleep 0.1
+done
+! crun --root "$TMP/$VICTIM/rt/root" list -q | grep -qx "$KILLED_RUN" || fail "the fenced run's sandbox still runs"
+[ ! -e "$TMP/$VICTIM/state/runs/$KILLED_RUN.json" ] || fail "the fenced run's record is left"
+echo "PASS: a killed worker's run is fenced, never rerun, and stopped when the worker is back"
+
+# --- A worker stopped past its lease: fenced; what it says later is refused. ---
+bb_job paused "sleep 2; echo late"
+submit paused
+PAUSED_RUN=$RUN_ID
+wait_claimed paused
+kill -STOP "${WPID[$OWNER]}"
+expect_lost paused
+kill -CONT "${WPID[$OWNER]}"
+wait_log "$TMP/$OWNER.log" "run $PAUSED_RUN: (berthd fenced its lease|berthd refused the report: 409 fenced)"
+run_status_any CLIENT wait paused --json
+jq -e '.result.reason == "worker_lost"' "$TMP/stdout" >/dev/null || fail "the late worker changed the result: $(cat "$TMP/stdout")"
+echo "PASS: a worker paused past its lease is fenced, and refused afterwards"
+
+# --- berthd killed while workers hold claims: after the restart every run ends once. ---
+for i in 1 2 3; do
+    bb_job "hold$i" "sleep 3; echo survived $i"
+    submit "hold$i"
+done
+for i in 1 2 3; do
+    RUN_ID=$(run_id_of "$TMP/hold$i.receipt.json")
+    wait_claimed "hold$i"
+done
+kill_berthd
+sleep 1
+start_berthd
+for i in 1 2 3; do
+    finish "hold$i"
+    [ "$(result "hold$i" .status)" = exited ] || fail "hold$i: $(cat "$TMP/hold$i.out/result.json")"
+    [ "$(cat "$TMP/hold$i.out/stdout")" = "survived $i" ] || fail "hold$i printed $(cat "$TMP/hold$i.out/stdout")"
+done
+echo "PASS: leases outlive a berthd crash; every run ends once"
+
+# --- A pool update ends the enrolments until the workers enrol again. ---
+jq '.name = "fleet" | .backend_allowlist = ["workers"] | .template.timeout_seconds = 3000' \
+    "$INST/pools/default.json" >"$TMP/fleet2.json"
+run 0 CLIENT pool register "$TMP/fleet2.json"
+bb_job after-update "echo updated"
+run 1 CLIENT submit "$TMP/after-update.job.json"
+stderr_has "no_backend"
+for w in w1 w2 w3; do enrol_worker "$w"; done
+for i in $(seq 1 100); do
+    CLIENT submit "$TMP/after-update.job.json" >/dev/null 2>&1 && break
+    sleep 0.1
+done
+finish after-update
+[ "$(result after-update .status)" = exited ] || fail "after-update: $(cat "$TMP/after-update.out/result.json")"
+echo "PASS: a pool update needs the workers to enrol again"
+
+# --- A revoked worker certificate is turned away. ---
+K3=$(keyid_of w3)
+publish "$INST/policy.json" jq 'del(.subjects[] | select(.principal == "w3"))'
+# berthd rereads the policy on its next request: w3's certificate is then
+# turned away at the door (the connection closes, no HTTP answer).
+for i in $(seq 1 50); do
+    poll_as w3 "$K3"
+    [ "$(cat "$TMP/status")" = 000 ] && break
+    sleep 0.1
+done
+expect_status 000
+wait_log "$TMP/w3.log" "polling berthd failed"
+echo "PASS: a revoked worker certificate is turned away"
+
+# --- Offline, the audit chain re-derives every enrolment and claim. ---
+for w in w1 w2 w3 w4; do kill_worker "$w"; done
+stop_berthd
+run 0 "$BERTHCTL" --journal "$INST/state/journal.db" audit export --out "$TMP/chain.jsonl"
+run 0 "$BERTHCTL" audit verify "$TMP/chain.jsonl" --audit-key "$INST/keys/audit.key" --pubkey "$INST/keys/receipt.pub"
+CLAIMS=$(cat "$TMP"/w[0-9].log | grep -c ": claimed$")
+stdout_has ", 6 enrolments, $CLAIMS claims"
+[ "$CLAIMS" = 13 ] || fail "$CLAIMS runs were claimed, not 13"
+echo "PASS: the audit chain verifies offline"
