@@ -152,6 +152,10 @@ static int setup(struct worker *w)
     if ((r = private_dir(w, "runs", &w->runs_dir)) < 0 || (r = private_dir(w, "tmp", &w->tmp_dir)) < 0 ||
         (r = private_dir(w, "images", &w->images_dir)) < 0 || (r = private_dir(w, "roots", &w->roots_dir)) < 0)
         return r;
+    /* The qualification first: its own instance of the runtime runs the probes. */
+    w->qualification = json_null();
+    if (w->cfg.qualify && (r = worker_qualify(w)) < 0)
+        return r;
     /* The runtime, and image-oci-local on the worker's own store. */
     if ((r = berthd_backend_load(w->cfg.plugin_directory, &w->cfg.runtime, BERTH_PLUGIN_RUNTIME, &w->logger,
                                  &w->runtime, &err)) < 0) {
@@ -197,9 +201,6 @@ static int setup(struct worker *w)
     pthread_condattr_destroy(&ca);
     atomic_store(&w->lease_ns, BERTH_WORKER_LEASE_DEFAULT_NS);
     berth_host_instance_set_notify(&w->runtime.host, job_changed, w);
-    w->qualification = json_null();
-    if (w->cfg.qualify && (r = worker_qualify(w)) < 0)
-        return r;
     return 0;
 }
 

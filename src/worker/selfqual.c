@@ -7,6 +7,14 @@
  * record against the key the worker enrolled.  A current one is reused;
  * its signed record is kept in STATE/qualification.json, which every poll
  * carries.  Valid 30 days, as berthd's own.
+ *
+ * The probes' jobs are the worker's own, their receipts signed by its
+ * identity, not by berthd: they run on an instance of the runtime loaded
+ * for the qualification alone (before the one that runs berthd's jobs,
+ * never beside it), whose configuration trusts the worker's key instead of
+ * berthd's as "broker_public_key" (runtime-oci's receipt check).  The
+ * record binds the configuration berthd's jobs run with: the key a receipt
+ * is checked with is not what the probes qualify.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,20 +76,35 @@ static json_t *kept(struct worker *w, const char *path, const char *id)
     return doc;
 }
 
+/* The runtime's configuration for the probes: @config with the worker's
+ * public key as broker_public_key when it names one (a new reference). */
+static json_t *probe_config(struct worker *w, const json_t *config)
+{
+    char pub[BERTH_PUBLIC_KEY_B64_LEN + 1];
+    json_t *c = config ? json_deep_copy(config) : json_object();
+
+    if (c && json_object_get(c, "broker_public_key") &&
+        (berth_public_key_to_b64url(berth_signing_key_public(w->identity), pub) < 0 ||
+         json_object_set_new(c, "broker_public_key", json_string(pub)) < 0)) {
+        json_decref(c);
+        return NULL;
+    }
+    return c;
+}
+
 int worker_qualify(struct worker *w)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     struct berth_journal *journal = NULL;
     _cleanup_free_ char *work_dir = NULL, *db = NULL, *path = NULL, *text = NULL;
+    _cleanup_json_ json_t *config = probe_config(w, w->cfg.runtime.config);
+    struct berthd_backend_config bc = w->cfg.runtime;
+    struct berthd_backend_instance inst = {0};
     struct berth_qualify_outcome out = {0};
     struct berth_qualify_backend_params qp = {
         .broker = w->cfg.name,
         .backend = "runtime",
-        .plugin = w->runtime.plugin,
         .config = w->cfg.runtime.config,
-        .containment = w->runtime.containment_identity,
-        .containment_ops = w->runtime.containment ? &w->runtime.binding.table : NULL,
-        .containment_state = w->runtime.containment ? (void *)&w->runtime.binding : NULL,
         .probe = w->cfg.probe,
         .key = w->identity,
         .validity_ns = VALIDITY_NS,
@@ -96,14 +119,22 @@ int worker_qualify(struct worker *w)
 
     json_decref(w->qualification);
     w->qualification = json_null();
-    if (asprintf(&db, "%s/journal.db", w->cfg.state_directory) < 0 ||
+    if (!config || asprintf(&db, "%s/journal.db", w->cfg.state_directory) < 0 ||
         asprintf(&path, "%s/qualification.json", w->cfg.state_directory) < 0)
         return -ENOMEM;
+    bc.config = config;
     if ((r = berth_qualify_work_dir(w->cfg.state_directory, &work_dir, &err)) < 0 ||
-        (r = berth_journal_open(db, BERTH_JOURNAL_CREATE, &journal, &err)) < 0) {
+        (r = berth_journal_open(db, BERTH_JOURNAL_CREATE, &journal, &err)) < 0 ||
+        (r = berthd_backend_load(w->cfg.plugin_directory, &bc, BERTH_PLUGIN_RUNTIME, &w->logger, &inst, &err)) < 0) {
         berth_logf(&w->logger, BERTH_LOG_ERR, "qualification: %s", err.message);
+        berthd_backend_unload(&inst);
+        berth_journal_close(journal);
         return 0;
     }
+    qp.plugin = inst.plugin;
+    qp.containment = inst.containment_identity;
+    qp.containment_ops = inst.containment ? &inst.binding.table : NULL;
+    qp.containment_state = inst.containment ? (void *)&inst.binding : NULL;
     qp.work_dir = work_dir;
     qp.journal = journal;
     for (int tries = 0; tries < 2; tries++) {
@@ -140,6 +171,7 @@ int worker_qualify(struct worker *w)
         break;
     }
     berth_qualify_outcome_clear(&out);
+    berthd_backend_unload(&inst);
     berth_journal_close(journal);
     return 0;
 }

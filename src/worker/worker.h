@@ -105,8 +105,9 @@ void worker_heartbeat_kick(struct worker *w);
 /* --- selfqual.c --- */
 
 /* The worker's qualification of its runtime into w->qualification: the
- * current one, or the live probes run now (logged).  Return: 0 (qualified
- * or not: w->qualification says); -ENOMEM. */
+ * current one, or the live probes run now (logged), on an instance of the
+ * runtime of its own: call it before w->runtime is loaded.  Return: 0
+ * (qualified or not: w->qualification says); -ENOMEM. */
 int worker_qualify(struct worker *w);
 
 /* --- runrecord.c --- */

@@ -90,4 +90,10 @@ bench-slots: all tests/tools/oci-drive
 # against a warm target, and what an idle slot costs (root; image plugin).
 bench-warm: all
 	$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/tests/bench/bench-warm $(WARM_ARGS)
-.PHONY: bench bench-overhead bench-starts bench-slots bench-warm
+# make bench-workers: jobs on 1, 2 and 3 remote workers next to berthd's own
+# host, and berthd's CPU per 1,000 of each (root; image plugin).
+bench-workers: all
+	$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/tests/bench/bench-workers $(WORKERS_ARGS)
+.PHONY: bench bench-overhead bench-starts bench-slots bench-warm bench-workers
+EXTRA_DIST += tests/bench/overhead tests/bench/starts tests/bench/slots tests/bench/bench-warm \
+	tests/bench/bench-workers tests/bench/bench-stage.sh tests/bench/direct-lib.sh tests/bench/steps-lib.sh

@@ -188,6 +188,47 @@ finish after-update
 [ "$(result after-update .status)" = exited ] || fail "after-update: $(cat "$TMP/after-update.out/result.json")"
 echo "PASS: a pool update needs the workers to enrol again"
 
+# --- Qualification: with workers.require_qualification, only a worker that
+# qualified its runtime itself gets work. ---
+for w in w1 w2; do stop_worker "$w"; done
+stop_berthd
+edit_config '.workers.require_qualification = true'
+start_berthd
+bb_job unqualified "echo x"
+# Refused while w3 (live, enrolled, unqualified) is the only worker; once
+# its first poll after the restart arrived, the refusal says why.
+for i in $(seq 1 50); do
+    run_status_any CLIENT submit "$TMP/unqualified.job.json"
+    grep -q no_backend "$TMP/stderr" || fail "an unqualified worker was given work: $(cat "$TMP/stdout" "$TMP/stderr")"
+    api dev GET "/v1/audit?after=0"
+    grep '"pool.placement_refused"' "$TMP/body" | tail -n1 | grep -q '"reason":"workers_unqualified"' && break
+    sleep 0.1
+done
+grep '"pool.placement_refused"' "$TMP/body" | tail -n1 | grep -q '"reason":"workers_unqualified"' ||
+    fail "the refusal does not say workers_unqualified: $(grep placement_refused "$TMP/body" | tail -n1)"
+jq --arg p "${BERTH_PROBE:?}" '.qualify = true | .probe = $p' "$TMP/w1/worker.json" >"$TMP/w1/worker.json.new"
+chmod 0600 "$TMP/w1/worker.json.new"
+mv "$TMP/w1/worker.json.new" "$TMP/w1/worker.json"
+START=$SECONDS
+start_worker w1
+echo "w1 qualified its runtime in $((SECONDS - START)) s"
+grep -q "the runtime is qualified (q" "$TMP/w1.log" || fail "w1 did not qualify: $(tail -n 20 "$TMP/w1.log")"
+grep -q "works for berthd with 2 slots, qualified" "$TMP/w1.log" || fail "w1 does not say it is qualified"
+for i in $(seq 1 50); do
+    CLIENT submit "$TMP/unqualified.job.json" >/dev/null 2>&1 && break
+    sleep 0.1
+done
+RUN_ID=$(CLIENT submit "$TMP/unqualified.job.json" --json | jq -r .receipt.run_id)
+finish unqualified
+[ "$(result unqualified .status)" = exited ] || fail "the qualified worker's run: $(cat "$TMP/unqualified.out/result.json")"
+[ "$(result unqualified .worker.name)" = w1 ] || fail "the run went to $(result unqualified .worker.name), not the qualified w1"
+# Restarted, it reuses its qualification instead of probing again.
+stop_worker w1
+start_worker w1
+[ "$(grep -c "no current qualification of the runtime: running the live probes" "$TMP/w1.log")" = 1 ] ||
+    fail "w1 ran the probes again although its qualification is current"
+echo "PASS: only qualified workers get work when berthd requires it"
+
 # --- A revoked worker certificate is turned away. ---
 K3=$(keyid_of w3)
 publish "$INST/policy.json" jq 'del(.subjects[] | select(.principal == "w3"))'
@@ -209,5 +250,5 @@ run 0 "$BERTHCTL" --journal "$INST/state/journal.db" audit export --out "$TMP/ch
 run 0 "$BERTHCTL" audit verify "$TMP/chain.jsonl" --audit-key "$INST/keys/audit.key" --pubkey "$INST/keys/receipt.pub"
 CLAIMS=$(cat "$TMP"/w[0-9].log | grep -c ": claimed$")
 stdout_has ", 6 enrolments, $CLAIMS claims"
-[ "$CLAIMS" = 13 ] || fail "$CLAIMS runs were claimed, not 13"
+[ "$CLAIMS" = 14 ] || fail "$CLAIMS runs were claimed, not 14"
 echo "PASS: the audit chain verifies offline"

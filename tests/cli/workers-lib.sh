@@ -48,11 +48,13 @@ enrol_worker() {
 # WPID[NAME]) and wait until it polls.
 declare -A WPID
 start_worker() {
-    local i
+    local i from
+    from=$(($(cat "$TMP/$1.log" 2>/dev/null | wc -l) + 1))
     "$BERTH_WORKER" run --config "$TMP/$1/worker.json" >>"$TMP/$1.log" 2>&1 &
     WPID[$1]=$!
-    for i in $(seq 1 400); do
-        grep -q "works for berthd" "$TMP/$1.log" 2>/dev/null && return 0
+    # Up to two minutes: a worker that qualifies its runtime runs the live probes first.
+    for i in $(seq 1 2400); do
+        tail -n "+$from" "$TMP/$1.log" | grep -q "works for berthd" && return 0
         kill -0 "${WPID[$1]}" 2>/dev/null || { cat "$TMP/$1.log" >&2; fail "worker $1 exited at startup"; }
         sleep 0.05
     done

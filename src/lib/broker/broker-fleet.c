@@ -356,8 +356,11 @@ json_t *broker_fleet_offer(struct berth_broker *b, int64_t now)
         const struct broker_fleet_worker *w = &f->w[i];
         json_t *c, *e;
         /* A worker that takes work of no pool (not enrolled) offers nothing. */
-        if (!worker_live(b, w, mono) || !worker_qualified(b, w, now) || json_array_size(w->pools) == 0)
+        if (!worker_live(b, w, mono) || json_array_size(w->pools) == 0)
             continue;
+        live++;
+        if (!worker_qualified(b, w, now))
+            continue; /* its pools say workers_unqualified */
         c = intersect(caps, w->capabilities);
         e = intersect(egress, w->egress_classes);
         json_decref(caps);
@@ -366,7 +369,6 @@ json_t *broker_fleet_offer(struct berth_broker *b, int64_t now)
         egress = e;
         if (!caps || !egress)
             break;
-        live++;
         if (w->qualified && w->qualification_expires_ns > qual_end)
             qual_end = w->qualification_expires_ns;
     }
