@@ -30,6 +30,7 @@
 #include "upload-request.h"
 
 #define DOWNLOADS_MAX 8                                /* evidence downloads copied or sent at once */
+#define BLOB_DOWNLOADS_MAX 8                           /* and, apart, image blobs sent to workers at once */
 #define LIST_LIMIT_DEFAULT 100                         /* objects per listed page, unless ?limit= */
 #define EXPIRY_PERIOD_NS (30LL * 1000 * 1000 * 1000)   /* how often idle sessions are looked for */
 #define EXTRA_MAX 400                                  /* the extra header lines of one reply */
@@ -191,6 +192,14 @@ static void download_released(void *arg)
         srv->downloads--;
 }
 
+static void blob_download_released(void *arg)
+{
+    struct berthd_server *srv = arg;
+
+    if (srv->blob_downloads)
+        srv->blob_downloads--;
+}
+
 /* The loop: answer what the helper thread did, and release the task. */
 /* A download's verified copy *@fd (@size bytes): streamed to @cl with its
  * digest and media type, or closed when nothing was found or @cl is gone;
@@ -198,18 +207,18 @@ static void download_released(void *arg)
 static bool send_copy(struct evidence_task *t, struct client *cl, int *fd, uint64_t size, const char *digest,
                       const char *media_type)
 {
+    void (*released)(void *) = t->kind == TASK_IMAGE_BLOB ? blob_download_released : download_released;
     char extra[EXTRA_MAX];
 
     if (*fd < 0 || !cl) {
         if (*fd >= 0)
             close(*fd);
         *fd = -1;
-        download_released(t->srv);
+        released(t->srv);
         return false;
     }
     snprintf(extra, sizeof(extra), "Evidence-Digest: %s\r\nEvidence-Media-Type: %s\r\n", digest, media_type);
-    berthd_api_send_fd(t->srv, cl, t->method, &t->reply, *fd, size, t->start, t->path, extra, download_released,
-                       t->srv);
+    berthd_api_send_fd(t->srv, cl, t->method, &t->reply, *fd, size, t->start, t->path, extra, released, t->srv);
     *fd = -1;
     return true;
 }
@@ -587,9 +596,9 @@ bool berthd_image_blob_handler(struct request *rq, struct berth_reply *r)
              rc == -EBADMSG ? why : rc == -ENOMEM ? "out of memory; retry later" : "?run=RUN names the leased run");
         return true;
     }
-    if (rq->srv->downloads >= DOWNLOADS_MAX) {
+    if (rq->srv->blob_downloads >= BLOB_DOWNLOADS_MAX) {
         berthd_query_free(allowed, values);
-        fail(r, 503, "busy", "%d downloads are in progress; retry in a moment", DOWNLOADS_MAX);
+        fail(r, 503, "busy", "%d image blobs are being sent; retry in a moment", BLOB_DOWNLOADS_MAX);
         r->retry_after_s = 1;
         return true;
     }
@@ -603,7 +612,7 @@ bool berthd_image_blob_handler(struct request *rq, struct berth_reply *r)
     snprintf(t->digest, sizeof(t->digest), "%s", rq->param2);
     snprintf(t->job, sizeof(t->job), "%s", values[0]);
     berthd_query_free(allowed, values);
-    rq->srv->downloads++; /* until the copy is sent or dropped */
+    rq->srv->blob_downloads++; /* until the copy is sent or dropped */
     return task_submit(t);
 }
 

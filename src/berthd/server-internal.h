@@ -90,6 +90,7 @@ struct berthd_server {
     struct berthd_uploads uploads;   /* evidence upload sessions */
     struct event *uploads_ev;        /* their expiry, periodic */
     unsigned downloads;              /* evidence downloads being copied or sent */
+    unsigned blob_downloads;         /* image blobs being sent to workers (their own budget) */
     bool freeing;                    /* berthd_server_free() runs: nothing is answered any more */
     struct berthd_waits *waits;      /* parked long polls of results (waits.h) ... */
     struct parked *parked;           /* ... and their requests (api-wait.c) */
@@ -132,6 +133,9 @@ int berthd_parse_wait_ns(const char *query, int64_t *ret, struct berth_reply *r)
 
 /* GET /v1/images/{image}/blobs/{blob}?run=RUN (api-evidence.c: the helper thread). */
 route_handler berthd_image_blob_handler;
+
+/* Parked polls one worker may have at once (a worker parks one; more are answered at once). */
+#define BERTHD_WORKER_POLLS_PER_WORKER 2
 
 /* The remote workers' routes (api-workers.c, docs/workers.md): POST
  * /v1/workers/poll (with its long poll ?wait_ns=N), /claims, /leases, /reports. */

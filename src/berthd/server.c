@@ -243,7 +243,8 @@ int berthd_server_new(struct event_base *base, SSL_CTX *ctx, const struct berthd
         berthd_front_new(base, BERTHD_PRIORITIES - 2, (unsigned)berthd_config_front_threads(cfg), ctx, cfg, &srv->ops,
                          &srv->front) < 0 ||
         berthd_refusals_init(&srv->refusals, base, cfg->refusal_log_interval_ns, logger) < 0 ||
-        berthd_waits_new(0, 0, &srv->waits) < 0 || berthd_waits_new(0, 0, &srv->poll_waits) < 0 ||
+        berthd_waits_new(0, 0, &srv->waits) < 0 ||
+        berthd_waits_new(0, BERTHD_WORKER_POLLS_PER_WORKER, &srv->poll_waits) < 0 ||
         berthd_evidence_init(srv) < 0) {
         berthd_server_free(srv);
         return berth_error_set(reterr, -ENOMEM, "out of memory");

@@ -6,7 +6,7 @@
  * soon as there is some) and run each offer on a thread of its own, at most
  * "slots" at once.  SIGTERM or SIGINT: take no new work and end once the
  * runs did; a second one: leave at once (the runs' leases then lapse and
- * berthd fences them).
+ * berthd fences them).  SIGHUP is logged and ignored.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -195,6 +195,8 @@ static int setup(struct worker *w)
     pthread_mutex_init(&w->lock, NULL);
     pthread_mutex_init(&w->stage_lock, NULL);
     pthread_mutex_init(&w->fetch_lock, NULL);
+    pthread_mutex_init(&w->rt_lock, NULL);
+    w->rt_concurrent = (w->rt->flags & BERTH_RUNTIME_CONCURRENT) != 0;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&w->cond, &ca);
@@ -248,7 +250,7 @@ static size_t busy(struct worker *w)
 }
 
 /* A run of STATE/runs: go on with it. */
-static void resume(struct worker *w, json_t *offer, json_t *claim)
+static void resume(struct worker *w, json_t *offer, json_t *claim, bool started)
 {
     struct worker_run *run;
     int slot;
@@ -263,7 +265,7 @@ static void resume(struct worker *w, json_t *offer, json_t *claim)
         json_decref(claim);
         return;
     }
-    run = worker_run_spawn(w, offer, claim, true);
+    run = worker_run_spawn(w, offer, claim, true, started);
     if (run) {
         w->runs[slot] = run;
         berth_logf(&w->logger, BERTH_LOG_NOTICE, "run %s: held before the restart; going on with it", run->run_id);
@@ -272,13 +274,13 @@ static void resume(struct worker *w, json_t *offer, json_t *claim)
 }
 
 /* One poll; the offers go to free slots.  Return: 0, or -EIO (berthd did not answer, or refused). */
-static int poll_once(struct worker *w, struct worker_session *s, bool *failing)
+static int poll_once(struct worker *w, struct worker_session *s, bool *failing, bool *ret_idle)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_json_ json_t *body = NULL, *reply = NULL;
     size_t n_busy, i;
     const json_t *offers, *ns;
-    int64_t wait, lease = atomic_load(&w->lease_ns);
+    int64_t wait, asked, lease = atomic_load(&w->lease_ns);
     long status = 0;
     char path[64];
     int r;
@@ -287,8 +289,12 @@ static int poll_once(struct worker *w, struct worker_session *s, bool *failing)
     n_busy = busy(w);
     pthread_mutex_unlock(&w->lock);
     wait = lease / 2 < POLL_WAIT_MAX_NS ? lease / 2 : POLL_WAIT_MAX_NS;
+    /* Stopping, it takes no work: every slot counts as busy, so that berthd
+     * neither offers it runs nor counts it as room. */
+    if (atomic_load(&w->stopping))
+        n_busy = (size_t)w->cfg.slots;
     /* Without room, a poll only says the worker is alive: it does not wait for work. */
-    if (n_busy >= (size_t)w->cfg.slots || atomic_load(&w->stopping))
+    if (n_busy >= (size_t)w->cfg.slots)
         wait = 0;
     body = json_pack("{s:s, s:I, s:I, s:O, s:O, s:O}", "keyid", berth_signing_key_id(w->identity), "slots",
                      (json_int_t)w->cfg.slots, "busy", (json_int_t)n_busy, "capabilities", w->capabilities,
@@ -296,6 +302,8 @@ static int poll_once(struct worker *w, struct worker_session *s, bool *failing)
     if (!body)
         return -ENOMEM;
     snprintf(path, sizeof(path), "/v1/workers/poll?wait_ns=%lld", (long long)wait);
+    *ret_idle = false;
+    asked = worker_mono_now();
     r = worker_session_post(s, path, body, wait, &status, &reply, &err);
     if (r < 0 || status != 200) {
         if (r == 0)
@@ -314,6 +322,10 @@ static int poll_once(struct worker *w, struct worker_session *s, bool *failing)
     if (json_array_size(json_object_get(reply, "pools")) == 0)
         berth_logf(&w->logger, BERTH_LOG_DEBUG, "berthd has no pool for this worker (enrolled, served, on workers)");
     offers = json_object_get(reply, "offers");
+    /* A long poll answered at once with nothing (berthd parks no more
+     * polls now): the next one waits a little first. */
+    if (wait > 0 && json_array_size(offers) == 0 && worker_mono_now() - asked < 100LL * 1000 * 1000)
+        *ret_idle = true;
     for (i = 0; i < json_array_size(offers) && !atomic_load(&w->stopping); i++) {
         struct worker_run *run;
         int slot;
@@ -321,7 +333,7 @@ static int poll_once(struct worker *w, struct worker_session *s, bool *failing)
         pthread_mutex_lock(&w->lock);
         collect(w);
         slot = holds(w, json_string_value(json_object_get(json_array_get(offers, i), "run_id"))) ? -1 : free_slot(w);
-        run = slot >= 0 ? worker_run_spawn(w, json_incref(json_array_get(offers, i)), NULL, false) : NULL;
+        run = slot >= 0 ? worker_run_spawn(w, json_incref(json_array_get(offers, i)), NULL, false, false) : NULL;
         if (run)
             w->runs[slot] = run;
         pthread_mutex_unlock(&w->lock);
@@ -339,11 +351,17 @@ static void *signal_main(void *arg)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     for (;;) {
         if (sigwait(&set, &sig) != 0)
             continue;
         if (atomic_load(&w->quitting))
             return NULL; /* the daemon ends and woke this thread to join it */
+        if (sig == SIGHUP) {
+            /* A lost terminal, or a reload asked for: nothing is reloaded (restart to read the configuration). */
+            berth_logf(&w->logger, BERTH_LOG_NOTICE, "SIGHUP ignored: restart berth-worker to read its configuration");
+            continue;
+        }
         pthread_mutex_lock(&w->lock);
         if (!atomic_load(&w->stopping)) {
             atomic_store(&w->stopping, true);
@@ -368,17 +386,26 @@ static void teardown_worker(struct worker *w)
         atomic_store(&w->quitting, true);
         pthread_cond_broadcast(&w->cond);
         pthread_mutex_unlock(&w->lock);
-        for (int64_t i = 0; i < w->cfg.slots; i++)
-            if (w->runs[i]) {
-                pthread_join(w->runs[i]->thread, NULL);
-                worker_run_free(w->runs[i]);
-            }
-        worker_heartbeat_stop(w);
+        /* Nothing may reach a run any more before the runs go: the runtime's
+         * notifications, then the heartbeats. */
         berth_host_instance_set_notify(&w->runtime.host, NULL, NULL);
+        worker_heartbeat_stop(w);
+        for (int64_t i = 0; i < w->cfg.slots; i++) {
+            struct worker_run *run;
+            pthread_mutex_lock(&w->lock);
+            run = w->runs[i];
+            w->runs[i] = NULL;
+            pthread_mutex_unlock(&w->lock);
+            if (run) {
+                pthread_join(run->thread, NULL);
+                worker_run_free(run);
+            }
+        }
         pthread_cond_destroy(&w->cond);
         pthread_mutex_destroy(&w->lock);
         pthread_mutex_destroy(&w->stage_lock);
         pthread_mutex_destroy(&w->fetch_lock);
+        pthread_mutex_destroy(&w->rt_lock);
         free(w->runs);
     }
     berth_rootcache_free(w->roots);
@@ -403,7 +430,7 @@ int worker_daemon_run(const char *config_path)
     struct worker_session s = {0};
     sigset_t set;
     pthread_t sigthread;
-    bool failing = false, signals = false;
+    bool failing = false, signals = false, idle = false;
     int64_t backoff = RETRY_MIN_NS;
     int rc = 1;
 
@@ -413,6 +440,7 @@ int worker_daemon_run(const char *config_path)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     if (worker_config_load(config_path, &w.cfg, &err) < 0) {
@@ -457,13 +485,18 @@ int worker_daemon_run(const char *config_path)
         pthread_mutex_unlock(&w.lock);
         if (atomic_load(&w.quitting))
             break;
-        if (poll_once(&w, &s, &failing) < 0) {
+        if (poll_once(&w, &s, &failing, &idle) < 0) {
             pthread_mutex_lock(&w.lock);
             worker_wait_until(&w, worker_mono_now() + backoff);
             pthread_mutex_unlock(&w.lock);
             backoff = backoff * 2 > RETRY_MAX_NS ? RETRY_MAX_NS : backoff * 2;
         } else {
             backoff = RETRY_MIN_NS;
+            if (idle) {
+                pthread_mutex_lock(&w.lock);
+                worker_wait_until(&w, worker_mono_now() + RETRY_MIN_NS);
+                pthread_mutex_unlock(&w.lock);
+            }
         }
     }
     rc = 0;
@@ -477,4 +510,60 @@ out:
     }
     teardown_worker(&w);
     return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The runtime's calls (plugin.h, "Threading")                               */
+
+static void rt_enter(struct worker *w)
+{
+    if (!w->rt_concurrent)
+        pthread_mutex_lock(&w->rt_lock);
+}
+
+static void rt_leave(struct worker *w)
+{
+    if (!w->rt_concurrent)
+        pthread_mutex_unlock(&w->rt_lock);
+}
+
+int worker_runtime_start(struct worker *w, const char *doc, size_t len, struct berth_error *reterr)
+{
+    int r;
+
+    rt_enter(w);
+    r = w->rt->start(w->rt_state, doc, len, reterr);
+    rt_leave(w);
+    return r;
+}
+
+int worker_runtime_inspect(struct worker *w, const char *run_id, char **ret, size_t *ret_len,
+                           struct berth_error *reterr)
+{
+    int r;
+
+    rt_enter(w);
+    r = w->rt->inspect(w->rt_state, run_id, ret, ret_len, reterr);
+    rt_leave(w);
+    return r;
+}
+
+int worker_runtime_cancel(struct worker *w, const char *run_id, struct berth_error *reterr)
+{
+    int r;
+
+    rt_enter(w);
+    r = w->rt->cancel(w->rt_state, run_id, reterr);
+    rt_leave(w);
+    return r;
+}
+
+int worker_runtime_reap(struct worker *w, const char *run_id, struct berth_error *reterr)
+{
+    int r;
+
+    rt_enter(w);
+    r = w->rt->reap(w->rt_state, run_id, reterr);
+    rt_leave(w);
+    return r;
 }

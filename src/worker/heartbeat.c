@@ -78,7 +78,9 @@ static void beat(struct worker *w, struct worker_session *s, const struct beat *
                          json_string_value(json_object_get(reply, "reason")) ?: "cancelled");
                 pthread_cond_broadcast(&w->cond);
             }
-        } else if (status == 409 && streq_ptr(json_string_value(json_object_get(reply, "error")), "fenced")) {
+        } else if ((status == 409 && streq_ptr(json_string_value(json_object_get(reply, "error")), "fenced")) ||
+                   status == 404) {
+            /* Fenced, or a run berthd does not know (any more): not the worker's to run. */
             b->run->fenced = true;
             pthread_cond_broadcast(&w->cond);
         } else {

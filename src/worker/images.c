@@ -41,8 +41,10 @@ static int fetch_blob(struct worker_session *s, const struct berth_blob_store *s
     if (r < 0)
         return berth_error_set(reterr, r == -ENOMEM ? r : -EIO, "fetching blob %s: %s", blob, err.message);
     if (status != 200) {
+        /* A busy or failing berthd (503, 500) may serve it later; a refusal (403, 404, 501) stands. */
         berth_https_error(status, refusal, &err);
-        return berth_error_set(reterr, -EPROTO, "fetching blob %s: %s", blob, err.message);
+        return berth_error_set(reterr, status >= 500 && status != 501 ? -EAGAIN : -EPROTO, "fetching blob %s: %s",
+                               blob, err.message);
     }
     if (lseek(fd, 0, SEEK_SET) < 0)
         return berth_error_set(reterr, -errno, "rewinding the download of %s: %m", blob);

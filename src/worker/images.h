@@ -27,9 +27,10 @@
  * the downloads (unnamed files).  *@ret_fetched: bytes fetched (0 when
  * the store held it all).
  * Return: 0; -EBADMSG (berthd sent bytes that are not the digest, or a
- * manifest berth refuses: reterr says which); -EPROTO (berthd refused:
- * reterr has its status and code); -EIO (no answer); errors of writing
- * the store (-ENOSPC, ...); -ENOMEM.  Thread-safe for distinct sessions
+ * manifest berth refuses: reterr says which); -EPROTO (berthd refused for
+ * good: 403, 404, 501; reterr has its status and code); -EAGAIN (berthd is
+ * busy or failing now: 500, 503); -EIO (no answer); errors of writing the
+ * store (-ENOSPC, ...); -ENOMEM.  Thread-safe for distinct sessions
  * (the store takes concurrent imports of one blob: the same bytes win).
  */
 int worker_image_fetch(struct worker_session *s, const struct berth_blob_store *store, const char *tmpdir,

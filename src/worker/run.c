@@ -94,9 +94,21 @@ static int claim(struct worker_run *run, struct worker_session *s)
         berth_logf(&w->logger, BERTH_LOG_ERR, "run %s: cannot make its claim: %s", run->run_id, err.message);
         return r;
     }
-    r = worker_session_post(s, "/v1/workers/claims", env, 0, &status, &reply, &err);
+    /* Unanswered, berthd may have recorded it: the same claim is sent again
+     * (berthd answers it the same way while it holds the run), for about
+     * half a lease; after that the run is left to berthd (offered again, or
+     * fenced if the claim was recorded). */
+    for (int64_t backoff = RETRY_MIN_NS, waited = 0;; waited += backoff, backoff = backoff * 2 > RETRY_MAX_NS ? RETRY_MAX_NS : backoff * 2) {
+        json_decref(reply);
+        reply = NULL;
+        r = worker_session_post(s, "/v1/workers/claims", env, 0, &status, &reply, &err);
+        if (r == 0 || r == -ENOMEM || waited >= atomic_load(&w->lease_ns) / 2 || atomic_load(&w->quitting))
+            break;
+        berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: the claim went unanswered, sending it again: %s",
+                   run->run_id, err.message);
+        pause_ns(run, backoff);
+    }
     if (r < 0) {
-        /* Unknown whether berthd recorded it: the offer comes again if not; a recorded claim lapses. */
         berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: the claim went unanswered: %s", run->run_id, err.message);
         return r;
     }
@@ -114,11 +126,11 @@ static int claim(struct worker_run *run, struct worker_session *s)
     pthread_mutex_lock(&w->lock);
     run->claimed = true;
     pthread_mutex_unlock(&w->lock);
-    if (worker_record_write(w, run, &err) < 0)
-        berth_logf(&w->logger, BERTH_LOG_WARNING,
-                   "run %s: cannot record the claim in %s (a restart would not find it): %s", run->run_id, w->runs_dir,
-                   err.message);
     berth_logf(&w->logger, BERTH_LOG_NOTICE, "job %s run %s: claimed", run->job_id, run->run_id);
+    if (worker_record_write(w, run, &err) < 0)
+        /* Its start is recorded before it starts, and refused if that fails too. */
+        berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: cannot record the claim in %s: %s", run->run_id,
+                   w->runs_dir, err.message);
     return 0;
 }
 
@@ -152,7 +164,8 @@ static int prepare(struct worker_run *run, struct worker_session *s, char **ret_
         pthread_mutex_lock(&w->fetch_lock);
         r = worker_image_fetch(s, w->store, w->tmp_dir, run->image, run->run_id, &fetched, &err);
         pthread_mutex_unlock(&w->fetch_lock);
-        if (r == 0 || r == -EBADMSG || fenced(run) || atomic_load(&w->quitting))
+        /* berthd refused (-EPROTO: 403, 404, 501): asking again changes nothing. */
+        if (r == 0 || r == -EBADMSG || r == -EPROTO || fenced(run) || atomic_load(&w->quitting))
             break;
         berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: fetching image %s failed, trying again: %s", run->run_id,
                    run->image, err.message);
@@ -160,9 +173,9 @@ static int prepare(struct worker_run *run, struct worker_session *s, char **ret_
         backoff = backoff * 2 > RETRY_MAX_NS ? RETRY_MAX_NS : backoff * 2;
     }
     if (r < 0) {
-        if (r == -EBADMSG)
-            berth_logf(&w->logger, BERTH_LOG_ERR, "run %s: image %s refused: %s", run->run_id, run->image,
-                       err.message);
+        if (r == -EBADMSG || r == -EPROTO)
+            berth_logf(&w->logger, BERTH_LOG_ERR, "run %s: image %s %s: %s", run->run_id, run->image,
+                       r == -EBADMSG ? "refused" : "cannot be fetched", err.message);
         return r;
     }
     if (fetched)
@@ -204,7 +217,7 @@ static int inspect(struct worker_run *run, json_t **ret)
     int r;
 
     *ret = NULL;
-    r = w->rt->inspect(w->rt_state, run->run_id, &text, &len, &err);
+    r = worker_runtime_inspect(w, run->run_id, &text, &len, &err);
     if (r == 0)
         r = berth_json_parse(text, len, INSPECT_MAX, ret, &err);
     if (r < 0 && r != -ENOENT)
@@ -227,7 +240,7 @@ static void teardown(struct worker_run *run)
 
     for (;;) {
         struct berth_error err = BERTH_ERROR_INIT;
-        int r = w->rt->cancel(w->rt_state, run->run_id, &err);
+        int r = worker_runtime_cancel(w, run->run_id, &err);
 
         if (r == 0 || r == -ENOENT || atomic_load(&w->quitting))
             return;
@@ -258,7 +271,7 @@ static int make_report(struct worker_run *run, const json_t *doc, const char *re
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_free_ uint8_t *out = NULL, *errb = NULL;
     _cleanup_json_ json_t *env = NULL;
-    const char *state = doc ? str(doc, "state") : "failed";
+    const char *state = doc ? str(doc, "state") : cancel_reason && !reason ? "cancelled" : "failed";
     struct berth_report_params p = {
         .worker_name = w->cfg.name,
         .job_id = run->job_id,
@@ -316,11 +329,15 @@ static int make_report(struct worker_run *run, const json_t *doc, const char *re
     return *ret_body ? 0 : -ENOMEM;
 }
 
-/* Send the report until berthd answers it (or fenced the run). */
-static void send_report(struct worker_run *run, struct worker_session *s, const json_t *body)
+/* Send the report until berthd recorded it, refused it for good, or
+ * fenced the run.  Return: true when nothing more is to be said of the run
+ * (recorded, or refused: a fence, a wrong report); false when the worker
+ * quits with the report still owed (the record stays for the restart). */
+static bool send_report(struct worker_run *run, struct worker_session *s, const json_t *body)
 {
     struct worker *w = run->w;
     int64_t backoff = RETRY_MIN_NS;
+    bool waited = false;
 
     for (;;) {
         struct berth_error err = BERTH_ERROR_INIT;
@@ -328,29 +345,98 @@ static void send_report(struct worker_run *run, struct worker_session *s, const 
         long status = 0;
         int r = worker_session_post(s, "/v1/workers/reports", body, 0, &status, &reply, &err);
 
-        if (r == 0 && (status == 200 || status == 202)) {
+        if (r == 0 && status == 200) {
             const json_t *res = json_object_get(json_object_get(reply, "result"), "result");
             berth_logf(&w->logger, BERTH_LOG_NOTICE, "job %s run %s: reported; berthd signed it %s%s%s", run->job_id,
-                       run->run_id, status == 202 ? "(recorded later)" : str(res, "status"),
-                       str(res, "reason") ? ", " : "", str(res, "reason") ? str(res, "reason") : "");
-            return;
+                       run->run_id, str(res, "status"), str(res, "reason") ? ", " : "",
+                       str(res, "reason") ? str(res, "reason") : "");
+            return true;
         }
-        if (r == 0) {
+        if (r == 0 && status == 202) {
+            /* Signed, kept in berthd's memory for want of journal space: the
+             * run is held (heartbeats go on) until berthd recorded it. */
+            if (!waited)
+                berth_logf(&w->logger, BERTH_LOG_NOTICE,
+                           "job %s run %s: berthd signed the result and records it once its journal has room",
+                           run->job_id, run->run_id);
+            waited = true;
+        } else if (r == 0) {
             berth_https_error(status, reply, &err);
-            berth_logf(&w->logger, status == 409 ? BERTH_LOG_WARNING : BERTH_LOG_ERR,
-                       "job %s run %s: berthd refused the report: %s", run->job_id, run->run_id, err.message);
-            /* A refusal is final (the run was fenced, or the report is wrong); 503 is not. */
-            if (status != 503)
-                return;
+            /* Final: the run was fenced (409), or the report is wrong (400,
+             * 413); anything else (a policy reload, a full journal, memory)
+             * passes, and the report goes again. */
+            if (status == 409 || status == 400 || status == 413) {
+                berth_logf(&w->logger, status == 409 ? BERTH_LOG_WARNING : BERTH_LOG_ERR,
+                           "job %s run %s: berthd refused the report: %s", run->job_id, run->run_id, err.message);
+                return true;
+            }
+            berth_logf(&w->logger, BERTH_LOG_WARNING, "job %s run %s: the report is not taken now, trying again: %s",
+                       run->job_id, run->run_id, err.message);
         } else {
             berth_logf(&w->logger, BERTH_LOG_WARNING, "job %s run %s: the report went unanswered, trying again: %s",
                        run->job_id, run->run_id, err.message);
         }
-        if (fenced(run) || atomic_load(&w->quitting))
-            return;
+        if (fenced(run))
+            return true;
+        if (atomic_load(&w->quitting))
+            return false;
         pause_ns(run, backoff);
         backoff = backoff * 2 > RETRY_MAX_NS ? RETRY_MAX_NS : backoff * 2;
     }
+}
+
+/* A heartbeat of this run's own, waited for: 0 when berthd renewed the
+ * lease now (a cancellation it carries is noted); -EPERM when berthd says
+ * the lease is not the worker's any more (fenced); -EAGAIN when berthd
+ * did not answer (or refused for another reason). */
+static int confirm_lease(struct worker_run *run, struct worker_session *s, const char *state)
+{
+    struct worker *w = run->w;
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_json_ json_t *body = NULL, *reply = NULL;
+    long status = 0;
+
+    body = json_pack("{s:s, s:s, s:s}", "run_id", run->run_id, "claim_digest", run->claim_digest, "state", state);
+    if (!body || worker_session_post(s, "/v1/workers/leases", body, 0, &status, &reply, &err) < 0)
+        return -EAGAIN;
+    pthread_mutex_lock(&w->lock);
+    if (status == 200 && json_is_true(json_object_get(reply, "cancel")) && !run->cancel) {
+        run->cancel = true;
+        snprintf(run->cancel_reason, sizeof(run->cancel_reason), "%s",
+                 str(reply, "reason") ? str(reply, "reason") : "cancelled");
+    }
+    if (status == 409 || status == 404)
+        run->fenced = true;
+    pthread_mutex_unlock(&w->lock);
+    return status == 200 ? 0 : status == 409 || status == 404 ? -EPERM : -EAGAIN;
+}
+
+/* confirm_lease() until berthd answers: 0 (the lease holds), or -EPERM
+ * (fenced, or the worker quits: nothing may start). */
+static int lease_holds(struct worker_run *run, struct worker_session *s, const char *state)
+{
+    int64_t backoff = RETRY_MIN_NS;
+    int r;
+
+    while ((r = confirm_lease(run, s, state)) == -EAGAIN) {
+        if (atomic_load(&run->w->quitting))
+            return -EPERM;
+        pause_ns(run, backoff);
+        backoff = backoff * 2 > RETRY_MAX_NS ? RETRY_MAX_NS : backoff * 2;
+    }
+    return r;
+}
+
+static bool cancel_asked(struct worker_run *run, char cancel_reason[64])
+{
+    bool c;
+
+    pthread_mutex_lock(&run->w->lock);
+    c = run->cancel;
+    if (c)
+        snprintf(cancel_reason, 64, "%s", run->cancel_reason);
+    pthread_mutex_unlock(&run->w->lock);
+    return c;
 }
 
 /* Start (when the runtime does not have it yet) and watch until it ended;
@@ -369,20 +455,45 @@ static bool execute(struct worker_run *run, struct worker_session *s, json_t **r
     int r;
 
     *ret_doc = NULL;
+    /* A run found after a restart: only with its lease still the worker's. */
+    if (run->resumed && lease_holds(run, s, run->was_started ? "running" : "starting") < 0)
+        return false;
     r = inspect(run, &state);
+    if (r == -ENOENT && run->was_started) {
+        /* It was started before the restart and the runtime has no trace of
+         * it left: it is not started again. */
+        berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: started before the restart, and the runtime lost it",
+                   run->run_id);
+        *ret_reason = "lost";
+        return true;
+    }
     if (r == -ENOENT) {
         r = prepare(run, s, &rootfs);
         if (r < 0) {
-            *ret_reason = r == -EBADMSG ? "image_refused" : "start_failed";
+            *ret_reason = r == -EBADMSG ? "image_refused" : r == -EPROTO ? "image_unavailable" : "start_failed";
             return !fenced(run) && !atomic_load(&w->quitting);
         }
         if ((r = dispatch_doc(run, rootfs, &doc, &len, &err)) < 0) {
             *ret_reason = "damaged_record";
             return true;
         }
-        if (fenced(run))
+        /* The lease confirmed right before the start: a run berthd fenced
+         * meanwhile (the image took long, berthd was away) never starts. */
+        if (lease_holds(run, s, "starting") < 0)
             return false;
-        r = w->rt->start(w->rt_state, doc, len, &err);
+        if (cancel_asked(run, cancel_reason)) {
+            *ret_reason = NULL;
+            return true; /* reported cancelled (or expired), never started */
+        }
+        run->was_started = true;
+        if (worker_record_write(w, run, &err) < 0) {
+            /* Without the record a restart could start it twice: it is not started. */
+            berth_logf(&w->logger, BERTH_LOG_ERR, "run %s: cannot record its start in %s, so it does not start: %s",
+                       run->run_id, w->runs_dir, err.message);
+            *ret_reason = "start_failed";
+            return true;
+        }
+        r = worker_runtime_start(w, doc, len, &err);
         if (r < 0) {
             berth_logf(&w->logger, BERTH_LOG_ERR, "run %s: the runtime refused to start it: %s", run->run_id,
                        err.message);
@@ -437,7 +548,7 @@ static void *run_main(void *arg)
     _cleanup_json_ json_t *doc = NULL, *body = NULL;
     const char *reason = NULL;
     char cancel_reason[64] = "";
-    bool report;
+    bool report, done;
 
     if (worker_session_open(w->cfg.client, &s, &err) < 0) {
         berth_logf(&w->logger, BERTH_LOG_ERR, "run %s: %s", run->run_id, err.message);
@@ -446,25 +557,30 @@ static void *run_main(void *arg)
     if (!run->resumed && claim(run, &s) < 0)
         goto out;
     report = execute(run, &s, &doc, &reason, cancel_reason);
+    done = !report && fenced(run);
     if (report) {
         teardown(run); /* a result only once nothing of the run is left running */
         if (make_report(run, doc, reason, cancel_reason[0] ? cancel_reason : NULL, &body) == 0)
-            send_report(run, &s, body);
-    } else if (fenced(run)) {
+            done = send_report(run, &s, body);
+        else
+            done = true; /* nothing berthd would take: its lease lapses, and berthd fences it */
+    } else if (done) {
         berth_logf(&w->logger, BERTH_LOG_WARNING,
                    "job %s run %s: berthd fenced its lease: stopping it, and it reports nothing", run->job_id,
                    run->run_id);
         teardown(run);
     }
-    if (!atomic_load(&w->quitting)) {
+    if (done && !atomic_load(&w->quitting)) {
+        /* The record goes first: a restart between the two must not find a
+         * reported run the runtime no longer knows. */
+        worker_record_remove(w, run->run_id);
         if (w->rt->reap) {
             struct berth_error rerr = BERTH_ERROR_INIT;
-            int r = w->rt->reap(w->rt_state, run->run_id, &rerr);
+            int r = worker_runtime_reap(w, run->run_id, &rerr);
             if (r < 0 && r != -ENOENT)
                 berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: reap failed: %s", run->run_id, rerr.message);
         }
         berth_rootcache_release(w->roots, run->run_id);
-        worker_record_remove(w, run->run_id);
     }
 out:
     worker_session_close(&s);
@@ -476,15 +592,16 @@ out:
     return NULL;
 }
 
-struct worker_run *worker_run_spawn(struct worker *w, json_t *offer, json_t *claim_env, bool resumed)
+struct worker_run *worker_run_spawn(struct worker *w, json_t *offer, json_t *claim_env, bool resumed,
+                                    bool was_started)
 {
     struct worker_run *run = calloc(1, sizeof(*run));
     const char *run_id = str(offer, "run_id"), *job_id = str(offer, "job_id");
     const char *image = json_string_value(json_object_get(json_object_get(offer, "job"), "image"));
     int r;
 
-    if (!run || !run_id || !job_id || !image || strlen(run_id) > BERTH_RUN_ID_LEN || strlen(job_id) > BERTH_RUN_ID_LEN ||
-        strlen(image) >= sizeof(run->image) || !berth_job_id_valid(run_id)) {
+    if (!run || !run_id || !job_id || !image || strlen(run_id) > BERTH_RUN_ID_LEN || !berth_job_id_valid(run_id) ||
+        !berth_job_id_valid(job_id) || strlen(job_id) > BERTH_JOB_ID_MAX || strlen(image) >= sizeof(run->image)) {
         berth_logf(&w->logger, BERTH_LOG_ERR, "an offer of berthd lacks its run, job or image; ignored");
         free(run);
         json_decref(offer);
@@ -495,6 +612,7 @@ struct worker_run *worker_run_spawn(struct worker *w, json_t *offer, json_t *cla
     run->offer = offer;
     run->claim = claim_env;
     run->resumed = resumed;
+    run->was_started = was_started;
     run->claimed = resumed;
     snprintf(run->run_id, sizeof(run->run_id), "%s", run_id);
     snprintf(run->job_id, sizeof(run->job_id), "%s", job_id);

@@ -2,10 +2,13 @@
 /*
  * runrecord.c -- STATE/runs/<run_id>.json, one per run the worker claimed
  * (docs/workers.md, "Leases"): {"offer": berthd's offer, "claim": the
- * signed claim}, written atomically and durably right after berthd recorded
- * the claim and removed once the run was reported (or fenced) and reaped.
- * A restarted worker finds its runs there and goes on with each: it
- * heartbeats the lease again, and berthd says whether it still holds.
+ * signed claim, "started": whether the runtime was asked to start it},
+ * written atomically and durably right after berthd recorded the claim,
+ * again right before the start, and removed once the run was reported (or
+ * fenced), before it is reaped.  A restarted worker finds its runs there
+ * and goes on with each only once berthd renewed its lease; a run recorded
+ * as started that the runtime does not know any more is reported lost,
+ * never started again.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -29,7 +32,8 @@
 
 int worker_record_write(struct worker *w, const struct worker_run *run, struct berth_error *reterr)
 {
-    _cleanup_json_ json_t *doc = json_pack("{s:O, s:O}", "offer", run->offer, "claim", run->claim);
+    _cleanup_json_ json_t *doc = json_pack("{s:O, s:O, s:b}", "offer", run->offer, "claim", run->claim, "started",
+                                           run->was_started);
     _cleanup_free_ char *text = NULL, *path = NULL;
     size_t len = 0;
     int r;
@@ -51,7 +55,7 @@ void worker_record_remove(struct worker *w, const char *run_id)
         berth_logf(&w->logger, BERTH_LOG_WARNING, "cannot remove %s: %m", path);
 }
 
-int worker_records_each(struct worker *w, void (*fn)(struct worker *w, json_t *offer, json_t *claim))
+int worker_records_each(struct worker *w, void (*fn)(struct worker *w, json_t *offer, json_t *claim, bool started))
 {
     const struct berth_file_expect expect = {
         .type = S_IFREG, .uid = (uint32_t)geteuid(), .mode_mask = 077, .max_size = RECORD_MAX, .one_link = 1};
@@ -80,7 +84,8 @@ int worker_records_each(struct worker *w, void (*fn)(struct worker *w, json_t *o
                        err.message[0] ? err.message : "not a run record");
             continue;
         }
-        fn(w, json_incref(json_object_get(doc, "offer")), json_incref(json_object_get(doc, "claim")));
+        fn(w, json_incref(json_object_get(doc, "offer")), json_incref(json_object_get(doc, "claim")),
+           json_is_true(json_object_get(doc, "started")));
     }
     closedir(dir);
     return 0;

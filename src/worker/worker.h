@@ -29,6 +29,7 @@
 #include "blobstore.h"
 #include "config.h"
 #include "digest.h"
+#include "job.h"
 #include "jobstore.h"
 #include "log.h"
 #include "rootcache.h"
@@ -41,10 +42,11 @@ struct worker_run {
     json_t *offer;     /* berthd's offer (berth_broker_worker_poll()) */
     json_t *claim;     /* the worker's signed claim, once made */
     char run_id[BERTH_RUN_ID_LEN + 1];
-    char job_id[BERTH_RUN_ID_LEN + 1];
+    char job_id[BERTH_JOB_ID_MAX + 1];
     char image[BERTH_DIGEST_BUFSZ];
     char claim_digest[BERTH_DIGEST_BUFSZ];
     bool resumed;      /* found in STATE/runs at startup: already claimed */
+    bool was_started;  /* its record says the runtime was asked to start it (run thread only) */
     /* under w->lock: */
     bool claimed;      /* berthd recorded the claim: the heartbeat thread renews it */
     bool started;      /* the runtime started it: heartbeats say "running" */
@@ -73,6 +75,8 @@ struct worker {
     json_t *qualification;                 /* its signed qualification, or JSON null */
     pthread_mutex_t stage_lock;            /* one stage() at a time: the image source is one instance */
     pthread_mutex_t fetch_lock;            /* one image fetch at a time: the second run of an image finds it */
+    pthread_mutex_t rt_lock;               /* runtime calls, one at a time unless it is BERTH_RUNTIME_CONCURRENT */
+    bool rt_concurrent;
     pthread_mutex_t lock;
     pthread_cond_t cond;                   /* CLOCK_MONOTONIC */
     struct worker_run **runs;              /* @slots entries, NULL when free */
@@ -87,9 +91,18 @@ struct worker {
 /* --- run.c --- */
 
 /* Start a thread for a run: @offer (taken over) to claim, or with @resumed
- * a run of STATE/runs (@claim taken over).  Lock held; the caller puts the
- * returned run into a free slot.  NULL: out of memory or threads (logged). */
-struct worker_run *worker_run_spawn(struct worker *w, json_t *offer, json_t *claim, bool resumed);
+ * a run of STATE/runs (@claim taken over; @was_started: its record says
+ * it was started).  Lock held; the caller puts the returned run into a
+ * free slot.  NULL: out of memory or threads (logged). */
+struct worker_run *worker_run_spawn(struct worker *w, json_t *offer, json_t *claim, bool resumed, bool was_started);
+
+/* The runtime plugin's calls, one at a time unless the plugin declares
+ * BERTH_RUNTIME_CONCURRENT (plugin.h, "Threading"). */
+int worker_runtime_start(struct worker *w, const char *doc, size_t len, struct berth_error *reterr);
+int worker_runtime_inspect(struct worker *w, const char *run_id, char **ret, size_t *ret_len,
+                           struct berth_error *reterr);
+int worker_runtime_cancel(struct worker *w, const char *run_id, struct berth_error *reterr);
+int worker_runtime_reap(struct worker *w, const char *run_id, struct berth_error *reterr);
 
 /* Free @run once its thread was joined. */
 void worker_run_free(struct worker_run *run);
@@ -112,15 +125,16 @@ int worker_qualify(struct worker *w);
 
 /* --- runrecord.c --- */
 
-/* Write STATE/runs/@run_id.json ({"offer", "claim"}) atomically and durably. */
+/* Write STATE/runs/@run_id.json ({"offer", "claim", "started"}) atomically and durably. */
 int worker_record_write(struct worker *w, const struct worker_run *run, struct berth_error *reterr);
 
 /* Remove it (the run is over). */
 void worker_record_remove(struct worker *w, const char *run_id);
 
-/* Call @fn(offer, claim) for each record (the JSON borrowed); a damaged
- * one is logged and left alone.  Return: 0 or a negative errno. */
-int worker_records_each(struct worker *w, void (*fn)(struct worker *w, json_t *offer, json_t *claim));
+/* Call @fn(offer, claim, started) for each record (it takes a reference
+ * to each); a damaged one is logged and left alone.  Return: 0 or a
+ * negative errno. */
+int worker_records_each(struct worker *w, void (*fn)(struct worker *w, json_t *offer, json_t *claim, bool started));
 
 /* --- daemon.c --- */
 

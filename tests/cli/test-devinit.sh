@@ -27,11 +27,12 @@ canonical() {
 }
 
 # ---------------------------------------------------------------------------
-# Defaults: one principal "dev", port 8443, no backend (and no image source,
-# whatever the default plugin directory of this machine holds).
+# Defaults: one principal "dev", port 8443, no backend (and no image source
+# or evidence store, whatever the default plugin directory of this machine
+# holds: one where berth is installed has both).
 
 D=$TMP/dev
-run 0 "$BERTHCTL" dev-init "$D" --no-image-source
+run 0 "$BERTHCTL" dev-init "$D" --no-image-source --no-evidence-store
 stdout_has "berth dev installation written to $D"
 stdout_has "  start the daemon:  berthd --config $D/berthd.json"
 stdout_has "  submit a job:      berthctl --config $D/client.json submit JOB.json --wait"

@@ -12,7 +12,11 @@
 #     afterwards is refused;
 #   - berthd killed while workers hold claims: after its restart the leases
 #     go on from the journal and every run ends once, as its worker says;
-#   - a pool update ends the enrolments until the workers enrol again;
+#   - a pool update ends the enrolments for new jobs until the workers enrol
+#     again, and a run placed before it still runs;
+#   - a cancellation and a deadline reach the worker, which reports them;
+#   - with workers.require_qualification, only a worker that qualified its
+#     runtime itself gets work;
 #   - a revoked worker certificate is turned away;
 #   - "berthctl audit verify" re-derives every enrolment and claim offline.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
@@ -64,8 +68,10 @@ expect_status 200
 jq -e '.pools == [] and .offers == []' "$TMP/body" >/dev/null || fail "an unenrolled worker was offered: $(cat "$TMP/body")"
 # With every worker stopped, a job waits; w1's certificate polls by hand.
 for w in w1 w2 w3; do kill -STOP "${WPID[$w]}"; done
-bb_job forged "echo ran once"
-submit forged
+# Its id is longer than a run id: job ids run to 128 characters.
+FORGED=a-job-whose-id-is-longer-than-any-run-id-and-that-forged-claims-try-to-take
+bb_job "$FORGED" "echo ran once"
+submit "$FORGED"
 FORGED_RUN=$RUN_ID
 # A stopped worker's poll parked in berthd may hold the offer a few seconds first.
 for i in $(seq 1 100); do
@@ -94,9 +100,20 @@ api w4 POST /v1/workers/claims -H 'Content-Type: application/json' --data-binary
 expect_status 409
 body_has '"error":"stale_pool"'
 for w in w1 w2 w3; do kill -CONT "${WPID[$w]}"; done
-finish forged
-[ "$(result forged .status)" = exited ] || fail "the job of the forged claims: $(cat "$TMP/forged.out/result.json")"
+finish "$FORGED"
+[ "$(result "$FORGED" .status)" = exited ] || fail "the job of the forged claims: $(cat "$TMP/$FORGED.out/result.json")"
 echo "PASS: forged claims and unenrolled workers are refused"
+
+# A poll that names capabilities and egress classes berthd does not know
+# (a newer runtime's): they are left out, and placement goes on.
+jq -n --arg k "$K1" '{keyid: $k, slots: 2, busy: 0, capabilities: ["exec", "file_rw", "gpu"],
+                      egress_classes: ["none", "loopback", "teleport"], qualification: null}' >"$TMP/poll.json"
+api w1 POST /v1/workers/poll -H 'Content-Type: application/json' --data-binary "@$TMP/poll.json"
+expect_status 200
+bb_job after-odd-poll "echo placed"
+submit after-odd-poll
+finish after-odd-poll
+[ "$(result after-odd-poll .status)" = exited ] || fail "after an odd poll: $(cat "$TMP/after-odd-poll.out/result.json")"
 
 # wait_claimed ID: wait until a worker claimed job ID (RUN_ID) and ran it; OWNER names it.
 wait_claimed() {
@@ -117,12 +134,36 @@ expect_lost() {
     run 0 "$BERTHCTL" result verify "$TMP/$1.out/result.json" --pubkey "$INST/keys/receipt.pub" --job "$TMP/$1.job.json"
 }
 
+# --- A cancellation and a deadline reach the worker: it stops the run and reports why. ---
+bb_job cancelled "sleep 30; echo never"
+submit cancelled
+wait_claimed cancelled
+run 0 CLIENT cancel cancelled
+finish cancelled
+[ "$(result cancelled .status)/$(result cancelled .reason)" = cancelled/cancelled ] ||
+    fail "the cancelled run: $(cat "$TMP/cancelled.out/result.json")"
+[ "$(result cancelled .worker.name)" = "$OWNER" ] || fail "the cancelled run's result names no worker"
+run 0 "$BERTHCTL" result verify "$TMP/cancelled.out/result.json" --pubkey "$INST/keys/receipt.pub" \
+    --job "$TMP/cancelled.job.json"
+bb_job late "sleep 30; echo never" 2000000000
+submit late
+finish late
+[ "$(result late .status)" = expired ] || fail "the run past its wall time: $(cat "$TMP/late.out/result.json")"
+[ "$(result late .worker.name)" != null ] || fail "the expired run's result names no worker"
+echo "PASS: cancellations and deadlines stop remote runs, as their workers report"
+
 # --- A worker killed mid-job: fenced, never run again, its sandbox stopped when it is back. ---
 bb_job killed "sleep 30; echo never"
 submit killed
 KILLED_RUN=$RUN_ID
 wait_claimed killed
 VICTIM=$OWNER
+# Its claim sent again (as if its answer had been lost): the same answer,
+# nothing recorded twice.
+jq -c .claim "$TMP/$VICTIM/state/runs/$KILLED_RUN.json" >"$TMP/again.json"
+api "$VICTIM" POST /v1/workers/claims -H 'Content-Type: application/json' --data-binary "@$TMP/again.json"
+expect_status 201
+jq -e --arg r "$KILLED_RUN" '.run_id == $r' "$TMP/body" >/dev/null || fail "the repeated claim got $(cat "$TMP/body")"
 kill_worker "$VICTIM"
 expect_lost killed
 log_has "job killed run $KILLED_RUN: the lease of its worker ran out: fenced" 1 ||
@@ -172,10 +213,17 @@ for i in 1 2 3; do
 done
 echo "PASS: leases outlive a berthd crash; every run ends once"
 
-# --- A pool update ends the enrolments until the workers enrol again. ---
+# --- A pool update ends the enrolments for new jobs until the workers enrol
+# again; a run placed before it still runs on workers enrolled into its manifest. ---
+for w in w1 w2 w3; do kill -STOP "${WPID[$w]}"; done
+bb_job before-update "echo placed before the update"
+submit before-update
 jq '.name = "fleet" | .backend_allowlist = ["workers"] | .template.timeout_seconds = 3000' \
     "$INST/pools/default.json" >"$TMP/fleet2.json"
 run 0 CLIENT pool register "$TMP/fleet2.json"
+for w in w1 w2 w3; do kill -CONT "${WPID[$w]}"; done
+finish before-update
+[ "$(result before-update .status)" = exited ] || fail "the run placed before the update: $(cat "$TMP/before-update.out/result.json")"
 bb_job after-update "echo updated"
 run 1 CLIENT submit "$TMP/after-update.job.json"
 stderr_has "no_backend"
@@ -250,5 +298,5 @@ run 0 "$BERTHCTL" --journal "$INST/state/journal.db" audit export --out "$TMP/ch
 run 0 "$BERTHCTL" audit verify "$TMP/chain.jsonl" --audit-key "$INST/keys/audit.key" --pubkey "$INST/keys/receipt.pub"
 CLAIMS=$(cat "$TMP"/w[0-9].log | grep -c ": claimed$")
 stdout_has ", 6 enrolments, $CLAIMS claims"
-[ "$CLAIMS" = 14 ] || fail "$CLAIMS runs were claimed, not 14"
+[ "$CLAIMS" = 18 ] || fail "$CLAIMS runs were claimed, not 18"
 echo "PASS: the audit chain verifies offline"

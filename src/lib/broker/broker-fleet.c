@@ -195,12 +195,14 @@ static ssize_t find_queued(const struct broker_fleet *f, const char *run_id)
     return -1;
 }
 
-int broker_fleet_enqueue(struct berth_broker *b, const char *run_id, const char *pool_hash, int64_t accepted_at)
+int broker_fleet_enqueue(struct berth_broker *b, const char *run_id, const char *pool, const char *pool_hash,
+                         int64_t accepted_at)
 {
     struct broker_fleet *f = &b->fleet;
     size_t i;
 
-    if (!run_id || strlen(run_id) > BERTH_RUN_ID_LEN || !pool_hash || strlen(pool_hash) != BERTH_HASH_HEX_LEN)
+    if (!run_id || strlen(run_id) > BERTH_RUN_ID_LEN || !pool || strlen(pool) > BERTH_POOL_NAME_MAX || !pool_hash ||
+        strlen(pool_hash) != BERTH_HASH_HEX_LEN)
         return -EINVAL;
     pthread_mutex_lock(&f->lock);
     if (find_queued(f, run_id) >= 0) {
@@ -224,6 +226,7 @@ int broker_fleet_enqueue(struct berth_broker *b, const char *run_id, const char 
     memmove(&f->q[i + 1], &f->q[i], (f->nq - i) * sizeof(*f->q));
     memset(&f->q[i], 0, sizeof(f->q[i]));
     snprintf(f->q[i].run_id, sizeof(f->q[i].run_id), "%s", run_id);
+    snprintf(f->q[i].pool, sizeof(f->q[i].pool), "%s", pool);
     snprintf(f->q[i].pool_hash, sizeof(f->q[i].pool_hash), "%s", pool_hash);
     f->q[i].accepted_at = accepted_at;
     f->nq++;
@@ -272,28 +275,21 @@ static bool holds(const json_t *pools, const char *hash)
     return false;
 }
 
-size_t broker_fleet_take(struct berth_broker *b, const char *name, const json_t *pools, size_t max,
-                         char (*ret_runs)[BERTH_RUN_ID_LEN + 1], int64_t *ret_hold_end)
+size_t broker_fleet_take(struct berth_broker *b, const char *name,
+                         bool (*offerable)(void *userdata, const char *pool, const char *pool_hash), void *userdata,
+                         size_t max, char (*ret_runs)[BERTH_RUN_ID_LEN + 1])
 {
     struct broker_fleet *f = &b->fleet;
-    int64_t mono = broker_mono_now(), next_end = 0;
+    int64_t mono = broker_mono_now();
     size_t i, n = 0;
 
     pthread_mutex_lock(&f->lock);
-    for (i = 0; i < f->nq; i++) {
+    for (i = 0; i < f->nq && n < max; i++) {
         struct broker_fleet_job *q = &f->q[i];
-        bool held = q->offered_to[0] && q->offered_until > mono;
 
-        if (!holds(pools, q->pool_hash))
-            continue;
-        if (held) {
-            /* Offered already (to this worker too: its claim is on its way):
-             * offered again once the hold ends without a claim. */
-            if (!next_end || q->offered_until < next_end)
-                next_end = q->offered_until;
-            continue;
-        }
-        if (n == max)
+        /* Offered already (to this worker too: its claim is on its way):
+         * offered again once the hold ends without a claim. */
+        if ((q->offered_to[0] && q->offered_until > mono) || !offerable(userdata, q->pool, q->pool_hash))
             continue;
         snprintf(q->offered_to, sizeof(q->offered_to), "%s", name);
         q->offered_until = mono + OFFER_HOLD_NS;
@@ -301,8 +297,6 @@ size_t broker_fleet_take(struct berth_broker *b, const char *name, const json_t 
         n++;
     }
     pthread_mutex_unlock(&f->lock);
-    if (ret_hold_end)
-        *ret_hold_end = next_end;
     return n;
 }
 
@@ -421,6 +415,7 @@ json_t *broker_fleet_offer(struct berth_broker *b, int64_t now)
 
 int broker_fleet_refresh_offers(struct berth_broker *b, int64_t now)
 {
+    struct berth_error err = BERTH_ERROR_INIT;
     uint64_t gen = atomic_load(&b->fleet.generation);
     _cleanup_json_ json_t *doc = NULL, *offer = NULL;
     struct berth_backend_set *set = NULL;
@@ -437,7 +432,14 @@ int broker_fleet_refresh_offers(struct berth_broker *b, int64_t now)
     if (offer ? json_object_set(doc, BERTH_WORKERS_BACKEND, offer) < 0
               : (json_object_del(doc, BERTH_WORKERS_BACKEND), false))
         return -ENOMEM;
-    r = berth_backend_set_from_json(doc, &set, NULL);
+    r = berth_backend_set_from_json(doc, &set, &err);
+    if (r < 0 && r != -ENOMEM) {
+        /* Placement must not go on from a stale offer: without one, no job goes to the workers now. */
+        berth_logf(b->p.logger, BERTH_LOG_WARNING, "the workers' offer is unusable, so it is withdrawn: %s",
+                   err.message);
+        json_object_del(doc, BERTH_WORKERS_BACKEND);
+        r = berth_backend_set_from_json(doc, &set, NULL);
+    }
     if (r < 0)
         return r;
     berth_backend_set_free(b->offers);

@@ -73,7 +73,7 @@ struct broker_prune {
  * @admitting, which any thread reads. */
 struct broker_sweep {
     struct berth_job_cursor cursor; /* where the next reconcile page starts */
-    bool cycle_error;               /* this round of pages left a job undecided */
+    atomic_bool cycle_error;        /* this round of pages left a job undecided (set from any thread that judges a job) */
     size_t cycle_visited;           /* jobs this round of pages visited */
     atomic_bool admitting;          /* a whole round completed without error: new jobs are accepted */
 };
@@ -173,7 +173,8 @@ struct broker_fleet_worker {
 /* A run queued for the workers, not claimed yet (broker-fleet.c). */
 struct broker_fleet_job {
     char run_id[BERTH_RUN_ID_LEN + 1];
-    char pool_hash[BERTH_HASH_HEX_LEN + 1];
+    char pool[BERTH_POOL_NAME_MAX + 1];     /* its pool's name ... */
+    char pool_hash[BERTH_HASH_HEX_LEN + 1]; /* ... and the manifest it was placed under */
     int64_t accepted_at;
     char offered_to[BERTH_PRINCIPAL_MAX + 1]; /* the worker it is offered to, "" none ... */
     int64_t offered_until;                    /* ... until then (CLOCK_MONOTONIC) */
@@ -658,9 +659,11 @@ bool broker_fleet_qualified(struct berth_broker *b, const char *name, int64_t no
  * slot it frees before its next poll says so): live from now. */
 void broker_fleet_touch(struct berth_broker *b, const char *name, int busy_delta);
 
-/* Queue run @run_id of pool manifest @pool_hash for the workers (nothing
- * when queued already).  1 queued now, 0 queued before, -ENOMEM, -EINVAL. */
-int broker_fleet_enqueue(struct berth_broker *b, const char *run_id, const char *pool_hash, int64_t accepted_at);
+/* Queue run @run_id of pool @pool, placed under its manifest @pool_hash,
+ * for the workers (nothing when queued already).  1 queued now, 0 queued
+ * before, -ENOMEM, -EINVAL. */
+int broker_fleet_enqueue(struct berth_broker *b, const char *run_id, const char *pool, const char *pool_hash,
+                         int64_t accepted_at);
 
 /* Run @run_id is claimed or over: off the queue. */
 void broker_fleet_dequeue(struct berth_broker *b, const char *run_id);
@@ -669,13 +672,14 @@ void broker_fleet_dequeue(struct berth_broker *b, const char *run_id);
 void broker_fleet_release(struct berth_broker *b, const char *run_id);
 
 /* Hold for worker @name, and copy into @ret_runs, at most @max queued runs
- * of the pool manifests @pools (a JSON array of hashes), oldest first,
- * that are not held now (for any worker: one offered to @name before is
- * not offered again while its claim may be on its way).
- * *@ret_hold_end: the CLOCK_MONOTONIC time the first hold on such a run
- * ends, 0 none.  Return: how many. */
-size_t broker_fleet_take(struct berth_broker *b, const char *name, const json_t *pools, size_t max,
-                         char (*ret_runs)[BERTH_RUN_ID_LEN + 1], int64_t *ret_hold_end);
+ * for which @offerable(@userdata, pool name, pool hash) says yes, oldest
+ * first, that are not held now (for any worker: one offered to @name
+ * before is not offered again while its claim may be on its way).  Called
+ * with the broker's lock held (@offerable may read the registry and the
+ * policy).  Return: how many. */
+size_t broker_fleet_take(struct berth_broker *b, const char *name,
+                         bool (*offerable)(void *userdata, const char *pool, const char *pool_hash), void *userdata,
+                         size_t max, char (*ret_runs)[BERTH_RUN_ID_LEN + 1]);
 
 /* Lock held: the "workers" offer of the backend set (placement.h) at
  * CLOCK_REALTIME @now, or NULL when no active pool lists workers (or out

@@ -67,7 +67,7 @@ int broker_remote_reconcile(struct berth_broker *b, struct berth_job_record *rec
         if (berth_broker_admitting(b))
             return 0;
         effective = json_loads(rec->effective, JSON_REJECT_DUPLICATES, NULL);
-        r = broker_fleet_enqueue(b, rec->run_id, json_string_value(json_object_get(effective, "pool_hash")),
+        r = broker_fleet_enqueue(b, rec->run_id, rec->pool, json_string_value(json_object_get(effective, "pool_hash")),
                                  rec->accepted_at);
         if (r < 0)
             berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: cannot queue it for the workers: %s",
@@ -167,8 +167,8 @@ void berth_broker_worker_lease(struct berth_broker *b, const char *fingerprint, 
     _cleanup_json_ json_t *doc = NULL, *lease = NULL;
     _cleanup_free_ char *text = NULL;
     struct broker_caller caller;
-    struct berth_job_record rec = {0};
-    const char *run_id = NULL, *digest = NULL, *state = NULL;
+    struct berth_job_record rec = {0}, cur = {0};
+    const char *run_id = NULL, *digest = NULL, *state = NULL, *why = NULL;
     char name[BERTH_PRINCIPAL_MAX + 1] = "";
     int64_t now = 0, expires = 0;
     bool locked = true, fence = false;
@@ -199,7 +199,14 @@ void berth_broker_worker_lease(struct berth_broker *b, const char *fingerprint, 
         fence = true;
     if (r < 0)
         goto out;
-    if (renewed(lease, now + b->p.worker_lease_ns, &text) < 0) {
+    why = rec.cancel_requested ? (rec.cancel_reason ? rec.cancel_reason : "cancelled")
+          : now > rec.deadline ? "deadline"
+                               : NULL;
+    /* A run that must stop gets no more time: its worker reports it within
+     * the lease it holds, or the lease runs out and the run is fenced. */
+    if (!why)
+        expires = now + b->p.worker_lease_ns;
+    if (renewed(lease, expires, &text) < 0) {
         broker_fail(reply, 500, "internal", "out of memory");
         goto out;
     }
@@ -208,10 +215,25 @@ void berth_broker_worker_lease(struct berth_broker *b, const char *fingerprint, 
         pthread_mutex_unlock(&b->lock);
         locked = false;
         r = broker_remote_started(b, &rec, text, &err);
-    } else {
+        pthread_mutex_lock(&b->lock);
+        locked = true;
+        if (berth_space_error(r)) {
+            /* No room to record the start now: the lease alone is renewed (a
+             * priority write), so that a full disk never fences a healthy run. */
+            r = berth_jobstore_find_run(b->p.journal, rec.run_id, &cur, &err);
+            if (r == 0 && cur.revision == rec.revision && cur.state == rec.state) {
+                w.lease = text;
+                r = broker_journal_write(b, true, lease_write, &w, "renewing a lease", &err);
+            } else if (r == 0) {
+                r = -ESTALE;
+            }
+        }
+    } else if (!streq_ptr(rec.lease, text)) {
         /* A renewal keeps the revision: it is not a change of the run. */
         w.lease = text;
         r = broker_journal_write(b, true, lease_write, &w, "renewing a lease", &err);
+    } else {
+        r = 0; /* nothing changes */
     }
     if (r == -ESTALE) {
         broker_fail(reply, 409, "stale", "run %s moved on meanwhile; send the heartbeat again", run_id);
@@ -229,18 +251,14 @@ void berth_broker_worker_lease(struct berth_broker *b, const char *fingerprint, 
         goto out;
     }
     broker_fleet_touch(b, name, 0);
-    {
-        const char *why = rec.cancel_requested ? (rec.cancel_reason ? rec.cancel_reason : "cancelled")
-                          : now > rec.deadline ? "deadline"
-                                               : NULL;
-        broker_succeed(reply, 200,
-                       json_pack("{s:I, s:o, s:o, s:b, s:s?}", "revision", (json_int_t)rec.revision, "expires_ns",
-                                 berth_json_ns(now + b->p.worker_lease_ns), "lease_ns",
-                                 berth_json_ns(b->p.worker_lease_ns), "cancel", why != NULL, "reason", why));
-    }
+    broker_succeed(reply, 200,
+                   json_pack("{s:I, s:o, s:o, s:b, s:s?}", "revision", (json_int_t)rec.revision, "expires_ns",
+                             berth_json_ns(expires), "lease_ns", berth_json_ns(b->p.worker_lease_ns), "cancel",
+                             why != NULL, "reason", why));
 out:
     if (locked)
         pthread_mutex_unlock(&b->lock);
+    berth_job_record_clear(&cur);
     request_end(b, &rec, fence, now, &caller);
 }
 
@@ -287,6 +305,13 @@ static int check_report(struct berth_broker *b, const struct broker_caller *call
                                       json_string_value(json_object_get(lease, "keyid")), pub, NULL) < 0) {
         broker_fail(reply, 409, "fenced", "the key that claimed run %s is not enrolled in its pool", rec->run_id);
         return -EPERM;
+    }
+    {
+        _cleanup_free_ char *text = NULL;
+        if (berth_json_serialize(report_env, BERTH_REPORT_MAX, &text, NULL, &err) < 0) {
+            broker_fail(reply, 413, "too_large", "a report is at most %d bytes of canonical JSON", BERTH_REPORT_MAX);
+            return -EFBIG;
+        }
     }
     if (berth_report_verify(report_env, pub, &report, &err) < 0) {
         broker_fail(reply, 400, "malformed", "the report does not verify: %s", err.message);
@@ -389,6 +414,12 @@ void berth_broker_worker_report(struct berth_broker *b, const char *fingerprint,
     digest = json_string_value(json_object_get(json_object_get(report_env, "report"), "claim_digest"));
     if (berth_now_ns(CLOCK_REALTIME, &now, &err) < 0) {
         broker_fail(reply, 500, "internal", "the broker cannot read the system clock");
+        goto out;
+    }
+    /* A result signed from this run's report waits in memory for journal
+     * space (broker.h): the report is not taken again. */
+    if (run_id && broker_unrecorded_has(b, run_id)) {
+        broker_succeed(reply, 202, json_pack("{s:s}", "run_id", run_id));
         goto out;
     }
     for (tries = 0;; tries++) {

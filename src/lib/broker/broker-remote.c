@@ -15,6 +15,7 @@
 #include "enrol.h"
 #include "jsonobj.h"
 #include "macro.h"
+#include "names.h"
 #include "poolchain.h"
 #include "qualification.h"
 #include "reserve.h"
@@ -152,6 +153,30 @@ static bool name_list(const json_t *v)
     return true;
 }
 
+/* The names of @v (a name_list()) that @names (@n of them, or a second
+ * table @more of @n_more) knows, as a new array: a name berthd does not
+ * know (a newer runtime's) is of no use to placement, and would make the
+ * whole offer unreadable to it. */
+static json_t *known_names(const json_t *v, const char *const *names, size_t n, const char *const *more,
+                           size_t n_more)
+{
+    json_t *out = json_array(), *e;
+    size_t i;
+
+    json_array_foreach(v, i, e)
+    {
+        const char *name = json_string_value(e);
+        if (!out)
+            return NULL;
+        if ((berth_name_index(names, n, name) >= 0 || (more && berth_name_index(more, n_more, name) >= 0)) &&
+            json_array_append(out, e) < 0) {
+            json_decref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
 /* Whether @pool lists the workers backend. */
 static bool places_on_workers(const struct berth_pool *pool)
 {
@@ -190,6 +215,37 @@ static int worker_pools(struct berth_broker *b, const struct broker_caller *call
         *ret_has_key = true;
     }
     return 0;
+}
+
+/* Lock held: whether the key @keyid of @caller may take a run of @pool
+ * placed under its manifest @pool_hash: the pool is active and places on
+ * workers, the caller serves it, and the key enrolled into that manifest
+ * (the pool's current one, or the one the run was placed under before an
+ * update) under the caller's name; the key then into @pub. */
+static bool may_take(struct berth_broker *b, const struct broker_caller *caller, const char *keyid, const char *pool,
+                     const char *pool_hash, uint8_t pub[BERTH_ED25519_PUBLIC_LEN])
+{
+    const struct berth_pool_chain *chain = berth_registry_chain(b->reg);
+    const struct berth_pool *p = berth_pool_chain_find(chain, pool);
+    const char *enrolled_as = NULL;
+
+    return p && places_on_workers(p) && berth_subject_serves_pool(caller->subject, pool) &&
+           berth_pool_chain_enrolled_key(chain, pool_hash, keyid, pub, &enrolled_as) == 0 &&
+           streq_ptr(enrolled_as, caller->subject->principal);
+}
+
+struct offerable {
+    struct berth_broker *b;
+    const struct broker_caller *caller;
+    const char *keyid;
+};
+
+static bool offerable(void *userdata, const char *pool, const char *pool_hash)
+{
+    struct offerable *o = userdata;
+    uint8_t pub[BERTH_ED25519_PUBLIC_LEN];
+
+    return may_take(o->b, o->caller, o->keyid, pool, pool_hash, pub);
 }
 
 /* Whether @q (a poll's "qualification") is a passed, current qualification
@@ -246,6 +302,7 @@ void berth_broker_worker_poll(struct berth_broker *b, const char *fingerprint, c
 {
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_json_ json_t *doc = NULL, *hashes = json_array(), *names = json_array(), *offers = json_array();
+    _cleanup_json_ json_t *caps = NULL, *egress = NULL;
     struct broker_fleet_worker seen = {0};
     struct broker_caller caller;
     char runs[BERTH_WORKER_OFFERS_MAX][BERTH_RUN_ID_LEN + 1];
@@ -287,8 +344,15 @@ void berth_broker_worker_poll(struct berth_broker *b, const char *fingerprint, c
     snprintf(seen.keyid, sizeof(seen.keyid), "%s", keyid);
     seen.slots = (unsigned)slots;
     seen.busy = (unsigned)busy;
-    seen.capabilities = json_object_get(doc, "capabilities");
-    seen.egress_classes = json_object_get(doc, "egress_classes");
+    caps = known_names(json_object_get(doc, "capabilities"), berth_capability_names, BERTH_CAP_COUNT,
+                       berth_job_need_names, BERTH_NEED_COUNT);
+    egress = known_names(json_object_get(doc, "egress_classes"), berth_egress_names, BERTH_EGRESS_COUNT, NULL, 0);
+    if (!caps || !egress) {
+        broker_fail(reply, 500, "internal", "out of memory");
+        goto out;
+    }
+    seen.capabilities = caps;
+    seen.egress_classes = egress;
     seen.pools = hashes;
     seen.qualified = has_key && qualification_holds(json_object_get(doc, "qualification"), pub, now,
                                                      &seen.qualification_expires_ns);
@@ -298,10 +362,11 @@ void berth_broker_worker_poll(struct berth_broker *b, const char *fingerprint, c
     }
     /* No work for a worker that may not take it now. */
     n = 0;
-    if (has_key && broker_fleet_qualified(b, seen.name, now)) {
+    if (broker_fleet_qualified(b, seen.name, now)) {
+        struct offerable o = {.b = b, .caller = &caller, .keyid = keyid};
         size_t room = (size_t)(slots - busy);
-        n = broker_fleet_take(b, seen.name, hashes, room < BERTH_WORKER_OFFERS_MAX ? room : BERTH_WORKER_OFFERS_MAX,
-                              runs, NULL);
+        n = broker_fleet_take(b, seen.name, offerable, &o, room < BERTH_WORKER_OFFERS_MAX ? room : BERTH_WORKER_OFFERS_MAX,
+                              runs);
     }
     for (i = 0; i < n; i++) {
         json_t *o = offer_of(b, runs[i]);
@@ -348,9 +413,32 @@ static bool claim_says(const json_t *c, const char *key, const char *want)
     return want && streq_ptr(json_string_value(json_object_get(c, key)), want);
 }
 
+/* Lock held: whether @rec is held by this very claim @doc of @caller (a
+ * claim sent again after its answer was lost): then @reply gets the same
+ * answer as the first time, with the lease as it stands. */
+static bool claimed_before(struct berth_broker *b, const struct broker_caller *caller, const json_t *doc,
+                           const struct berth_job_record *rec, int64_t now, struct berth_reply *reply)
+{
+    _cleanup_json_ json_t *lease = NULL;
+    char digest[BERTH_DIGEST_BUFSZ];
+    int64_t expires = 0;
+
+    if (!broker_is_remote(rec) || berth_job_state_terminal(rec->state) ||
+        broker_lease_parse(b, rec, &lease, &expires) < 0 || now > expires || berth_digest_json(doc, digest, NULL) < 0 ||
+        !streq_ptr(json_string_value(json_object_get(lease, "claim_digest")), digest) ||
+        !streq_ptr(json_string_value(json_object_get(lease, "worker")), caller->subject->principal))
+        return false;
+    broker_succeed(reply, 201,
+                   json_pack("{s:s, s:I, s:s, s:o, s:o}", "run_id", rec->run_id, "revision",
+                             (json_int_t)rec->revision, "claim_digest", digest, "expires_ns", berth_json_ns(expires),
+                             "lease_ns", berth_json_ns(b->p.worker_lease_ns)));
+    return true;
+}
+
 /* Lock held: check worker @caller's claim @doc of @rec (the record it names).
  * 0 with the lease to record in *@ret_lease and the claim's digest in
- * @claim_digest; else @reply says why. */
+ * @claim_digest; 1 when this claim holds the run already (@reply has the
+ * answer); else @reply says why. */
 static int check_claim(struct berth_broker *b, const struct broker_caller *caller, const json_t *doc,
                        const struct berth_job_record *rec, int64_t now, char **ret_lease,
                        char claim_digest[BERTH_DIGEST_BUFSZ], struct berth_reply *reply)
@@ -359,11 +447,13 @@ static int check_claim(struct berth_broker *b, const struct broker_caller *calle
     const json_t *c = json_object_get(doc, "claim");
     _cleanup_json_ json_t *receipt = NULL, *effective = NULL, *lease = NULL;
     const struct berth_pool *pool;
-    const char *enrolled_as = NULL, *pool_hash = json_string_value(json_object_get(c, "pool_hash"));
+    const char *pool_hash = json_string_value(json_object_get(c, "pool_hash"));
     char receipt_digest[BERTH_DIGEST_BUFSZ];
     uint8_t pub[BERTH_ED25519_PUBLIC_LEN];
 
     if (!broker_is_remote(rec) || rec->state != BERTH_JOB_ACCEPTED) {
+        if (claimed_before(b, caller, doc, rec, now, reply))
+            return 1;
         broker_fail(reply, 409, "taken", "run %s is %s%s", rec->run_id, berth_job_state_names[rec->state],
                     broker_is_remote(rec) ? "" : ", and not a run of the workers");
         return -EBUSY;
@@ -391,12 +481,9 @@ static int check_claim(struct berth_broker *b, const struct broker_caller *calle
                     (long long)rec->revision);
         return -EBUSY;
     }
-    pool = pool_by_hash(b, pool_hash);
-    if (!pool || !streq(pool->name, rec->pool)) {
-        broker_fail(reply, 409, "stale_pool",
-                    "pool %s was updated since run %s was placed: its runs wait for workers enrolled into that "
-                    "manifest",
-                    rec->pool, rec->run_id);
+    pool = berth_pool_chain_find(berth_registry_chain(b->reg), rec->pool);
+    if (!pool || !places_on_workers(pool)) {
+        broker_fail(reply, 409, "stale_pool", "pool %s is retired, or no longer places on workers", rec->pool);
         return -ESTALE;
     }
     if (!berth_subject_serves_pool(caller->subject, pool->name)) {
@@ -404,11 +491,11 @@ static int check_claim(struct berth_broker *b, const struct broker_caller *calle
                     caller->subject->principal, pool->name);
         return -EACCES;
     }
-    if (berth_pool_chain_enrolled_key(berth_registry_chain(b->reg), pool_hash,
-                                      json_string_value(json_object_get(c, "keyid")), pub, &enrolled_as) < 0 ||
-        !streq_ptr(enrolled_as, caller->subject->principal)) {
-        broker_fail(reply, 409, "stale_pool", "%s has not enrolled key %s into the current manifest of pool %s",
-                    caller->subject->principal, json_string_value(json_object_get(c, "keyid")), pool->name);
+    /* The manifest the run was placed under: the pool's current one, or an
+     * earlier one the key enrolled into before an update. */
+    if (!may_take(b, caller, json_string_value(json_object_get(c, "keyid")), rec->pool, pool_hash, pub)) {
+        broker_fail(reply, 409, "stale_pool", "%s has not enrolled key %s into the manifest run %s was placed under",
+                    caller->subject->principal, json_string_value(json_object_get(c, "keyid")), rec->run_id);
         return -ESTALE;
     }
     if (berth_claim_verify(doc, pub, &err) < 0) {
@@ -477,8 +564,11 @@ void berth_broker_worker_claim(struct berth_broker *b, const char *fingerprint, 
         broker_fail(reply, 500, "internal", "the broker cannot read the system clock");
         goto out;
     }
-    if (check_claim(b, &caller, doc, &rec, now, &lease, claim_digest, reply) < 0)
+    if ((r = check_claim(b, &caller, doc, &rec, now, &lease, claim_digest, reply)) != 0) {
+        if (r > 0)
+            broker_fleet_touch(b, name, 0);
         goto out;
+    }
     pthread_mutex_unlock(&b->lock);
     broker_caller_clear(&caller);
 
@@ -499,6 +589,13 @@ void berth_broker_worker_claim(struct berth_broker *b, const char *fingerprint, 
         return;
     }
     pthread_mutex_lock(&b->lock);
+    /* The policy, the pool and the worker's qualification may have changed
+     * while the lock was free: all of it is checked again. */
+    free(lease);
+    lease = NULL;
+    if (broker_authenticate_worker(b, fingerprint, &caller, reply) < 0 ||
+        check_claim(b, &caller, doc, &rec, now, &lease, claim_digest, reply) != 0)
+        goto out;
     w.rec = &rec;
     w.claim = doc;
     w.lease = lease;

@@ -217,7 +217,7 @@ int broker_sweep_job(struct berth_broker *b, struct berth_job_record *rec, int64
         if (r != -ESTALE && !berth_space_error(r))
             berth_logf(b->p.logger, BERTH_LOG_ERR, "job %s run %s: recording its cancellation failed: %s",
                        rec->job_id, rec->run_id, err.message);
-        b->sweep.cycle_error = true;
+        atomic_store(&b->sweep.cycle_error, true);
         return r == -EIO || r == -EBADMSG ? berth_error_set(reterr, r, "%s", err.message) : 0;
     }
     free(rec->cancel_reason);
@@ -231,7 +231,7 @@ undecided:
     /* Retried on the next pass; the startup pass is not complete without it. */
     berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: cannot tell whether it still qualifies: %s",
                rec->job_id, rec->run_id, err.message);
-    b->sweep.cycle_error = true;
+    atomic_store(&b->sweep.cycle_error, true);
     if (stats)
         stats->errors++;
     return 1;
@@ -246,12 +246,12 @@ void broker_sweep_cycle_end(struct berth_broker *b)
 {
     memset(&b->sweep.cursor, 0, sizeof(b->sweep.cursor));
     /* The warm slots of an earlier run are destroyed before admission opens. */
-    if (!b->sweep.cycle_error && !atomic_load(&b->sweep.admitting) && broker_warm_sweep(b)) {
+    if (!atomic_load(&b->sweep.cycle_error) && !atomic_load(&b->sweep.admitting) && broker_warm_sweep(b)) {
         berth_logf(b->p.logger, BERTH_LOG_INFO, "admission opens: the startup pass checked every open job (%zu)",
                    b->sweep.cycle_visited);
         atomic_store(&b->sweep.admitting, true);
     }
-    b->sweep.cycle_error = false;
+    atomic_store(&b->sweep.cycle_error, false);
     b->sweep.cycle_visited = 0;
 }
 

@@ -800,13 +800,16 @@ int broker_remote_fence(struct berth_broker *b, struct berth_job_record *rec, in
                                                     : BERTH_JOB_FAILED;
     int r = 0;
 
-    berth_logf(b->p.logger, BERTH_LOG_WARNING,
-               "job %s run %s: the lease of its worker ran out: fenced (%s, worker_lost); it is never run again",
-               rec->job_id, rec->run_id, berth_job_state_names[to]);
     /* A claimed run goes to cancelled only through reaping (jobstore.h). */
     if (rec->state == BERTH_JOB_CLAIMED && to == BERTH_JOB_CANCELLED)
         r = move(b, rec, BERTH_JOB_REAPING, NULL, NULL, NULL, reterr);
-    return r < 0 ? r : finish(b, rec, to, NULL, "worker_lost", stats, reterr);
+    if (r == 0)
+        r = finish(b, rec, to, NULL, "worker_lost", stats, reterr);
+    if (r == 0)
+        berth_logf(b->p.logger, BERTH_LOG_WARNING,
+                   "job %s run %s: the lease of its worker ran out: fenced (%s, worker_lost); it is never run again",
+                   rec->job_id, rec->run_id, berth_job_state_names[to]);
+    return r;
 }
 
 int broker_remote_started(struct berth_broker *b, struct berth_job_record *rec, const char *lease,
@@ -955,7 +958,7 @@ int berth_broker_reconcile(struct berth_broker *b, struct berth_pass_stats *stat
     }
     broker_snapshot_clear(&s);
     if (r < 0 || atomic_load(&b->stopping))
-        b->sweep.cycle_error = true; /* the round is not whole */
+        atomic_store(&b->sweep.cycle_error, true); /* the round is not whole */
     else if (n < BERTH_JOBSTORE_PAGE_MAX)
         broker_sweep_cycle_end(b);
     if (r == 0 && !atomic_load(&b->stopping))

@@ -121,6 +121,7 @@ int berth_broker_new(const struct berth_broker_params *p, struct berth_broker **
     }
     broker_storage_init(b);
     atomic_init(&b->sweep.admitting, false);
+    atomic_init(&b->sweep.cycle_error, false);
     if (broker_warm_init(b) < 0 || broker_fleet_init(b) < 0) {
         berth_broker_free(b);
         return berth_error_set(reterr, -ENOMEM, "out of memory");
@@ -488,6 +489,7 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, const 
     broker_succeed(&s->reply, 201, json_incref(receipt));
     if (be == &workers) {
         snprintf(s->remote_run, sizeof(s->remote_run), "%s", run_id);
+        snprintf(s->remote_pool, sizeof(s->remote_pool), "%s", job->pool);
         snprintf(s->remote_pool_hash, sizeof(s->remote_pool_hash), "%s",
                  json_string_value(json_object_get(placed.effective, "pool_hash")) ?: "");
         s->remote_accepted_at = now;
@@ -591,7 +593,8 @@ int berth_broker_submit_batch(struct berth_broker *b, struct berth_submission *v
                     berth_logf(b->p.logger, BERTH_LOG_NOTICE, "%s", v[i].note);
                 /* Offered to the workers now; a reconcile round queues it too (after a restart). */
                 if (v[i].reply.status == 201 && v[i].remote_run[0])
-                    (void)broker_fleet_enqueue(b, v[i].remote_run, v[i].remote_pool_hash, v[i].remote_accepted_at);
+                    (void)broker_fleet_enqueue(b, v[i].remote_run, v[i].remote_pool, v[i].remote_pool_hash,
+                                               v[i].remote_accepted_at);
             }
         }
         broker_fault(b, "submit-after-commit");

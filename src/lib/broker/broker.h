@@ -401,6 +401,7 @@ struct berth_submission {
     /* Filled by the broker: an accepted run placed on the remote workers,
      * queued for them once the batch commits ("" otherwise). */
     char remote_run[BERTH_RUN_ID_LEN + 1];
+    char remote_pool[BERTH_POOL_NAME_MAX + 1];
     char remote_pool_hash[BERTH_SHA256_HEX_LEN + 1];
     int64_t remote_accepted_at;
 };
@@ -574,7 +575,9 @@ void berth_broker_worker_enrol(struct berth_broker *b, const char *fingerprint, 
  * The worker is live from now until its next call or lease_ns later; the
  * pools it takes work of are the active pools whose allowlist names
  * BERTH_WORKERS_BACKEND, that its subject serves and whose current
- * manifest it enrolled into with @keyid.
+ * manifest it enrolled into with @keyid (for new runs: "pools"); a queued
+ * run placed under an earlier manifest is offered to the workers enrolled
+ * into that one.
  * 200 {"lease_ns", "pools": [the names], "offers": [{"job_id", "run_id",
  * "revision", "job", "receipt", "effective", "job_digest",
  * "receipt_digest", "placement_hash", "pool_hash", "deadline"}]}: at most
@@ -600,15 +603,17 @@ uint64_t berth_broker_offer_generation(struct berth_broker *b);
  * its signed claim of schema version 2 (enrol.h, claimant "worker"),
  * whose lease_revision must be the record's revision + 1.  berthd checks
  * the claim against the record (job, receipt and placement, pool_hash),
- * the signature against the key the caller enrolled in that pool's
- * current manifest, the job's deadline and grant, and the worker's
+ * the signature against the key the caller enrolled into the manifest the
+ * run was placed under, the job's deadline and grant, and the worker's
  * qualification (when workers require one); then records the move to
  * claimed, the lease and the claim (pool.claim_receipt) in one
- * transaction.  201 {"run_id", "revision", "claim_digest", "expires_ns",
- * "lease_ns"}; 400 malformed (also a signature that does not verify);
+ * transaction (the manifest may be one the pool had before an update:
+ * the one the run was placed under).  201 {"run_id", "revision", "claim_digest", "expires_ns",
+ * "lease_ns"}, also for the same claim sent again while it holds the run
+ * (its first answer was lost); 400 malformed (also a signature that does not verify);
  * 403 not_a_worker, denied (not its name, or a pool it does not serve);
  * 404 (no such run); 409 taken (claimed, or not a worker's run any more),
- * stale_pool (not the pool's current manifest, or not enrolled in it),
+ * stale_pool (the pool is retired, or the key is not enrolled into the run's manifest),
  * unqualified, deadline, refused (the grant ended: berthd cancels it);
  * 503 (journal, storage).
  */

@@ -39,7 +39,7 @@ int berth_report_create(const struct berth_signing_key *key, const struct berth_
     if (!key || !p || !ret || !berth_worker_name_valid(p->worker_name) || !berth_job_id_valid(p->job_id) ||
         !berth_job_id_valid(p->run_id) || !digest_valid(p->job_digest) || !digest_valid(p->claim_digest) ||
         (unsigned)p->status > BERTH_RESULT_EXPIRED || (p->has_exit_code && (p->exit_code < 0 || p->exit_code > 255)) ||
-        (p->reason && !berth_reason_code_valid(p->reason)) || p->finished_at < 0 || (!p->out && p->out_len) ||
+        (p->reason && !berth_reason_code_valid(p->reason)) || p->finished_at < 1 || (!p->out && p->out_len) ||
         (!p->err && p->err_len) || (p->outputs && !json_is_array(p->outputs)))
         return berth_error_set(reterr, -EINVAL, "invalid report arguments");
     if (berth_digest_bytes(p->out_len ? p->out : "", p->out_len, out_digest) < 0 ||
@@ -68,7 +68,7 @@ int berth_report_verify(const json_t *env, const uint8_t public_key[BERTH_ED2551
     const json_t *body = json_object_get(env, "report"), *v;
     const char *s = NULL, *kind = NULL, *keyid = NULL, *status = NULL;
     char kid[BERTH_KEY_ID_LEN + 1];
-    int64_t n;
+    int64_t n, finished = 0;
     int r;
 
     if (!public_key)
@@ -79,12 +79,14 @@ int berth_report_verify(const json_t *env, const uint8_t public_key[BERTH_ED2551
         (r = berth_json_string_member(body, "report", "kind", true, &kind, reterr)) < 0 ||
         (r = berth_json_string_member(body, "report", "keyid", true, &keyid, reterr)) < 0 ||
         (r = berth_json_string_member(body, "report", "status", true, &status, reterr)) < 0 ||
-        (r = berth_json_ns_member(body, "report", "finished_at", &n, reterr)) < 0 ||
+        (r = berth_json_ns_member(body, "report", "finished_at", &finished, reterr)) < 0 ||
         (r = berth_json_int_member(body, "report", "stdout_size", true, 0, BERTH_JSON_MAX_INTEGER, &n, reterr)) < 0 ||
         (r = berth_json_int_member(body, "report", "stderr_size", true, 0, BERTH_JSON_MAX_INTEGER, &n, reterr)) < 0)
         return r;
     if (!streq(kind, "worker.report"))
         return berth_error_set(reterr, -EBADMSG, "report.kind must be \"worker.report\"");
+    if (finished < 1)
+        return berth_error_set(reterr, -EBADMSG, "report.finished_at must be a time after the epoch");
     if (berth_name_index(berth_result_status_names, 4, status) < 0)
         return berth_error_set(reterr, -EBADMSG, "report.status must be exited, failed, cancelled or expired");
     if ((r = berth_json_string_member(body, "report", "worker_name", true, &s, reterr)) < 0)

@@ -64,15 +64,15 @@ struct berth_report_params {
     size_t out_len, err_len;
     const json_t *outputs; /* array of {id, digest, size, media_type}, or NULL: none */
     int64_t started_at;    /* ns since the epoch; < 0: it never started */
-    int64_t finished_at;   /* ns since the epoch */
+    int64_t finished_at;   /* ns since the epoch, >= 1 */
 };
 
 /**
  * berth_report_create() - sign a report with the worker's @key.
  * @ret: receives {"report": ..., "signature": ...} (a new reference).
  * Return: 0; -EINVAL (a malformed member: names, digests, an exit code
- * out of 0..255, a reason that is no reason code, a negative finish time,
- * outputs that are not an array); -ENOMEM; -EIO.
+ * out of 0..255, a reason that is no reason code, a finish time before
+ * 1 ns after the epoch, outputs that are not an array); -ENOMEM; -EIO.
  */
 int berth_report_create(const struct berth_signing_key *key, const struct berth_report_params *p, json_t **ret,
                         struct berth_error *reterr);
