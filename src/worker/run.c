@@ -399,16 +399,20 @@ static int confirm_lease(struct worker_run *run, struct worker_session *s, const
     body = json_pack("{s:s, s:s, s:s}", "run_id", run->run_id, "claim_digest", run->claim_digest, "state", state);
     if (!body || worker_session_post(s, "/v1/workers/leases", body, 0, &status, &reply, &err) < 0)
         return -EAGAIN;
+    /* Fenced, or a run berthd does not know: not the worker's to run (a 409
+     * "stale", the record moved while berthd renewed it, is asked again). */
+    bool lost = (status == 409 && streq_ptr(str(reply, "error"), "fenced")) || status == 404;
+
     pthread_mutex_lock(&w->lock);
     if (status == 200 && json_is_true(json_object_get(reply, "cancel")) && !run->cancel) {
         run->cancel = true;
         snprintf(run->cancel_reason, sizeof(run->cancel_reason), "%s",
                  str(reply, "reason") ? str(reply, "reason") : "cancelled");
     }
-    if (status == 409 || status == 404)
+    if (lost)
         run->fenced = true;
     pthread_mutex_unlock(&w->lock);
-    return status == 200 ? 0 : status == 409 || status == 404 ? -EPERM : -EAGAIN;
+    return status == 200 ? 0 : lost ? -EPERM : -EAGAIN;
 }
 
 /* confirm_lease() until berthd answers: 0 (the lease holds), or -EPERM

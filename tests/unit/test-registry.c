@@ -673,6 +673,7 @@ START_TEST(broker_claims)
     ck_assert_uint_eq(rep.broker_unchecked, 2);
     ck_assert_int_eq(berth_registry_verify_keyed(j, &key, NULL, berth_signing_key_public(broker), &rep, &err), -EBADMSG);
     ck_assert_ptr_nonnull(strstr(err.message, "claim.keyid is not the id of the key it is checked with"));
+    berth_placement_result_clear(&res);
     berth_signing_key_free(broker);
     berth_signing_key_free(stranger);
 }
