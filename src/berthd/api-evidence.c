@@ -44,6 +44,9 @@ enum task_kind {
     TASK_LIST,
     TASK_JOB_OUTPUT,
     TASK_IMAGE_BLOB,
+    TASK_RUN_INPUT,  /* a worker's: an input of a run it holds */
+    TASK_RUN_OPEN,   /* a worker's: start uploading a declared output */
+    TASK_RUN_COMMIT, /* a worker's: store it */
 };
 
 /* One evidence operation on the helper thread. */
@@ -130,6 +133,15 @@ static void task_run(struct berthd_offload_task *base)
         if (berth_broker_image_blob(b, t->fp, t->image, t->digest, t->job, &t->blob_fd, &t->blob_size, &t->reply) == 0)
             t->reply.status = 200;
         break;
+    case TASK_RUN_INPUT: berth_broker_run_input(b, t->fp, t->job, t->digest, &t->content, &t->reply); break;
+    case TASK_RUN_OPEN:
+        t->rc = berth_broker_run_output_begin(b, t->fp, t->upload->run_id, t->upload->output, t->req.has_size,
+                                              t->req.size, &t->fd, &t->room, &t->reply);
+        break;
+    case TASK_RUN_COMMIT:
+        berth_broker_run_output_commit(b, t->fp, t->upload->run_id, t->upload->output, t->upload->fd,
+                                       t->upload->offset, t->req.digest, &t->reply);
+        break;
     }
 }
 
@@ -152,15 +164,21 @@ static void fail(struct berth_reply *r, int status, const char *code, const char
     va_end(ap);
 }
 
+/* Where the chunks of @u go: an evidence upload's, or a worker's. */
+static const char *session_base(const struct berthd_upload *u)
+{
+    return u->run_id[0] ? "/v1/workers/uploads" : "/v1/evidence/uploads";
+}
+
 /* Location and (when it holds bytes) Range of @u, as header lines. */
 static void session_headers(const struct berthd_upload *u, char extra[EXTRA_MAX])
 {
     char range[BERTHD_RANGE_BUFSZ];
 
     if (u->offset && berthd_range_format(u->offset, range) == 0)
-        snprintf(extra, EXTRA_MAX, "Location: /v1/evidence/uploads/%s\r\nRange: %s\r\n", u->id, range);
+        snprintf(extra, EXTRA_MAX, "Location: %s/%s\r\nRange: %s\r\n", session_base(u), u->id, range);
     else
-        snprintf(extra, EXTRA_MAX, "Location: /v1/evidence/uploads/%s\r\n", u->id);
+        snprintf(extra, EXTRA_MAX, "Location: %s/%s\r\n", session_base(u), u->id);
 }
 
 /* {upload, location, offset, room, max_chunk_bytes} of @u. */
@@ -168,7 +186,7 @@ static json_t *session_json(const struct berthd_server *srv, const struct berthd
 {
     char location[128];
 
-    snprintf(location, sizeof(location), "/v1/evidence/uploads/%s", u->id);
+    snprintf(location, sizeof(location), "%s/%s", session_base(u), u->id);
     return json_pack("{s:s, s:s, s:I, s:I, s:I}", "upload", u->id, "location", location, "offset",
                      (json_int_t)u->offset, "room", (json_int_t)u->room, "max_chunk_bytes",
                      (json_int_t)srv->cfg->max_body_bytes);
@@ -207,7 +225,8 @@ static void blob_download_released(void *arg)
 static bool send_copy(struct evidence_task *t, struct client *cl, int *fd, uint64_t size, const char *digest,
                       const char *media_type)
 {
-    void (*released)(void *) = t->kind == TASK_IMAGE_BLOB ? blob_download_released : download_released;
+    void (*released)(void *) =
+        t->kind == TASK_IMAGE_BLOB || t->kind == TASK_RUN_INPUT ? blob_download_released : download_released;
     char extra[EXTRA_MAX];
 
     if (*fd < 0 || !cl) {
@@ -241,6 +260,7 @@ static void task_done(struct berthd_offload_task *base)
         fail(&t->reply, 503, "shutting_down", "berthd is shutting down; retry");
     switch (t->kind) {
     case TASK_OPEN:
+    case TASK_RUN_OPEN:
         if (base->ran && t->rc == 0 && cl && !srv->freeing) {
             t->upload->fd = t->fd;
             t->upload->room = t->room;
@@ -255,6 +275,10 @@ static void task_done(struct berthd_offload_task *base)
                 berthd_uploads_drop(&srv->uploads, t->upload); /* nobody knows its name */
         }
         break;
+    case TASK_RUN_COMMIT:
+        if (!srv->freeing)
+            berthd_uploads_drop(&srv->uploads, t->upload); /* stored or refused: a retry starts again */
+        break;
     case TASK_COMMIT:
     case TASK_MONOLITHIC:
         if (t->kind == TASK_COMMIT && !srv->freeing)
@@ -263,6 +287,10 @@ static void task_done(struct berthd_offload_task *base)
             snprintf(extra, sizeof(extra), "Location: /v1/evidence/%s\r\n", t->req.digest);
         break;
     case TASK_GET:
+        if (send_copy(t, cl, &t->content.fd, t->content.size, t->digest, t->content.media_type))
+            cl = NULL; /* answered */
+        break;
+    case TASK_RUN_INPUT:
         if (send_copy(t, cl, &t->content.fd, t->content.size, t->digest, t->content.media_type))
             cl = NULL; /* answered */
         break;
@@ -347,10 +375,14 @@ static bool parse_upload(struct request *rq, enum berthd_upload_op op, struct be
 }
 
 /* The caller's session named by the path; NULL with @r filled when there is none or it is busy. */
-static struct berthd_upload *session(struct request *rq, const struct berth_evidence_owner *who, struct berth_reply *r)
+static struct berthd_upload *session_of(struct request *rq, const char *principal, const char *scope,
+                                        struct berth_reply *r)
 {
-    struct berthd_upload *u = berthd_uploads_find(&rq->srv->uploads, rq->param, who->principal, who->scope);
+    struct berthd_upload *u = berthd_uploads_find(&rq->srv->uploads, rq->param, principal, scope);
 
+    /* A worker's session is no evidence caller's, and the other way round. */
+    if (u && (u->run_id[0] != '\0') != (scope[0] == '\0'))
+        u = NULL;
     if (!u) {
         fail(r, 404, "not_found", "no upload %s (it was committed, cancelled, expired, or berthd restarted)",
              rq->param);
@@ -361,6 +393,11 @@ static struct berthd_upload *session(struct request *rq, const struct berth_evid
         return NULL;
     }
     return u;
+}
+
+static struct berthd_upload *session(struct request *rq, const struct berth_evidence_owner *who, struct berth_reply *r)
+{
+    return session_of(rq, who->principal, who->scope, r);
 }
 
 /* session() of an authenticated caller that needs only that. */
@@ -555,25 +592,38 @@ bool berthd_evidence_get_handler(struct request *rq, struct berth_reply *r)
     return task_submit(t);
 }
 
-/* GET /v1/jobs/{job}/outputs/{output}: a job's captured output, through the
- * helper thread like an evidence download (the broker rechecks the grant). */
-bool berthd_job_output_handler(struct request *rq, struct berth_reply *r)
+/* A task of @kind for a download sent on behalf of the caller's
+ * certificate, counted in *@count (at most @max at once: the copy holds a
+ * file until it is sent); NULL with @r filled. */
+static struct evidence_task *download_task(struct request *rq, enum task_kind kind, unsigned *count, unsigned max,
+                                           struct berth_reply *r)
 {
     struct berth_evidence_owner nobody = {0};
     struct evidence_task *t;
 
-    if (rq->srv->downloads >= DOWNLOADS_MAX) {
-        fail(r, 503, "busy", "%d evidence downloads are in progress; retry in a moment", DOWNLOADS_MAX);
+    if (*count >= max) {
+        fail(r, 503, "busy", "%u downloads of this kind are in progress; retry in a moment", max);
         r->retry_after_s = 1;
-        return true;
+        return NULL;
     }
-    t = task_new(rq, TASK_JOB_OUTPUT, &nobody, r);
+    t = task_new(rq, kind, &nobody, r);
+    if (!t)
+        return NULL;
+    snprintf(t->fp, sizeof(t->fp), "%s", rq->fp);
+    (*count)++; /* until the copy is sent or dropped */
+    return t;
+}
+
+/* GET /v1/jobs/{job}/outputs/{output}: a job's captured output, through the
+ * helper thread like an evidence download (the broker rechecks the grant). */
+bool berthd_job_output_handler(struct request *rq, struct berth_reply *r)
+{
+    struct evidence_task *t = download_task(rq, TASK_JOB_OUTPUT, &rq->srv->downloads, DOWNLOADS_MAX, r);
+
     if (!t)
         return true;
-    snprintf(t->fp, sizeof(t->fp), "%s", rq->fp);
     snprintf(t->job, sizeof(t->job), "%s", rq->param);
     snprintf(t->output_id, sizeof(t->output_id), "%s", rq->param2);
-    rq->srv->downloads++; /* until the copy is sent or dropped */
     return task_submit(t);
 }
 
@@ -583,7 +633,6 @@ bool berthd_image_blob_handler(struct request *rq, struct berth_reply *r)
 {
     static const char *const allowed[] = {"run", NULL};
     char *values[ELEMENTSOF(allowed)] = {NULL};
-    struct berth_evidence_owner nobody = {0};
     struct evidence_task *t;
     char why[160];
     int rc;
@@ -596,23 +645,111 @@ bool berthd_image_blob_handler(struct request *rq, struct berth_reply *r)
              rc == -EBADMSG ? why : rc == -ENOMEM ? "out of memory; retry later" : "?run=RUN names the leased run");
         return true;
     }
-    if (rq->srv->blob_downloads >= BLOB_DOWNLOADS_MAX) {
-        berthd_query_free(allowed, values);
-        fail(r, 503, "busy", "%d image blobs are being sent; retry in a moment", BLOB_DOWNLOADS_MAX);
-        r->retry_after_s = 1;
+    t = download_task(rq, TASK_IMAGE_BLOB, &rq->srv->blob_downloads, BLOB_DOWNLOADS_MAX, r);
+    if (t) {
+        snprintf(t->image, sizeof(t->image), "%s", rq->param);
+        snprintf(t->digest, sizeof(t->digest), "%s", rq->param2);
+        snprintf(t->job, sizeof(t->job), "%s", values[0]);
+    }
+    berthd_query_free(allowed, values);
+    return t ? task_submit(t) : true;
+}
+
+/* GET /v1/workers/runs/{run}/inputs/{digest}: an input of a run the
+ * worker holds, read on the helper thread (sent like an image blob). */
+bool berthd_run_input_handler(struct request *rq, struct berth_reply *r)
+{
+    struct evidence_task *t = download_task(rq, TASK_RUN_INPUT, &rq->srv->blob_downloads, BLOB_DOWNLOADS_MAX, r);
+
+    if (!t)
+        return true;
+    snprintf(t->job, sizeof(t->job), "%s", rq->param);
+    snprintf(t->digest, sizeof(t->digest), "%s", rq->param2);
+    return task_submit(t);
+}
+
+/* POST /v1/workers/runs/{run}/outputs/{output}[?size=N]: a session for a
+ * declared output of a run the worker holds, opened on the helper thread
+ * (the lease is checked there); its chunks go to /v1/workers/uploads/{id}. */
+bool berthd_run_output_start_handler(struct request *rq, struct berth_reply *r)
+{
+    struct berth_evidence_owner nobody = {0};
+    struct berthd_upload_request req;
+    struct berthd_upload *u;
+    struct evidence_task *t;
+    int err = 0;
+
+    if (!parse_upload(rq, BERTHD_UPLOAD_START, &req, r))
+        return true;
+    if (req.monolithic) {
+        fail(r, 400, "malformed",
+             "an output is uploaded in a session: POST without ?digest=, PATCH its chunks, PUT ?digest= to store it");
         return true;
     }
-    t = task_new(rq, TASK_IMAGE_BLOB, &nobody, r);
+    u = berthd_uploads_add(&rq->srv->uploads, rq->fp, "", mono_now(), &err);
+    if (!u) {
+        if (err == -EUSERS)
+            fail(r, 429, "too_many_uploads", "at most %d uploads of one worker (%d in all) at once",
+                 BERTHD_UPLOADS_PER_OWNER, BERTHD_UPLOADS_MAX);
+        else
+            fail(r, 503, "busy", "no upload can be started now; retry later");
+        return true;
+    }
+    snprintf(u->run_id, sizeof(u->run_id), "%s", rq->param);
+    snprintf(u->output, sizeof(u->output), "%s", rq->param2);
+    t = task_new(rq, TASK_RUN_OPEN, &nobody, r);
     if (!t) {
-        berthd_query_free(allowed, values);
+        berthd_uploads_drop(&rq->srv->uploads, u);
         return true;
     }
     snprintf(t->fp, sizeof(t->fp), "%s", rq->fp);
-    snprintf(t->image, sizeof(t->image), "%s", rq->param);
-    snprintf(t->digest, sizeof(t->digest), "%s", rq->param2);
-    snprintf(t->job, sizeof(t->job), "%s", values[0]);
-    berthd_query_free(allowed, values);
-    rq->srv->blob_downloads++; /* until the copy is sent or dropped */
+    t->upload = u;
+    t->req = req;
+    return task_submit(t);
+}
+
+/* PATCH /v1/workers/uploads/{upload}: a chunk of the caller's session (Content-Range as for evidence). */
+bool berthd_run_output_chunk_handler(struct request *rq, struct berth_reply *r)
+{
+    struct berthd_upload_request req;
+    struct berthd_upload *u;
+    char extra[EXTRA_MAX] = "";
+
+    if (!parse_upload(rq, BERTHD_UPLOAD_CHUNK, &req, r) || !(u = session_of(rq, rq->fp, "", r)))
+        return true;
+    if (take_chunk(rq, u, &req, r, extra)) {
+        succeed(r, 202, session_json(rq->srv, u));
+        session_headers(u, extra);
+    }
+    berthd_api_send(rq->srv, rq->cl, rq->in->head->method_name, r, rq->start, rq->shown, extra[0] ? extra : NULL);
+    berth_reply_clear(r);
+    return false;
+}
+
+/* PUT /v1/workers/uploads/{upload}?digest=D: store the session (with a
+ * last chunk, if any) as the run's output, on the helper thread. */
+bool berthd_run_output_commit_handler(struct request *rq, struct berth_reply *r)
+{
+    struct berth_evidence_owner nobody = {0};
+    struct berthd_upload_request req;
+    struct evidence_task *t = NULL;
+    struct berthd_upload *u;
+    char extra[EXTRA_MAX] = "";
+
+    if (!parse_upload(rq, BERTHD_UPLOAD_COMMIT, &req, r))
+        return true;
+    u = session_of(rq, rq->fp, "", r);
+    if (!u || (rq->in->body_len && !take_chunk(rq, u, &req, r, extra)) ||
+        !(t = task_new(rq, TASK_RUN_COMMIT, &nobody, r))) {
+        berthd_api_send(rq->srv, rq->cl, rq->in->head->method_name, r, rq->start, rq->shown,
+                        extra[0] ? extra : NULL);
+        berth_reply_clear(r);
+        return false;
+    }
+    snprintf(t->fp, sizeof(t->fp), "%s", rq->fp);
+    u->busy = true;
+    t->upload = u;
+    t->req = req;
     return task_submit(t);
 }
 

@@ -134,6 +134,12 @@ int berthd_parse_wait_ns(const char *query, int64_t *ret, struct berth_reply *r)
 /* GET /v1/images/{image}/blobs/{blob}?run=RUN (api-evidence.c: the helper thread). */
 route_handler berthd_image_blob_handler;
 
+/* A worker's inputs and outputs of a run it holds (api-evidence.c, docs/workers.md):
+ * GET /v1/workers/runs/{run}/inputs/{digest}, POST /v1/workers/runs/{run}/outputs/{output},
+ * PATCH and PUT /v1/workers/uploads/{upload}. */
+route_handler berthd_run_input_handler, berthd_run_output_start_handler, berthd_run_output_chunk_handler,
+    berthd_run_output_commit_handler;
+
 /* Parked polls one worker may have at once (a worker parks one; more are answered at once). */
 #define BERTHD_WORKER_POLLS_PER_WORKER 2
 

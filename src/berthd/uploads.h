@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "job.h"
 #include "names.h"
 #include "uuid.h"
 
@@ -39,6 +40,11 @@
  * @touched:   CLOCK_MONOTONIC ns of its last request.
  * @busy:      opening or committing on the helper thread: not expired, not
  *             written, not dropped.
+ * @run_id, @output: empty for an evidence upload; for a worker's upload
+ *             of a run's declared output (docs/workers.md), the run and
+ *             the output, and then @principal is the worker certificate's
+ *             fingerprint and @scope "" (no evidence caller has that
+ *             scope, so neither kind of session is found as the other).
  */
 struct berthd_upload {
     char id[BERTHD_UUID_LEN + 1];
@@ -49,6 +55,8 @@ struct berthd_upload {
     uint64_t room;
     int64_t touched;
     bool busy;
+    char run_id[BERTH_JOB_ID_MAX + 1];
+    char output[BERTH_JOB_ID_MAX + 1];
 };
 
 /** struct berthd_uploads - the table (zero-initialised is empty). */

@@ -94,6 +94,8 @@ BERTH_BROKER_SOURCES = \
 	src/lib/broker/broker-remote.c \
 	src/lib/broker/broker-fleet.c \
 	src/lib/broker/broker-lease.c \
+	src/lib/broker/broker-runio.c \
+	src/lib/broker/inputs-stage.c src/lib/broker/inputs-stage.h \
 	src/lib/broker/broker-dispatch.c \
 	src/lib/broker/broker-starts.c \
 	src/lib/broker/broker-serial.c \

@@ -97,8 +97,10 @@ static int private_dir(struct worker *w, const char *name, char **ret)
     return 0;
 }
 
-/* What this worker offers: its runtime's capabilities, without the job
- * needs (inputs, outputs) a worker does not serve yet (docs/workers.md). */
+/* What this worker offers: its runtime's capabilities.  Of the job needs,
+ * "inputs" when the runtime stages them and "outputs" when it captures
+ * them and hands them over (open_output): the worker moves both from and
+ * to berthd (runio.c). */
 static int read_capabilities(struct worker *w)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -115,11 +117,15 @@ static int read_capabilities(struct worker *w)
         berth_logf(&w->logger, BERTH_LOG_WARNING, "the runtime says it is unavailable (%s)",
                    json_string_value(json_object_get(doc, "unavailable")));
     caps = json_array();
-    json_array_foreach(json_object_get(doc, "capabilities"), i, v) if (json_is_string(v) &&
-                                                                       berth_name_index(berth_job_need_names,
-                                                                                        BERTH_NEED_COUNT,
-                                                                                        json_string_value(v)) < 0)
-        json_array_append(caps, v);
+    json_array_foreach(json_object_get(doc, "capabilities"), i, v)
+    {
+        int need = json_is_string(v) ? berth_name_index(berth_job_need_names, BERTH_NEED_COUNT, json_string_value(v))
+                                     : -1;
+        if (need == BERTH_NEED_OUTPUTS && !w->rt->open_output)
+            continue;
+        if (caps && json_is_string(v))
+            json_array_append(caps, v);
+    }
     json_decref(w->capabilities);
     json_decref(w->egress_classes);
     w->capabilities = caps;
@@ -150,7 +156,8 @@ static int setup(struct worker *w)
     free(w->runs_dir);
     w->runs_dir = NULL;
     if ((r = private_dir(w, "runs", &w->runs_dir)) < 0 || (r = private_dir(w, "tmp", &w->tmp_dir)) < 0 ||
-        (r = private_dir(w, "images", &w->images_dir)) < 0 || (r = private_dir(w, "roots", &w->roots_dir)) < 0)
+        (r = private_dir(w, "images", &w->images_dir)) < 0 || (r = private_dir(w, "roots", &w->roots_dir)) < 0 ||
+        (r = private_dir(w, "inputs", &w->inputs_dir)) < 0)
         return r;
     /* The qualification first: its own instance of the runtime runs the probes. */
     w->qualification = json_null();
@@ -418,6 +425,7 @@ static void teardown_worker(struct worker *w)
     json_decref(w->qualification);
     free(w->runs_dir);
     free(w->tmp_dir);
+    free(w->inputs_dir);
     free(w->images_dir);
     free(w->roots_dir);
     worker_config_clear(&w->cfg);
@@ -533,6 +541,19 @@ int worker_runtime_start(struct worker *w, const char *doc, size_t len, struct b
 
     rt_enter(w);
     r = w->rt->start(w->rt_state, doc, len, reterr);
+    rt_leave(w);
+    return r;
+}
+
+int worker_runtime_open_output(struct worker *w, const char *run_id, const char *output_id, int *ret_fd,
+                               uint64_t *ret_size, struct berth_error *reterr)
+{
+    int r;
+
+    if (!w->rt->open_output)
+        return berth_error_set(reterr, -EOPNOTSUPP, "the runtime hands over no outputs");
+    rt_enter(w);
+    r = w->rt->open_output(w->rt_state, run_id, output_id, ret_fd, ret_size, reterr);
     rt_leave(w);
     return r;
 }

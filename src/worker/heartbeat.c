@@ -98,7 +98,7 @@ static void *heartbeat_main(void *arg)
     struct worker_session s = {0};
     struct beat *beats = calloc((size_t)w->cfg.slots, sizeof(*beats));
     bool failing = false, open = false;
-    int64_t next = 0;
+    int64_t last = 0, next = 0, retry = 0;
 
     if (!beats) {
         berth_logf(&w->logger, BERTH_LOG_ERR, "the heartbeat thread is out of memory: leases will lapse");
@@ -109,8 +109,17 @@ static void *heartbeat_main(void *arg)
         bool all;
 
         pthread_mutex_lock(&w->lock);
-        while (!atomic_load(&w->quitting) && !w->beat_now && worker_mono_now() < next)
-            worker_wait_until(w, next);
+        for (;;) {
+            /* A third of the lease after the last round, of the lease berthd
+             * names now: its first answer may shorten the default. */
+            next = last ? last + atomic_load(&w->lease_ns) / 3 : 0;
+            if (retry > next)
+                next = retry;
+            if (atomic_load(&w->quitting) || w->beat_now || worker_mono_now() >= next)
+                break;
+            /* Looked at again at least every second, so a shorter lease counts at once. */
+            worker_wait_until(w, next < worker_mono_now() + 1000000000LL ? next : worker_mono_now() + 1000000000LL);
+        }
         if (atomic_load(&w->quitting)) {
             pthread_mutex_unlock(&w->lock);
             break;
@@ -129,11 +138,12 @@ static void *heartbeat_main(void *arg)
         }
         pthread_mutex_unlock(&w->lock);
         if (all)
-            next = worker_mono_now() + atomic_load(&w->lease_ns) / 3;
+            last = worker_mono_now();
+        retry = 0;
         if (n && !open) {
             if (worker_session_open(w->cfg.client, &s, &err) < 0) {
                 berth_logf(&w->logger, BERTH_LOG_ERR, "heartbeats: %s", err.message);
-                next = worker_mono_now() + 1000000000LL;
+                retry = worker_mono_now() + 1000000000LL;
                 continue;
             }
             open = true;

@@ -17,6 +17,7 @@ BERTH_WORKER_RUN_SOURCES = \
 	src/worker/heartbeat.c \
 	src/worker/images.c src/worker/images.h \
 	src/worker/runrecord.c \
+	src/worker/runio.c \
 	src/worker/selfqual.c \
 	src/worker/session.c src/worker/session.h
 if BERTH_PLUGIN_IMAGE_OCI_LOCAL

@@ -46,7 +46,7 @@ static const char *str(const json_t *o, const char *key)
 }
 
 /* Wait @ns, or less when the run changed or the worker quits (lock not held). */
-static void pause_ns(struct worker_run *run, int64_t ns)
+void worker_run_pause(struct worker_run *run, int64_t ns)
 {
     struct worker *w = run->w;
 
@@ -57,7 +57,7 @@ static void pause_ns(struct worker_run *run, int64_t ns)
     pthread_mutex_unlock(&w->lock);
 }
 
-static bool fenced(struct worker_run *run)
+bool worker_run_fenced(struct worker_run *run)
 {
     bool f;
 
@@ -106,7 +106,7 @@ static int claim(struct worker_run *run, struct worker_session *s)
             break;
         berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: the claim went unanswered, sending it again: %s",
                    run->run_id, err.message);
-        pause_ns(run, backoff);
+        worker_run_pause(run, backoff);
     }
     if (r < 0) {
         berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: the claim went unanswered: %s", run->run_id, err.message);
@@ -165,11 +165,11 @@ static int prepare(struct worker_run *run, struct worker_session *s, char **ret_
         r = worker_image_fetch(s, w->store, w->tmp_dir, run->image, run->run_id, &fetched, &err);
         pthread_mutex_unlock(&w->fetch_lock);
         /* berthd refused (-EPROTO: 403, 404, 501): asking again changes nothing. */
-        if (r == 0 || r == -EBADMSG || r == -EPROTO || fenced(run) || atomic_load(&w->quitting))
+        if (r == 0 || r == -EBADMSG || r == -EPROTO || worker_run_fenced(run) || atomic_load(&w->quitting))
             break;
         berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: fetching image %s failed, trying again: %s", run->run_id,
                    run->image, err.message);
-        pause_ns(run, backoff);
+        worker_run_pause(run, backoff);
         backoff = backoff * 2 > RETRY_MAX_NS ? RETRY_MAX_NS : backoff * 2;
     }
     if (r < 0) {
@@ -191,13 +191,14 @@ static int prepare(struct worker_run *run, struct worker_session *s, char **ret_
 }
 
 /* The document the runtime's start() takes (plugin.h), as berthd's dispatch makes it. */
-static int dispatch_doc(const struct worker_run *run, const char *rootfs, char **ret, size_t *ret_len,
-                        struct berth_error *reterr)
+static int dispatch_doc(const struct worker_run *run, const char *rootfs, const char *inputs_dir, char **ret,
+                        size_t *ret_len, struct berth_error *reterr)
 {
-    _cleanup_json_ json_t *doc = json_pack("{s:i, s:O, s:O, s:O, s:s}", "schema_version", 1, "receipt",
+    _cleanup_json_ json_t *doc = json_pack("{s:i, s:O, s:O, s:O, s:s, s:s*}", "schema_version", 1, "receipt",
                                            json_object_get(run->offer, "receipt"), "job",
                                            json_object_get(run->offer, "job"), "effective",
-                                           json_object_get(run->offer, "effective"), "rootfs", rootfs);
+                                           json_object_get(run->offer, "effective"), "rootfs", rootfs, "inputs_dir",
+                                           inputs_dir);
 
     if (!doc)
         return berth_error_set(reterr, -EBADMSG, "the offer lacks its receipt, job or manifest");
@@ -246,7 +247,7 @@ static void teardown(struct worker_run *run)
             return;
         berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: stopping it is not proven yet: %s", run->run_id,
                    err.message);
-        pause_ns(run, backoff);
+        worker_run_pause(run, backoff);
         backoff = backoff * 2 > RETRY_MAX_NS ? RETRY_MAX_NS : backoff * 2;
     }
 }
@@ -265,7 +266,7 @@ static json_t *b64(const uint8_t *data, size_t len)
  * reached the runtime: it failed with @reason); @cancel_reason when
  * berthd asked to stop it. */
 static int make_report(struct worker_run *run, const json_t *doc, const char *reason, const char *cancel_reason,
-                       json_t **ret_body)
+                       const json_t *outputs, const json_t *output_error, json_t **ret_body)
 {
     struct worker *w = run->w;
     struct berth_error err = BERTH_ERROR_INIT;
@@ -280,6 +281,8 @@ static int make_report(struct worker_run *run, const json_t *doc, const char *re
         .claim_digest = run->claim_digest,
         .status = BERTH_RESULT_FAILED,
         .reason = doc ? str(doc, "reason") : reason,
+        .outputs = outputs,
+        .output_error = output_error,
         .started_at = -1,
     };
     const json_t *v;
@@ -298,6 +301,11 @@ static int make_report(struct worker_run *run, const json_t *doc, const char *re
     }
     if (p.reason && !berth_reason_code_valid(p.reason))
         p.reason = NULL;
+    /* An invalid declared output fails the run, as it would on berthd's host. */
+    if (output_error) {
+        p.status = BERTH_RESULT_FAILED;
+        p.reason = "output_invalid";
+    }
     if (doc) {
         v = json_object_get(doc, "exit_code");
         if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= 255) {
@@ -376,11 +384,11 @@ static bool send_report(struct worker_run *run, struct worker_session *s, const 
             berth_logf(&w->logger, BERTH_LOG_WARNING, "job %s run %s: the report went unanswered, trying again: %s",
                        run->job_id, run->run_id, err.message);
         }
-        if (fenced(run))
+        if (worker_run_fenced(run))
             return true;
         if (atomic_load(&w->quitting))
             return false;
-        pause_ns(run, backoff);
+        worker_run_pause(run, backoff);
         backoff = backoff * 2 > RETRY_MAX_NS ? RETRY_MAX_NS : backoff * 2;
     }
 }
@@ -425,7 +433,7 @@ static int lease_holds(struct worker_run *run, struct worker_session *s, const c
     while ((r = confirm_lease(run, s, state)) == -EAGAIN) {
         if (atomic_load(&run->w->quitting))
             return -EPERM;
-        pause_ns(run, backoff);
+        worker_run_pause(run, backoff);
         backoff = backoff * 2 > RETRY_MAX_NS ? RETRY_MAX_NS : backoff * 2;
     }
     return r;
@@ -452,7 +460,7 @@ static bool execute(struct worker_run *run, struct worker_session *s, json_t **r
 {
     struct worker *w = run->w;
     struct berth_error err = BERTH_ERROR_INIT;
-    _cleanup_free_ char *rootfs = NULL, *doc = NULL;
+    _cleanup_free_ char *rootfs = NULL, *doc = NULL, *inputs_dir = NULL;
     json_t *state = NULL;
     size_t len = 0;
     bool asked = false;
@@ -475,9 +483,17 @@ static bool execute(struct worker_run *run, struct worker_session *s, json_t **r
         r = prepare(run, s, &rootfs);
         if (r < 0) {
             *ret_reason = r == -EBADMSG ? "image_refused" : r == -EPROTO ? "image_unavailable" : "start_failed";
-            return !fenced(run) && !atomic_load(&w->quitting);
+            return !worker_run_fenced(run) && !atomic_load(&w->quitting);
         }
-        if ((r = dispatch_doc(run, rootfs, &doc, &len, &err)) < 0) {
+        r = worker_inputs_stage(run, s, &inputs_dir);
+        if (r == -EPROTO || (r < 0 && worker_run_fenced(run)) || atomic_load(&w->quitting))
+            return false; /* berthd refused: the lease is gone */
+        if (r < 0) {
+            /* Bytes that are not their digest, or no room for them: it cannot run as accepted. */
+            *ret_reason = r == -EBADMSG ? "input_invalid" : "input_unavailable";
+            return true;
+        }
+        if ((r = dispatch_doc(run, rootfs, inputs_dir, &doc, &len, &err)) < 0) {
             *ret_reason = "damaged_record";
             return true;
         }
@@ -537,7 +553,7 @@ static bool execute(struct worker_run *run, struct worker_session *s, json_t **r
         }
         json_decref(state);
         state = NULL;
-        pause_ns(run, WATCH_NS);
+        worker_run_pause(run, WATCH_NS);
     }
 }
 
@@ -549,10 +565,11 @@ static void *run_main(void *arg)
     struct worker *w = run->w;
     struct berth_error err = BERTH_ERROR_INIT;
     struct worker_session s = {0};
-    _cleanup_json_ json_t *doc = NULL, *body = NULL;
+    _cleanup_json_ json_t *doc = NULL, *body = NULL, *outputs = NULL, *output_error = NULL;
     const char *reason = NULL;
     char cancel_reason[64] = "";
     bool report, done;
+    int r;
 
     if (worker_session_open(w->cfg.client, &s, &err) < 0) {
         berth_logf(&w->logger, BERTH_LOG_ERR, "run %s: %s", run->run_id, err.message);
@@ -561,14 +578,26 @@ static void *run_main(void *arg)
     if (!run->resumed && claim(run, &s) < 0)
         goto out;
     report = execute(run, &s, &doc, &reason, cancel_reason);
-    done = !report && fenced(run);
+    done = !report && worker_run_fenced(run);
     if (report) {
         teardown(run); /* a result only once nothing of the run is left running */
-        if (make_report(run, doc, reason, cancel_reason[0] ? cancel_reason : NULL, &body) == 0)
+        /* Only a run that exited on its own keeps outputs (as on berthd's host). */
+        r = doc && streq_ptr(str(doc, "state"), "exited") &&
+                    json_array_size(json_object_get(json_object_get(run->offer, "job"), "outputs"))
+                ? worker_outputs_upload(run, &s, doc, &outputs, &output_error)
+                : 0;
+        if (r == -ECANCELED) {
+            report = false;
+            done = worker_run_fenced(run); /* fenced; or the worker quits, and its restart asks again */
+        } else if (r == 0 &&
+                   make_report(run, doc, reason, cancel_reason[0] ? cancel_reason : NULL, outputs, output_error,
+                               &body) == 0) {
             done = send_report(run, &s, body);
-        else
+        } else {
             done = true; /* nothing berthd would take: its lease lapses, and berthd fences it */
-    } else if (done) {
+        }
+    }
+    if (!report && done) {
         berth_logf(&w->logger, BERTH_LOG_WARNING,
                    "job %s run %s: berthd fenced its lease: stopping it, and it reports nothing", run->job_id,
                    run->run_id);
@@ -580,11 +609,12 @@ static void *run_main(void *arg)
         worker_record_remove(w, run->run_id);
         if (w->rt->reap) {
             struct berth_error rerr = BERTH_ERROR_INIT;
-            int r = worker_runtime_reap(w, run->run_id, &rerr);
+            r = worker_runtime_reap(w, run->run_id, &rerr);
             if (r < 0 && r != -ENOENT)
                 berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: reap failed: %s", run->run_id, rerr.message);
         }
         berth_rootcache_release(w->roots, run->run_id);
+        worker_inputs_remove(w, run->run_id);
     }
 out:
     worker_session_close(&s);

@@ -35,6 +35,8 @@
 #include "rootcache.h"
 #include "sign.h"
 
+struct worker_session;
+
 /* One run the worker holds (or is claiming). */
 struct worker_run {
     struct worker *w;
@@ -70,7 +72,7 @@ struct worker {
     void *img_state;
     struct berth_blob_store *store;
     struct berth_rootcache *roots;
-    char *runs_dir, *tmp_dir, *images_dir, *roots_dir;
+    char *runs_dir, *tmp_dir, *images_dir, *roots_dir, *inputs_dir;
     json_t *capabilities, *egress_classes; /* what it offers: its runtime's, without the job needs it cannot serve */
     json_t *qualification;                 /* its signed qualification, or JSON null */
     pthread_mutex_t stage_lock;            /* one stage() at a time: the image source is one instance */
@@ -96,6 +98,12 @@ struct worker {
  * free slot.  NULL: out of memory or threads (logged). */
 struct worker_run *worker_run_spawn(struct worker *w, json_t *offer, json_t *claim, bool resumed, bool was_started);
 
+/* Wait @ns, or less when the run changed, was fenced or the worker quits (lock not held). */
+void worker_run_pause(struct worker_run *run, int64_t ns);
+
+/* Whether berthd fenced @run's lease (lock not held). */
+bool worker_run_fenced(struct worker_run *run);
+
 /* The runtime plugin's calls, one at a time unless the plugin declares
  * BERTH_RUNTIME_CONCURRENT (plugin.h, "Threading"). */
 int worker_runtime_start(struct worker *w, const char *doc, size_t len, struct berth_error *reterr);
@@ -103,6 +111,29 @@ int worker_runtime_inspect(struct worker *w, const char *run_id, char **ret, siz
                            struct berth_error *reterr);
 int worker_runtime_cancel(struct worker *w, const char *run_id, struct berth_error *reterr);
 int worker_runtime_reap(struct worker *w, const char *run_id, struct berth_error *reterr);
+int worker_runtime_open_output(struct worker *w, const char *run_id, const char *output_id, int *ret_fd,
+                               uint64_t *ret_size, struct berth_error *reterr);
+
+/* --- runio.c: a run's inputs and outputs (docs/workers.md) --- */
+
+/* Stage the inputs of @run (its job's "inputs") from berthd into
+ * STATE/inputs/<run id>; *@ret_dir that directory (malloc'd), NULL when
+ * the job has none.  0; -EAGAIN (berthd or the network failed: try again);
+ * -EPROTO (berthd refused: the lease is gone); -EBADMSG (the bytes are
+ * not the input's); -errno of the file system. */
+int worker_inputs_stage(struct worker_run *run, struct worker_session *s, char **ret_dir);
+
+/* Remove the staged inputs of @run_id (logged when that fails). */
+void worker_inputs_remove(struct worker *w, const char *run_id);
+
+/* Upload the declared outputs of @run, whose runtime's final inspect
+ * document is @doc (it exited), to berthd as the job owner's evidence.
+ * 0 with *@ret_outputs the report's outputs (a new array) and
+ * *@ret_error NULL, or *@ret_outputs [] and *@ret_error {id, problem}
+ * when an output is invalid; -ECANCELED: the run was fenced or the worker
+ * quits (nothing is reported); -ENOMEM. */
+int worker_outputs_upload(struct worker_run *run, struct worker_session *s, const json_t *doc, json_t **ret_outputs,
+                          json_t **ret_error);
 
 /* Free @run once its thread was joined. */
 void worker_run_free(struct worker_run *run);

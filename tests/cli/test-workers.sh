@@ -4,6 +4,10 @@
 #
 #   - jobs of a pool placed on "workers" spread across the workers, and
 #     every signed result verifies, down to the worker's claim and report;
+#   - a job's inputs reach the worker from berthd's evidence store and its
+#     declared outputs come back into it, bound by the report; an invalid
+#     output fails the run as it would on berthd's host; a worker reads and
+#     writes only the inputs and outputs of runs it holds;
 #   - a forged claim is refused, and so is a worker that is not enrolled;
 #   - a worker killed mid-job: its lease lapses, berthd fences the run
 #     (failed, worker_lost), nobody runs it again, and the worker, back,
@@ -50,6 +54,74 @@ sort "$TMP/ran-on" | uniq -c
 [ "$(sort -u "$TMP/ran-on" | wc -l)" = 3 ] || fail "the jobs did not spread over the three workers: $(sort "$TMP/ran-on" | uniq -c)"
 echo "PASS: jobs spread across three workers and verify"
 
+# --- Inputs from berthd's evidence store, declared outputs back into it. ---
+sha() { printf 'sha256:%s' "$(sha256sum "$1" | cut -d' ' -f1)"; }
+printf 'one\ntwo\nthree\nfour\n' >"$TMP/data.txt"
+run 0 CLIENT evidence put "$TMP/data.txt" --media-type text/plain
+REF=$(cat "$TMP/stdout")
+INPUT_DIGEST=$(jq -r .digest <<<"$REF")
+# io_job ID SCRIPT [MAX_BYTES]: the input at /inputs/data.txt, the declared output "report".
+io_job() {
+    jq -n --arg id "$1" --arg img "$DIGEST" --arg s "$2" --argjson ref "$REF" --argjson max "${3:-4096}" \
+        '{schema_version: 1, id: $id, pool: "fleet", image: $img, argv: ["/bin/sh", "-c", $s],
+          inputs: [{path: "/inputs/data.txt", ref: $ref}],
+          outputs: [{id: "report", path: "/tmp/outputs/report.json", media_type: "application/json", max_bytes: $max}],
+          limits: {cpu_millis: 1000, memory_bytes: 268435456, pids: 64, scratch_bytes: 16777216,
+                   wall_time_ns: 60000000000, output_bytes: 65536, artifact_bytes: 4194304}}' >"$TMP/$1.job.json"
+}
+COUNT='n=$(wc -l < /inputs/data.txt); printf "{\"lines\":%d}" "$n" > /tmp/outputs/report.json
+if echo x 2>/dev/null > /inputs/data.txt; then echo INPUT-WRITABLE; else echo input-read-only; fi'
+io_job count "$COUNT"
+submit count
+COUNT_RUN=$RUN_ID
+[ "$(placed count)" = workers ] || fail "the job with inputs and outputs was placed on $(placed count)"
+finish count
+[ "$(result count .status)" = exited ] || fail "count: $(jq -c .result "$TMP/count.out/result.json")"
+[ "$(cat "$TMP/count.out/stdout")" = input-read-only ] || fail "count: writing the input: $(cat "$TMP/count.out/stdout")"
+[ "$(cat "$TMP/count.out/outputs/report")" = '{"lines":4}' ] || fail "the report is $(cat "$TMP/count.out/outputs/report")"
+[ "$(result count '.outputs[0].digest')" = "$(sha "$TMP/count.out/outputs/report")" ] ||
+    fail "the result lists $(result count .outputs)"
+[ "$(result count '.worker.report.report.outputs[0].digest')" = "$(sha "$TMP/count.out/outputs/report")" ] ||
+    fail "the worker's report lists $(result count .worker.report.report.outputs)"
+run 0 "$BERTHCTL" result verify "$TMP/count.out/result.json" --pubkey "$INST/keys/receipt.pub" --job "$TMP/count.job.json" \
+    --outputs "$TMP/count.out/outputs"
+stdout_has "run by worker "
+COUNT_WORKER=$(result count .worker.name)
+wait_log "$TMP/$COUNT_WORKER.log" "run $COUNT_RUN: staged 1 input\(s\), 19 bytes, from berthd"
+# The worker's staged inputs are gone once the run was reaped.
+for i in $(seq 1 100); do [ -z "$(ls -A "$TMP/$COUNT_WORKER/state/inputs")" ] && break; sleep 0.1; done
+[ -z "$(ls -A "$TMP/$COUNT_WORKER/state/inputs")" ] || fail "staged inputs left: $(ls "$TMP/$COUNT_WORKER/state/inputs")"
+
+# A symlinked output: failed, output_invalid, as on berthd's host; the chain verifies.
+io_job link 'ln -s /etc/passwd /tmp/outputs/report.json'
+submit link
+finish link
+[ "$(result link .status)/$(result link .reason)" = failed/output_invalid ] ||
+    fail "link: $(jq -c .result "$TMP/link.out/result.json")"
+[ "$(result link .output_error.problem)/$(result link .output_error.id)" = symlink/report ] ||
+    fail "link: $(result link .output_error)"
+run 0 "$BERTHCTL" result verify "$TMP/link.out/result.json" --pubkey "$INST/keys/receipt.pub" --job "$TMP/link.job.json"
+# An output of 300 KiB: more than one chunk of an upload (http.max_body_bytes is 256 KiB here).
+io_job big 'head -c 307200 /dev/zero | tr "\0" x > /tmp/outputs/report.json' 1048576
+submit big
+finish big
+[ "$(result big .status)" = exited ] || fail "big: $(jq -c .result "$TMP/big.out/result.json")"
+[ "$(stat -c %s "$TMP/big.out/outputs/report")" = 307200 ] || fail "big: the output is $(stat -c %s "$TMP/big.out/outputs/report") bytes"
+run 0 "$BERTHCTL" result verify "$TMP/big.out/result.json" --pubkey "$INST/keys/receipt.pub" --job "$TMP/big.job.json" \
+    --outputs "$TMP/big.out/outputs"
+
+# Only a run's lease holder reads its inputs and writes its outputs: an
+# ended run gives nothing to anyone, and a client is no worker.
+api "$COUNT_WORKER" GET "/v1/workers/runs/$COUNT_RUN/inputs/$INPUT_DIGEST"
+expect_status 403
+body_has "holds no lease on run $COUNT_RUN"
+api "$COUNT_WORKER" POST "/v1/workers/runs/$COUNT_RUN/outputs/report"
+expect_status 403
+api dev GET "/v1/workers/runs/$COUNT_RUN/inputs/$INPUT_DIGEST"
+expect_status 403
+body_has not_a_worker
+echo "PASS: inputs reach workers and declared outputs come back, bound by the report"
+
 # poll_as WHO KEYID: a worker's poll sent by curl with WHO's certificate.
 poll_as() {
     jq -n --arg k "$2" '{keyid: $k, slots: 1, busy: 0, capabilities: [], egress_classes: ["none"], qualification: null}' \
@@ -67,7 +139,9 @@ poll_as w4 "$K4"
 expect_status 200
 jq -e '.pools == [] and .offers == []' "$TMP/body" >/dev/null || fail "an unenrolled worker was offered: $(cat "$TMP/body")"
 # With every worker stopped, a job waits; w1's certificate polls by hand.
-for w in w1 w2 w3; do kill -STOP "${WPID[$w]}"; done
+# (Stopped by SIGTERM, not SIGSTOP: a frozen worker's parked polls would
+# take the offer as their bounds pass, each for the offer's hold.)
+for w in w1 w2 w3; do stop_worker "$w"; done
 # Its id is longer than a run id: job ids run to 128 characters.
 FORGED=a-job-whose-id-is-longer-than-any-run-id-and-that-forged-claims-try-to-take
 bb_job "$FORGED" "echo ran once"
@@ -99,7 +173,7 @@ jq -c --arg k "$K4" '.claim.worker_name = "w4" | .claim.keyid = $k' "$TMP/forged
 api w4 POST /v1/workers/claims -H 'Content-Type: application/json' --data-binary "@$TMP/w4-claim.json"
 expect_status 409
 body_has '"error":"stale_pool"'
-for w in w1 w2 w3; do kill -CONT "${WPID[$w]}"; done
+for w in w1 w2 w3; do start_worker "$w"; done
 finish "$FORGED"
 [ "$(result "$FORGED" .status)" = exited ] || fail "the job of the forged claims: $(cat "$TMP/$FORGED.out/result.json")"
 echo "PASS: forged claims and unenrolled workers are refused"
@@ -134,6 +208,46 @@ expect_lost() {
     run 0 "$BERTHCTL" result verify "$TMP/$1.out/result.json" --pubkey "$INST/keys/receipt.pub" --job "$TMP/$1.job.json"
 }
 
+# --- While a worker holds a run: it reads that run's inputs only, and its
+# output uploads are its own (no evidence caller and no other worker finds
+# them; bytes that are not the digest are refused). ---
+io_job held 'sleep 3; { echo held; cat /inputs/data.txt; } > /tmp/outputs/report.json'
+submit held
+HELD_RUN=$RUN_ID
+wait_claimed held
+HOLDER=$OWNER
+OTHER=w1
+[ "$HOLDER" != w1 ] || OTHER=w2
+api "$HOLDER" GET "/v1/workers/runs/$HELD_RUN/inputs/$INPUT_DIGEST"
+expect_status 200
+cmp -s "$TMP/body" "$TMP/data.txt" || fail "the input read by $HOLDER differs: $(cat "$TMP/body")"
+api "$HOLDER" GET "/v1/workers/runs/$HELD_RUN/inputs/sha256:$(printf '0%.0s' $(seq 1 64))"
+expect_status 403
+body_has "is not an input of run $HELD_RUN"
+api "$OTHER" GET "/v1/workers/runs/$HELD_RUN/inputs/$INPUT_DIGEST"
+expect_status 403
+api "$HOLDER" POST "/v1/workers/runs/$HELD_RUN/outputs/nosuch"
+expect_status 404
+api "$HOLDER" POST "/v1/workers/runs/$HELD_RUN/outputs/report?size=99999"
+expect_status 413
+api "$HOLDER" POST "/v1/workers/runs/$HELD_RUN/outputs/report"
+expect_status 202
+UPLOAD=$(jq -r .upload "$TMP/body")
+api dev PATCH "/v1/evidence/uploads/$UPLOAD" -H 'Content-Range: 0-2' --data-binary abc
+expect_status 404
+api "$OTHER" PATCH "/v1/workers/uploads/$UPLOAD" -H 'Content-Range: 0-2' --data-binary abc
+expect_status 404
+api "$HOLDER" PATCH "/v1/workers/uploads/$UPLOAD" -H 'Content-Range: 0-2' --data-binary abc
+expect_status 202
+api "$HOLDER" PUT "/v1/workers/uploads/$UPLOAD?digest=$(printf xyz | sha256sum | sed 's/ .*//; s/^/sha256:/')"
+expect_status 400
+body_has digest_mismatch
+finish held
+[ "$(result held .status)" = exited ] || fail "held: $(jq -c .result "$TMP/held.out/result.json")"
+{ echo held; cat "$TMP/data.txt"; } | cmp -s "$TMP/held.out/outputs/report" - ||
+    fail "held: the output is $(cat "$TMP/held.out/outputs/report")"
+echo "PASS: a worker reads and writes only what the run it holds declares"
+
 # --- A cancellation and a deadline reach the worker: it stops the run and reports why. ---
 bb_job cancelled "sleep 30; echo never"
 submit cancelled
@@ -141,7 +255,7 @@ wait_claimed cancelled
 run 0 CLIENT cancel cancelled
 finish cancelled
 [ "$(result cancelled .status)/$(result cancelled .reason)" = cancelled/cancelled ] ||
-    fail "the cancelled run: $(cat "$TMP/cancelled.out/result.json")"
+    fail "the cancelled run: $(cat "$TMP/cancelled.out/result.json"); $OWNER: $(tail -n 20 "$TMP/$OWNER.log"); berthd: $(tail -n 30 "$TMP/berthd.log")"
 [ "$(result cancelled .worker.name)" = "$OWNER" ] || fail "the cancelled run's result names no worker"
 run 0 "$BERTHCTL" result verify "$TMP/cancelled.out/result.json" --pubkey "$INST/keys/receipt.pub" \
     --job "$TMP/cancelled.job.json"
@@ -298,5 +412,5 @@ run 0 "$BERTHCTL" --journal "$INST/state/journal.db" audit export --out "$TMP/ch
 run 0 "$BERTHCTL" audit verify "$TMP/chain.jsonl" --audit-key "$INST/keys/audit.key" --pubkey "$INST/keys/receipt.pub"
 CLAIMS=$(cat "$TMP"/w[0-9].log | grep -c ": claimed$")
 stdout_has ", 6 enrolments, $CLAIMS claims"
-[ "$CLAIMS" = 18 ] || fail "$CLAIMS runs were claimed, not 18"
+[ "$CLAIMS" = 22 ] || fail "$CLAIMS runs were claimed, not 22"
 echo "PASS: the audit chain verifies offline"

@@ -6,13 +6,17 @@
 # 127.0.0.1 only.
 : "${BERTH_WORKER:?}"
 
-# workers_install [LEASE_NS]: oci_install crun, and pool "fleet" placed on
+# workers_install [LEASE_NS]: oci_install crun with the evidence store
+# (inputs and outputs), and pool "fleet" placed on
 # the workers only, granted to dev; berthd's workers lease LEASE_NS
-# (default 3 s), qualification not required (tested on its own).
+# (default 3 s), qualification not required (tested on its own), request
+# bodies of 256 KiB at most.
 workers_install() {
-    oci_install crun
+    OCI_EVIDENCE=1 oci_install crun
     add_pool fleet workers
-    edit_config '.workers = {lease_ns: $l, require_qualification: false}' --argjson l "${1:-3000000000}"
+    # Request bodies of 256 KiB at most: an output of more is uploaded in chunks.
+    edit_config '.workers = {lease_ns: $l, require_qualification: false} | .http.max_body_bytes = 262144' \
+        --argjson l "${1:-3000000000}"
 }
 
 # make_worker NAME [SLOTS]: a client certificate for NAME in the policy as a

@@ -283,6 +283,60 @@ START_TEST(result_chain_links)
 }
 END_TEST
 
+/* A report's output_error: with a failed status and no outputs only; a
+ * result saying another output_error than the report is refused. */
+START_TEST(report_output_error)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct fixture f;
+    _cleanup_json_ json_t *oe = json_pack("{s:s, s:s}", "id", "report", "problem", "symlink");
+    json_t *env = NULL, *copy, *result = NULL;
+    const json_t *body = NULL;
+    struct berth_report_params p;
+    struct berth_result_params rp;
+
+    setup(&f);
+    p = (struct berth_report_params){
+        .worker_name = "worker-1", .job_id = f.job->id, .run_id = RUN, .job_digest = f.job->digest,
+        .claim_digest = f.claim_digest, .status = BERTH_RESULT_FAILED, .has_exit_code = true, .exit_code = 3,
+        .reason = "output_invalid", .out = "hi\n", .out_len = 3, .err = "", .err_len = 0, .output_error = oe,
+        .started_at = 10, .finished_at = 20};
+    ck_assert_msg(berth_report_create(f.worker, &p, &env, &err) == 0, "%s", err.message);
+    ck_assert_msg(berth_report_verify(env, berth_signing_key_public(f.worker), &body, &err) == 0, "%s", err.message);
+    ck_assert(json_equal(json_object_get(body, "output_error"), oe));
+    /* The same with "exited": an output_error goes only with a failure. */
+    copy = json_deep_copy(body);
+    json_decref(env);
+    json_object_set_new(copy, "status", json_string("exited"));
+    ck_assert_int_eq(berth_envelope_seal(f.worker, "report", copy, &env, &err), 0);
+    ck_assert_int_eq(berth_report_verify(env, berth_signing_key_public(f.worker), NULL, &err), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(err.message, "has failed"));
+    json_decref(env);
+    /* A problem nobody knows. */
+    json_object_set_new(copy, "status", json_string("failed"));
+    json_object_set_new(json_object_get(copy, "output_error"), "problem", json_string("cosmic_ray"));
+    ck_assert_int_eq(berth_envelope_seal(f.worker, "report", copy, &env, &err), 0);
+    ck_assert_int_eq(berth_report_verify(env, berth_signing_key_public(f.worker), NULL, &err), -EBADMSG);
+    json_decref(env);
+    /* Without the member at all (a report of before): refused. */
+    json_object_del(copy, "output_error");
+    ck_assert_int_eq(berth_envelope_seal(f.worker, "report", copy, &env, &err), 0);
+    ck_assert_int_eq(berth_report_verify(env, berth_signing_key_public(f.worker), NULL, &err), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(err.message, "output_error"));
+    json_decref(env);
+    json_decref(copy);
+    /* The report says no output_error; a result naming one (for a job that
+     * declares no output) is not the report's. */
+    rp = params(&f);
+    rp.status = BERTH_RESULT_FAILED;
+    rp.reason = "output_invalid";
+    rp.output_error = oe;
+    ck_assert_int_eq(berth_result_create(f.broker, &rp, &result, &err), -EINVAL);
+    ck_assert_ptr_null(result);
+    teardown(&f);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("report");
@@ -292,6 +346,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, report_refusals);
     tcase_add_test(tc, result_names_the_worker);
     tcase_add_test(tc, result_chain_links);
+    tcase_add_test(tc, report_output_error);
     return s;
 }
 

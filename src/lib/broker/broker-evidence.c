@@ -281,6 +281,20 @@ int berth_broker_evidence_begin(struct berth_broker *b, const struct berth_evide
     return 0;
 }
 
+int broker_evidence_scratch(struct berth_broker *b, int *ret_fd, struct berth_reply *reply)
+{
+    int r;
+
+    if (!b->p.evidence_ops) {
+        no_store(reply, "this broker has no evidence store");
+        return -EOPNOTSUPP;
+    }
+    pthread_mutex_lock(&b->evidence_lock);
+    r = scratch_file(b, ret_fd, reply);
+    pthread_mutex_unlock(&b->evidence_lock);
+    return r;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Audit                                                                      */
 

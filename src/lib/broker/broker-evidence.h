@@ -209,4 +209,49 @@ void berth_broker_evidence_remove(struct berth_broker *b, const struct berth_evi
 void berth_broker_evidence_list(struct berth_broker *b, const struct berth_evidence_owner *who, const char *after,
                                 int64_t limit, bool all, struct berth_reply *reply);
 
+/*
+ * Runs of workers.  A remote worker (docs/workers.md) reads the inputs and
+ * writes the declared outputs of a run only while it holds that run's
+ * lease, checked at every call: the objects are the job owner's (its
+ * principal and scope), never the worker's, and no grant or quota of the
+ * owner is asked for (the job was admitted with them).  Outputs are stored
+ * as berthd stores a local run's: the declared media type, within
+ * max_bytes, kept for outputs_retention_ns; no audit event (the signed
+ * result names them).  Replies as above, plus 403 not_a_worker and 403
+ * denied (the caller holds no lease on the run, or the digest is not one
+ * of its inputs) and 404 not_found (no such declared output).
+ */
+
+/**
+ * berth_broker_run_input() - berth_broker_evidence_get() of @digest, an
+ * input of run @run_id, for the worker whose certificate has @fingerprint
+ * and holds the run's lease.  *@ret as there (ret->fd -1 on failure).
+ */
+void berth_broker_run_input(struct berth_broker *b, const char *fingerprint, const char *run_id, const char *digest,
+                            struct berth_evidence_content *ret, struct berth_reply *reply);
+
+/**
+ * berth_broker_run_output_begin() - start the upload of output @output_id
+ * of run @run_id for the worker @fingerprint that holds its lease, of
+ * @size bytes when @has_size.  0 with *@ret_fd a new unnamed file to write
+ * the content into from offset 0 (the caller's) and *@ret_room the most it
+ * may hold (the output's max_bytes, at most max_object_bytes); else a
+ * negative errno with @reply filled (403, 404, 413 too_large, 501, 503).
+ */
+int berth_broker_run_output_begin(struct berth_broker *b, const char *fingerprint, const char *run_id,
+                                  const char *output_id, bool has_size, uint64_t size, int *ret_fd,
+                                  uint64_t *ret_room, struct berth_reply *reply);
+
+/**
+ * berth_broker_run_output_commit() - store @size bytes of @fd (from offset
+ * 0; the caller keeps it) as output @output_id of run @run_id, object
+ * @digest of the job's owner, after checking the lease again.  @reply: 201
+ * {run_id, output, digest, size, media_type}, or 400 digest_mismatch, 403,
+ * 404, 409 conflict, 410 gone, 413 too_large, 503.  Idempotent: the same
+ * bytes again answer 201 again.
+ */
+void berth_broker_run_output_commit(struct berth_broker *b, const char *fingerprint, const char *run_id,
+                                    const char *output_id, int fd, uint64_t size, const char *digest,
+                                    struct berth_reply *reply);
+
 #endif /* BERTH_BROKER_EVIDENCE_H */

@@ -9,12 +9,8 @@
  * need; otherwise the job is refused before anything is recorded.  The
  * store is asked before the batch takes the broker lock.
  *
- * Staging: INPUTS/<run_id>/ (0700) holds one 0444 file per input, named by
- * its index in job.inputs, each fetched with get(max_bytes = its size),
- * synced, then read back and hashed against its digest; the empty marker
- * "staged" is published last.  A directory without the marker was cut
- * short (a crash, a failure): nothing in it is trusted, it is cleared and
- * staged again from the store.
+ * Staging: inputs-stage.h, each input fetched from the store with
+ * get(max_bytes = its size).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,14 +22,11 @@
 #include <unistd.h>
 
 #include "broker-internal.h"
-#include "digest.h"
-#include "fsutil.h"
+#include "inputs-stage.h"
 #include "jsonobj.h"
 #include "macro.h"
 #include "poolchain.h"
 #include "tree.h"
-
-#define STAGED_MARKER "staged"
 
 static void refuse(struct broker_input_check *ic, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -206,49 +199,32 @@ bool broker_jobio_admissible(struct berth_broker *b, const struct berth_job *job
 
 /* ---------------------------------------------------------------------- */
 
-/* Stage input @i (@in) of @rec as the file "<i>" in @dirfd, verified. */
-static int stage_one(struct berth_broker *b, const struct berth_job_record *rec, int dirfd, size_t i, const json_t *in,
-                     struct berth_error *reterr)
+/* The store's copy of input @index of the job being staged, into @fd. */
+struct fetch_call {
+    struct berth_broker *b;
+    const struct berth_job_record *rec;
+};
+
+static int fetch_input(void *userdata, size_t index, const char *digest, uint64_t size, int fd,
+                       struct berth_error *reterr)
 {
-    const json_t *ref = json_object_get(in, "ref");
-    const char *digest = json_string_value(json_object_get(ref, "digest"));
-    json_int_t size = json_integer_value(json_object_get(ref, "size"));
-    char name[32];
+    struct fetch_call *c = userdata;
     _cleanup_free_ char *key = NULL;
-    struct berth_publish p;
     size_t len = 0;
     int r;
 
-    if (!digest || size < 0)
-        return berth_error_set(reterr, -EBADMSG, "input %zu: the stored job is damaged", i);
-    snprintf(name, sizeof(name), "%zu", i);
-    if ((r = broker_evidence_key(digest, rec->principal, rec->scope, &key, &len, reterr)) < 0 ||
-        (r = berth_publish_begin(dirfd, name, &p, reterr)) < 0)
+    (void)index;
+    if ((r = broker_evidence_key(digest, c->rec->principal, c->rec->scope, &key, &len, reterr)) < 0)
         return r;
-    r = broker_evidence_get(b, key, len, p.fd, (uint64_t)size, reterr);
-    if (r == -EFBIG)
-        r = berth_error_set(reterr, -EBADMSG, "input %zu (%s): the store holds more than its %lld bytes", i, digest,
-                            (long long)size);
-    if (r == 0 && fdatasync(p.fd) < 0)
-        r = berth_error_set(reterr, -errno, "input %zu: syncing it: %m", i);
-    /* Read back what reached the disk: exactly its size and its digest. */
-    if (r == 0 && (r = berth_digest_fd_matches(p.fd, (uint64_t)size, digest, reterr)) < 0)
-        berth_error_prefix(reterr, "input %zu staged", i);
-    if (r < 0) {
-        berth_publish_abort(&p);
-        return r;
-    }
-    return berth_publish_commit(&p, 0444, 0, reterr);
+    return broker_evidence_get(c->b, key, len, fd, size, reterr);
 }
 
 int broker_stage_inputs(struct berth_broker *b, const struct berth_job_record *rec, const json_t *job, char **ret_dir,
                         struct berth_error *reterr)
 {
-    const json_t *inputs = json_object_get(job, "inputs"), *in;
-    _cleanup_close_ int top = -1, dir = -1;
-    _cleanup_free_ char *path = NULL;
+    const json_t *inputs = json_object_get(job, "inputs");
+    struct fetch_call c = {.b = b, .rec = rec};
     int64_t t0 = broker_mono_now(), bytes = 0;
-    size_t i;
     int r;
 
     *ret_dir = NULL;
@@ -256,48 +232,20 @@ int broker_stage_inputs(struct berth_broker *b, const struct berth_job_record *r
         return 0;
     if (!b->p.inputs_directory || !b->p.evidence_ops)
         return berth_error_set(reterr, -ENOENT, "this broker has no evidence store to stage inputs from");
-    if (asprintf(&path, "%s/%s", b->p.inputs_directory, rec->run_id) < 0)
-        return berth_error_set(reterr, -ENOMEM, "out of memory");
-    top = berth_open_trusted(b->p.inputs_directory, O_RDONLY | O_DIRECTORY, 0, reterr);
-    if (top < 0)
-        return top;
-    if (mkdirat(top, rec->run_id, 0700) < 0 && errno != EEXIST)
-        return berth_error_set(reterr, -errno, "cannot create %s: %m", path);
-    dir = openat(top, rec->run_id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dir < 0)
-        return berth_error_set(reterr, -errno, "cannot open %s: %m", path);
-    if (faccessat(dir, STAGED_MARKER, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-        *ret_dir = TAKE_PTR(path);
-        return 0;
-    }
-    /* Cut short before: nothing of it is trusted. */
-    if ((r = berth_tree_clear(dir, reterr)) < 0)
-        return r;
-    json_array_foreach(inputs, i, in)
-    {
-        if ((r = stage_one(b, rec, dir, i, in, reterr)) < 0)
-            return r;
-        bytes += json_integer_value(json_object_get(json_object_get(in, "ref"), "size"));
-    }
-    if ((r = berth_publish_at(dir, STAGED_MARKER, "", 0, 0600, 0, reterr)) < 0)
-        return r;
-    /* The time is tests/bench/bench-evidence.sh's stage_*_ms. */
-    berth_logf(b->p.logger, BERTH_LOG_INFO, "job %s run %s: staged %zu input(s), %lld bytes, in %lld ms into %s",
-               rec->job_id, rec->run_id, json_array_size(inputs), (long long)bytes,
-               (long long)((broker_mono_now() - t0) / 1000000), path);
-    *ret_dir = TAKE_PTR(path);
-    return 0;
+    r = berth_inputs_stage(b->p.inputs_directory, rec->run_id, inputs, fetch_input, &c, ret_dir, &bytes, reterr);
+    if (r == 0 && bytes)
+        /* The time is tests/bench/bench-evidence.sh's stage_*_ms. */
+        berth_logf(b->p.logger, BERTH_LOG_INFO, "job %s run %s: staged %zu input(s), %lld bytes, in %lld ms into %s",
+                   rec->job_id, rec->run_id, json_array_size(inputs), (long long)bytes,
+                   (long long)((broker_mono_now() - t0) / 1000000), *ret_dir);
+    return r;
 }
 
 void broker_unstage_inputs(struct berth_broker *b, const struct berth_job_record *rec)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    _cleanup_close_ int top = -1;
 
-    if (!b->p.inputs_directory)
-        return;
-    top = berth_open_trusted(b->p.inputs_directory, O_RDONLY | O_DIRECTORY, 0, &err);
-    if (top < 0 || broker_remove_dir_at(top, rec->run_id, &err) < 0)
+    if (b->p.inputs_directory && berth_inputs_unstage(b->p.inputs_directory, rec->run_id, &err) < 0)
         berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: cannot remove its staged inputs: %s", rec->job_id,
                    rec->run_id, err.message);
 }

@@ -453,6 +453,29 @@ int broker_capture_outputs(struct berth_broker *b, const struct berth_broker_bac
                            const struct berth_job_record *rec, const json_t *inspect, json_t **ret_outputs,
                            json_t **ret_error, struct berth_error *reterr);
 
+/* The store's put() document of an output of @rec: its owner (principal,
+ * scope), @digest, @size bytes, @media_type, kept until @retain_until (ns
+ * since the epoch; 0: until deleted).  A new reference, NULL out of memory. */
+json_t *broker_output_meta(const struct berth_job_record *rec, const char *digest, int64_t size, const char *media_type,
+                           int64_t retain_until);
+
+/* When an output stored at @now is let go (outputs_retention_ns); 0: never. */
+int64_t broker_outputs_retain_until(const struct berth_broker *b, int64_t now);
+
+/* --- broker-runio.c: the inputs and outputs of a worker's run --- */
+
+/* Lock NOT held (it takes the evidence lock): whether each of @outputs, a
+ * worker's report's list, is in the evidence store under @rec's owner with
+ * its digest, size and media type, as the worker uploaded it.  0; else
+ * @reply says which is missing (409 output_missing) or that the store
+ * failed (503), and a negative errno is returned. */
+int broker_outputs_stored(struct berth_broker *b, const struct berth_job_record *rec, const json_t *outputs,
+                          struct berth_reply *reply);
+
+/* Any thread, evidence lock not held: a new unnamed file for an upload
+ * (the store's upload(), or the spool directory).  0; else @reply says why. */
+int broker_evidence_scratch(struct berth_broker *b, int *ret_fd, struct berth_reply *reply);
+
 /* --- broker-storage.c: a full state filesystem (lock held unless said) --- */
 
 /* CLOCK_MONOTONIC now, for the backoffs; 0 if it cannot be read, which
@@ -705,6 +728,7 @@ struct broker_remote_outcome {
     const uint8_t *out, *err;
     size_t out_len, err_len;
     const json_t *outputs;
+    const json_t *output_error; /* {id, problem}, or NULL */
     int64_t started_at, finished_at;
     const json_t *worker;     /* the result's "worker" member (report.h) */
 };
@@ -729,6 +753,14 @@ int broker_remote_started(struct berth_broker *b, struct berth_job_record *rec, 
                           struct berth_error *reterr);
 
 /* --- broker-lease.c: leases of remote runs --- */
+
+/* Lock held: whether @caller (an authenticated worker) holds the lease of
+ * run @run_id now: the run is remote, not ended, its lease names the
+ * caller and has not run out at @now.  0 with @rec filled (the caller
+ * clears it either way) and *@ret_job the parsed stored job (a new
+ * reference); -EACCES otherwise (nothing tells which). */
+int broker_held_run(struct berth_broker *b, const struct broker_caller *caller, const char *run_id, int64_t now,
+                    struct berth_job_record *rec, json_t **ret_job);
 
 /* Parse the lease of @rec: its claim envelope (borrowed from *@ret_doc,
  * which the caller releases), claim digest, worker and expiry (CLOCK_REALTIME,

@@ -283,6 +283,26 @@ static bool answered_before(const struct berth_job_record *rec, const json_t *re
     return true;
 }
 
+/* Whether a report that names no output_error lists every declared
+ * output when it exited, and none otherwise; -EBADMSG says which. */
+static int outputs_incomplete(const struct berth_job *job, const json_t *report, const char *status,
+                              struct berth_error *reterr)
+{
+    const json_t *declared = json_object_get(job->doc, "outputs"), *listed = json_object_get(report, "outputs");
+
+    if (!json_is_null(json_object_get(report, "output_error")))
+        return 0; /* berth_result_outputs_check(): failed, and lists none */
+    if (!streq_ptr(status, "exited")) {
+        if (json_array_size(listed) > 0)
+            return berth_error_set(reterr, -EBADMSG, "a run that did not exit on its own keeps no outputs");
+        return 0;
+    }
+    if (json_array_size(listed) != json_array_size(declared))
+        return berth_error_set(reterr, -EBADMSG, "it lists %zu output(s) of the %zu declared, and no output_error",
+                               json_array_size(listed), json_array_size(declared));
+    return 0;
+}
+
 /* Lock held: check @report_env of @rec against its lease @lease and the
  * caller; fill @o (borrowing from @report_env and the buffers) and the
  * worker member *@ret_worker.  0, else @reply says why. */
@@ -329,22 +349,28 @@ static int check_report(struct berth_broker *b, const struct broker_caller *call
         broker_fail(reply, 400, "malformed", "%s", err.message);
         return -EBADMSG;
     }
-    if (json_array_size(json_object_get(report, "outputs")) > 0) {
-        broker_fail(reply, 400, "malformed", "a worker's report lists no outputs yet (docs/workers.md)");
-        return -EBADMSG;
-    }
     if (berth_job_parse(rec->job, strlen(rec->job), &job, &err) < 0) {
         broker_fail(reply, 500, "internal", "the stored job of run %s is damaged", rec->run_id);
         return -EBADMSG;
     }
     output_bytes = job->limits.output_bytes;
+    status = json_string_value(json_object_get(report, "status"));
+    /* Outputs as a local run's result would list them: declared ones,
+     * with their media types, within their bounds, each once; and, as for a
+     * local run, only a run that exited on its own keeps them. */
+    if (berth_result_outputs_check(json_object_get(report, "outputs"), json_object_get(report, "output_error"), status,
+                                   job, &err) < 0 ||
+        outputs_incomplete(job, report, status, &err) < 0) {
+        berth_job_free(job);
+        broker_fail(reply, 400, "malformed", "report of run %s: %s", rec->run_id, err.message);
+        return -EBADMSG;
+    }
     berth_job_free(job);
     if (out_len + err_len > (size_t)output_bytes) {
         broker_fail(reply, 400, "output_limit", "stdout and stderr are %zu bytes, more than the job's output_bytes %lld",
                     out_len + err_len, (long long)output_bytes);
         return -EFBIG;
     }
-    status = json_string_value(json_object_get(report, "status"));
     idx = berth_name_index(berth_result_status_names, 4, status);
     *o = (struct broker_remote_outcome){
         .to = idx == BERTH_RESULT_EXITED     ? BERTH_JOB_EXITED
@@ -357,6 +383,8 @@ static int check_report(struct berth_broker *b, const struct broker_caller *call
         .err = errb,
         .err_len = err_len,
         .outputs = json_object_get(report, "outputs"),
+        .output_error = json_is_null(json_object_get(report, "output_error")) ? NULL
+                                                                              : json_object_get(report, "output_error"),
         .started_at = -1,
     };
     v = json_object_get(report, "exit_code");
@@ -435,8 +463,13 @@ void berth_broker_worker_report(struct berth_broker *b, const char *fingerprint,
             goto out;
         o.worker = worker;
         pthread_mutex_unlock(&b->lock);
-        r = broker_remote_finish(b, &rec, &o, &err);
+        /* No result names an output the store does not hold (the worker uploads first). */
+        r = broker_outputs_stored(b, &rec, o.outputs, reply);
+        if (r == 0)
+            r = broker_remote_finish(b, &rec, &o, &err);
         pthread_mutex_lock(&b->lock);
+        if (reply->status) /* refused by the store check */
+            goto out;
         if (r != -ESTALE || tries == 3)
             break;
         /* A heartbeat or a cancellation moved the record meanwhile: read it again. */
@@ -469,14 +502,31 @@ out:
 /* ------------------------------------------------------------------------ */
 /* Image blobs                                                               */
 
+int broker_held_run(struct berth_broker *b, const struct broker_caller *caller, const char *run_id, int64_t now,
+                    struct berth_job_record *rec, json_t **ret_job)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_json_ json_t *lease = NULL;
+    int64_t expires = 0;
+
+    *ret_job = NULL;
+    if (!run_id || !berth_job_id_valid(run_id) || berth_jobstore_find_run(b->p.journal, run_id, rec, &err) < 0)
+        return -EACCES;
+    if (broker_is_remote(rec) && !berth_job_state_terminal(rec->state) &&
+        broker_lease_parse(b, rec, &lease, &expires) == 0 && now <= expires &&
+        streq_ptr(json_string_value(json_object_get(lease, "worker")), caller->subject->principal))
+        *ret_job = json_loads(rec->job, JSON_REJECT_DUPLICATES, NULL);
+    return *ret_job ? 0 : -EACCES;
+}
+
 int berth_broker_image_blob(struct berth_broker *b, const char *fingerprint, const char *image, const char *blob,
                             const char *run_id, int *ret_fd, uint64_t *ret_size, struct berth_reply *reply)
 {
     struct berth_error err = BERTH_ERROR_INIT;
-    _cleanup_json_ json_t *lease = NULL, *job = NULL;
+    _cleanup_json_ json_t *job = NULL;
     struct broker_caller caller;
     struct berth_job_record rec = {0};
-    int64_t now = 0, expires = 0;
+    int64_t now = 0;
     int r = -EACCES;
 
     *ret_fd = -1;
@@ -488,12 +538,8 @@ int berth_broker_image_blob(struct berth_broker *b, const char *fingerprint, con
         goto out;
     }
     /* Only the image of a run the caller holds the lease of. */
-    r = run_id && berth_job_id_valid(run_id) ? berth_jobstore_find_run(b->p.journal, run_id, &rec, &err) : -ENOENT;
-    if (r == 0 && broker_is_remote(&rec) && !berth_job_state_terminal(rec.state) &&
-        broker_lease_parse(b, &rec, &lease, &expires) == 0 && now <= expires &&
-        streq_ptr(json_string_value(json_object_get(lease, "worker")), caller.subject->principal))
-        job = json_loads(rec.job, JSON_REJECT_DUPLICATES, NULL);
-    if (!job || !streq_ptr(json_string_value(json_object_get(job, "image")), image)) {
+    if (broker_held_run(b, &caller, run_id, now, &rec, &job) < 0 ||
+        !streq_ptr(json_string_value(json_object_get(job, "image")), image)) {
         broker_fail(reply, 403, "denied", "%s holds no lease on a run of image %s", caller.subject->principal, image);
         r = -EACCES;
         goto out;

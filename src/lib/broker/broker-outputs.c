@@ -37,21 +37,6 @@ static bool transient(int r)
            r == -EDQUOT;
 }
 
-/* The problem an open_output() error names (receipt.h). */
-static const char *open_problem(int r)
-{
-    switch (r) {
-    case -ENOENT: return "missing";
-    case -EFBIG: return "too_large";
-    case -ELOOP: return "symlink";
-    case -EMLINK: return "hard_link";
-    case -EBADFD:
-    case -EISDIR:
-    case -ENXIO: return "not_regular";
-    default: return "unreadable";
-    }
-}
-
 /* The problem a put() error names. */
 static const char *put_problem(int r)
 {
@@ -97,7 +82,6 @@ static int capture_one(struct capture *c, const json_t *decl, const json_t *got,
     _cleanup_close_ int fd = -1;
     uint8_t raw[BERTH_SHA256_LEN];
     uint64_t opened = 0;
-    char until[24];
     int r;
 
     if (!json_is_integer(size_v) || size < 0 || !digest || berth_digest_parse(digest, raw) < 0) {
@@ -118,17 +102,14 @@ static int capture_one(struct capture *c, const json_t *decl, const json_t *got,
             return berth_error_set(reterr, -EAGAIN, "open_output %s: %s", id, err.message);
         berth_logf(c->b->p.logger, BERTH_LOG_WARNING, "job %s run %s: output %s cannot be read: %s", c->rec->job_id,
                    c->rec->run_id, id, err.message);
-        c->problem = open_problem(r);
+        c->problem = berth_output_open_problem(r);
         return 0;
     }
     if (opened != (uint64_t)size) {
         c->problem = "digest_mismatch";
         return 0;
     }
-    snprintf(until, sizeof(until), "%lld", (long long)c->retain_until);
-    meta = json_pack("{s:s, s:I, s:s, s:s, s:o, s:s*}", "digest", digest, "size", size, "media_type", media,
-                     "principal", c->rec->principal, "scope", json_loads(c->rec->scope, JSON_REJECT_DUPLICATES, NULL),
-                     "retain_until", c->retain_until > 0 ? until : NULL);
+    meta = broker_output_meta(c->rec, digest, size, media, c->retain_until);
     if (!meta)
         return berth_error_set(reterr, -EAGAIN, "out of memory");
     r = broker_evidence_put(c->b, meta, fd, &ref, &err);
@@ -148,6 +129,23 @@ static int capture_one(struct capture *c, const json_t *decl, const json_t *got,
     broker_fault(c->b, "capture-after-put");
     *ret = json_pack("{s:s, s:s, s:I, s:s}", "id", id, "digest", digest, "size", size, "media_type", media);
     return *ret ? 0 : berth_error_set(reterr, -EAGAIN, "out of memory");
+}
+
+json_t *broker_output_meta(const struct berth_job_record *rec, const char *digest, int64_t size, const char *media_type,
+                           int64_t retain_until)
+{
+    char until[24];
+
+    snprintf(until, sizeof(until), "%lld", (long long)retain_until);
+    return json_pack("{s:s, s:I, s:s, s:s, s:o, s:s*}", "digest", digest, "size", (json_int_t)size, "media_type",
+                     media_type, "principal", rec->principal, "scope",
+                     json_loads(rec->scope, JSON_REJECT_DUPLICATES, NULL), "retain_until",
+                     retain_until > 0 ? until : NULL);
+}
+
+int64_t broker_outputs_retain_until(const struct berth_broker *b, int64_t now)
+{
+    return b->p.outputs_retention_ns > 0 ? now + b->p.outputs_retention_ns : 0;
 }
 
 /* The runtime's own output_error, when it reported one for a declared output. */
@@ -188,7 +186,7 @@ int broker_capture_outputs(struct berth_broker *b, const struct berth_broker_bac
     if ((r = berth_now_ns(CLOCK_REALTIME, &now, reterr)) < 0)
         return berth_error_set(reterr, -EAGAIN, "%s", reterr->message);
     /* Kept for the outputs retention from now; 0: until deleted. */
-    c.retain_until = b->p.outputs_retention_ns > 0 ? now + b->p.outputs_retention_ns : 0;
+    c.retain_until = broker_outputs_retain_until(b, now);
     json_array_foreach(declared, i, decl) {
         const char *id = json_string_value(json_object_get(decl, "id"));
         const json_t *got = by_id(listed, id);

@@ -780,6 +780,7 @@ int broker_remote_finish(struct berth_broker *b, struct berth_job_record *rec, c
         .err = (uint8_t *)ro->err,
         .err_len = ro->err_len,
         .captured = (json_t *)ro->outputs,
+        .output_error = (json_t *)ro->output_error,
         .started_at = ro->started_at,
         .finished_at = ro->finished_at,
         .worker = ro->worker,

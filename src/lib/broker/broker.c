@@ -364,6 +364,10 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, const 
         r = -EIO;
         goto out;
     }
+    /* The workers' offer is as fresh as their last polls, for the needs
+     * checked next and for placement. */
+    if (broker_fleet_refresh_offers(b, now) < 0)
+        berth_logf(b->p.logger, BERTH_LOG_WARNING, "the workers' offer was not refreshed: out of memory");
     /* Refused for good (400) before a refusal that a retry may pass (503). */
     if (!broker_jobio_admissible(b, job, &caller, ic, &needs, &s->reply)) {
         r = 0;
@@ -388,10 +392,7 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, const 
         goto out;
     }
 
-    /* Placement records its decision in the audit chain, refusals too; the
-     * workers' offer is as fresh as their last polls. */
-    if (broker_fleet_refresh_offers(b, now) < 0)
-        berth_logf(b->p.logger, BERTH_LOG_WARNING, "the workers' offer was not refreshed: out of memory");
+    /* Placement records its decision in the audit chain, refusals too. */
     r = berth_registry_place_job(b->reg, b->p.audit_key, job->pool, job->overrides, needs, b->offers,
                                  caller.subject->principal, now, &placed, err);
     if (r == -EPERM) {

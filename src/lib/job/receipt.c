@@ -213,9 +213,22 @@ static const json_t *declared_output(const struct berth_job *job, const char *id
     return NULL;
 }
 
-/* result.outputs and result.output_error (see receipt.h). */
-static int check_outputs(const json_t *outputs, const json_t *error, const char *status, const struct berth_job *job,
-                         struct berth_error *reterr)
+const char *berth_output_open_problem(int r)
+{
+    switch (r) {
+    case -ENOENT: return "missing";
+    case -EFBIG: return "too_large";
+    case -ELOOP: return "symlink";
+    case -EMLINK: return "hard_link";
+    case -EBADFD:
+    case -EISDIR:
+    case -ENXIO: return "not_regular";
+    default: return "unreadable";
+    }
+}
+
+int berth_result_outputs_check(const json_t *outputs, const json_t *error, const char *status,
+                               const struct berth_job *job, struct berth_error *reterr)
 {
     const json_t *v, *decl;
     const char *id = NULL, *problem = NULL;
@@ -308,7 +321,7 @@ int berth_result_verify(const json_t *env, const uint8_t pub[BERTH_ED25519_PUBLI
     if (v && (r = berth_result_worker_verify(body, v, reterr)) < 0)
         return -EBADMSG;
     outputs = json_object_get(body, "outputs");
-    if ((r = check_outputs(outputs, json_object_get(body, "output_error"), status, job, reterr)) < 0)
+    if ((r = berth_result_outputs_check(outputs, json_object_get(body, "output_error"), status, job, reterr)) < 0)
         return r;
     if (receipt) {
         if ((r = berth_digest_json(receipt, want, reterr)) < 0)

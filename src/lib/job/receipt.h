@@ -116,6 +116,27 @@ extern const char *const berth_result_status_names[4];
 #define BERTH_OUTPUT_PROBLEM_COUNT 8
 extern const char *const berth_output_problem_names[BERTH_OUTPUT_PROBLEM_COUNT];
 
+/**
+ * berth_output_open_problem() - the output problem (a name of
+ * berth_output_problem_names) that an error @r of a runtime's
+ * open_output() (plugin.h) names: -ENOENT missing, -EFBIG too_large,
+ * -ELOOP symlink, -EMLINK hard_link, -EBADFD/-EISDIR/-ENXIO not_regular,
+ * anything else unreadable.  A static string.
+ */
+const char *berth_output_open_problem(int r);
+
+/**
+ * berth_result_outputs_check() - check a result's (or a worker report's)
+ * @outputs, an array of {id, digest, size, media_type} with no id twice,
+ * and @error, null/NULL or {id, problem} with a problem of
+ * berth_output_problem_names, which lists no output and goes only with
+ * @status "failed".  With @job (optional), every id must be one of its
+ * declared outputs, with its media type and within its max_bytes.
+ * Return: 0 or -EBADMSG naming what is wrong (as "result.outputs...").
+ */
+int berth_result_outputs_check(const json_t *outputs, const json_t *error, const char *status,
+                               const struct berth_job *job, struct berth_error *reterr);
+
 /** struct berth_result_params - what a result records (buffers borrowed). */
 struct berth_result_params {
     const char *broker;

@@ -17,9 +17,9 @@
 
 static const char *const report_members[] = {
     "claim_digest",  "exit_code",   "finished_at",   "job_digest", "job_id",        "keyid",
-    "kind",          "outputs",     "reason",        "run_id",     "schema_version", "started_at",
-    "status",        "stderr_digest", "stderr_size", "stdout_digest", "stdout_size", "worker_name",
-    NULL,
+    "kind",          "output_error", "outputs",      "reason",     "run_id",        "schema_version",
+    "started_at",    "status",      "stderr_digest", "stderr_size", "stdout_digest", "stdout_size",
+    "worker_name",   NULL,
 };
 static const char *const worker_members[] = {"claim", "name", "public_key", "report", NULL};
 
@@ -40,16 +40,18 @@ int berth_report_create(const struct berth_signing_key *key, const struct berth_
         !berth_job_id_valid(p->run_id) || !digest_valid(p->job_digest) || !digest_valid(p->claim_digest) ||
         (unsigned)p->status > BERTH_RESULT_EXPIRED || (p->has_exit_code && (p->exit_code < 0 || p->exit_code > 255)) ||
         (p->reason && !berth_reason_code_valid(p->reason)) || p->finished_at < 1 || (!p->out && p->out_len) ||
-        (!p->err && p->err_len) || (p->outputs && !json_is_array(p->outputs)))
+        (!p->err && p->err_len) || (p->outputs && !json_is_array(p->outputs)) ||
+        (p->output_error && !json_is_object(p->output_error)))
         return berth_error_set(reterr, -EINVAL, "invalid report arguments");
     if (berth_digest_bytes(p->out_len ? p->out : "", p->out_len, out_digest) < 0 ||
         berth_digest_bytes(p->err_len ? p->err : "", p->err_len, err_digest) < 0)
         return berth_error_set(reterr, -EIO, "hashing stdout and stderr failed");
-    body = json_pack("{s:s, s:o, s:o, s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:i, s:o, s:s, s:s, s:I, s:s, s:I, s:s}",
+    body = json_pack("{s:s, s:o, s:o, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:s, s:i, s:o, s:s, s:s, s:I, s:s, s:I, s:s}",
                      "claim_digest", p->claim_digest, "exit_code",
                      p->has_exit_code ? json_integer(p->exit_code) : json_null(), "finished_at",
                      berth_json_ns(p->finished_at), "job_digest", p->job_digest, "job_id", p->job_id, "keyid",
-                     berth_signing_key_id(key), "kind", "worker.report", "outputs",
+                     berth_signing_key_id(key), "kind", "worker.report", "output_error",
+                     p->output_error ? json_deep_copy(p->output_error) : json_null(), "outputs",
                      p->outputs ? json_deep_copy(p->outputs) : json_array(), "reason",
                      p->reason ? json_string(p->reason) : json_null(), "run_id", p->run_id, "schema_version",
                      BERTH_REPORT_SCHEMA_VERSION, "started_at",
@@ -117,8 +119,14 @@ int berth_report_verify(const json_t *env, const uint8_t public_key[BERTH_ED2551
     v = json_object_get(body, "started_at");
     if (!json_is_null(v) && berth_json_ns_value(v, &n) < 0)
         return berth_error_set(reterr, -EBADMSG, "report.started_at must be nanoseconds or null");
-    if (!json_is_array(json_object_get(body, "outputs")))
-        return berth_error_set(reterr, -EBADMSG, "report.outputs must be an array");
+    /* Outputs are judged as a result's are (without the job: its declarations are the result's to check). */
+    if (!json_object_get(body, "output_error"))
+        return berth_error_set(reterr, -EBADMSG, "report.output_error is missing");
+    if ((r = berth_result_outputs_check(json_object_get(body, "outputs"), json_object_get(body, "output_error"),
+                                        status, NULL, reterr)) < 0) {
+        berth_error_prefix(reterr, "report: ");
+        return -EBADMSG;
+    }
     if (berth_public_key_id(public_key, kid) < 0 || !streq(kid, keyid))
         return berth_error_set(reterr, -EBADMSG, "report.keyid is not the id of the key it is checked with");
     r = berth_envelope_open(env, "report", public_key, NULL, reterr);
@@ -185,7 +193,8 @@ int berth_result_worker_verify(const json_t *result, const json_t *worker, struc
     _cleanup_free_ uint8_t *out = NULL, *err = NULL;
     size_t out_len = 0, err_len = 0;
     static const char *const claim_binds[] = {"job_id", "job_digest", "receipt_digest"};
-    static const char *const report_says[] = {"status", "exit_code", "reason", "started_at", "finished_at", "outputs"};
+    static const char *const report_says[] = {"status", "exit_code", "reason", "started_at", "finished_at", "outputs",
+                                                 "output_error"};
     size_t i;
     int r;
 

@@ -9,6 +9,7 @@
  *    "exit_code": 0..255 | null, "finished_at": "<ns>",
  *    "job_digest": "sha256:...", "job_id": ..., "keyid": ...,
  *    "kind": "worker.report", "outputs": [{id, digest, size, media_type}],
+ *    "output_error": {id, problem} | null,
  *    "reason": "<code>" | null, "run_id": ..., "schema_version": 1,
  *    "started_at": "<ns>" | null,
  *    "status": "exited" | "failed" | "cancelled" | "expired",
@@ -29,7 +30,10 @@
  * and berth_result_worker_verify() checks that chain: the claim and the
  * report are signed by that key, the report answers that claim, and the
  * result says exactly what the report says (status, exit code, reason,
- * times, outputs, and stdout and stderr by digest).  Whether the key was
+ * times, outputs and output_error, and stdout and stderr by digest).
+ * A report's outputs were uploaded as evidence before it was sent
+ * (docs/workers.md, "Inputs and outputs"): berthd checks that the store
+ * holds each of them before it signs the result.  Whether the key was
  * enrolled in the pool is the audit chain's to prove (berthctl audit
  * verify).  Thread-safe.
  */
@@ -63,6 +67,7 @@ struct berth_report_params {
     const void *out, *err;
     size_t out_len, err_len;
     const json_t *outputs; /* array of {id, digest, size, media_type}, or NULL: none */
+    const json_t *output_error; /* {id, problem} (receipt.h) when a declared output is invalid, or NULL */
     int64_t started_at;    /* ns since the epoch; < 0: it never started */
     int64_t finished_at;   /* ns since the epoch, >= 1 */
 };
@@ -72,7 +77,8 @@ struct berth_report_params {
  * @ret: receives {"report": ..., "signature": ...} (a new reference).
  * Return: 0; -EINVAL (a malformed member: names, digests, an exit code
  * out of 0..255, a reason that is no reason code, a finish time before
- * 1 ns after the epoch, outputs that are not an array); -ENOMEM; -EIO.
+ * 1 ns after the epoch, outputs that are not an array, an output_error
+ * that is not an object); -ENOMEM; -EIO.
  */
 int berth_report_create(const struct berth_signing_key *key, const struct berth_report_params *p, json_t **ret,
                         struct berth_error *reterr);
@@ -80,8 +86,10 @@ int berth_report_create(const struct berth_signing_key *key, const struct berth_
 /**
  * berth_report_verify() - check a report envelope @env: exact members and
  * their forms, keyid the thumbprint of @public_key (RFC 7638), a valid
- * signature by that key.  @ret_body (optional) receives the report body,
- * borrowed from @env.  Return: 0 or -EBADMSG naming what is wrong.
+ * signature by that key, outputs and output_error as
+ * berth_result_outputs_check() takes them (without the job).  @ret_body
+ * (optional) receives the report body, borrowed from @env.  Return: 0 or
+ * -EBADMSG naming what is wrong.
  */
 int berth_report_verify(const json_t *env, const uint8_t public_key[BERTH_ED25519_PUBLIC_LEN],
                         const json_t **ret_body, struct berth_error *reterr);
