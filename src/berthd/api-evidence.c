@@ -556,9 +556,9 @@ bool berthd_evidence_commit_handler(struct request *rq, struct berth_reply *r)
     return task_submit(t);
 }
 
-bool berthd_evidence_cancel_handler(struct request *rq, struct berth_reply *r)
+/* Drop session @u (NULL: @r says why already) and say so. */
+static bool cancel_session(struct request *rq, struct berthd_upload *u, struct berth_reply *r)
 {
-    struct berthd_upload *u = callers_session(rq, r);
     char id[BERTHD_UUID_LEN + 1];
 
     if (!u)
@@ -567,6 +567,11 @@ bool berthd_evidence_cancel_handler(struct request *rq, struct berth_reply *r)
     berthd_uploads_drop(&rq->srv->uploads, u);
     succeed(r, 200, json_pack("{s:s, s:b}", "upload", id, "cancelled", 1));
     return true;
+}
+
+bool berthd_evidence_cancel_handler(struct request *rq, struct berth_reply *r)
+{
+    return cancel_session(rq, callers_session(rq, r), r);
 }
 
 bool berthd_evidence_get_handler(struct request *rq, struct berth_reply *r)
@@ -686,6 +691,13 @@ bool berthd_run_output_start_handler(struct request *rq, struct berth_reply *r)
              "an output is uploaded in a session: POST without ?digest=, PATCH its chunks, PUT ?digest= to store it");
         return true;
     }
+    /* Workers' sessions take at most half the table: evidence clients keep the rest. */
+    for (size_t i = 0, n = 0; i < rq->srv->uploads.n; i++)
+        if (rq->srv->uploads.v[i]->run_id[0] && ++n >= BERTHD_UPLOADS_MAX / 2) {
+            fail(r, 429, "too_many_uploads", "%d uploads of workers are open; retry later", BERTHD_UPLOADS_MAX / 2);
+            r->retry_after_s = 1;
+            return true;
+        }
     u = berthd_uploads_add(&rq->srv->uploads, rq->fp, "", mono_now(), &err);
     if (!u) {
         if (err == -EUSERS)
@@ -751,6 +763,12 @@ bool berthd_run_output_commit_handler(struct request *rq, struct berth_reply *r)
     t->upload = u;
     t->req = req;
     return task_submit(t);
+}
+
+/* DELETE /v1/workers/uploads/{upload}: the worker gives its session up. */
+bool berthd_run_output_cancel_handler(struct request *rq, struct berth_reply *r)
+{
+    return cancel_session(rq, session_of(rq, rq->fp, "", r), r);
 }
 
 bool berthd_evidence_delete_handler(struct request *rq, struct berth_reply *r)

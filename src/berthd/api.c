@@ -411,6 +411,7 @@ static const struct route routes[] = {
     {BERTHD_HTTP_POST, "/v1/workers/runs/{job}/outputs/{output}", berthd_run_output_start_handler},
     {BERTHD_HTTP_PATCH, "/v1/workers/uploads/{upload}", berthd_run_output_chunk_handler},
     {BERTHD_HTTP_PUT, "/v1/workers/uploads/{upload}", berthd_run_output_commit_handler},
+    {BERTHD_HTTP_DELETE, "/v1/workers/uploads/{upload}", berthd_run_output_cancel_handler},
     {BERTHD_HTTP_GET, "/v1/images/{digest}/blobs/{digest}", berthd_image_blob_handler},
     {BERTHD_HTTP_GET, "/v1/audit", audit_handler},
     {BERTHD_HTTP_GET, "/v1/journal/stats", journal_stats_handler},

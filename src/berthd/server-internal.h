@@ -136,9 +136,9 @@ route_handler berthd_image_blob_handler;
 
 /* A worker's inputs and outputs of a run it holds (api-evidence.c, docs/workers.md):
  * GET /v1/workers/runs/{run}/inputs/{digest}, POST /v1/workers/runs/{run}/outputs/{output},
- * PATCH and PUT /v1/workers/uploads/{upload}. */
+ * PATCH, PUT and DELETE /v1/workers/uploads/{upload}. */
 route_handler berthd_run_input_handler, berthd_run_output_start_handler, berthd_run_output_chunk_handler,
-    berthd_run_output_commit_handler;
+    berthd_run_output_commit_handler, berthd_run_output_cancel_handler;
 
 /* Parked polls one worker may have at once (a worker parks one; more are answered at once). */
 #define BERTHD_WORKER_POLLS_PER_WORKER 2

@@ -112,9 +112,7 @@ static void *heartbeat_main(void *arg)
         for (;;) {
             /* A third of the lease after the last round, of the lease berthd
              * names now: its first answer may shorten the default. */
-            next = last ? last + atomic_load(&w->lease_ns) / 3 : 0;
-            if (retry > next)
-                next = retry;
+            next = retry ? retry : last ? last + atomic_load(&w->lease_ns) / 3 : 0;
             if (atomic_load(&w->quitting) || w->beat_now || worker_mono_now() >= next)
                 break;
             /* Looked at again at least every second, so a shorter lease counts at once. */
@@ -139,7 +137,7 @@ static void *heartbeat_main(void *arg)
         pthread_mutex_unlock(&w->lock);
         if (all)
             last = worker_mono_now();
-        retry = 0;
+        retry = 0; /* a failed round is tried again in a second */
         if (n && !open) {
             if (worker_session_open(w->cfg.client, &s, &err) < 0) {
                 berth_logf(&w->logger, BERTH_LOG_ERR, "heartbeats: %s", err.message);

@@ -557,6 +557,19 @@ static bool execute(struct worker_run *run, struct worker_session *s, json_t **r
     }
 }
 
+/* A run that is not reported: whether berthd fenced it (then its sandbox
+ * is stopped and it is forgotten).  A refusal seen before the heartbeat
+ * saw the fence is confirmed by asking berthd once more; a worker that
+ * quits keeps the run for its restart. */
+static bool given_up(struct worker_run *run, struct worker_session *s)
+{
+    if (atomic_load(&run->w->quitting))
+        return false;
+    if (!worker_run_fenced(run))
+        (void)lease_holds(run, s, run->was_started ? "running" : "starting");
+    return worker_run_fenced(run);
+}
+
 /* ------------------------------------------------------------------------ */
 
 static void *run_main(void *arg)
@@ -578,7 +591,7 @@ static void *run_main(void *arg)
     if (!run->resumed && claim(run, &s) < 0)
         goto out;
     report = execute(run, &s, &doc, &reason, cancel_reason);
-    done = !report && worker_run_fenced(run);
+    done = !report && given_up(run, &s);
     if (report) {
         teardown(run); /* a result only once nothing of the run is left running */
         /* Only a run that exited on its own keeps outputs (as on berthd's host). */
@@ -588,7 +601,7 @@ static void *run_main(void *arg)
                 : 0;
         if (r == -ECANCELED) {
             report = false;
-            done = worker_run_fenced(run); /* fenced; or the worker quits, and its restart asks again */
+            done = given_up(run, &s); /* fenced; or the worker quits, and its restart asks again */
         } else if (r == 0 &&
                    make_report(run, doc, reason, cancel_reason[0] ? cancel_reason : NULL, outputs, output_error,
                                &body) == 0) {

@@ -56,7 +56,9 @@ struct fetch_call {
     struct worker_session *s;
 };
 
-/* One input from berthd into @fd; -EAGAIN (try again), -EPROTO (refused). */
+/* One input from berthd into @fd; -EAGAIN (try again), -EPROTO (403: the
+ * lease is not the worker's), -ENOENT (berthd cannot serve it: gone from
+ * the store, or no store). */
 static int fetch_input(void *userdata, size_t index, const char *digest, uint64_t size, int fd,
                        struct berth_error *reterr)
 {
@@ -74,8 +76,8 @@ static int fetch_input(void *userdata, size_t index, const char *digest, uint64_
         return berth_error_set(reterr, r == -ENOMEM ? r : -EAGAIN, "fetching input %zu: %s", index, err.message);
     if (status != 200) {
         berth_https_error(status, refusal, &err);
-        return berth_error_set(reterr, status >= 500 && status != 501 ? -EAGAIN : -EPROTO, "fetching input %zu: %s",
-                               index, err.message);
+        r = status >= 500 && status != 501 ? -EAGAIN : status == 403 ? -EPROTO : -ENOENT;
+        return berth_error_set(reterr, r, "fetching input %zu: %s", index, err.message);
     }
     return 0;
 }
@@ -170,8 +172,13 @@ static int upload_once(struct worker_run *run, struct worker_session *s, const c
     snprintf(path, sizeof(path), "/v1/workers/runs/%s/outputs/%s?size=%" PRIu64, run->run_id, id, size);
     if ((r = call(s, "POST", path, NULL, NULL, 0, &status, &reply, reterr)) < 0)
         return r;
-    if (status != 202 || !str(reply, "upload") || strlen(str(reply, "upload")) > 64)
-        goto refused;
+    if (status != 202 || !str(reply, "upload") || strlen(str(reply, "upload")) > 64) {
+        berth_https_error(status, reply, reterr);
+        if ((*problem = refused_problem(status, reply)))
+            return 0;
+        /* 403: not the worker's run any more; 404: the job declares no such output. */
+        return status == 403 || status == 404 ? -EPERM : -EAGAIN;
+    }
     snprintf(loc, sizeof(loc), "/v1/workers/uploads/%s", str(reply, "upload"));
     chunk = json_integer_value(json_object_get(reply, "max_chunk_bytes")) >= 4096 &&
                     json_integer_value(json_object_get(reply, "max_chunk_bytes")) <= CHUNK_MAX
@@ -188,24 +195,30 @@ static int upload_once(struct worker_run *run, struct worker_session *s, const c
             return berth_error_set(reterr, -EAGAIN, "reading output %s at %" PRIu64 ": %s", id, off, strerror(-r));
         snprintf(range, sizeof(range), "Content-Range: %" PRIu64 "-%" PRIu64, off, off + n - 1);
         json_decref(reply);
-        if ((r = call(s, "PATCH", loc, range, buf, n, &status, &reply, reterr)) < 0)
-            return r;
-        if (status != 202)
-            goto refused;
+        if ((r = call(s, "PATCH", loc, range, buf, n, &status, &reply, reterr)) < 0 || status != 202)
+            goto again;
         off += n;
     }
     snprintf(path, sizeof(path), "%s?digest=%s", loc, digest);
     json_decref(reply);
     if ((r = call(s, "PUT", path, NULL, "", 0, &status, &reply, reterr)) < 0)
-        return r;
+        goto again;
     if (status == 201 && streq_ptr(str(reply, "digest"), digest) &&
         json_integer_value(json_object_get(reply, "size")) == (json_int_t)size)
         return 0;
-refused:
     berth_https_error(status, reply, reterr);
     if ((*problem = refused_problem(status, reply)))
         return 0;
-    return status == 403 || status == 404 ? -EPERM : -EAGAIN;
+    return status == 403 ? -EPERM : -EAGAIN;
+again:
+    /* The session is given up (berthd restarted, a chunk was lost, the
+     * connection failed): a new one starts from the first byte. */
+    if (r == 0)
+        berth_https_error(status, reply, reterr);
+    json_decref(reply);
+    reply = NULL;
+    (void)call(s, "DELETE", loc, NULL, NULL, 0, &status, &reply, NULL);
+    return -EAGAIN;
 }
 
 /* Output @decl of @run as the runtime captured it (@got, or NULL): 0 with

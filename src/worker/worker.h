@@ -118,9 +118,10 @@ int worker_runtime_open_output(struct worker *w, const char *run_id, const char 
 
 /* Stage the inputs of @run (its job's "inputs") from berthd into
  * STATE/inputs/<run id>; *@ret_dir that directory (malloc'd), NULL when
- * the job has none.  0; -EAGAIN (berthd or the network failed: try again);
- * -EPROTO (berthd refused: the lease is gone); -EBADMSG (the bytes are
- * not the input's); -errno of the file system. */
+ * the job has none.  0; -EPROTO (berthd refused: the lease is gone);
+ * -ENOENT (berthd cannot serve an input); -EBADMSG (the bytes are not the
+ * input's); -errno of the file system.  A failing berthd or network is
+ * asked again while the lease holds. */
 int worker_inputs_stage(struct worker_run *run, struct worker_session *s, char **ret_dir);
 
 /* Remove the staged inputs of @run_id (logged when that fails). */

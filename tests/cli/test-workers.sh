@@ -239,14 +239,55 @@ api "$OTHER" PATCH "/v1/workers/uploads/$UPLOAD" -H 'Content-Range: 0-2' --data-
 expect_status 404
 api "$HOLDER" PATCH "/v1/workers/uploads/$UPLOAD" -H 'Content-Range: 0-2' --data-binary abc
 expect_status 202
-api "$HOLDER" PUT "/v1/workers/uploads/$UPLOAD?digest=$(printf xyz | sha256sum | sed 's/ .*//; s/^/sha256:/')"
+digest_of() { printf '%s' "$1" | sha256sum | sed 's/ .*//; s/^/sha256:/'; }
+api "$HOLDER" PUT "/v1/workers/uploads/$UPLOAD?digest=$(digest_of xyz)"
 expect_status 400
 body_has digest_mismatch
+# One object per declared output and run: the first bytes stored are the
+# output's, other bytes after them are refused (so the run's own output,
+# uploaded last, fails it as output_invalid).
+upload_as() {
+    api "$HOLDER" POST "/v1/workers/runs/$HELD_RUN/outputs/report"
+    expect_status 202
+    UPLOAD=$(jq -r .upload "$TMP/body")
+    api "$HOLDER" PUT "/v1/workers/uploads/$UPLOAD?digest=$(digest_of "$1")" -H "Content-Range: 0-$((${#1} - 1))" \
+        --data-binary "$1"
+}
+upload_as '{"first":1}'
+expect_status 201
+upload_as '{"first":1}'
+expect_status 201
+upload_as '{"second":2}'
+expect_status 409
+body_has "was stored already as $(digest_of '{"first":1}')"
+# A session given up.
+api "$HOLDER" POST "/v1/workers/runs/$HELD_RUN/outputs/report"
+UPLOAD=$(jq -r .upload "$TMP/body")
+api dev DELETE "/v1/workers/uploads/$UPLOAD"
+expect_status 404
+api "$HOLDER" DELETE "/v1/workers/uploads/$UPLOAD"
+expect_status 200
 finish held
-[ "$(result held .status)" = exited ] || fail "held: $(jq -c .result "$TMP/held.out/result.json")"
-{ echo held; cat "$TMP/data.txt"; } | cmp -s "$TMP/held.out/outputs/report" - ||
-    fail "held: the output is $(cat "$TMP/held.out/outputs/report")"
+[ "$(result held .status)/$(result held .reason)" = failed/output_invalid ] ||
+    fail "held: $(jq -c .result "$TMP/held.out/result.json")"
+[ "$(result held .output_error.problem)" = digest_mismatch ] || fail "held: $(result held .output_error)"
+run 0 "$BERTHCTL" result verify "$TMP/held.out/result.json" --pubkey "$INST/keys/receipt.pub" --job "$TMP/held.job.json"
 echo "PASS: a worker reads and writes only what the run it holds declares"
+
+# --- An input berthd can no longer serve: the run fails input_unavailable. ---
+printf 'soon gone\n' >"$TMP/gone.txt"
+run 0 CLIENT evidence put "$TMP/gone.txt" --media-type text/plain
+GONE_REF=$(cat "$TMP/stdout")
+for w in w1 w2 w3; do kill -STOP "${WPID[$w]}"; done
+jq --argjson ref "$GONE_REF" '.id = "gone" | .inputs[0].ref = $ref' "$TMP/held.job.json" >"$TMP/gone.job.json"
+submit gone
+run 0 CLIENT evidence rm "$(jq -r .digest <<<"$GONE_REF")" --reason "a test takes it away"
+for w in w1 w2 w3; do kill -CONT "${WPID[$w]}"; done
+finish gone
+[ "$(result gone .status)/$(result gone .reason)" = failed/input_unavailable ] ||
+    fail "gone: $(jq -c .result "$TMP/gone.out/result.json")"
+[ "$(result gone .worker.name)" != null ] || fail "gone: the worker did not report it"
+echo "PASS: an input that is gone fails the run as its worker reports"
 
 # --- A cancellation and a deadline reach the worker: it stops the run and reports why. ---
 bb_job cancelled "sleep 30; echo never"
@@ -412,5 +453,5 @@ run 0 "$BERTHCTL" --journal "$INST/state/journal.db" audit export --out "$TMP/ch
 run 0 "$BERTHCTL" audit verify "$TMP/chain.jsonl" --audit-key "$INST/keys/audit.key" --pubkey "$INST/keys/receipt.pub"
 CLAIMS=$(cat "$TMP"/w[0-9].log | grep -c ": claimed$")
 stdout_has ", 6 enrolments, $CLAIMS claims"
-[ "$CLAIMS" = 22 ] || fail "$CLAIMS runs were claimed, not 22"
+[ "$CLAIMS" = 23 ] || fail "$CLAIMS runs were claimed, not 23"
 echo "PASS: the audit chain verifies offline"

@@ -214,6 +214,7 @@ struct berth_broker {
     struct berth_rootcache *roots; /* with a stager: one sealed root per image (broker-roots.c), else NULL */
     struct broker_warm warm;
     struct broker_fleet fleet;
+    json_t *worker_outputs; /* under @lock: {"<run>/<output>": digest} stored from workers (broker-runio.c) */
 };
 
 /* The authenticated caller, resolved under the lock. */
@@ -471,6 +472,14 @@ int64_t broker_outputs_retain_until(const struct berth_broker *b, int64_t now);
  * failed (503), and a negative errno is returned. */
 int broker_outputs_stored(struct berth_broker *b, const struct berth_job_record *rec, const json_t *outputs,
                           struct berth_reply *reply);
+
+/* Lock NOT held: forget which outputs run @run_id's worker stored (the run
+ * ended: reported or fenced). */
+void broker_runio_forget(struct berth_broker *b, const char *run_id);
+
+/* Whether a store error @r of an output's put() may pass when tried again
+ * (busy, full, short of memory; -EIO), as berthd's own capture judges it. */
+bool broker_output_transient(int r);
 
 /* Any thread, evidence lock not held: a new unnamed file for an upload
  * (the store's upload(), or the spool directory).  0; else @reply says why. */

@@ -37,6 +37,11 @@ static bool transient(int r)
            r == -EDQUOT;
 }
 
+bool broker_output_transient(int r)
+{
+    return transient(r) || r == -EIO;
+}
+
 /* The problem a put() error names. */
 static const char *put_problem(int r)
 {

@@ -9,7 +9,10 @@
  * under the job's owner (principal, scope) exactly as berthd captures a
  * local run's outputs: the declared media type, within max_bytes, kept
  * for outputs_retention_ns.  The lease is checked again at every request,
- * so a fenced worker reads and writes nothing more.  The report then
+ * so a fenced worker reads and writes nothing more.  A run stores at most
+ * one object per declared output (the same bytes again are an idempotent
+ * retry; other bytes are refused), so a worker cannot store more under
+ * the owner than a local run would.  The report then
  * names the outputs by digest, and berthd signs no result until the store
  * holds each of them (broker_outputs_stored()).
  *
@@ -131,6 +134,63 @@ out:
     return r;
 }
 
+/* The key of @run_id's output @output_id in b->worker_outputs. */
+static void output_key(const char *run_id, const char *output_id, char key[2 * BERTH_JOB_ID_MAX + 2])
+{
+    snprintf(key, 2 * BERTH_JOB_ID_MAX + 2, "%s/%s", run_id, output_id);
+}
+
+/* One object per declared output and run, as a local capture stores:
+ * @digest becomes the output's unless it has another already (409).
+ * *@ret_new: it was not there before (release() undoes it). */
+static int reserve(struct berth_broker *b, const char *run_id, const char *output_id, const char *digest,
+                   bool *ret_new, struct berth_reply *reply)
+{
+    char key[2 * BERTH_JOB_ID_MAX + 2];
+    const char *had;
+    int r = 0;
+
+    output_key(run_id, output_id, key);
+    pthread_mutex_lock(&b->lock);
+    had = json_string_value(json_object_get(b->worker_outputs, key));
+    *ret_new = !had;
+    if (had && !streq(had, digest)) {
+        broker_fail(reply, 409, "conflict", "output %s of run %s was stored already as %s", output_id, run_id, had);
+        r = -EEXIST;
+    } else if (!had && json_object_set_new(b->worker_outputs, key, json_string(digest)) < 0) {
+        broker_fail(reply, 503, "busy", "out of memory; retry later");
+        r = -ENOMEM;
+    }
+    pthread_mutex_unlock(&b->lock);
+    return r;
+}
+
+static void release(struct berth_broker *b, const char *run_id, const char *output_id)
+{
+    char key[2 * BERTH_JOB_ID_MAX + 2];
+
+    output_key(run_id, output_id, key);
+    pthread_mutex_lock(&b->lock);
+    json_object_del(b->worker_outputs, key);
+    pthread_mutex_unlock(&b->lock);
+}
+
+void broker_runio_forget(struct berth_broker *b, const char *run_id)
+{
+    size_t n = strlen(run_id);
+    const char *key;
+    json_t *v;
+    void *tmp;
+
+    pthread_mutex_lock(&b->lock);
+    json_object_foreach_safe(b->worker_outputs, tmp, key, v)
+    {
+        if (strncmp(key, run_id, n) == 0 && key[n] == '/')
+            json_object_del(b->worker_outputs, key);
+    }
+    pthread_mutex_unlock(&b->lock);
+}
+
 void berth_broker_run_output_commit(struct berth_broker *b, const char *fingerprint, const char *run_id,
                                     const char *output_id, int fd, uint64_t size, const char *digest,
                                     struct berth_reply *reply)
@@ -141,6 +201,7 @@ void berth_broker_run_output_commit(struct berth_broker *b, const char *fingerpr
     const json_t *decl;
     const char *media;
     int64_t now = 0;
+    bool reserved = false;
     int r;
 
     if (held(b, fingerprint, run_id, &rec, &job, reply) < 0 || !(decl = declared(job, run_id, output_id, reply)))
@@ -160,21 +221,26 @@ void berth_broker_run_output_commit(struct berth_broker *b, const char *fingerpr
         broker_fail(reply, 503, "busy", "out of memory; retry later");
         goto out;
     }
+    if ((r = reserve(b, run_id, output_id, digest, &reserved, reply)) < 0)
+        goto out;
     /* The store hashes what it keeps: bytes that are not @digest are refused. */
     r = broker_evidence_put(b, meta, fd, &ref, &err);
-    if (r == -EEXIST)
+    if (r < 0 && reserved)
+        release(b, run_id, output_id);
+    /* Judged as berthd judges its own capture (broker-outputs.c). */
+    if (r < 0 && broker_output_transient(r))
+        broker_fail(reply, 503, r == -ENOSPC || r == -EDQUOT ? "storage_full" : "evidence_store",
+                    "the evidence store failed: %s", err.message);
+    else if (r == -EEXIST)
         broker_fail(reply, 409, "conflict", "%s is stored for the job's owner with another size or media type",
                     digest);
-    else if (r == -EBADMSG)
-        broker_fail(reply, 400, "digest_mismatch", "output %s of run %s is not %s of %llu bytes: %s", output_id,
-                    run_id, digest, (unsigned long long)size, err.message);
     else if (r == -EIDRM)
         broker_fail(reply, 410, "gone", "%s was deleted from the evidence store of the job's owner", digest);
     else if (r == -EFBIG)
         broker_fail(reply, 413, "too_large", "%s", err.message);
     else if (r < 0)
-        broker_fail(reply, 503, r == -ENOSPC || r == -EDQUOT ? "storage_full" : "evidence_store",
-                    "the evidence store failed: %s", err.message);
+        broker_fail(reply, 400, "digest_mismatch", "output %s of run %s is not %s of %llu bytes: %s", output_id,
+                    run_id, digest, (unsigned long long)size, err.message);
     else if (!streq_ptr(json_string_value(json_object_get(ref, "digest")), digest) ||
              json_integer_value(json_object_get(ref, "size")) != (json_int_t)size)
         broker_fail(reply, 400, "digest_mismatch", "the evidence store kept another object than %s", digest);

@@ -790,7 +790,11 @@ int broker_remote_finish(struct berth_broker *b, struct berth_job_record *rec, c
     if (rec->state == BERTH_JOB_CLAIMED)
         r = move(b, rec, BERTH_JOB_RUNNING, NULL, "job.started", NULL, reterr);
     /* The outcome's buffers are the caller's: finish() only reads them. */
-    return r < 0 ? r : finish(b, rec, ro->to, &o, NULL, NULL, reterr);
+    if (r == 0)
+        r = finish(b, rec, ro->to, &o, NULL, NULL, reterr);
+    if (r == 0)
+        broker_runio_forget(b, rec->run_id);
+    return r;
 }
 
 int broker_remote_fence(struct berth_broker *b, struct berth_job_record *rec, int64_t now,
@@ -806,10 +810,12 @@ int broker_remote_fence(struct berth_broker *b, struct berth_job_record *rec, in
         r = move(b, rec, BERTH_JOB_REAPING, NULL, NULL, NULL, reterr);
     if (r == 0)
         r = finish(b, rec, to, NULL, "worker_lost", stats, reterr);
-    if (r == 0)
+    if (r == 0) {
+        broker_runio_forget(b, rec->run_id);
         berth_logf(b->p.logger, BERTH_LOG_WARNING,
                    "job %s run %s: the lease of its worker ran out: fenced (%s, worker_lost); it is never run again",
                    rec->job_id, rec->run_id, berth_job_state_names[to]);
+    }
     return r;
 }
 

@@ -98,7 +98,7 @@ int berth_broker_new(const struct berth_broker_params *p, struct berth_broker **
     b->caps_errors = calloc(p->n_backends ? p->n_backends : 1, sizeof(*b->caps_errors));
     b->caps_unavailable = calloc(p->n_backends ? p->n_backends : 1, sizeof(*b->caps_unavailable));
     if (!b->backends || !b->caps_errors || !b->caps_unavailable || berth_backend_set_empty(&b->offers) < 0 ||
-        !(b->capabilities = json_object())) {
+        !(b->capabilities = json_object()) || !(b->worker_outputs = json_object())) {
         berth_broker_free(b);
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     }
@@ -157,6 +157,7 @@ void berth_broker_free(struct berth_broker *b)
     broker_retries_free(&b->retries);
     berth_backend_set_free(b->offers);
     json_decref(b->capabilities);
+    json_decref(b->worker_outputs);
     free(b->backends);
     free(b->caps_errors);
     free(b->caps_unavailable);
