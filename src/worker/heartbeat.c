@@ -135,9 +135,10 @@ static void *heartbeat_main(void *arg)
             n++;
         }
         pthread_mutex_unlock(&w->lock);
-        if (all)
+        if (all) {
             last = worker_mono_now();
-        retry = 0; /* a failed round is tried again in a second */
+            retry = 0; /* a failed round is tried again in a second */
+        }
         if (n && !open) {
             if (worker_session_open(w->cfg.client, &s, &err) < 0) {
                 berth_logf(&w->logger, BERTH_LOG_ERR, "heartbeats: %s", err.message);
@@ -148,6 +149,9 @@ static void *heartbeat_main(void *arg)
         }
         for (i = 0; i < n; i++)
             beat(w, &s, &beats[i], &failing);
+        /* Unanswered (berthd or the network away): the round again in a second. */
+        if (failing)
+            retry = worker_mono_now() + 1000000000LL;
     }
     if (open)
         worker_session_close(&s);

@@ -431,7 +431,7 @@ static int lease_holds(struct worker_run *run, struct worker_session *s, const c
     int r;
 
     while ((r = confirm_lease(run, s, state)) == -EAGAIN) {
-        if (atomic_load(&run->w->quitting))
+        if (atomic_load(&run->w->quitting) || worker_run_fenced(run))
             return -EPERM;
         worker_run_pause(run, backoff);
         backoff = backoff * 2 > RETRY_MAX_NS ? RETRY_MAX_NS : backoff * 2;
@@ -563,11 +563,17 @@ static bool execute(struct worker_run *run, struct worker_session *s, json_t **r
  * quits keeps the run for its restart. */
 static bool given_up(struct worker_run *run, struct worker_session *s)
 {
-    if (atomic_load(&run->w->quitting))
-        return false;
-    if (!worker_run_fenced(run))
-        (void)lease_holds(run, s, run->was_started ? "running" : "starting");
-    return worker_run_fenced(run);
+    int64_t backoff = RETRY_MIN_NS;
+
+    /* A few tries: a berthd that stays away (or refuses) leaves the run to
+     * the restart, which asks again before anything else. */
+    for (int i = 0; i < 4 && !atomic_load(&run->w->quitting) && !worker_run_fenced(run); i++) {
+        if (confirm_lease(run, s, run->was_started ? "running" : "starting") != -EAGAIN)
+            break;
+        worker_run_pause(run, backoff);
+        backoff *= 2;
+    }
+    return !atomic_load(&run->w->quitting) && worker_run_fenced(run);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -76,7 +76,10 @@ static int fetch_input(void *userdata, size_t index, const char *digest, uint64_
         return berth_error_set(reterr, r == -ENOMEM ? r : -EAGAIN, "fetching input %zu: %s", index, err.message);
     if (status != 200) {
         berth_https_error(status, refusal, &err);
-        r = status >= 500 && status != 501 ? -EAGAIN : status == 403 ? -EPROTO : -ENOENT;
+        /* 403: not the worker's run; 404, 410, 501: berthd cannot serve it; else ask again. */
+        r = status == 403                                    ? -EPROTO
+            : status == 404 || status == 410 || status == 501 ? -ENOENT
+                                                              : -EAGAIN;
         return berth_error_set(reterr, r, "fetching input %zu: %s", index, err.message);
     }
     return 0;
@@ -186,16 +189,29 @@ static int upload_once(struct worker_run *run, struct worker_session *s, const c
                 : CHUNK_DEFAULT;
     /* Leave room for the request's own head within the body bound. */
     chunk = chunk > 4096 ? chunk - 1024 : chunk;
-    if (!(buf = malloc(chunk)))
-        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    if (!(buf = malloc(chunk))) {
+        r = berth_error_set(reterr, -ENOMEM, "out of memory");
+        goto again;
+    }
     while (off < size) {
         size_t n = size - off < chunk ? (size_t)(size - off) : chunk;
 
-        if ((r = berth_pread_all(fd, buf, n, (off_t)off)) < 0)
-            return berth_error_set(reterr, -EAGAIN, "reading output %s at %" PRIu64 ": %s", id, off, strerror(-r));
+        if ((r = berth_pread_all(fd, buf, n, (off_t)off)) < 0) {
+            /* The runtime's capture cannot be read back: as on berthd's host. */
+            berth_error_set(reterr, r, "reading output %s at %" PRIu64 ": %s", id, off, strerror(-r));
+            *problem = "unreadable";
+            r = 0;
+            goto cancel;
+        }
         snprintf(range, sizeof(range), "Content-Range: %" PRIu64 "-%" PRIu64, off, off + n - 1);
         json_decref(reply);
-        if ((r = call(s, "PATCH", loc, range, buf, n, &status, &reply, reterr)) < 0 || status != 202)
+        if ((r = call(s, "PATCH", loc, range, buf, n, &status, &reply, reterr)) < 0)
+            goto again;
+        if (status == 413) {
+            *problem = "too_large";
+            goto cancel;
+        }
+        if (status != 202)
             goto again;
         off += n;
     }
@@ -215,10 +231,12 @@ again:
      * connection failed): a new one starts from the first byte. */
     if (r == 0)
         berth_https_error(status, reply, reterr);
+    r = r == -ENOMEM ? r : -EAGAIN;
+cancel:
     json_decref(reply);
     reply = NULL;
     (void)call(s, "DELETE", loc, NULL, NULL, 0, &status, &reply, NULL);
-    return -EAGAIN;
+    return r;
 }
 
 /* Output @decl of @run as the runtime captured it (@got, or NULL): 0 with

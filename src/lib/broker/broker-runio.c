@@ -140,9 +140,27 @@ static void output_key(const char *run_id, const char *output_id, char key[2 * B
     snprintf(key, 2 * BERTH_JOB_ID_MAX + 2, "%s/%s", run_id, output_id);
 }
 
+/* Lock held: whether run @run_id is open (not terminal, no signed result
+ * waiting for journal space). */
+static bool run_open(struct berth_broker *b, const char *run_id)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_job_record rec = {0};
+    bool open;
+
+    if (broker_unrecorded_has(b, run_id) || berth_jobstore_find_run(b->p.journal, run_id, &rec, &err) < 0)
+        return false;
+    open = !berth_job_state_terminal(rec.state);
+    berth_job_record_clear(&rec);
+    return open;
+}
+
 /* One object per declared output and run, as a local capture stores:
  * @digest becomes the output's unless it has another already (409).
- * *@ret_new: it was not there before (release() undoes it). */
+ * *@ret_new: it was not there before (release() undoes it).  Commits of
+ * one broker run on berthd's one evidence helper thread; release() after a
+ * failed put would drop an entry a concurrent commit of the same digest
+ * relies on, were there two. */
 static int reserve(struct berth_broker *b, const char *run_id, const char *output_id, const char *digest,
                    bool *ret_new, struct berth_reply *reply)
 {
@@ -154,7 +172,12 @@ static int reserve(struct berth_broker *b, const char *run_id, const char *outpu
     pthread_mutex_lock(&b->lock);
     had = json_string_value(json_object_get(b->worker_outputs, key));
     *ret_new = !had;
-    if (had && !streq(had, digest)) {
+    /* Still the run's to change: not ended (its outputs forgotten, or
+     * about to be) since held() looked, and no result of it is signed. */
+    if (!run_open(b, run_id)) {
+        broker_fail(reply, 403, "denied", "run %s has ended", run_id);
+        r = -EACCES;
+    } else if (had && !streq(had, digest)) {
         broker_fail(reply, 409, "conflict", "output %s of run %s was stored already as %s", output_id, run_id, had);
         r = -EEXIST;
     } else if (!had && json_object_set_new(b->worker_outputs, key, json_string(digest)) < 0) {
