@@ -515,15 +515,15 @@ bool berthd_evidence_status_handler(struct request *rq, struct berth_reply *r)
     return false;
 }
 
-bool berthd_evidence_chunk_handler(struct request *rq, struct berth_reply *r)
+/* Append the chunk @req of @rq to session @u (NULL: @r says why) and answer. */
+static bool chunk_session(struct request *rq, struct berthd_upload *u, const struct berthd_upload_request *req,
+                          struct berth_reply *r)
 {
-    struct berthd_upload_request req;
-    struct berthd_upload *u;
     char extra[EXTRA_MAX] = "";
 
-    if (!parse_upload(rq, BERTHD_UPLOAD_CHUNK, &req, r) || !(u = callers_session(rq, r)))
+    if (!u)
         return true;
-    if (take_chunk(rq, u, &req, r, extra)) {
+    if (take_chunk(rq, u, req, r, extra)) {
         succeed(r, 202, session_json(rq->srv, u));
         session_headers(u, extra);
     }
@@ -532,28 +532,45 @@ bool berthd_evidence_chunk_handler(struct request *rq, struct berth_reply *r)
     return false;
 }
 
-bool berthd_evidence_commit_handler(struct request *rq, struct berth_reply *r)
+/* Commit session @u (NULL: @r says why) with @req, its last chunk if @rq
+ * has a body, as a task of @kind for @who (taken over, cleared on failure). */
+static bool commit_session(struct request *rq, struct berthd_upload *u, const struct berthd_upload_request *req,
+                           enum task_kind kind, struct berth_evidence_owner *who, struct berth_reply *r)
 {
-    struct berth_evidence_owner who;
-    struct berthd_upload_request req;
-    struct evidence_task *t;
-    struct berthd_upload *u;
+    struct evidence_task *t = NULL;
     char extra[EXTRA_MAX] = "";
 
-    if (!parse_upload(rq, BERTHD_UPLOAD_COMMIT, &req, r) || !caller(rq, &who, r))
-        return true;
-    u = session(rq, &who, r);
-    if (!u || (rq->in->body_len && !take_chunk(rq, u, &req, r, extra)) || !(t = task_new(rq, TASK_COMMIT, &who, r))) {
-        berth_evidence_owner_clear(&who);
+    if (!u || (rq->in->body_len && !take_chunk(rq, u, req, r, extra)) || !(t = task_new(rq, kind, who, r))) {
+        berth_evidence_owner_clear(who);
         berthd_api_send(rq->srv, rq->cl, rq->in->head->method_name, r, rq->start, rq->shown,
                         extra[0] ? extra : NULL);
         berth_reply_clear(r);
         return false;
     }
+    snprintf(t->fp, sizeof(t->fp), "%s", rq->fp);
     u->busy = true;
     t->upload = u;
-    t->req = req;
+    t->req = *req;
     return task_submit(t);
+}
+
+bool berthd_evidence_chunk_handler(struct request *rq, struct berth_reply *r)
+{
+    struct berthd_upload_request req;
+
+    if (!parse_upload(rq, BERTHD_UPLOAD_CHUNK, &req, r))
+        return true;
+    return chunk_session(rq, callers_session(rq, r), &req, r);
+}
+
+bool berthd_evidence_commit_handler(struct request *rq, struct berth_reply *r)
+{
+    struct berth_evidence_owner who;
+    struct berthd_upload_request req;
+
+    if (!parse_upload(rq, BERTHD_UPLOAD_COMMIT, &req, r) || !caller(rq, &who, r))
+        return true;
+    return commit_session(rq, session(rq, &who, r), &req, TASK_COMMIT, &who, r);
 }
 
 /* Drop session @u (NULL: @r says why already) and say so. */
@@ -724,18 +741,10 @@ bool berthd_run_output_start_handler(struct request *rq, struct berth_reply *r)
 bool berthd_run_output_chunk_handler(struct request *rq, struct berth_reply *r)
 {
     struct berthd_upload_request req;
-    struct berthd_upload *u;
-    char extra[EXTRA_MAX] = "";
 
-    if (!parse_upload(rq, BERTHD_UPLOAD_CHUNK, &req, r) || !(u = session_of(rq, rq->fp, "", r)))
+    if (!parse_upload(rq, BERTHD_UPLOAD_CHUNK, &req, r))
         return true;
-    if (take_chunk(rq, u, &req, r, extra)) {
-        succeed(r, 202, session_json(rq->srv, u));
-        session_headers(u, extra);
-    }
-    berthd_api_send(rq->srv, rq->cl, rq->in->head->method_name, r, rq->start, rq->shown, extra[0] ? extra : NULL);
-    berth_reply_clear(r);
-    return false;
+    return chunk_session(rq, session_of(rq, rq->fp, "", r), &req, r);
 }
 
 /* PUT /v1/workers/uploads/{upload}?digest=D: store the session (with a
@@ -744,25 +753,10 @@ bool berthd_run_output_commit_handler(struct request *rq, struct berth_reply *r)
 {
     struct berth_evidence_owner nobody = {0};
     struct berthd_upload_request req;
-    struct evidence_task *t = NULL;
-    struct berthd_upload *u;
-    char extra[EXTRA_MAX] = "";
 
     if (!parse_upload(rq, BERTHD_UPLOAD_COMMIT, &req, r))
         return true;
-    u = session_of(rq, rq->fp, "", r);
-    if (!u || (rq->in->body_len && !take_chunk(rq, u, &req, r, extra)) ||
-        !(t = task_new(rq, TASK_RUN_COMMIT, &nobody, r))) {
-        berthd_api_send(rq->srv, rq->cl, rq->in->head->method_name, r, rq->start, rq->shown,
-                        extra[0] ? extra : NULL);
-        berth_reply_clear(r);
-        return false;
-    }
-    snprintf(t->fp, sizeof(t->fp), "%s", rq->fp);
-    u->busy = true;
-    t->upload = u;
-    t->req = req;
-    return task_submit(t);
+    return commit_session(rq, session_of(rq, rq->fp, "", r), &req, TASK_RUN_COMMIT, &nobody, r);
 }
 
 /* DELETE /v1/workers/uploads/{upload}: the worker gives its session up. */

@@ -325,14 +325,17 @@ START_TEST(report_output_error)
     ck_assert_ptr_nonnull(strstr(err.message, "output_error"));
     json_decref(env);
     json_decref(copy);
-    /* The report says no output_error; a result naming one (for a job that
-     * declares no output) is not the report's. */
+    /* The report says no output_error: a result body that names one is not
+     * the report's (the chain alone, every other member as reported). */
     rp = params(&f);
-    rp.status = BERTH_RESULT_FAILED;
-    rp.reason = "output_invalid";
-    rp.output_error = oe;
-    ck_assert_int_eq(berth_result_create(f.broker, &rp, &result, &err), -EINVAL);
-    ck_assert_ptr_null(result);
+    ck_assert_int_eq(berth_result_create(f.broker, &rp, &result, &err), 0);
+    copy = json_deep_copy(json_object_get(result, "result"));
+    ck_assert_int_eq(berth_result_worker_verify(copy, json_object_get(copy, "worker"), &err), 0);
+    json_object_set(copy, "output_error", oe);
+    ck_assert_int_eq(berth_result_worker_verify(copy, json_object_get(copy, "worker"), &err), -EBADMSG);
+    ck_assert_msg(strstr(err.message, "output_error is not the worker's report's"), "%s", err.message);
+    json_decref(copy);
+    json_decref(result);
     teardown(&f);
 }
 END_TEST

@@ -323,8 +323,7 @@ static json_t *intersect(const json_t *acc, const json_t *next)
     return out;
 }
 
-/* Whether @pool places on workers. */
-static bool lists_workers(const struct berth_pool *pool)
+bool broker_pool_lists_workers(const struct berth_pool *pool)
 {
     size_t i;
 
@@ -370,7 +369,7 @@ json_t *broker_fleet_offer(struct berth_broker *b, int64_t now)
         const struct berth_pool *pool = berth_pool_chain_at(chain, k);
         const char *reason = "no_enrolled_worker";
         int64_t room = 0;
-        if (!lists_workers(pool))
+        if (!broker_pool_lists_workers(pool))
             continue;
         any_pool = true;
         for (i = 0; i < f->n; i++) {

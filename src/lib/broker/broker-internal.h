@@ -763,6 +763,9 @@ int broker_remote_started(struct berth_broker *b, struct berth_job_record *rec, 
 
 /* --- broker-lease.c: leases of remote runs --- */
 
+/* Whether @pool's backend_allowlist names the workers (broker-fleet.c). */
+bool broker_pool_lists_workers(const struct berth_pool *pool);
+
 /* Lock held: whether @caller (an authenticated worker) holds the lease of
  * run @run_id now: the run is remote, not ended, its lease names the
  * caller and has not run out at @now.  0 with @rec filled (the caller

@@ -177,17 +177,6 @@ static json_t *known_names(const json_t *v, const char *const *names, size_t n, 
     return out;
 }
 
-/* Whether @pool lists the workers backend. */
-static bool places_on_workers(const struct berth_pool *pool)
-{
-    size_t i;
-
-    for (i = 0; i < pool->n_backends; i++)
-        if (streq(pool->backends[i], BERTH_WORKERS_BACKEND))
-            return true;
-    return false;
-}
-
 /* Lock held: the active pools that place on workers, that @caller serves
  * and whose current manifest the key @keyid enrolled into under the
  * caller's name: their hashes into @hashes and names into @names; the
@@ -204,7 +193,7 @@ static int worker_pools(struct berth_broker *b, const struct broker_caller *call
         const char *enrolled_as = NULL;
         uint8_t k[BERTH_ED25519_PUBLIC_LEN];
 
-        if (!places_on_workers(pool) || !berth_subject_serves_pool(caller->subject, pool->name) ||
+        if (!broker_pool_lists_workers(pool) || !berth_subject_serves_pool(caller->subject, pool->name) ||
             berth_pool_chain_enrolled_key(chain, pool->pool_hash, keyid, k, &enrolled_as) < 0 ||
             !streq_ptr(enrolled_as, caller->subject->principal))
             continue;
@@ -229,7 +218,7 @@ static bool may_take(struct berth_broker *b, const struct broker_caller *caller,
     const struct berth_pool *p = berth_pool_chain_find(chain, pool);
     const char *enrolled_as = NULL;
 
-    return p && places_on_workers(p) && berth_subject_serves_pool(caller->subject, pool) &&
+    return p && broker_pool_lists_workers(p) && berth_subject_serves_pool(caller->subject, pool) &&
            berth_pool_chain_enrolled_key(chain, pool_hash, keyid, pub, &enrolled_as) == 0 &&
            streq_ptr(enrolled_as, caller->subject->principal);
 }
@@ -482,7 +471,7 @@ static int check_claim(struct berth_broker *b, const struct broker_caller *calle
         return -EBUSY;
     }
     pool = berth_pool_chain_find(berth_registry_chain(b->reg), rec->pool);
-    if (!pool || !places_on_workers(pool)) {
+    if (!pool || !broker_pool_lists_workers(pool)) {
         broker_fail(reply, 409, "stale_pool", "pool %s is retired, or no longer places on workers", rec->pool);
         return -ESTALE;
     }
