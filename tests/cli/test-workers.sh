@@ -211,7 +211,8 @@ expect_lost() {
 # --- While a worker holds a run: it reads that run's inputs only, and its
 # output uploads are its own (no evidence caller and no other worker finds
 # them; bytes that are not the digest are refused). ---
-io_job held 'sleep 3; { echo held; cat /inputs/data.txt; } > /tmp/outputs/report.json'
+# It runs while the checks below use its lease (10 s: room for a slow build).
+io_job held 'sleep 10; { echo held; cat /inputs/data.txt; } > /tmp/outputs/report.json'
 submit held
 HELD_RUN=$RUN_ID
 wait_claimed held
@@ -337,7 +338,9 @@ done
 echo "PASS: a killed worker's run is fenced, never rerun, and stopped when the worker is back"
 
 # --- A worker stopped past its lease: fenced; what it says later is refused. ---
-bb_job paused "sleep 2; echo late"
+# Long enough that the worker is stopped before the job ends, even in the
+# sanitizer build under load (with "sleep 2" it once reported in time).
+bb_job paused "sleep 6; echo late"
 submit paused
 PAUSED_RUN=$RUN_ID
 wait_claimed paused
