@@ -92,7 +92,6 @@ int oci_binding_config(const json_t *dispatch, const struct berth_job *job, cons
         (r = berth_json_string_member(params, WHAT, "cgroups_path", false, &bp.cgroups_path, reterr)) < 0 ||
         (r = berth_json_string_member(params, WHAT, "outputs_dir", false, &bp.outputs_dir, reterr)) < 0 ||
         (r = berth_json_string_member(params, WHAT, "slot_init", false, &bp.slot_init, reterr)) < 0 ||
-        (r = berth_json_string_member(params, WHAT, "slot_handoff", false, &bp.slot_handoff, reterr)) < 0 ||
         (r = staged_inputs(dispatch, job, in, reterr)) < 0)
         return r == -ENOMEM ? r : -EBADMSG;
     bp.inputs = in->list;

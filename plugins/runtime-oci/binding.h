@@ -20,7 +20,7 @@
  *      "pids_ceiling", "cgroups_path" (absent for a contained job, which
  *      runs in its unit's payload group, contained.c), "outputs_dir" (the job's outputs
  *      tmpfs, outmount.h; absent when it has no room for outputs),
- *      "slot_init", "slot_handoff" (a warm slot's: berth_bundle_config()'s
+ *      "slot_init" (a warm slot's: berth_bundle_config()'s
  *      slot form; absent for a job's own bundle)}).
  *   For a warm slot (docs/warm-slots.md) config.json is built twice: when
  *   the slot is provisioned, from the slot document (oci_binding_slot()),

@@ -55,7 +55,15 @@
  *                  "output_error": {"id", "problem"} (only when one is
  *                  invalid; outputs is [] then)}
  *                 the outputs checked after the sandbox stopped
- *                 (outcheck.h), for a job that exited on its own
+ *                 (outcheck.h), for a job that exited on its own.  For a
+ *                 job that declares no outputs it is written as soon as
+ *                 the job's end is known, before `delete` and the cgroup's
+ *                 drain (so the result is not kept waiting for them)
+ *   teardown      (empty) made just before such an early result.json and
+ *                 removed when the teardown after it is done: a job whose
+ *                 shim is gone while it is there is torn down by
+ *                 `berth-oci-shim cleanup`, which keeps the result; reap()
+ *                 waits for the shim, so it never sees it mid-teardown
  *   reaped        after reap(): everything else is gone (the outputs tmpfs
  *                 unmounted); inspect says -ENOENT, start says "already
  *                 started"; forget() removes it and the directory.
@@ -67,11 +75,11 @@
  *   slot.json     the slot document provision() received (0600)
  *   slot          the slot id: the container's id and its cgroup's name,
  *                 which stay the slot's after the claim
- *   handoff/      (0755) bound read-only in the container; at the claim the
- *                 shim writes the job's argv there (BERTH_BUNDLE_SLOT_ARGV)
  *   claimed       a FIFO: the shim's answer ("started"/"failed") to claim()
  *   ready.json    {"created_at": "<ns>", "provision_ns": "<ns>"} once
- *                 `create` succeeded: the slot can be claimed
+ *                 `create` and `start` succeeded (berth-slot-init waits on
+ *                 its standard input, a pipe the shim holds, for the job's
+ *                 argv): the slot can be claimed
  *   result.json   a slot that ended without a job (state "failed", reason
  *                 slot_discarded, slot_expired, slot_lost, create_failed or
  *                 a binding reason)
@@ -99,9 +107,9 @@
 #define OCI_JOB_SYNC "sync"
 #define OCI_JOB_LAUNCHED "launched"
 #define OCI_JOB_CAPTURED "captured"
+#define OCI_JOB_TEARDOWN "teardown"
 #define OCI_SLOT_DOC "slot.json"
 #define OCI_SLOT_ID "slot"
-#define OCI_SLOT_HANDOFF "handoff"
 #define OCI_SLOT_CLAIMED "claimed"
 #define OCI_SLOT_READY "ready.json"
 #define OCI_SLOT_MAX (256 * 1024) /* slot.json, bytes */

@@ -102,8 +102,11 @@ bool oci_has_result(int dirfd);
  * no shim and no result, after its unit was fenced and drained when it is
  * a contained job's (nothing when a result appeared meanwhile). */
 int oci_settle_orphan(struct oci *o, int jobfd, const char *job_id, struct berth_error *reterr);
-/* Proof of teardown of the job or slot directory @dirfd (plugin.h, cancel): -EBUSY until proven. */
-int oci_prove_teardown(struct oci *o, int dirfd, const char *job_id, struct berth_error *reterr);
+/* Proof of teardown of the job or slot directory @dirfd (plugin.h, cancel):
+ * -EBUSY until proven.  @whole: its shim has exited too (reap, discard);
+ * otherwise a shim that only deletes the container after an early result
+ * is not waited for (runtime-oci.c). */
+int oci_prove_teardown(struct oci *o, int dirfd, const char *job_id, bool whole, struct berth_error *reterr);
 /* The container id (and cgroup name) of the directory @dirfd: its "slot"
  * file when it was a warm slot, else @job_id.  @buf: 64 bytes. */
 const char *oci_container_id(int dirfd, const char *job_id, char buf[64]);

@@ -485,7 +485,7 @@ int oci_dispatch_parse(const struct oci *o, const char *text, size_t len, struct
 int oci_prepare(struct oci *o, const struct dispatch *d, int jobfd, const char *jobdir, uint64_t outputs,
                 const char *slot_init, struct berth_error *reterr)
 {
-    _cleanup_free_ char *bundle = NULL, *outputs_dir = NULL, *handoff = NULL;
+    _cleanup_free_ char *bundle = NULL, *outputs_dir = NULL;
     _cleanup_json_ json_t *config = NULL, *shim = NULL, *params = NULL, *mount = NULL;
     _cleanup_free_ char *text = NULL;
     _cleanup_close_ int bundlefd = -1;
@@ -497,13 +497,9 @@ int oci_prepare(struct oci *o, const struct dispatch *d, int jobfd, const char *
      * slot's directory (runsc reads config.json again at `start`). */
     if ((slot_init ? asprintf(&bundle, "%s/%s", o->bundles_dir, d->run_id)
                    : asprintf(&bundle, "%s/%s", jobdir, OCI_JOB_BUNDLE)) < 0 ||
-        (outputs && asprintf(&outputs_dir, "%s/%s", jobdir, OCI_JOB_OUTPUTS) < 0) ||
-        (slot_init && asprintf(&handoff, "%s/%s", jobdir, OCI_SLOT_HANDOFF) < 0))
+        (outputs && asprintf(&outputs_dir, "%s/%s", jobdir, OCI_JOB_OUTPUTS) < 0))
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     if (slot_init) {
-        /* The handoff directory is the job's to read (its uid), never to write. */
-        if (mkdirat(jobfd, OCI_SLOT_HANDOFF, 0755) < 0 || fchmodat(jobfd, OCI_SLOT_HANDOFF, 0755, 0) < 0)
-            return berth_error_set(reterr, -errno, "cannot create %s: %m", handoff);
         if (mkfifoat(jobfd, OCI_SLOT_CLAIMED, 0600) < 0)
             return berth_error_set(reterr, -errno, "cannot create %s/%s: %m", jobdir, OCI_SLOT_CLAIMED);
         if ((r = berth_publish_at(jobfd, OCI_SLOT_ID, d->run_id, strlen(d->run_id), 0600, 0, reterr)) < 0)
@@ -532,10 +528,10 @@ int oci_prepare(struct oci *o, const struct dispatch *d, int jobfd, const char *
     /* What the shim rebuilds config.json from (binding.h).  A contained job
      * has no cgroupsPath: its runtime makes no group of its own, and the
      * job stays in its unit's payload group (contained.c). */
-    params = json_pack("{s:I, s:I, s:I, s:I, s:s*, s:s*, s:s*, s:s*}", "uid", (json_int_t)o->cfg.uid, "gid",
+    params = json_pack("{s:I, s:I, s:I, s:I, s:s*, s:s*, s:s*}", "uid", (json_int_t)o->cfg.uid, "gid",
                        (json_int_t)o->cfg.gid, "nproc", (json_int_t)(o->cfg.pids_ceiling ? d->job->limits.pids : 0),
                        "pids_ceiling", (json_int_t)o->cfg.pids_ceiling, "cgroups_path", o->cops ? NULL : cgroup,
-                       "outputs_dir", outputs_dir, "slot_init", slot_init, "slot_handoff", handoff);
+                       "outputs_dir", outputs_dir, "slot_init", slot_init);
     if (!params)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     if ((r = oci_binding_config(d->doc, d->job, params, &config, reterr)) < 0 ||
@@ -1053,8 +1049,13 @@ static int oci_open_output(void *state, const char *job_id, const char *output_i
  * reaped runsc-sandbox, runsc-gofer and everything else it was parent of)
  * and no process is left in the job's cgroup in any hierarchy (cgroup.h;
  * leftovers are killed, empty groups removed).  -EBUSY when either cannot
- * be shown now: berthd keeps the job reaping and asks again. */
-int oci_prove_teardown(struct oci *o, int jobfd, const char *job_id, struct berth_error *reterr)
+ * be shown now: berthd keeps the job reaping and asks again.  Without
+ * @whole, a shim still deleting the container after an early result (the
+ * "teardown" marker, jobdir.h: it had reaped the runtime's processes and
+ * drained the cgroup) is not waited for: the cgroup is drained again here,
+ * which is the proof; reap() and discard, which remove what that shim
+ * still uses, pass @whole. */
+int oci_prove_teardown(struct oci *o, int jobfd, const char *job_id, bool whole, struct berth_error *reterr)
 {
     char cgroup[OCI_CGROUP_PATH_MAX], idbuf[64];
     int r;
@@ -1064,13 +1065,29 @@ int oci_prove_teardown(struct oci *o, int jobfd, const char *job_id, struct bert
      * 100 us, doubling to 10 ms, so the usual sub-millisecond gap costs
      * about that, not a fixed tick. */
     for (int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, REAP_WAIT_NS), nap_us = 100; oci_shim_alive(jobfd) == 1;) {
+        if (!whole && !oci_job_contained(jobfd) && faccessat(jobfd, OCI_JOB_TEARDOWN, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+            goto drain;
         if (berth_deadline_passed(CLOCK_MONOTONIC, until))
             return berth_error_set(reterr, -EBUSY, "job %s: teardown not proven: its shim is still running", job_id);
         usleep((useconds_t)nap_us);
         nap_us = nap_us < 10000 ? nap_us * 2 : 10000;
     }
+    /* A shim that ended between an early result and the end of the
+     * teardown after it (jobdir.h "teardown"): finish that teardown. */
+    if (faccessat(jobfd, OCI_JOB_TEARDOWN, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+        _cleanup_free_ char *jobdir = NULL;
+        if (asprintf(&jobdir, "%s/%s", o->jobs_dir, job_id) < 0)
+            return berth_error_set(reterr, -ENOMEM, "out of memory");
+        o->host->log(o->host, BERTH_LOG_WARNING, "job %s: its shim ended during the teardown: finishing it", job_id);
+        r = oci_run_shim(o, "cleanup", jobdir, -1, reterr);
+        if (r != 0)
+            return r < 0 ? r
+                         : berth_error_set(reterr, -EBUSY, "job %s: teardown not proven: cleanup failed (%d); see %s/%s",
+                                           job_id, r, jobdir, OCI_JOB_RUNTIME_LOG);
+    }
     if (oci_job_contained(jobfd))
         return oci_contained_prove(o, job_id, reterr); /* its unit's cgroup, by the containment's word */
+drain:
     if ((r = oci_cgroup_path(o->cfg.state_directory, oci_container_id(jobfd, job_id, idbuf), cgroup)) < 0)
         return berth_error_set(reterr, r, "job %s: cannot name its cgroup: %s", job_id, strerror(-r));
     r = oci_cgroup_drain(OCI_CGROUP_ROOT, cgroup, TEARDOWN_WAIT_NS, reterr);
@@ -1113,7 +1130,7 @@ static int oci_cancel(void *state, const char *job_id, struct berth_error *reter
                                    (long long)(CANCEL_WAIT_NS / BERTH_NS_PER_SEC));
         usleep(20000);
     }
-    return oci_prove_teardown(o, jobfd, job_id, reterr);
+    return oci_prove_teardown(o, jobfd, job_id, false, reterr);
 }
 
 static int oci_reap(void *state, const char *job_id, struct berth_error *reterr)
@@ -1128,7 +1145,7 @@ static int oci_reap(void *state, const char *job_id, struct berth_error *reterr)
         return jobfd;
     if (!oci_has_result(jobfd))
         return berth_error_set(reterr, -EBUSY, "job %s has not finished", job_id);
-    if ((r = oci_prove_teardown(o, jobfd, job_id, reterr)) < 0)
+    if ((r = oci_prove_teardown(o, jobfd, job_id, true, reterr)) < 0)
         return r;
     /* The outputs tmpfs goes first (never walked into by the tree clear),
      * proven unmounted; berthd's inputs_dir is only no longer referenced. */

@@ -25,10 +25,11 @@
  * recorded failed with reason "unit_stopped".
  *
  * provision: supervise for a warm slot (slots.c, docs/warm-slots.md):
- * `create` from slot.json, "created" on fd 3, then the slot is held until
- * "claim" on the control FIFO (then as supervise from `start` on, answering
- * on the slot's "claimed" FIFO), "discard", its not_after, or the death of
- * its sandbox.
+ * `create` from slot.json with a pipe as the container's stdin, `start`
+ * (berth-slot-init waits on that pipe), "created" on fd 3, then the slot is
+ * held until "claim" on the control FIFO (the job's argv goes down the pipe,
+ * and from then on it is supervised as a job, answering on the slot's
+ * "claimed" FIFO), "discard", its not_after, or the death of its sandbox.
  *
  * supervise: detaches (fork, setsid), takes JOBDIR/lock for its whole life,
  * becomes a child subreaper (so the container's init, re-parented when the
@@ -38,8 +39,15 @@
  * output bound, for the receipt's deadline (a CLOCK_REALTIME timerfd) and for
  * "cancel" on the control FIFO.  Each of the last three kills everything
  * with `kill --all ID KILL`.  At the end it reaps what is left, runs
- * `delete --force`, confirms with `state` that the container is gone, and
- * writes result.json atomically.  See jobdir.h for the files.
+ * `delete --force`, confirms that the container is gone, and writes
+ * result.json atomically; for a job that declares no outputs, result.json
+ * comes as soon as no process of the job is left (helpers reaped, cgroup
+ * drained), before `delete`, marked by "teardown" until the rest is done.
+ * See jobdir.h for the files.
+ *
+ * cleanup of a job whose "teardown" marker is still there (its shim died
+ * after such an early result): delete the container and remove the
+ * marker; the result stands.
  *
  * cleanup: for a job whose shim is gone without a result (killed, or the
  * machine rebooted): kill and delete the container, then record the job
@@ -143,6 +151,8 @@ struct shim {
     int payload_procs;         /* contained: its cgroup.procs, which the runtime's create joins */
     bool no_limit[3];          /* contained: limit_files[i] cannot be set (when_delegated) */
     bool stopping;             /* contained: SIGTERM came, the unit is being stopped */
+    int create_stdin;          /* a slot: what `create` gets as stdin (the init's pipe), or -1 */
+    int handoff_fd;            /* a slot: the write end of its init's pipe until the claim, or -1 */
 };
 
 static void logf_shim(struct shim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -207,7 +217,8 @@ static int run_runtime(struct shim *s, const char *const *args, int out, int err
         /* The runtime (and what it starts) gets default signal handling, not the shim's mask. */
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        if (null < 0 || dup2(null, 0) < 0 || dup2(out >= 0 ? out : null, 1) < 0 ||
+        if (null < 0 || dup2(streq(args[0], "create") && s->create_stdin >= 0 ? s->create_stdin : null, 0) < 0 ||
+            dup2(out >= 0 ? out : null, 1) < 0 ||
             dup2(err >= 0 ? err : s->log_fd, 2) < 0)
             _exit(127);
         /* A contained job's create runs in the unit's payload group, and
@@ -326,8 +337,9 @@ static void reap_children(struct shim *s)
         child_ended(s, w, st);
 }
 
-/* Wait (bounded) until no child is left: the runtime's helpers exit after the sandbox. */
-static void reap_all(struct shim *s)
+/* Wait (bounded) until no child is left: the runtime's helpers exit after
+ * the sandbox.  True when none is left. */
+static bool reap_all(struct shim *s)
 {
     int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, REAP_NS);
 
@@ -343,10 +355,10 @@ static void reap_all(struct shim *s)
         while ((w = waitpid(-1, &st, WNOHANG)) > 0)
             child_ended(s, w, st);
         if (w < 0 && errno == ECHILD)
-            return;
+            return true;
         if (berth_deadline_passed(CLOCK_MONOTONIC, until)) {
             logf_shim(s, "helper processes still running after %lld s", (long long)(REAP_NS / BERTH_NS_PER_SEC));
-            return;
+            return false;
         }
         wait_readable(s->sigfd, until);
     }
@@ -550,13 +562,18 @@ static void judge_end(struct shim *s)
     }
 }
 
-/* After delete: nothing of the job may be left in its cgroup (cgroup.h). */
-static void drain_cgroup(struct shim *s)
+/* Nothing of the job may be left in its cgroup (cgroup.h): after delete,
+ * or before it for an early result.  True when proven (or the job has no
+ * cgroup of its own: a contained job's unit is proven by its containment). */
+static bool drain_cgroup(struct shim *s)
 {
     struct berth_error err = BERTH_ERROR_INIT;
 
-    if (s->cgroup && oci_cgroup_drain(OCI_CGROUP_ROOT, s->cgroup, DRAIN_CGROUP_NS, &err) < 0)
+    if (s->cgroup && oci_cgroup_drain(OCI_CGROUP_ROOT, s->cgroup, DRAIN_CGROUP_NS, &err) < 0) {
         logf_shim(s, "teardown not proven: %s", err.message);
+        return false;
+    }
+    return true;
 }
 
 /* Before create: the outputs tmpfs shim.json announces is mounted, so
@@ -927,13 +944,16 @@ static bool in_payload(struct shim *s)
     return true;
 }
 
-/* The argv of the claiming job, for berth-slot-init (bundle.h): its strings,
- * each ending in a NUL byte, in the handoff directory, 0444. */
+/* Hand the claiming job's argv to berth-slot-init (bundle.h): its strings,
+ * each ending in a NUL byte, into the init's pipe, which is then closed (end
+ * of file: the init execs them).  The pipe was made large enough for the
+ * whole bound, so the write does not wait for the init; if it could not be,
+ * the write blocks while the init reads.  0, or -errno (the init is gone:
+ * -EPIPE). */
 static int write_handoff(struct shim *s)
 {
-    struct berth_error err = BERTH_ERROR_INIT;
     const json_t *argv = json_object_get(s->job->doc, "argv"), *v;
-    _cleanup_close_ int dirfd = -1;
+    _cleanup_close_ int fd = TAKE_FD(s->handoff_fd);
     char *buf = NULL;
     size_t size = 0, i;
     FILE *f = open_memstream(&buf, &size);
@@ -956,19 +976,20 @@ static int write_handoff(struct shim *s)
         logf_shim(s, "the job's argv does not fit the slot's handoff (%zu bytes)", size);
         return -E2BIG;
     }
-    dirfd = berth_open_beneath(s->jobfd, OCI_SLOT_HANDOFF, O_RDONLY | O_DIRECTORY, 0, &err);
-    r = dirfd < 0 ? dirfd : berth_publish_at(dirfd, BERTH_BUNDLE_SLOT_ARGV, buf, size, 0444, 0, &err);
+    r = fd < 0 ? -EBADF : berth_write_all(fd, buf, size);
     free(buf);
     if (r < 0)
-        logf_shim(s, "cannot write the handoff: %s", err.message);
+        logf_shim(s, "cannot hand the argv to the slot's init: %s", strerror(-r));
     return r;
 }
 
 /* Tear a slot (or a claimed job that cannot start) down and record @reason.
- * Its container was never started, and runsc cannot signal a created one:
- * its init (runsc-sandbox, or crun's init waiting for `start`) is killed
- * directly -- a child of the shim not yet reaped, so the pid is still its
- * -- and reaped, so that `delete` finds no sandbox left to wait for. */
+ * No job runs in it: its init (runsc-sandbox, or crun's container process,
+ * berth-slot-init waiting on its pipe, or waiting for `start` if that
+ * failed; runsc cannot signal a container that was only created) is
+ * killed directly -- a child of the shim not yet reaped, so the pid is
+ * still its -- and reaped, so that `delete` finds no sandbox left to wait
+ * for. */
 static void end_slot(struct shim *s, const char *reason, const char *state)
 {
     if (s->init_pid > 0 && !s->init_exited)
@@ -1024,21 +1045,29 @@ static bool claimed_here(struct shim *s)
 }
 
 /*
- * A slot after `create`: tell provision() it is ready, then hold it until
- * "claim" (dispatch.json is there: check it as supervise does before
- * create, hand the argv over, arm the job's deadline; returns 0 with
- * *@syncfd the claimed FIFO, for the start's answer) or until it ends
+ * A slot after `create`: `start` it (berth-slot-init then waits on its
+ * pipe), tell provision() it is ready, then hold it until "claim"
+ * (dispatch.json is there: check it as supervise does before create, arm
+ * the job's deadline, hand the argv over, and the job runs; returns 0 with
+ * *@syncfd the claimed FIFO, for the claim's answer) or until it ends
  * ("discard", not_after, the sandbox's death: torn down, result written;
  * returns 1).
  */
 static int hold_slot(struct shim *s, int *syncfd, int *claimfd, int ctlfd, int timerfd, int64_t create_started)
 {
+    const char *start[] = {"start", s->id, NULL};
     struct itimerspec its = {0};
     const char *end = NULL, *refused;
     bool cancelled = false, claimed = false, asked = false;
     int64_t now = 0;
     const json_t *dl;
 
+    if (!runtime_ok(s, start, -1, -1)) {
+        end_slot(s, unit_stopping(s) ? "unit_stopped" : "start_failed", "failed");
+        sync_line(*syncfd, OCI_SHIM_SYNC_FAILED);
+        *syncfd = -1;
+        return 1;
+    }
     if (berth_now_ns(CLOCK_REALTIME, &now, NULL) < 0)
         now = create_started;
     write_json(s, OCI_SLOT_READY, json_pack("{s:o, s:o}", "created_at", ns_json(now), "provision_ns",
@@ -1119,19 +1148,20 @@ static int hold_slot(struct shim *s, int *syncfd, int *claimfd, int ctlfd, int t
     dl = json_object_get(json_object_get(json_object_get(s->dispatch, "receipt"), "receipt"), "deadline");
     if (!refused && berth_json_ns_value(dl, &s->deadline_ns) < 0)
         refused = "receipt_rejected";
+    its.it_value.tv_sec = s->deadline_ns / 1000000000LL;
+    its.it_value.tv_nsec = s->deadline_ns % 1000000000LL;
+    if (!refused && timerfd_settime(timerfd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
+        logf_shim(s, "cannot arm the deadline: %m");
+        refused = "start_failed";
+    }
+    if (!refused && berth_now_ns(CLOCK_REALTIME, &s->started_at, NULL) < 0)
+        s->started_at = -1;
+    /* The job runs from here on: its argv, then end of file. */
     if (!refused && write_handoff(s) < 0)
         refused = "handoff_failed";
     if (refused) {
+        s->started_at = -1;
         end_slot(s, refused, "failed");
-        sync_line(*syncfd, OCI_SHIM_SYNC_FAILED);
-        *syncfd = -1;
-        return 1;
-    }
-    its.it_value.tv_sec = s->deadline_ns / 1000000000LL;
-    its.it_value.tv_nsec = s->deadline_ns % 1000000000LL;
-    if (timerfd_settime(timerfd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
-        logf_shim(s, "cannot arm the deadline: %m");
-        end_slot(s, "start_failed", "failed");
         sync_line(*syncfd, OCI_SHIM_SYNC_FAILED);
         *syncfd = -1;
         return 1;
@@ -1157,7 +1187,7 @@ static int supervise(struct shim *s, int syncfd, bool slot)
     int outp[2] = {-1, -1}, errp[2] = {-1, -1};
     char pidfile[PATH_MAX];
     struct itimerspec its = {0};
-    bool out_open = true, err_open = true;
+    bool out_open = true, err_open = true, early, marked = false;
     sigset_t mask;
     int code;
 
@@ -1200,6 +1230,23 @@ static int supervise(struct shim *s, int syncfd, bool slot)
     }
 
     snprintf(pidfile, sizeof(pidfile), "%s/%s", s->jobdir, OCI_JOB_PIDFILE);
+    if (slot) {
+        /* The slot init's stdin (bundle.h), roomy enough for the largest
+         * argv (F_SETPIPE_SZ, pipe(7)); only the shim keeps the write end. */
+        int hp[2];
+        if (pipe2(hp, O_CLOEXEC) < 0) {
+            logf_shim(s, "cannot make the slot's handoff pipe: %m");
+            close(outp[1]);
+            close(errp[1]);
+            write_result(s, "failed", "slot_setup", -1);
+            sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
+            return 0;
+        }
+        s->create_stdin = hp[0];
+        s->handoff_fd = hp[1];
+        if (fcntl(hp[1], F_SETPIPE_SZ, BERTH_BUNDLE_SLOT_ARGV_MAX) < 0)
+            logf_shim(s, "the handoff pipe keeps its default size (%m): a long argv waits for the init to read it");
+    }
     {
         const char *refused = s->contained ? enter_unit(s) : NULL;
         if (!refused)
@@ -1229,10 +1276,15 @@ static int supervise(struct shim *s, int syncfd, bool slot)
         create[n] = NULL;
         if (berth_now_ns(CLOCK_REALTIME, &create_started, NULL) < 0)
             create_started = 0;
-        /* The container inherits create's stdout and stderr: the pipes. */
+        /* The container inherits create's stdout and stderr: the pipes
+         * (and a slot's init its handoff pipe as stdin). */
         bool ok = runtime_ok(s, create, outp[1], errp[1]);
         close(outp[1]);
         close(errp[1]);
+        if (s->create_stdin >= 0) {
+            close(s->create_stdin);
+            s->create_stdin = -1;
+        }
         if (ok && read_pid(s) == 0 && s->contained && !in_payload(s)) {
             refused = "containment_escaped";
             ok = false;
@@ -1262,7 +1314,7 @@ static int supervise(struct shim *s, int syncfd, bool slot)
     note_helpers(s);
     if (slot && hold_slot(s, &syncfd, &claimfd, ctlfd, timerfd, create_started) != 0)
         return 0;
-    {
+    if (!slot) {
         const char *start[] = {"start", s->id, NULL};
         if (berth_now_ns(CLOCK_REALTIME, &s->started_at, NULL) < 0)
             s->started_at = -1;
@@ -1356,19 +1408,38 @@ static int supervise(struct shim *s, int syncfd, bool slot)
     while (err_open && pump(s, err_r, s->err_fd) && drain_more(err_r))
         ;
     judge_end(s); /* before delete: the runtime removes the cgroup that counted OOM kills */
-    reap_all(s);
-    delete_container(s);
-    reap_all(s);
-    drain_cgroup(s);
-    /* Only a job that ended on its own has outputs (whatever its exit code). */
-    if (!s->state)
-        capture_outputs(s);
     if (WIFEXITED(s->init_status))
         code = WEXITSTATUS(s->init_status);
     else
         code = 128 + WTERMSIG(s->init_status);
     if (streq_ptr(s->reason, "runtime_lost"))
         code = -1; /* the sandbox's status, not the job's */
+    /* The result is final now, unless outputs are to be read from the
+     * stopped container: then it waits for the whole teardown.  Otherwise,
+     * once no process of the job is left (the runtime's helpers reaped, the
+     * job's cgroup drained), it is written before the runtime's `delete`,
+     * which only removes the runtime's record of the container; the
+     * "teardown" marker (jobdir.h) says that this is under way. */
+    early = (!s->job || json_array_size(json_object_get(s->job->doc, "outputs")) == 0) && reap_all(s) &&
+            drain_cgroup(s);
+    if (early) {
+        s->outputs = json_array();
+        logf_shim(s, "finished: %s, exit code %d (teardown follows)", s->state ? s->state : "exited", code);
+        marked = berth_publish_at(s->jobfd, OCI_JOB_TEARDOWN, "", 0, 0600, 0, NULL) == 0;
+        if (!marked || write_result(s, s->state ? s->state : "exited", s->reason, code) < 0)
+            early = false; /* written after the teardown instead */
+    }
+    reap_all(s);
+    delete_container(s);
+    reap_all(s);
+    drain_cgroup(s);
+    if (marked && unlinkat(s->jobfd, OCI_JOB_TEARDOWN, 0) < 0)
+        logf_shim(s, "cannot remove %s: %m", OCI_JOB_TEARDOWN);
+    if (early)
+        return 0;
+    /* Only a job that ended on its own has outputs (whatever its exit code). */
+    if (!s->state)
+        capture_outputs(s);
     logf_shim(s, "finished: %s, exit code %d", s->state ? s->state : "exited", code);
     write_result(s, s->state ? s->state : "exited", s->reason, code);
     return 0;
@@ -1376,6 +1447,18 @@ static int supervise(struct shim *s, int syncfd, bool slot)
 
 static int cleanup(struct shim *s)
 {
+    /* A shim that ended after its job's result, during the teardown that
+     * follows it: the result stands, the teardown is finished here. */
+    if (faccessat(s->jobfd, OCI_JOB_TEARDOWN, F_OK, AT_SYMLINK_NOFOLLOW) == 0 &&
+        faccessat(s->jobfd, OCI_JOB_RESULT, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+        logf_shim(s, "the job's shim ended during its teardown: killing and deleting its container");
+        kill_all(s);
+        delete_container(s);
+        drain_cgroup(s);
+        if (!container_absent(s))
+            return 1;
+        return unlinkat(s->jobfd, OCI_JOB_TEARDOWN, 0) < 0 && errno != ENOENT ? 1 : 0;
+    }
     logf_shim(s, "no shim supervises this job: killing and deleting its container");
     s->started_at = -1;
     kill_all(s);
@@ -1553,7 +1636,7 @@ static int usage(void)
 int main(int argc, char **argv)
 {
     struct shim s = {.jobfd = -1, .out_fd = -1, .err_fd = -1, .log_fd = -1, .runtime_fd = -1, .sigfd = -1,
-                     .started_at = -1, .payload_procs = -1};
+                     .started_at = -1, .payload_procs = -1, .create_stdin = -1, .handoff_fd = -1};
     _cleanup_close_ int lockfd = -1;
     bool sup, slot, contained;
     int syncfd = -1, r;
@@ -1626,9 +1709,12 @@ int main(int argc, char **argv)
             syncfd = -1;
         }
     }
-    if (faccessat(s.jobfd, OCI_JOB_RESULT, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+    /* Already finished: nothing to do, but for cleanup of a teardown cut
+     * short after an early result (jobdir.h "teardown"). */
+    if (faccessat(s.jobfd, OCI_JOB_RESULT, F_OK, AT_SYMLINK_NOFOLLOW) == 0 &&
+        (sup || faccessat(s.jobfd, OCI_JOB_TEARDOWN, F_OK, AT_SYMLINK_NOFOLLOW) < 0)) {
         sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
-        return 0; /* already finished: nothing to do */
+        return 0;
     }
     if (contained) {
         /* One launch per job: a unit started again (by hand, or a start

@@ -3,21 +3,25 @@
  * berth-slot-init -- the process of a warm slot's container (runtime-oci,
  * docs/warm-slots.md).
  *
- * A slot's container is created before its job exists, with this program
- * (linked statically, so it runs on any image) bound read-only at
- * BERTH_BUNDLE_SLOT_INIT as its process.  When a job claims the slot, the
- * shim checks the job's receipt and config.json, writes the job's argv into
- * the slot's read-only handoff directory (BERTH_BUNDLE_SLOT_HANDOFF/argv:
- * the strings, each ending in a NUL byte) and runs the runtime's `start`.
- * Only then does this program run: it reads the argv and execs it, with the
+ * A slot's container is created and started before its job exists, with
+ * this program (linked statically, so it runs on any image) bound
+ * read-only at BERTH_BUNDLE_SLOT_INIT as its process.  It waits on its
+ * standard input, a pipe whose other end only the slot's shim holds (the
+ * runtime hands the container the stdio of `create`).  When a job claims
+ * the slot, the shim checks the job's receipt and config.json and writes
+ * the job's argv into the pipe (its strings, each ending in a NUL byte)
+ * and closes it.  This program reads up to end of file, puts /dev/null on
+ * standard input (as a cold job has it) and execs the argv, with the
  * environment, identity, limits and working directory config.json gave it,
  * so nothing of it stays in the job's process.  argv[0] without a slash is
  * looked up in PATH, as the runtimes do for a job's own bundle, and a file
- * the kernel cannot execute is not run through a shell.
+ * the kernel cannot execute is not run through a shell.  A shim that ends
+ * without a claim closes the pipe with nothing in it: the init runs
+ * nothing.
  *
  * Exit status (nothing was exec'ed): 127 when the program is not found,
- * 126 when it cannot be executed, 125 when the handoff is absent or
- * malformed; the reason goes to standard error, which is the job's.
+ * 126 when it cannot be executed, 125 when the handoff is empty, malformed
+ * or over its bound; the reason goes to standard error, which is the job's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +35,6 @@
 
 extern char **environ;
 
-#define HANDOFF BERTH_BUNDLE_SLOT_HANDOFF "/" BERTH_BUNDLE_SLOT_ARGV
 #define EXIT_HANDOFF 125
 
 /* execve @args, looking a program name without a slash up in PATH as the
@@ -73,7 +76,7 @@ static void execute(char *const *args)
 
 static int refuse(const char *what)
 {
-    fprintf(stderr, "berth-slot-init: %s: %s\n", HANDOFF, what);
+    fprintf(stderr, "berth-slot-init: the handoff on standard input: %s\n", what);
     return EXIT_HANDOFF;
 }
 
@@ -81,22 +84,16 @@ int main(int argc, char **argv)
 {
     static char buf[BERTH_BUNDLE_SLOT_ARGV_MAX + 1];
     static char *args[BERTH_BUNDLE_SLOT_ARGC_MAX + 1];
-    struct stat st;
     size_t n = 0, argn = 0, i;
-    int fd;
+    int null;
 
     (void)argv;
     if (argc != 1) {
         fputs("usage: berth-slot-init (the process of a berth warm slot; takes no arguments)\n", stderr);
         return 2;
     }
-    fd = open(HANDOFF, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0)
-        return refuse(strerror(errno));
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-        return refuse("not a regular file");
     for (;;) {
-        ssize_t k = read(fd, buf + n, sizeof(buf) - n);
+        ssize_t k = read(0, buf + n, sizeof(buf) - n);
         if (k < 0 && errno == EINTR)
             continue;
         if (k < 0)
@@ -107,7 +104,11 @@ int main(int argc, char **argv)
         if (n == sizeof(buf))
             return refuse("longer than " "the argv bound");
     }
-    close(fd);
+    null = open("/dev/null", O_RDWR | O_NOCTTY);
+    if (null < 0 || dup2(null, 0) < 0)
+        return refuse("cannot put /dev/null on standard input");
+    if (null != 0)
+        close(null);
     if (n == 0 || buf[n - 1] != '\0' || buf[0] == '\0')
         return refuse("not a list of NUL-terminated strings with a program first");
     for (i = 0; i < n; i += strlen(buf + i) + 1) {

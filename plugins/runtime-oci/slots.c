@@ -6,14 +6,15 @@
  * directory, but from the slot document: the bundle is the deny-all spec a
  * job with the slot's effective manifest, image, limits and root gets, in
  * slot form (its process is berth-slot-init), and `berth-oci-shim
- * provision` runs `create` and then holds the container until a claim, a
- * discard, the slot's retirement or the sandbox's death.
+ * provision` runs `create` and `start` (the init then waits on its standard
+ * input, a pipe the shim holds) and then holds the container until a claim,
+ * a discard, the slot's retirement or the sandbox's death.
  *
  * claim() checks the dispatch as start() does and that the job fits the
  * slot, writes dispatch.json, then renames the slot directory to the job's
  * (RENAME_NOREPLACE: the same tombstone start() makes with mkdir) and only
- * then tells the shim, which checks the binding again (binding.h), writes
- * the job's argv into the handoff directory and runs `start`.
+ * then tells the shim, which checks the binding again (binding.h) and writes
+ * the job's argv into the init's pipe: the init execs it at once.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -403,7 +404,7 @@ int oci_discard(void *state, const char *slot_id, struct berth_error *reterr)
                                    (long long)(DISCARD_WAIT_NS / BERTH_NS_PER_SEC));
         usleep(10000);
     }
-    if ((r = oci_prove_teardown(o, fd, slot_id, reterr)) < 0)
+    if ((r = oci_prove_teardown(o, fd, slot_id, true, reterr)) < 0)
         return r;
     if ((r = oci_outputs_release(fd, OCI_JOB_OUTPUTS, outputs, reterr)) < 0) {
         berth_error_prefix(reterr, "slot %s", slot_id);

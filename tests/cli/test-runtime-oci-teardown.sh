@@ -130,6 +130,45 @@ finish unproven
     fail "unproven: $(cat "$TMP/unproven.out/result.json")"
 [ ! -e "$cg" ] || fail "the job's cgroup $cg is left"
 
+# --- the result before delete; a shim killed during that teardown -----------
+# A job that declares no outputs gets its result once its processes are gone
+# (the runtime's helpers reaped, its cgroup drained), before the runtime's
+# `delete`, which only removes runsc's record of the container.  The test
+# holds that record's lock (runsc takes it for delete), so delete blocks:
+# the result must be recorded all the same.  Then the shim is killed in the
+# middle of that teardown (with its blocked delete): berthd's reap finds its
+# "teardown" marker, finishes the teardown with `berth-oci-shim cleanup`,
+# and runsc keeps no record of the container.
+POOL=gvisor
+bb_job early 'sleep 2; echo early'
+submit early
+wait_state dev early running
+RROOT=$TMP/state-runsc/root # the plugin's --root for runsc
+LOCKF=$RROOT/${RUN_ID}_sandbox:${RUN_ID}.lock
+[ -f "$LOCKF" ] || fail "runsc keeps no lock file $LOCKF: $(ls "$RROOT")"
+flock -o -x "$LOCKF" sleep 120 & # -o: flock itself holds the lock, not the sleep
+holder=$!
+finish early
+[ "$(result early .status)/$(result early .exit_code)/$(cat "$TMP/early.out/stdout")" = exited/0/early ] ||
+    fail "early: $(cat "$TMP/early.out/result.json")"
+JOBDIR=$TMP/state-runsc/jobs/$RUN_ID
+[ -e "$JOBDIR/teardown" ] || fail "the result was recorded, but the shim is not in its teardown: $(ls "$JOBDIR")"
+shim=$(pgrep -f "berth-oci-shim (supervise|provision) .*$RUN_ID" | head -n1)
+[ -n "$shim" ] || fail "no shim of $RUN_ID runs while its delete is blocked: $(pgrep -af berth-oci-shim)"
+deleter=$(pgrep -f "runsc .*delete --force $RUN_ID" | head -n1)
+[ -n "$deleter" ] || fail "no blocked runsc delete of $RUN_ID: $(pgrep -af runsc)"
+kill -KILL "$shim" "$deleter"
+kill "$holder"
+wait "$holder" 2>/dev/null || :
+log_has "job $RUN_ID: its shim ended during the teardown: finishing it" 15 ||
+    fail "berthd did not finish the teardown: $(grep "$RUN_ID" "$TMP/berthd.log" | tail -n 3)"
+for i in $(seq 1 100); do
+    [ -e "$JOBDIR/reaped" ] && break
+    sleep 0.1
+done
+[ -e "$JOBDIR/reaped" ] || fail "the job was not reaped after the cleanup: $(ls "$JOBDIR")"
+! ls "$RROOT" | grep -q "^${RUN_ID}_" || fail "runsc still keeps a record of $RUN_ID: $(ls "$RROOT")"
+
 # --- a receipt signed by another key ------------------------------------------
 run 0 "$BERTHCTL" keygen --out "$TMP/other.key" --json
 other=$(jq -r .public_key "$TMP/stdout")

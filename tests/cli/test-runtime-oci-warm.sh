@@ -152,6 +152,10 @@ for be in runsc crun; do
     jq -e --arg id "$(id_of "$be-a")" '.slots[] | select(.slot_id == $id) | (.provision_ns | tonumber) > 0' \
         "$TMP/stdout" >/dev/null || fail "$be: no provision_ns: $(cat "$TMP/stdout")"
     runtime_has "$be" "$(id_of "$be-a")" || fail "$be: the runtime keeps no container for slot a"
+    # Started when provisioned: the claim runs no runtime command, and the
+    # slot's init waits on its pipe (its stdin) for the job's argv.
+    st=$("$be" --root "$TMP/state-$be/root" state "$(id_of "$be-a")" | jq -r .status)
+    [ "$st" = running ] || fail "$be: a ready slot's container is $st, not running"
     probe_job "$be-hit"
     drive_ok "$be" claim "$(id_of "$be-a")" "$TMP/$be-hit.dispatch.json"
     [ "$(cat "$TMP/stdout")" = started ] || fail "$be: claim said $(cat "$TMP/stdout")"

@@ -241,9 +241,9 @@ START_TEST(egress_and_refusals)
 }
 END_TEST
 
-/* A warm slot's bundle: the process is berth-slot-init, the handoff and the
- * init are bound read-only after every other mount, and everything else is
- * byte for byte the job's own bundle. */
+/* A warm slot's bundle: the process is berth-slot-init, the init is bound
+ * read-only after every other mount, and everything else is byte for byte
+ * the job's own bundle. */
 START_TEST(slot_form)
 {
     struct berth_bundle_params p = sample(), q = sample();
@@ -252,7 +252,6 @@ START_TEST(slot_form)
     size_t n;
 
     q.slot_init = "/usr/libexec/berth/berth-slot-init";
-    q.slot_handoff = "/var/lib/berth/runtime/runsc/slots/s1/handoff";
     ck_assert_int_eq(berth_bundle_config(&p, &cold, NULL), 0);
     ck_assert_int_eq(berth_bundle_config(&q, &warm, NULL), 0);
     ck_assert_str_eq(json_string_value(json_array_get(json_object_get(json_object_get(warm, "process"), "args"), 0)),
@@ -260,24 +259,20 @@ START_TEST(slot_form)
     ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(warm, "process"), "args")), 1);
     mounts = json_object_get(warm, "mounts");
     n = json_array_size(mounts);
-    ck_assert_uint_eq(n, json_array_size(json_object_get(cold, "mounts")) + 2);
-    m = json_array_get(mounts, n - 2);
+    ck_assert_uint_eq(n, json_array_size(json_object_get(cold, "mounts")) + 1);
+    m = json_array_get(mounts, n - 1);
     ck_assert_str_eq(json_string_value(json_object_get(m, "destination")), BERTH_BUNDLE_SLOT_INIT);
     ck_assert_str_eq(json_string_value(json_object_get(m, "source")), q.slot_init);
     ck_assert_str_eq(json_string_value(json_array_get(json_object_get(m, "options"), 1)), "ro");
-    m = json_array_get(mounts, n - 1);
-    ck_assert_str_eq(json_string_value(json_object_get(m, "destination")), BERTH_BUNDLE_SLOT_HANDOFF);
-    ck_assert_str_eq(json_string_value(json_object_get(m, "source")), q.slot_handoff);
-    ck_assert_int_eq(json_array_size(json_object_get(m, "options")), 5); /* bind ro nosuid nodev noexec */
+    ck_assert_int_eq(json_array_size(json_object_get(m, "options")), 4); /* bind ro nosuid nodev */
     /* The rest is the cold bundle's. */
     json_object_set(json_object_get(warm, "process"), "args", json_object_get(json_object_get(cold, "process"), "args"));
     json_array_remove(json_object_get(warm, "mounts"), n - 1);
-    json_array_remove(json_object_get(warm, "mounts"), n - 2);
     ck_assert(json_equal(warm, cold));
-    /* Both paths or neither, absolute. */
-    q.slot_handoff = NULL;
+    /* An absolute, clean path. */
+    q.slot_init = "relative/berth-slot-init";
     ck_assert_int_eq(berth_bundle_config(&q, &bad, NULL), -EINVAL);
-    q.slot_handoff = "relative/handoff";
+    q.slot_init = "/usr/libexec/../berth-slot-init";
     ck_assert_int_eq(berth_bundle_config(&q, &bad, NULL), -EINVAL);
     ck_assert_ptr_null(bad);
 }

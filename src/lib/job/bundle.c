@@ -187,14 +187,12 @@ static int input_mounts(json_t *m, const struct berth_bundle_params *p)
     return 0;
 }
 
-/* A warm slot's init (executable, nothing else) and its handoff directory. */
+/* A warm slot's init (executable, nothing else). */
 static int slot_mounts(json_t *m, const struct berth_bundle_params *p)
 {
     if (!p->slot_init)
         return 0;
-    if (append(m, mount(BERTH_BUNDLE_SLOT_INIT, "bind", p->slot_init, json_pack("[s,s,s,s]", "bind", "ro", "nosuid", "nodev"))) < 0 ||
-        append(m, mount(BERTH_BUNDLE_SLOT_HANDOFF, "bind", p->slot_handoff,
-                        json_pack("[s,s,s,s,s]", "bind", "ro", "nosuid", "nodev", "noexec"))) < 0)
+    if (append(m, mount(BERTH_BUNDLE_SLOT_INIT, "bind", p->slot_init, json_pack("[s,s,s,s]", "bind", "ro", "nosuid", "nodev"))) < 0)
         return -ENOMEM;
     return 0;
 }
@@ -243,10 +241,8 @@ static int check_params(const struct berth_bundle_params *p, const char **ret_ro
         return berth_error_set(reterr, -EINVAL,
                                "scratch_bytes %" PRId64 " leaves no room for /tmp: an OCI bundle needs at least %d",
                                p->job->limits.scratch_bytes, BERTH_BUNDLE_TMPFS_GRAIN);
-    if (!p->slot_init != !p->slot_handoff ||
-        (p->slot_init && (!absolute_clean(p->slot_init) || !absolute_clean(p->slot_handoff))))
-        return berth_error_set(reterr, -EINVAL, "a warm slot's bundle needs the absolute host paths of its init and "
-                                                "its handoff directory");
+    if (p->slot_init && !absolute_clean(p->slot_init))
+        return berth_error_set(reterr, -EINVAL, "a warm slot's bundle needs the absolute host path of its init");
     if (bounds.outputs && !absolute_clean(p->outputs_dir))
         return berth_error_set(reterr, -EINVAL, "artifact_bytes %" PRId64 " needs the absolute host path of the "
                                                 "job's outputs tmpfs",

@@ -73,14 +73,13 @@
 
 /*
  * A warm slot's bundle (docs/warm-slots.md): the container's process is
- * berth-slot-init, bound read-only at BERTH_BUNDLE_SLOT_INIT, and the slot's
- * handoff directory is bound read-only at BERTH_BUNDLE_SLOT_HANDOFF; at the
- * claim the job's argv is written there (BERTH_BUNDLE_SLOT_ARGV) and the init
- * execs it.  Both live in the /dev tmpfs, so no image root needs a mount point.
+ * berth-slot-init, bound read-only at BERTH_BUNDLE_SLOT_INIT (in the /dev
+ * tmpfs, so no image root needs a mount point).  The slot's container is
+ * started when it is provisioned; the init then waits on its standard input,
+ * a pipe only the runtime's supervisor holds, for the claiming job's argv
+ * (its strings, each ending in a NUL byte, then end of file), and execs it.
  */
 #define BERTH_BUNDLE_SLOT_INIT "/dev/.berth-slot-init"
-#define BERTH_BUNDLE_SLOT_HANDOFF "/dev/.berth-slot"
-#define BERTH_BUNDLE_SLOT_ARGV "argv" /**< in the handoff directory */
 #define BERTH_BUNDLE_SLOT_ARGV_MAX (256 * 1024) /**< bytes of the NUL-terminated strings */
 #define BERTH_BUNDLE_SLOT_ARGC_MAX 4096
 
@@ -143,12 +142,12 @@ struct berth_bundle_input {
  * @nproc:        RLIMIT_NPROC (soft = hard), or 0 for none.
  * @pids_ceiling: linux.resources.pids.limit; 0 means limits.pids.
  * @cgroups_path: linux.cgroupsPath, or NULL.
- * @slot_init, @slot_handoff: both NULL for a job's own bundle; for a warm
- *                slot's, the absolute host paths of berth-slot-init and of
- *                the slot's handoff directory: process.args is then
+ * @slot_init:    NULL for a job's own bundle; for a warm slot's, the
+ *                absolute host path of berth-slot-init: process.args is then
  *                [BERTH_BUNDLE_SLOT_INIT] instead of the job's argv (which
- *                is ignored) and the two are bound read-only (see above).
- *                Everything else is what the job's own bundle would be.
+ *                is ignored) and the init is bound read-only there (see
+ *                above).  Everything else is what the job's own bundle
+ *                would be.
  */
 struct berth_bundle_params {
     const struct berth_job *job;
@@ -163,7 +162,6 @@ struct berth_bundle_params {
     uint64_t pids_ceiling;
     const char *cgroups_path;
     const char *slot_init;
-    const char *slot_handoff;
 };
 
 /**
