@@ -12,6 +12,8 @@
 #   the slots that follow are of the new manifest and warm again;
 # - a slot whose sandbox was killed while idle is replaced, berthd told by
 #   the slot's notification (not the reconcile timer);
+# - a runtime replaced under its pin: the claim quarantines the slot
+#   (reason "runtime") and the job does not run;
 # - slots count against their pool's max_concurrency and yield to its jobs;
 # - kill -9 berthd with 4 ready slots: after the restart none of them is
 #   left (directory, bundle, container, cgroup) and new ones are made;
@@ -244,6 +246,44 @@ destroyed crun "$victim"
 wait_ready crun 2
 [ "$(metric berth_warm_lost_total)" = 1 ] || fail "lost: $(metric berth_warm_lost_total)"
 stop_berthd
+
+# --- a runtime replaced under its pin: the slot is quarantined ---------------
+# The crun backend runs a pinned copy of crun (path, sha256, size, mode).  The
+# copy is then replaced by another file, as a package upgrade would.  With the
+# reconcile timer at 60 s, berthd's capabilities still place jobs on the
+# backend; the claim's pin check refuses (-EPERM), the slot gets a chained
+# pool.warm_quarantine with reason "runtime", and the cold start that follows
+# refuses the job too: nothing runs on a runtime that is not the pinned one.
+mkdir -p "$TMP/bin"
+cp "$(command -v crun)" "$TMP/bin/crun"
+edit_config '.backends.crun.config.runtime = $p' --argjson p "$(pin_json "$TMP/bin/crun")"
+start_berthd
+wait_ready crun 2
+sleep 1
+pinned=$(ready_slots crun)
+cp "$TMP/bin/crun" "$TMP/bin/crun.new"
+printf '\0' >>"$TMP/bin/crun.new"
+mv "$TMP/bin/crun.new" "$TMP/bin/crun"
+POOL=on-crun bb_job pin-changed "$PROBE"
+submit pin-changed
+finish pin-changed
+[ "$(result pin-changed .status)" != exited ] || fail "a job ran on a runtime that is not the pinned one"
+[ "$(result pin-changed .warm)" = null ] || fail "pin-changed ran warm: $(result pin-changed .warm)"
+api dev GET /v1/audit
+expect_status 200
+# The attach is recorded first (the hashes are equal), then the runtime's refusal.
+a=$(grep '"type":"pool.warm_attached"' "$TMP/body" | grep -F "\"run_id\":\"$RUN_ID\"" | tail -n 1)
+[ -n "$a" ] || fail "no pool.warm_attached for the job on the replaced runtime"
+qslot=$(jq -r .details.slot_id <<<"$a")
+grep -qxF "$qslot" <<<"$pinned" || fail "the claimed slot $qslot is not one of the ready ones: $pinned"
+q=$(grep '"type":"pool.warm_quarantine"' "$TMP/body" | grep -F "\"slot_id\":\"$qslot\"" | tail -n 1)
+[ -n "$q" ] || fail "no pool.warm_quarantine of slot $qslot: $(grep -F "$RUN_ID" "$TMP/berthd.log" | tail -n 5)"
+[ "$(jq -r .details.reason <<<"$q")" = runtime ] || fail "quarantine reason: $q"
+grep -q "job pin-changed run $RUN_ID: backend crun refused to start it: runtime $TMP/bin/crun is" "$TMP/berthd.log" ||
+    fail "the cold start after the quarantine did not refuse the job: $(grep -F "$RUN_ID" "$TMP/berthd.log" | tail -n 3)"
+destroyed crun "$qslot"
+stop_berthd
+edit_config '.backends.crun.config.runtime = $p' --argjson p "$(pin_json "$(command -v crun)")"
 
 # --- slots yield to jobs within the pool's max_concurrency --------------------
 # Pool "capped" (max_concurrency 2) keeps 2 slots; a job of another shape
