@@ -454,15 +454,17 @@ struct berth_host {
  *        "rootfs": absolute path of the staged image (as in a dispatch),
  *        "not_after": ns string (CLOCK_REALTIME): the slot retires then}
  *
- *     and return once it is ready: the runtime's `create` done, with the
- *     deny-all spec a job of exactly these parameters gets, and a process
- *     that runs the claiming job's argv once started.  Returns 0; -EEXIST
+ *     and return once it is ready: the sandbox built with the deny-all
+ *     spec a job of exactly these parameters gets, and a process in it
+ *     waiting to run the claiming job's argv (runtime-oci runs the
+ *     runtime's `create` and `start` here, so that claim runs no runtime
+ *     command).  Returns 0; -EEXIST
  *     when the id is in use; -EBADMSG (the document is invalid or names a
  *     configuration the backend cannot run); -EPERM (the runtime fails its
  *     pin); -EIO or -ETIMEDOUT when the sandbox could not be created (its
  *     state is removed again, or, when that cannot be proven yet, left as a
- *     "lost" slot for discard).  Blocking: the runtime's `create` runs
- *     meanwhile (about 110 ms for runsc here).
+ *     "lost" slot for discard).  Blocking: the sandbox is built meanwhile
+ *     (about 190 ms for runsc here).
  * @claim: start the job of @dispatch (a dispatch document, as for start)
  *     in the ready slot @slot_id.  The plugin checks the receipt as start
  *     does and that the job is one the slot was made for (effective

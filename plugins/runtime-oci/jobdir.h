@@ -56,9 +56,11 @@
  *                  invalid; outputs is [] then)}
  *                 the outputs checked after the sandbox stopped
  *                 (outcheck.h), for a job that exited on its own.  For a
- *                 job that declares no outputs it is written as soon as
- *                 the job's end is known, before `delete` and the cgroup's
- *                 drain (so the result is not kept waiting for them)
+ *                 job that declares no outputs it is written as soon as no
+ *                 process of the job is left (the runtime's helpers
+ *                 reaped, the job's cgroup drained), before `delete` (so
+ *                 the result does not wait for the runtime's record of the
+ *                 container to go)
  *   teardown      (empty) made just before such an early result.json and
  *                 removed when the teardown after it is done: a job whose
  *                 shim is gone while it is there is torn down by

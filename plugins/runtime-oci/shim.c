@@ -25,9 +25,9 @@
  * recorded failed with reason "unit_stopped".
  *
  * provision: supervise for a warm slot (slots.c, docs/warm-slots.md):
- * `create` from slot.json with a pipe as the container's stdin, `start`
- * (berth-slot-init waits on that pipe), "created" on fd 3, then the slot is
- * held until "claim" on the control FIFO (the job's argv goes down the pipe,
+ * `create` from slot.json with a socket as the container's stdin, `start`
+ * (berth-slot-init waits on that socket), "created" on fd 3, then the slot is
+ * held until "claim" on the control FIFO (the job's argv goes down the socket,
  * and from then on it is supervised as a job, answering on the slot's
  * "claimed" FIFO), "discard", its not_after, or the death of its sandbox.
  *
@@ -84,6 +84,7 @@
 #include <sys/prctl.h>
 #include <sys/pidfd.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/statfs.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
@@ -113,6 +114,7 @@
 #define COMMAND_TIMEOUT_NS (60LL * 1000000000LL)
 #define DRAIN_CGROUP_NS (2LL * 1000000000LL) /* cgroup members killed after delete */
 #define HELPERS_MAX 8
+#define HANDOFF_NS (5LL * 1000000000LL) /* a slot's init reading its job's argv, at most */
 
 extern char **environ;
 
@@ -151,8 +153,8 @@ struct shim {
     int payload_procs;         /* contained: its cgroup.procs, which the runtime's create joins */
     bool no_limit[3];          /* contained: limit_files[i] cannot be set (when_delegated) */
     bool stopping;             /* contained: SIGTERM came, the unit is being stopped */
-    int create_stdin;          /* a slot: what `create` gets as stdin (the init's pipe), or -1 */
-    int handoff_fd;            /* a slot: the write end of its init's pipe until the claim, or -1 */
+    int create_stdin;          /* a slot: what `create` gets as stdin (the init's end of the handoff), or -1 */
+    int handoff_fd;            /* a slot: the shim's end of the handoff socket until the claim, or -1 */
 };
 
 static void logf_shim(struct shim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -185,6 +187,17 @@ static void wait_readable(int fd, int64_t until)
     if (ms > 1000)
         ms = 1000;
     (void)poll(&p, fd >= 0 ? 1 : 0, (int)ms);
+}
+
+/* Wait until @fd can be written to, or until @until (CLOCK_MONOTONIC) passed. */
+static void wait_writable(int fd, int64_t until)
+{
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    int64_t now = 0, ms = 0;
+
+    if (berth_now_ns(CLOCK_MONOTONIC, &now, NULL) == 0 && until > now)
+        ms = (until - now + 999999) / 1000000;
+    (void)poll(&p, 1, (int)(ms > 1000 ? 1000 : ms));
 }
 
 /* Run the runtime with @args appended to its prefix; stdio as given (-1 =
@@ -944,23 +957,28 @@ static bool in_payload(struct shim *s)
     return true;
 }
 
-/* Hand the claiming job's argv to berth-slot-init (bundle.h): its strings,
- * each ending in a NUL byte, into the init's pipe, which is then closed (end
- * of file: the init execs them).  The pipe was made large enough for the
- * whole bound, so the write does not wait for the init; if it could not be,
- * the write blocks while the init reads.  0, or -errno (the init is gone:
- * -EPIPE). */
+/* Hand the claiming job's argv to berth-slot-init (bundle.h): the length
+ * header, then its strings, each ending in a NUL byte, down the handoff
+ * socket, which is then shut (end of file: the init execs them).  The
+ * socket's send buffer was made large enough for the whole bound, so the
+ * write does not wait for the init; where it could not be, the write waits
+ * for the init to read, at most HANDOFF_NS (an init stopped by a signal
+ * never holds the shim, and with it the job's deadline, for longer).
+ * 0, or -errno (the init is gone: -EPIPE; -ETIMEDOUT). */
 static int write_handoff(struct shim *s)
 {
     const json_t *argv = json_object_get(s->job->doc, "argv"), *v;
     _cleanup_close_ int fd = TAKE_FD(s->handoff_fd);
+    int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, HANDOFF_NS);
     char *buf = NULL;
-    size_t size = 0, i;
+    size_t size = 0, off = 0, i;
+    uint32_t len = 0;
     FILE *f = open_memstream(&buf, &size);
-    int r;
+    int r = 0;
 
     if (!f)
         return -ENOMEM;
+    fwrite(&len, sizeof(len), 1, f); /* filled in below */
     json_array_foreach(argv, i, v)
     {
         const char *a = json_string_value(v);
@@ -971,13 +989,30 @@ static int write_handoff(struct shim *s)
         free(buf);
         return -ENOMEM;
     }
-    if (size == 0 || size > BERTH_BUNDLE_SLOT_ARGV_MAX || json_array_size(argv) > BERTH_BUNDLE_SLOT_ARGC_MAX) {
+    if (size <= sizeof(len) || size - sizeof(len) > BERTH_BUNDLE_SLOT_ARGV_MAX ||
+        json_array_size(argv) > BERTH_BUNDLE_SLOT_ARGC_MAX) {
         free(buf);
         logf_shim(s, "the job's argv does not fit the slot's handoff (%zu bytes)", size);
         return -E2BIG;
     }
-    r = fd < 0 ? -EBADF : berth_write_all(fd, buf, size);
+    len = (uint32_t)(size - sizeof(len));
+    memcpy(buf, &len, sizeof(len));
+    while (r == 0 && off < size) {
+        ssize_t n = fd < 0 ? -1 : send(fd, buf + off, size - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            off += (size_t)n;
+        } else if (fd >= 0 && (errno == EAGAIN || errno == EINTR)) {
+            if (berth_deadline_passed(CLOCK_MONOTONIC, until))
+                r = -ETIMEDOUT;
+            else
+                wait_writable(fd, until);
+        } else {
+            r = fd < 0 ? -EBADF : -errno;
+        }
+    }
     free(buf);
+    if (r == 0 && shutdown(fd, SHUT_WR) < 0)
+        r = -errno;
     if (r < 0)
         logf_shim(s, "cannot hand the argv to the slot's init: %s", strerror(-r));
     return r;
@@ -985,7 +1020,7 @@ static int write_handoff(struct shim *s)
 
 /* Tear a slot (or a claimed job that cannot start) down and record @reason.
  * No job runs in it: its init (runsc-sandbox, or crun's container process,
- * berth-slot-init waiting on its pipe, or waiting for `start` if that
+ * berth-slot-init waiting on its socket, or waiting for `start` if that
  * failed; runsc cannot signal a container that was only created) is
  * killed directly -- a child of the shim not yet reaped, so the pid is
  * still its -- and reaped, so that `delete` finds no sandbox left to wait
@@ -1046,7 +1081,7 @@ static bool claimed_here(struct shim *s)
 
 /*
  * A slot after `create`: `start` it (berth-slot-init then waits on its
- * pipe), tell provision() it is ready, then hold it until "claim"
+ * handoff socket), tell provision() it is ready, then hold it until "claim"
  * (dispatch.json is there: check it as supervise does before create, arm
  * the job's deadline, hand the argv over, and the job runs; returns 0 with
  * *@syncfd the claimed FIFO, for the claim's answer) or until it ends
@@ -1231,11 +1266,13 @@ static int supervise(struct shim *s, int syncfd, bool slot)
 
     snprintf(pidfile, sizeof(pidfile), "%s/%s", s->jobdir, OCI_JOB_PIDFILE);
     if (slot) {
-        /* The slot init's stdin (bundle.h), roomy enough for the largest
-         * argv (F_SETPIPE_SZ, pipe(7)); only the shim keeps the write end. */
-        int hp[2];
-        if (pipe2(hp, O_CLOEXEC) < 0) {
-            logf_shim(s, "cannot make the slot's handoff pipe: %m");
+        /* The slot init's stdin (bundle.h): a socket, which no other
+         * process can open again through /proc/PID/fd as it could a pipe,
+         * with a send buffer roomy enough for the largest argv
+         * (SO_SNDBUFFORCE, socket(7)); only the shim keeps its end. */
+        int hp[2], room = 2 * (BERTH_BUNDLE_SLOT_ARGV_MAX + 4096);
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, hp) < 0) {
+            logf_shim(s, "cannot make the slot's handoff socket: %m");
             close(outp[1]);
             close(errp[1]);
             write_result(s, "failed", "slot_setup", -1);
@@ -1244,8 +1281,8 @@ static int supervise(struct shim *s, int syncfd, bool slot)
         }
         s->create_stdin = hp[0];
         s->handoff_fd = hp[1];
-        if (fcntl(hp[1], F_SETPIPE_SZ, BERTH_BUNDLE_SLOT_ARGV_MAX) < 0)
-            logf_shim(s, "the handoff pipe keeps its default size (%m): a long argv waits for the init to read it");
+        if (setsockopt(hp[1], SOL_SOCKET, SO_SNDBUFFORCE, &room, sizeof(room)) < 0)
+            logf_shim(s, "the handoff socket keeps its default buffer (%m): a long argv waits for the init to read it");
     }
     {
         const char *refused = s->contained ? enter_unit(s) : NULL;
@@ -1277,7 +1314,7 @@ static int supervise(struct shim *s, int syncfd, bool slot)
         if (berth_now_ns(CLOCK_REALTIME, &create_started, NULL) < 0)
             create_started = 0;
         /* The container inherits create's stdout and stderr: the pipes
-         * (and a slot's init its handoff pipe as stdin). */
+         * (and a slot's init its end of the handoff socket as stdin). */
         bool ok = runtime_ok(s, create, outp[1], errp[1]);
         close(outp[1]);
         close(errp[1]);

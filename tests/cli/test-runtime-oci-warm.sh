@@ -134,6 +134,13 @@ stderr_has "not_after has passed"
 jq 'del(.limits.pids)' "$TMP/bad.slot.json" >"$TMP/bad-limits.json"
 drive_fails EBADMSG crun provision "$TMP/bad-limits.json"
 [ -z "$(ls "$TMP/state-crun/slots")" ] || fail "a refused provision left: $(ls "$TMP/state-crun/slots")"
+# berth-slot-init takes its handoff from a socket only: a file (or a pipe,
+# which others could open again through /proc) runs nothing.
+set +e
+printf 'x' | "$BERTH_SLOT_INIT" >"$TMP/init.out" 2>&1
+st=$?
+set -e
+[ "$st" = 125 ] && grep -q "not a socket" "$TMP/init.out" || fail "berth-slot-init on a pipe: $st $(cat "$TMP/init.out")"
 # An init anyone may replace is not bound into a container.
 cp "$BERTH_SLOT_INIT" "$TMP/open-init"
 chmod 0777 "$TMP/open-init"
@@ -183,6 +190,22 @@ for be in runsc crun; do
     drive_ok "$be" forget "$(run_of "$be-hit")"
     runtime_has "$be" "$(id_of "$be-a")" && fail "$be: slot a's container outlived its job"
     [ ! -e "$(cgroup_of "$be" "$(id_of "$be-a")")" ] || fail "$be: slot a's cgroup outlived its job"
+
+    # --- the handoff is the shim's alone ------------------------------------
+    # A host process of the init's own uid (crun's init is a host process
+    # running as the job's uid) can neither open the init's stdin again
+    # through /proc (a socket, not a pipe) nor read its descriptors (the init
+    # is not dumpable): it cannot put an argv of its own before the
+    # claiming job's.  The claim below runs exactly that job.
+    ipid=$(cat "$TMP/state-$be/slots/$(id_of "$be-b")/init.pid")
+    iuid=$(awk '$1 == "Uid:" { print $2 }' "/proc/$ipid/status")
+    if setpriv --reuid="$iuid" --regid="$iuid" --clear-groups sh -c \
+        "printf '/bin/echo\\0injected\\0' >/proc/$ipid/fd/0" 2>/dev/null; then
+        fail "$be: a process of uid $iuid wrote into slot b's handoff"
+    fi
+    # (On runsc the host process is runsc-sandbox, gVisor's; the init is inside it.)
+    [ "$be" = runsc ] || ! setpriv --reuid="$iuid" --regid="$iuid" --clear-groups ls "/proc/$ipid/fd/" >/dev/null 2>&1 ||
+        fail "$be: a process of uid $iuid lists the descriptors of slot b's init"
 
     # --- exit status, and a job that does not fit --------------------------
     new_job "$be-exit" 'echo out; echo err >&2; exit 7'
@@ -244,7 +267,9 @@ for be in runsc crun; do
     install -m 0600 "$TMP/$be-racing.dispatch.json" "$F/dispatch.json"
     sleep 1
     [ "$(slot_state "$be" "$be-f")" = "ready/-" ] || fail "$be: a stray dispatch.json moved slot f: $(cat "$TMP/stdout")"
-    [ -e "$F/handoff/argv" ] && fail "$be: a stray dispatch.json was handed over"
+    st=$("$be" --root "$TMP/state-$be/root" state "$(id_of "$be-f")" | jq -r .status)
+    [ "$st" = running ] && [ ! -s "$F/stdout" ] && [ ! -s "$F/stderr" ] ||
+        fail "$be: a stray dispatch.json was handed over (the slot's container is $st)"
     # The plugin died between its rename (the job's tombstone) and "claim":
     # the shim finds the claim itself and runs the job.
     mv "$F" "$TMP/state-$be/jobs/$(run_of "$be-racing")"
