@@ -39,6 +39,9 @@
 #define WATCH_NS (1000LL * 1000 * 1000)      /* inspect at least this often */
 #define RETRY_MIN_NS (250LL * 1000 * 1000)   /* a failing call is tried again after this, doubling ... */
 #define RETRY_MAX_NS (5LL * 1000 * 1000 * 1000) /* ... up to this */
+#define REAP_RETRY_MIN_NS (1LL * 1000 * 1000 * 1000)  /* a busy reap is asked again after this, doubling ... */
+#define REAP_RETRY_MAX_NS (30LL * 1000 * 1000 * 1000) /* ... up to this ... */
+#define REAP_PATIENCE_NS (300LL * 1000 * 1000 * 1000) /* ... for this long in all */
 
 static const char *str(const json_t *o, const char *key)
 {
@@ -628,7 +631,18 @@ static void *run_main(void *arg)
         worker_record_remove(w, run->run_id);
         if (w->rt->reap) {
             struct berth_error rerr = BERTH_ERROR_INIT;
-            r = worker_runtime_reap(w, run->run_id, &rerr);
+            /* The runtime may still be tearing the sandbox down after the
+             * result (runtime-oci records it before the runtime's delete):
+             * a busy reap is asked again, 1 s doubling to 30 s, for about
+             * REAP_PATIENCE_NS in all. */
+            for (int64_t pause = REAP_RETRY_MIN_NS, waited = 0;;
+                 waited += pause, pause = pause * 2 > REAP_RETRY_MAX_NS ? REAP_RETRY_MAX_NS : pause * 2) {
+                rerr = (struct berth_error)BERTH_ERROR_INIT;
+                r = worker_runtime_reap(w, run->run_id, &rerr);
+                if (r != -EBUSY || waited >= REAP_PATIENCE_NS || atomic_load(&w->quitting))
+                    break;
+                worker_run_pause(run, pause);
+            }
             if (r < 0 && r != -ENOENT)
                 berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: reap failed: %s", run->run_id, rerr.message);
         }

@@ -135,10 +135,12 @@ finish unproven
 # (the runtime's helpers reaped, its cgroup drained), before the runtime's
 # `delete`, which only removes runsc's record of the container.  The test
 # holds that record's lock (runsc takes it for delete), so delete blocks:
-# the result must be recorded all the same.  Then the shim is killed in the
-# middle of that teardown (with its blocked delete): berthd's reap finds its
-# "teardown" marker, finishes the teardown with `berth-oci-shim cleanup`,
-# and runsc keeps no record of the container.
+# the result must be recorded all the same.  berthd's reap right after the
+# result waits 10 s for the shim and fails; it is owed, and asked again
+# with backoff.  Then the shim is killed in the middle of that teardown
+# (with its blocked delete): the next reap finds its "teardown" marker,
+# finishes the teardown with `berth-oci-shim cleanup`, and runsc keeps no
+# record of the container.
 POOL=gvisor
 bb_job early 'sleep 2; echo early'
 submit early
@@ -157,10 +159,13 @@ shim=$(pgrep -f "berth-oci-shim (supervise|provision) .*$RUN_ID" | head -n1)
 [ -n "$shim" ] || fail "no shim of $RUN_ID runs while its delete is blocked: $(pgrep -af berth-oci-shim)"
 deleter=$(pgrep -f "runsc .*delete --force $RUN_ID" | head -n1)
 [ -n "$deleter" ] || fail "no blocked runsc delete of $RUN_ID: $(pgrep -af runsc)"
+log_has "job early run $RUN_ID: backend runsc reap failed, will retry with backoff" 30 ||
+    fail "the reap after the result did not fail while the shim was held: $(grep "$RUN_ID" "$TMP/berthd.log" | tail -n 3)"
+[ -e "$JOBDIR/teardown" ] && [ ! -e "$JOBDIR/reaped" ] || fail "the held job was reaped: $(ls "$JOBDIR")"
 kill -KILL "$shim" "$deleter"
 kill "$holder"
 wait "$holder" 2>/dev/null || :
-log_has "job $RUN_ID: its shim ended during the teardown: finishing it" 15 ||
+log_has "job $RUN_ID: its shim ended during the teardown: finishing it" 30 ||
     fail "berthd did not finish the teardown: $(grep "$RUN_ID" "$TMP/berthd.log" | tail -n 3)"
 for i in $(seq 1 100); do
     [ -e "$JOBDIR/reaped" ] && break

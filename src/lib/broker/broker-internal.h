@@ -38,7 +38,14 @@ struct broker_storage {
 };
 
 /* A backend call that fails for one job, retried with backoff (broker-retry.c). */
-enum broker_op { BROKER_OP_START, BROKER_OP_INSPECT, BROKER_OP_CANCEL, BROKER_OP_FORGET, BROKER_OP_CAPTURE };
+enum broker_op {
+    BROKER_OP_START,
+    BROKER_OP_INSPECT,
+    BROKER_OP_CANCEL,
+    BROKER_OP_FORGET,
+    BROKER_OP_CAPTURE,
+    BROKER_OP_REAP, /* of a terminal job: its entries are the reaps still owed (broker_retry_reaps()) */
+};
 
 struct broker_retry {
     char run_id[BERTH_RUN_ID_LEN + 1];
@@ -560,7 +567,8 @@ void broker_unrecorded_clear(struct broker_unrecorded *u);
 bool broker_retry_due(struct berth_broker *b, const char *run_id, enum broker_op op);
 
 /* @op of @rec on @backend failed with @err: the next try waits 250 ms,
- * doubling to 30 s; logged when this begins a failing period. */
+ * doubling to 30 s (a reap: 1 s, doubling to 5 min); logged when this
+ * begins a failing period. */
 void broker_retry_failed(struct berth_broker *b, const struct berth_job_record *rec, enum broker_op op,
                          const char *backend, const struct berth_error *err);
 
@@ -570,6 +578,10 @@ void broker_retry_succeeded(struct berth_broker *b, const struct berth_job_recor
 
 /* @run_id is terminal: forget its retries. */
 void broker_retry_forget(struct berth_broker *b, const char *run_id);
+
+/* The run ids (at most @max, into @ret, each BERTH_RUN_ID_LEN + 1 bytes)
+ * whose reap failed and is due again; their count. */
+size_t broker_retry_reaps_due(struct berth_broker *b, char (*ret)[BERTH_RUN_ID_LEN + 1], size_t max);
 
 void broker_retries_free(struct broker_retries *t);
 

@@ -4,7 +4,9 @@
  * (start, inspect, cancel, which is also the proof of teardown): the call
  * is tried again 250 ms later, then doubling to 30 s, and the log gets one
  * line when the job's calls start failing and one when they work again,
- * never one per reconcile pass.
+ * never one per reconcile pass.  A failed reap of a finished job is kept
+ * here too (from 1 s, doubling to 5 min): its entries are the reaps the
+ * reconcile pass still owes.
  * Keyed by run id and operation; an entry exists only while it fails.
  */
 #include <stdlib.h>
@@ -20,7 +22,14 @@ static const char *const op_names[] = {
     [BROKER_OP_CANCEL] = "cancel",
     [BROKER_OP_FORGET] = "forget",
     [BROKER_OP_CAPTURE] = "output capture",
+    [BROKER_OP_REAP] = "reap",
 };
+
+/* A reap that fails is asked again after 1 s, doubling to 5 min: its job
+ * has its result, and a plugin's reap may wait seconds for its sandbox's
+ * supervisor, on the worker thread. */
+#define REAP_BACKOFF_INITIAL_NS (1LL * 1000 * 1000 * 1000)
+#define REAP_BACKOFF_MAX_NS (300LL * 1000 * 1000 * 1000)
 
 /* The entry of @run_id and @op, or NULL (lock held). */
 static struct broker_retry *find(struct broker_retries *t, const char *run_id, enum broker_op op)
@@ -67,7 +76,10 @@ void broker_retry_failed(struct berth_broker *b, const struct berth_job_record *
         memset(e, 0, sizeof(*e));
         memcpy(e->run_id, rec->run_id, strlen(rec->run_id) + 1);
         e->op = op;
-        berth_backoff_init(&e->backoff, BERTH_BACKOFF_INITIAL_NS, BERTH_BACKOFF_MAX_NS);
+        if (op == BROKER_OP_REAP)
+            berth_backoff_init(&e->backoff, REAP_BACKOFF_INITIAL_NS, REAP_BACKOFF_MAX_NS);
+        else
+            berth_backoff_init(&e->backoff, BERTH_BACKOFF_INITIAL_NS, BERTH_BACKOFF_MAX_NS);
     }
     /* Without an entry (out of memory) the call is retried every pass and
      * each failure is logged: noisy, never silent. */
@@ -85,7 +97,9 @@ void broker_retry_failed(struct berth_broker *b, const struct berth_job_record *
     else
         berth_logf(b->p.logger, BERTH_LOG_WARNING,
                    "job %s run %s: backend %s %s failed, will retry with backoff (up to %lld s): %s", rec->job_id,
-                   rec->run_id, backend, op_names[op], BERTH_BACKOFF_MAX_NS / BERTH_NS_PER_SEC, err->message);
+                   rec->run_id, backend, op_names[op],
+                   (op == BROKER_OP_REAP ? REAP_BACKOFF_MAX_NS : BERTH_BACKOFF_MAX_NS) / BERTH_NS_PER_SEC,
+                   err->message);
 }
 
 /* Remove entry @e of @t (lock held). */
@@ -124,6 +138,20 @@ void broker_retry_forget(struct berth_broker *b, const char *run_id)
             i++;
     }
     pthread_mutex_unlock(&b->lock);
+}
+
+size_t broker_retry_reaps_due(struct berth_broker *b, char (*ret)[BERTH_RUN_ID_LEN + 1], size_t max)
+{
+    const struct broker_retries *t = &b->retries;
+    int64_t now = broker_mono_now();
+    size_t i, n = 0;
+
+    pthread_mutex_lock(&b->lock);
+    for (i = 0; i < t->n && n < max; i++)
+        if (t->v[i].op == BROKER_OP_REAP && berth_backoff_due(&t->v[i].backoff, now))
+            memcpy(ret[n++], t->v[i].run_id, sizeof(ret[0]));
+    pthread_mutex_unlock(&b->lock);
+    return n;
 }
 
 void broker_retries_free(struct broker_retries *t)

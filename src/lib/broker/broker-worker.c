@@ -455,6 +455,27 @@ static const enum berth_result_status status_of_state[] = {
     [BERTH_JOB_EXPIRED] = BERTH_RESULT_EXPIRED,
 };
 
+/* Let @be reap terminal @rec, then remove its staged image.  A reap that
+ * fails is asked again with backoff (reap_owed(), each reconcile pass),
+ * and the staged image stays until it worked: the sandbox may still use
+ * it.  A backend no longer configured (or without reap) holds nothing. */
+static void reap_recorded(struct berth_broker *b, const struct berth_broker_backend *be,
+                          const struct berth_job_record *rec)
+{
+    if (be && be->ops->reap) {
+        struct berth_error err = BERTH_ERROR_INIT;
+        int rr = be->ops->reap(be->state, rec->run_id, &err);
+        if (rr < 0 && rr != -ENOENT) {
+            broker_retry_failed(b, rec, BROKER_OP_REAP, be->name, &err);
+            return;
+        }
+        broker_retry_succeeded(b, rec, BROKER_OP_REAP, be->name);
+    } else {
+        broker_retry_forget(b, rec->run_id);
+    }
+    broker_unstage(b, rec);
+}
+
 /* @rec's terminal state is durable: count it, let the backend reap the job
  * (when @reached: it may hold something of it) and remove its staged image. */
 static void after_recorded(struct berth_broker *b, const struct berth_job_record *rec, bool reached,
@@ -476,16 +497,34 @@ static void after_recorded(struct berth_broker *b, const struct berth_job_record
             stats->finished++;
     }
     /* Releasing the sandbox is best effort and the plugin keeps its tombstone. */
-    if (be && be->ops->reap && reached) {
+    if (reached)
+        reap_recorded(b, be, rec);
+    else
+        broker_unstage(b, rec);
+}
+
+/* Reaps that failed after their job's result was recorded (a plugin may
+ * record the result before its sandbox's supervisor is done, runtime-oci's
+ * early result), due again after their backoff: at most 16 a pass. */
+static void reap_owed(struct berth_broker *b)
+{
+    char ids[16][BERTH_RUN_ID_LEN + 1];
+    size_t n = broker_retry_reaps_due(b, ids, ELEMENTSOF(ids)), i;
+
+    for (i = 0; i < n && !atomic_load(&b->stopping); i++) {
+        struct berth_job_record rec = {0};
         struct berth_error err = BERTH_ERROR_INIT;
-        int rr = be->ops->reap(be->state, rec->run_id, &err);
-        if (rr < 0 && rr != -ENOENT)
-            berth_logf(b->p.logger, BERTH_LOG_WARNING, "job %s run %s: backend %s reap failed: %s", rec->job_id,
-                       rec->run_id, be->name, err.message);
-        if (rr == -EBUSY)
-            return; /* its sandbox may still use the staged rootfs */
+        int r;
+
+        pthread_mutex_lock(&b->lock);
+        r = berth_jobstore_find_run(b->p.journal, ids[i], &rec, &err);
+        pthread_mutex_unlock(&b->lock);
+        if (r == 0 && berth_job_state_terminal(rec.state))
+            reap_recorded(b, broker_backend(b, rec.backend), &rec);
+        else if (r == 0 || r == -ENOENT)
+            broker_retry_forget(b, ids[i]); /* pruned (prune reaps it), or not terminal after all */
+        berth_job_record_clear(&rec);
     }
-    broker_unstage(b, rec);
 }
 
 /* Record the signed @result of @rec as @to (through finalizing when the
@@ -968,6 +1007,8 @@ int berth_broker_reconcile(struct berth_broker *b, struct berth_pass_stats *stat
         atomic_store(&b->sweep.cycle_error, true); /* the round is not whole */
     else if (n < BERTH_JOBSTORE_PAGE_MAX)
         broker_sweep_cycle_end(b);
+    if (r == 0 && !atomic_load(&b->stopping))
+        reap_owed(b);
     if (r == 0 && !atomic_load(&b->stopping))
         r = broker_prune_pass(b, now, stats, reterr);
     return r;
