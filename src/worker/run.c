@@ -41,7 +41,7 @@
 #define RETRY_MAX_NS (5LL * 1000 * 1000 * 1000) /* ... up to this */
 #define REAP_RETRY_MIN_NS (1LL * 1000 * 1000 * 1000)  /* a busy reap is asked again after this, doubling ... */
 #define REAP_RETRY_MAX_NS (30LL * 1000 * 1000 * 1000) /* ... up to this ... */
-#define REAP_PATIENCE_NS (300LL * 1000 * 1000 * 1000) /* ... for this long in all */
+#define REAP_PATIENCE_NS (120LL * 1000 * 1000 * 1000) /* ... for this long in all */
 
 static const char *str(const json_t *o, const char *key)
 {
@@ -633,15 +633,21 @@ static void *run_main(void *arg)
             struct berth_error rerr = BERTH_ERROR_INIT;
             /* The runtime may still be tearing the sandbox down after the
              * result (runtime-oci records it before the runtime's delete):
-             * a busy reap is asked again, 1 s doubling to 30 s, for about
-             * REAP_PATIENCE_NS in all. */
-            for (int64_t pause = REAP_RETRY_MIN_NS, waited = 0;;
-                 waited += pause, pause = pause * 2 > REAP_RETRY_MAX_NS ? REAP_RETRY_MAX_NS : pause * 2) {
+             * a busy reap is asked again, 1 s doubling to 30 s, for
+             * REAP_PATIENCE_NS in all (the heartbeat may have marked the
+             * run fenced meanwhile, which worker_run_pause() does not
+             * wait for: this waits on the clock, for the quit alone). */
+            int64_t give_up = worker_mono_now() + REAP_PATIENCE_NS;
+            for (int64_t pause = REAP_RETRY_MIN_NS;; pause = pause * 2 > REAP_RETRY_MAX_NS ? REAP_RETRY_MAX_NS : pause * 2) {
                 rerr = (struct berth_error)BERTH_ERROR_INIT;
                 r = worker_runtime_reap(w, run->run_id, &rerr);
-                if (r != -EBUSY || waited >= REAP_PATIENCE_NS || atomic_load(&w->quitting))
+                if (r != -EBUSY || worker_mono_now() >= give_up || atomic_load(&w->quitting))
                     break;
-                worker_run_pause(run, pause);
+                pthread_mutex_lock(&w->lock);
+                for (int64_t until = worker_mono_now() + pause;
+                     worker_mono_now() < until && !atomic_load(&w->quitting);)
+                    worker_wait_until(w, until);
+                pthread_mutex_unlock(&w->lock);
             }
             if (r < 0 && r != -ENOENT)
                 berth_logf(&w->logger, BERTH_LOG_WARNING, "run %s: reap failed: %s", run->run_id, rerr.message);

@@ -579,6 +579,9 @@ void broker_retry_succeeded(struct berth_broker *b, const struct berth_job_recor
 /* @run_id is terminal: forget its retries. */
 void broker_retry_forget(struct berth_broker *b, const char *run_id);
 
+/* How many times in a row @op of @run_id failed (0: it is not failing). */
+uint64_t broker_retry_failures(struct berth_broker *b, const char *run_id, enum broker_op op);
+
 /* The run ids (at most @max, into @ret, each BERTH_RUN_ID_LEN + 1 bytes)
  * whose reap failed and is due again; their count. */
 size_t broker_retry_reaps_due(struct berth_broker *b, char (*ret)[BERTH_RUN_ID_LEN + 1], size_t max);

@@ -140,6 +140,18 @@ void broker_retry_forget(struct berth_broker *b, const char *run_id)
     pthread_mutex_unlock(&b->lock);
 }
 
+uint64_t broker_retry_failures(struct berth_broker *b, const char *run_id, enum broker_op op)
+{
+    const struct broker_retry *e;
+    uint64_t n;
+
+    pthread_mutex_lock(&b->lock);
+    e = find(&b->retries, run_id, op);
+    n = e ? e->backoff.failures : 0;
+    pthread_mutex_unlock(&b->lock);
+    return n;
+}
+
 size_t broker_retry_reaps_due(struct berth_broker *b, char (*ret)[BERTH_RUN_ID_LEN + 1], size_t max)
 {
     const struct broker_retries *t = &b->retries;

@@ -29,6 +29,8 @@
 
 #define CAPABILITIES_MAX (64 * 1024)
 #define INSPECT_MAX (4 * 1024 * 1024)
+#define REAP_TRIES 12                              /* owed reaps: 1 s doubling to 5 min, about 30 min in all */
+#define REAP_PASS_BUDGET_NS (1000LL * 1000 * 1000) /* owed reaps begun in one pass, for at most this long */
 
 static const char *const inspect_states[] = {"starting", "running", "exited", "failed", "cancelled", "expired"};
 #define INSPECT_FIRST_TERMINAL 2
@@ -456,9 +458,11 @@ static const enum berth_result_status status_of_state[] = {
 };
 
 /* Let @be reap terminal @rec, then remove its staged image.  A reap that
- * fails is asked again with backoff (reap_owed(), each reconcile pass),
- * and the staged image stays until it worked: the sandbox may still use
- * it.  A backend no longer configured (or without reap) holds nothing. */
+ * fails is asked again with backoff (reap_owed(), each reconcile pass), at
+ * most REAP_TRIES times (about half an hour), then left to retention's
+ * prune, which reaps too; the staged image stays until a reap worked: the
+ * sandbox may still use it.  A backend no longer configured (or without
+ * reap) holds nothing. */
 static void reap_recorded(struct berth_broker *b, const struct berth_broker_backend *be,
                           const struct berth_job_record *rec)
 {
@@ -467,6 +471,12 @@ static void reap_recorded(struct berth_broker *b, const struct berth_broker_back
         int rr = be->ops->reap(be->state, rec->run_id, &err);
         if (rr < 0 && rr != -ENOENT) {
             broker_retry_failed(b, rec, BROKER_OP_REAP, be->name, &err);
+            if (broker_retry_failures(b, rec->run_id, BROKER_OP_REAP) >= REAP_TRIES) {
+                berth_logf(b->p.logger, BERTH_LOG_WARNING,
+                           "job %s run %s: backend %s reap failed %d times; left to retention's prune: %s",
+                           rec->job_id, rec->run_id, be->name, REAP_TRIES, err.message);
+                broker_retry_forget(b, rec->run_id);
+            }
             return;
         }
         broker_retry_succeeded(b, rec, BROKER_OP_REAP, be->name);
@@ -505,13 +515,16 @@ static void after_recorded(struct berth_broker *b, const struct berth_job_record
 
 /* Reaps that failed after their job's result was recorded (a plugin may
  * record the result before its sandbox's supervisor is done, runtime-oci's
- * early result), due again after their backoff: at most 16 a pass. */
+ * early result), due again after their backoff: at most 16 a pass, and
+ * none after REAP_PASS_BUDGET_NS of them (a plugin's reap may wait seconds
+ * for a supervisor, on the thread that records results). */
 static void reap_owed(struct berth_broker *b)
 {
     char ids[16][BERTH_RUN_ID_LEN + 1];
     size_t n = broker_retry_reaps_due(b, ids, ELEMENTSOF(ids)), i;
+    int64_t until = berth_deadline_ns(CLOCK_MONOTONIC, REAP_PASS_BUDGET_NS);
 
-    for (i = 0; i < n && !atomic_load(&b->stopping); i++) {
+    for (i = 0; i < n && !atomic_load(&b->stopping) && !berth_deadline_passed(CLOCK_MONOTONIC, until); i++) {
         struct berth_job_record rec = {0};
         struct berth_error err = BERTH_ERROR_INIT;
         int r;
