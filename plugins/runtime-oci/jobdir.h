@@ -80,8 +80,9 @@
  *   claimed       a FIFO: the shim's answer ("started"/"failed") to claim()
  *   ready.json    {"created_at": "<ns>", "provision_ns": "<ns>"} once
  *                 `create` and `start` succeeded (berth-slot-init waits on
- *                 its standard input, a pipe the shim holds, for the job's
- *                 argv): the slot can be claimed
+ *                 its standard input, one end of a socket pair whose other
+ *                 end only the shim holds, for the job's argv): the slot
+ *                 can be claimed
  *   result.json   a slot that ended without a job (state "failed", reason
  *                 slot_discarded, slot_expired, slot_lost, create_failed or
  *                 a binding reason)

@@ -175,11 +175,12 @@ static void logf_shim(struct shim *s, const char *fmt, ...)
         (void)berth_write_all(s->log_fd, line, (size_t)n);
 }
 
-/* Wait until @fd (a pidfd or the signalfd) is readable, or until @until
- * (CLOCK_MONOTONIC, clock.h) passed, at most 1 s; without @fd (-1), 5 ms. */
-static void wait_readable(int fd, int64_t until)
+/* Wait until @fd has @events (POLLIN: a pidfd or the signalfd readable;
+ * POLLOUT: the handoff socket writable), or until @until (CLOCK_MONOTONIC,
+ * clock.h) passed, at most 1 s; without @fd (-1), 5 ms. */
+static void wait_fd(int fd, short events, int64_t until)
 {
-    struct pollfd p = {.fd = fd, .events = POLLIN};
+    struct pollfd p = {.fd = fd, .events = events};
     int64_t now = 0, ms = 5;
 
     if (fd >= 0 && berth_now_ns(CLOCK_MONOTONIC, &now, NULL) == 0)
@@ -187,17 +188,6 @@ static void wait_readable(int fd, int64_t until)
     if (ms > 1000)
         ms = 1000;
     (void)poll(&p, fd >= 0 ? 1 : 0, (int)ms);
-}
-
-/* Wait until @fd can be written to, or until @until (CLOCK_MONOTONIC) passed. */
-static void wait_writable(int fd, int64_t until)
-{
-    struct pollfd p = {.fd = fd, .events = POLLOUT};
-    int64_t now = 0, ms = 0;
-
-    if (berth_now_ns(CLOCK_MONOTONIC, &now, NULL) == 0 && until > now)
-        ms = (until - now + 999999) / 1000000;
-    (void)poll(&p, 1, (int)(ms > 1000 ? 1000 : ms));
 }
 
 /* Run the runtime with @args appended to its prefix; stdio as given (-1 =
@@ -266,7 +256,7 @@ static int run_runtime(struct shim *s, const char *const *args, int out, int err
             kill(pid, SIGKILL);
             killed = true;
         }
-        wait_readable(pidfd, killed ? berth_deadline_ns(CLOCK_MONOTONIC, BERTH_NS_PER_SEC) : until);
+        wait_fd(pidfd, POLLIN, killed ? berth_deadline_ns(CLOCK_MONOTONIC, BERTH_NS_PER_SEC) : until);
     }
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         logf_shim(s, "%s %s: %s %d", s->argv[0], args[0], WIFEXITED(st) ? "exit status" : "signal",
@@ -373,7 +363,7 @@ static bool reap_all(struct shim *s)
             logf_shim(s, "helper processes still running after %lld s", (long long)(REAP_NS / BERTH_NS_PER_SEC));
             return false;
         }
-        wait_readable(s->sigfd, until);
+        wait_fd(s->sigfd, POLLIN, until);
     }
 }
 
@@ -1005,7 +995,7 @@ static int write_handoff(struct shim *s)
             if (berth_deadline_passed(CLOCK_MONOTONIC, until))
                 r = -ETIMEDOUT;
             else
-                wait_writable(fd, until);
+                wait_fd(fd, POLLOUT, until);
         } else {
             r = fd < 0 ? -EBADF : -errno;
         }
@@ -1486,22 +1476,20 @@ static int cleanup(struct shim *s)
 {
     /* A shim that ended after its job's result, during the teardown that
      * follows it: the result stands, the teardown is finished here. */
-    if (faccessat(s->jobfd, OCI_JOB_TEARDOWN, F_OK, AT_SYMLINK_NOFOLLOW) == 0 &&
-        faccessat(s->jobfd, OCI_JOB_RESULT, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-        logf_shim(s, "the job's shim ended during its teardown: killing and deleting its container");
-        kill_all(s);
-        delete_container(s);
-        drain_cgroup(s);
-        if (!container_absent(s))
-            return 1;
-        return unlinkat(s->jobfd, OCI_JOB_TEARDOWN, 0) < 0 && errno != ENOENT ? 1 : 0;
-    }
-    logf_shim(s, "no shim supervises this job: killing and deleting its container");
+    bool after_result = faccessat(s->jobfd, OCI_JOB_TEARDOWN, F_OK, AT_SYMLINK_NOFOLLOW) == 0 &&
+                        faccessat(s->jobfd, OCI_JOB_RESULT, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+
+    logf_shim(s, "%s: killing and deleting its container",
+              after_result ? "the job's shim ended during its teardown" : "no shim supervises this job");
     s->started_at = -1;
     kill_all(s);
     delete_container(s);
     drain_cgroup(s);
-    return write_result(s, "failed", "runtime_lost", -1) < 0 ? 1 : 0;
+    if (!after_result)
+        return write_result(s, "failed", "runtime_lost", -1) < 0 ? 1 : 0;
+    if (!container_absent(s))
+        return 1;
+    return unlinkat(s->jobfd, OCI_JOB_TEARDOWN, 0) < 0 && errno != ENOENT ? 1 : 0;
 }
 
 static int load_config(struct shim *s)

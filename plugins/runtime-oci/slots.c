@@ -7,14 +7,14 @@
  * job with the slot's effective manifest, image, limits and root gets, in
  * slot form (its process is berth-slot-init), and `berth-oci-shim
  * provision` runs `create` and `start` (the init then waits on its standard
- * input, a pipe the shim holds) and then holds the container until a claim,
+ * input, a socket whose other end the shim holds) and then holds the container until a claim,
  * a discard, the slot's retirement or the sandbox's death.
  *
  * claim() checks the dispatch as start() does and that the job fits the
  * slot, writes dispatch.json, then renames the slot directory to the job's
  * (RENAME_NOREPLACE: the same tombstone start() makes with mkdir) and only
  * then tells the shim, which checks the binding again (binding.h) and writes
- * the job's argv into the init's pipe: the init execs it at once.
+ * the job's argv down the init's socket: the init execs it at once.
  */
 #include <dirent.h>
 #include <errno.h>

@@ -76,8 +76,9 @@
  * berth-slot-init, bound read-only at BERTH_BUNDLE_SLOT_INIT (in the /dev
  * tmpfs, so no image root needs a mount point).  The slot's container is
  * started when it is provisioned; the init then waits on its standard input,
- * a pipe only the runtime's supervisor holds, for the claiming job's argv
- * (its strings, each ending in a NUL byte, then end of file), and execs it.
+ * one end of a socket pair whose other end only the runtime's supervisor
+ * holds, for the claiming job's argv (a uint32_t length, then its strings,
+ * each ending in a NUL byte, then end of file), and execs it.
  */
 #define BERTH_BUNDLE_SLOT_INIT "/dev/.berth-slot-init"
 #define BERTH_BUNDLE_SLOT_ARGV_MAX (256 * 1024) /**< bytes of the NUL-terminated strings */
