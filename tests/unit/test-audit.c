@@ -279,6 +279,53 @@ START_TEST(append_rules)
 }
 END_TEST
 
+/* The handle keeps the chain's last line in memory (journal.h "tail
+ * memo"); whatever happens to the stored tail behind it, an append links to
+ * what is stored. */
+START_TEST(tail_memo)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_json_ json_t *d = json_object();
+    _cleanup_free_ char *data = NULL;
+    uint64_t seq = 0;
+    size_t len = 0;
+
+    append("test.a", "1");
+    append("test.b", "2");
+    /* Rolled back after the memo took the rolled event. */
+    ck_assert_int_eq(berth_journal_begin(j, &err), 0);
+    ck_assert_int_eq(berth_audit_append(j, &key, 1, "test.rolled", "a", d, &seq, &err), 0);
+    ck_assert_uint_eq(seq, 3);
+    berth_journal_rollback(j);
+    ck_assert_int_eq(berth_audit_append(j, &key, 1, "test.kept", "a", d, &seq, &err), 0);
+    ck_assert_uint_eq(seq, 3);
+    data = export_chain(&len);
+    ck_assert_uint_eq(verify(data, len, &key, NULL, 0), 0);
+    ck_assert_ptr_null(strstr(data, "test.rolled"));
+
+    /* The stored tail's mac changed behind the memo: the next event links
+     * to the stored line's mac, not to the memo's. */
+    ck_assert_int_eq(sqlite3_exec(berth_journal_db(j),
+                                  "UPDATE audit_events SET line = replace(line, mac, '"
+                                  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef') WHERE seq = 3",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_changes(berth_journal_db(j)), 1);
+    ck_assert_int_eq(berth_audit_append(j, &key, 1, "test.next", "a", d, &seq, &err), 0);
+    ck_assert_uint_eq(seq, 4);
+    free(data);
+    data = export_chain(&len);
+    ck_assert_ptr_nonnull(
+        strstr(data, "\"prev\":\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\""));
+    ck_assert_uint_eq(verify(data, len, &key, NULL, 0), 3); /* the edited event */
+    /* A damaged stored tail is refused, memo or not. */
+    ck_assert_int_eq(
+        sqlite3_exec(berth_journal_db(j), "UPDATE audit_events SET line = 'x' WHERE seq = 4", NULL, NULL, NULL),
+        SQLITE_OK);
+    ck_assert_int_eq(berth_audit_append(j, &key, 1, "test.after", "a", d, &seq, &err), -EBADMSG);
+}
+END_TEST
+
 START_TEST(key_files)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -348,6 +395,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, structure);
     tcase_add_test(tc, anchors);
     tcase_add_test(tc, append_rules);
+    tcase_add_test(tc, tail_memo);
     tcase_add_test(tc, key_files);
     tcase_add_test(tc, replay);
     return s;

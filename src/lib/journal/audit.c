@@ -120,34 +120,63 @@ static int event_mac(const struct berth_audit_key *key, const json_t *event, cha
 static int parse_event(const char *line, size_t len, json_t **ret_root, struct berth_audit_event *ev,
                        struct berth_error *reterr);
 
+/* Keep @line (@len bytes; its @seq and @mac) as @memo; on no memory the
+ * memo is only emptied. */
+static void remember_tail(struct berth_journal_tail *memo, const char *line, size_t len, uint64_t seq, const char *mac)
+{
+    char *copy = malloc(len + 1);
+
+    free(memo->line);
+    *memo = (struct berth_journal_tail){0};
+    if (!copy)
+        return;
+    memcpy(copy, line, len);
+    copy[len] = '\0';
+    memo->line = copy;
+    memo->len = len;
+    memo->seq = seq;
+    memcpy(memo->mac, mac, BERTH_AUDIT_MAC_HEX_LEN + 1);
+}
+
 /* seq and mac of the last stored event: (0, zeros) for an empty chain.  Read
  * from the MAC'd line itself, never from the index columns. */
 static int chain_tail(struct berth_journal *j, uint64_t *ret_seq, char ret_mac[BERTH_AUDIT_MAC_HEX_LEN + 1],
                       struct berth_error *reterr)
 {
-    sqlite3 *db = berth_journal_db(j);
     sqlite3_stmt *st = NULL;
     int rc, r = 0;
 
-    if (sqlite3_prepare_v2(db, "SELECT seq, line FROM audit_events ORDER BY seq DESC LIMIT 1", -1, &st, NULL) !=
-        SQLITE_OK)
+    if (berth_journal_prepare(j, "SELECT seq, line FROM audit_events ORDER BY seq DESC LIMIT 1",
+                              "preparing a statement", &st, NULL) < 0)
         return berth_journal_error(j, "reading the audit chain", reterr);
     rc = sqlite3_step(st);
     if (rc == SQLITE_DONE) {
         *ret_seq = 0;
         memcpy(ret_mac, zero_mac, sizeof(zero_mac));
     } else if (rc == SQLITE_ROW) {
+        struct berth_journal_tail *memo = berth_journal_tail_memo(j);
         struct berth_audit_event ev = {0};
         json_t *root = NULL;
         const char *line = (const char *)sqlite3_column_text(st, 1);
+        size_t len = (size_t)sqlite3_column_bytes(st, 1);
         sqlite3_int64 seq = sqlite3_column_int64(st, 0);
 
-        r = parse_event(line ? line : "", (size_t)sqlite3_column_bytes(st, 1), &root, &ev, reterr);
+        /* The line this handle last read or wrote, unchanged: its seq and
+         * mac are known without parsing it again. */
+        if (line && memo->line && memo->len == len && memo->seq == (uint64_t)seq &&
+            memcmp(memo->line, line, len) == 0) {
+            *ret_seq = memo->seq;
+            memcpy(ret_mac, memo->mac, BERTH_AUDIT_MAC_HEX_LEN + 1);
+            berth_journal_finish(j, st);
+            return 0;
+        }
+        r = parse_event(line ? line : "", len, &root, &ev, reterr);
         if (r == 0 && (seq <= 0 || ev.seq != (uint64_t)seq))
             r = -EBADMSG;
         if (r == 0) {
             *ret_seq = ev.seq;
             memcpy(ret_mac, ev.mac, BERTH_AUDIT_MAC_HEX_LEN + 1);
+            remember_tail(memo, line, len, ev.seq, ev.mac);
         } else if (r != -ENOMEM) {
             r = berth_error_set(reterr, -EBADMSG, "the stored audit chain ends in a damaged event");
         }
@@ -155,7 +184,7 @@ static int chain_tail(struct berth_journal *j, uint64_t *ret_seq, char ret_mac[B
     } else {
         r = berth_journal_error(j, "reading the audit chain", reterr);
     }
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     return r;
 }
 
@@ -187,18 +216,21 @@ static int append_locked(struct berth_journal *j, const struct berth_audit_key *
     if (r < 0)
         return r;
 
-    if (sqlite3_prepare_v2(berth_journal_db(j), "INSERT INTO audit_events (seq, type, mac, line) VALUES (?, ?, ?, ?)",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (berth_journal_prepare(j, "INSERT INTO audit_events (seq, type, mac, line) VALUES (?, ?, ?, ?)",
+                              "preparing a statement", &st, NULL) < 0)
         return berth_journal_error(j, "recording an audit event", reterr);
     if ((r = BERTH_JOURNAL_BIND(j, st, "recording an audit event", reterr, BERTH_SQL_INT(seq), BERTH_SQL_TEXT(type),
                                 BERTH_SQL_TEXT(mac), BERTH_SQL_TEXTN(line, (int)len))) < 0) {
-        sqlite3_finalize(st);
+        berth_journal_finish(j, st);
         return r;
     }
     rc = sqlite3_step(st);
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     if (rc != SQLITE_DONE)
         return berth_journal_error(j, "recording an audit event", reterr);
+    /* Should this transaction roll back, the stored tail is no longer this
+     * line and the next append reads and parses the stored one. */
+    remember_tail(berth_journal_tail_memo(j), line, len, seq, mac);
     if (ret_seq)
         *ret_seq = seq;
     return 0;
@@ -241,11 +273,11 @@ int berth_audit_foreach(struct berth_journal *j, uint64_t after_seq,
 
     if (!j || !fn || after_seq > INT64_MAX)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
-    if (sqlite3_prepare_v2(berth_journal_db(j), "SELECT seq, line FROM audit_events WHERE seq > ? ORDER BY seq", -1,
-                           &st, NULL) != SQLITE_OK)
+    if (berth_journal_prepare(j, "SELECT seq, line FROM audit_events WHERE seq > ? ORDER BY seq",
+                              "preparing a statement", &st, NULL) < 0)
         return berth_journal_error(j, "reading the audit chain", reterr);
     if ((r = BERTH_JOURNAL_BIND(j, st, "reading the audit chain", reterr, BERTH_SQL_INT(after_seq))) < 0) {
-        sqlite3_finalize(st);
+        berth_journal_finish(j, st);
         return r;
     }
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -257,7 +289,7 @@ int berth_audit_foreach(struct berth_journal *j, uint64_t after_seq,
     }
     if (r >= 0 && rc != SQLITE_DONE)
         r = berth_journal_error(j, "reading the audit chain", reterr);
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     return r < 0 ? r : 0;
 }
 
@@ -456,8 +488,8 @@ int berth_audit_export_checked(struct berth_journal *j, struct berth_buf *out, s
 
     if (!j || !out)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
-    if (sqlite3_prepare_v2(berth_journal_db(j), "SELECT seq, type, mac, line FROM audit_events ORDER BY seq", -1, &st,
-                           NULL) != SQLITE_OK)
+    if (berth_journal_prepare(j, "SELECT seq, type, mac, line FROM audit_events ORDER BY seq", "preparing a statement",
+                              &st, NULL) < 0)
         return berth_journal_error(j, "reading the audit chain", reterr);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *type = (const char *)sqlite3_column_text(st, 1), *mac = (const char *)sqlite3_column_text(st, 2);
@@ -485,6 +517,6 @@ int berth_audit_export_checked(struct berth_journal *j, struct berth_buf *out, s
     }
     if (r == 0 && rc != SQLITE_DONE)
         r = berth_journal_error(j, "reading the audit chain", reterr);
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     return r;
 }

@@ -54,18 +54,18 @@ static int read_tombstone(sqlite3_stmt *st, struct berth_job_tombstone *t)
     return 0;
 }
 
-int berth_jobstore_find_tombstone(struct berth_journal *j, const char *principal, const char *scope,
-                                  const char *job_id, struct berth_job_tombstone *ret, struct berth_error *reterr)
+int berth_jobstore_find_tombstone(struct berth_journal *j, const char *principal, const char *scope, const char *job_id,
+                                  struct berth_job_tombstone *ret, struct berth_error *reterr)
 {
     sqlite3_stmt *st = NULL;
     int rc, r;
 
     if (!j || !principal || !scope || !job_id || !ret)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
-    if (sqlite3_prepare_v2(berth_journal_db(j),
-                           "SELECT " TOMBSTONE_COLUMNS " FROM job_tombstones "
-                           "WHERE principal = ? AND scope = ? AND job_id = ?",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (berth_journal_prepare(j,
+                              "SELECT " TOMBSTONE_COLUMNS " FROM job_tombstones "
+                              "WHERE principal = ? AND scope = ? AND job_id = ?",
+                              "preparing a statement", &st, NULL) < 0)
         return berth_journal_error(j, "reading job tombstones", reterr);
     r = BERTH_JOURNAL_BIND(j, st, "reading job tombstones", reterr, BERTH_SQL_TEXT(principal), BERTH_SQL_TEXT(scope),
                            BERTH_SQL_TEXT(job_id));
@@ -81,7 +81,7 @@ int berth_jobstore_find_tombstone(struct berth_journal *j, const char *principal
             r = berth_journal_error(j, "reading job tombstones", reterr);
         }
     }
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     return r;
 }
 
@@ -93,18 +93,19 @@ int berth_jobstore_tombstoned(struct berth_journal *j, const char *principal, co
 
     if (!j || !principal || !scope || !job_id || !run_id)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
-    if (sqlite3_prepare_v2(berth_journal_db(j),
-                           "SELECT EXISTS (SELECT 1 FROM job_tombstones WHERE principal = ? AND scope = ? AND "
-                           "job_id = ?) OR EXISTS (SELECT 1 FROM job_tombstones WHERE run_id = ?)",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (berth_journal_prepare(j,
+                              "SELECT EXISTS (SELECT 1 FROM job_tombstones WHERE principal = ? AND scope = ? AND "
+                              "job_id = ?) OR EXISTS (SELECT 1 FROM job_tombstones WHERE run_id = ?)",
+                              "preparing a statement", &st, NULL) < 0)
         return berth_journal_error(j, "reading job tombstones", reterr);
     r = BERTH_JOURNAL_BIND(j, st, "reading job tombstones", reterr, BERTH_SQL_TEXT(principal), BERTH_SQL_TEXT(scope),
                            BERTH_SQL_TEXT(job_id), BERTH_SQL_TEXT(run_id));
     if (r == 0) {
         rc = sqlite3_step(st);
-        r = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) != 0 : berth_journal_error(j, "reading job tombstones", reterr);
+        r = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) != 0
+                             : berth_journal_error(j, "reading job tombstones", reterr);
     }
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     return r;
 }
 
@@ -115,15 +116,15 @@ static int change_one(struct berth_journal *j, const char *sql, const struct ber
     sqlite3_stmt *st = NULL;
     int rc, r;
 
-    if (sqlite3_prepare_v2(berth_journal_db(j), sql, -1, &st, NULL) != SQLITE_OK)
+    if (berth_journal_prepare(j, sql, "preparing a statement", &st, NULL) < 0)
         return berth_journal_error(j, what, reterr);
     r = berth_journal_bind(j, st, args, nargs, what, reterr);
     if (r < 0) {
-        sqlite3_finalize(st);
+        berth_journal_finish(j, st);
         return r;
     }
     rc = sqlite3_step(st);
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     if ((rc & 0xff) == SQLITE_CONSTRAINT)
         return berth_error_set(reterr, -EEXIST, "%s: a tombstone of that job exists", what);
     if (rc != SQLITE_DONE)
@@ -160,8 +161,8 @@ int berth_jobstore_prune(struct berth_journal *j, const struct berth_job_record 
     }
     if (r == 0) {
         const struct berth_sql_value args[] = {BERTH_SQL_TEXT(rec->run_id), BERTH_SQL_INT(rec->revision)};
-        r = change_one(j, "DELETE FROM jobs WHERE run_id = ? AND revision = ?", args, ELEMENTSOF(args),
-                       "pruning a job", reterr);
+        r = change_one(j, "DELETE FROM jobs WHERE run_id = ? AND revision = ?", args, ELEMENTSOF(args), "pruning a job",
+                       reterr);
     }
     if (r < 0 || !ret_tombstone)
         return r;

@@ -61,9 +61,9 @@ void berth_job_record_clear(struct berth_job_record *rec)
 
 int berth_job_record_copy(struct berth_job_record *dst, const struct berth_job_record *src)
 {
-    char **const fields[] = {&dst->principal, &dst->scope,   &dst->job_id,    &dst->run_id, &dst->job_digest, &dst->job,
-                             &dst->receipt,   &dst->backend, &dst->effective, &dst->pool,   &dst->result,
-                             &dst->fingerprint, &dst->cancel_reason, &dst->warm, &dst->lease};
+    char **const fields[] = {&dst->principal, &dst->scope,       &dst->job_id,        &dst->run_id,    &dst->job_digest,
+                             &dst->job,       &dst->receipt,     &dst->backend,       &dst->effective, &dst->pool,
+                             &dst->result,    &dst->fingerprint, &dst->cancel_reason, &dst->warm,      &dst->lease};
     size_t i;
 
     *dst = *src; /* the scalars; every string is replaced below */
@@ -157,10 +157,10 @@ static int find_one(struct berth_journal *j, const char *sql, const struct berth
     sqlite3_stmt *st = NULL;
     int rc, r;
 
-    if (sqlite3_prepare_v2(berth_journal_db(j), sql, -1, &st, NULL) != SQLITE_OK)
+    if (berth_journal_prepare(j, sql, "preparing a statement", &st, NULL) < 0)
         return berth_journal_error(j, "reading jobs", reterr);
     if ((r = berth_journal_bind(j, st, args, nargs, "reading jobs", reterr)) < 0) {
-        sqlite3_finalize(st);
+        berth_journal_finish(j, st);
         return r;
     }
     rc = sqlite3_step(st);
@@ -173,7 +173,7 @@ static int find_one(struct berth_journal *j, const char *sql, const struct berth
     } else {
         r = berth_journal_error(j, "reading jobs", reterr);
     }
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     return r;
 }
 
@@ -229,10 +229,10 @@ int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record
                                (long long)retained);
     if (active >= max_active)
         return berth_error_set(reterr, -EAGAIN, "%lld jobs are active, the limit", (long long)active);
-    if (sqlite3_prepare_v2(berth_journal_db(j),
-                           "INSERT INTO jobs (" COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'accepted', 1, ?, ?, 0, "
-                           "NULL, ?, ?, ?, ?, NULL, NULL, NULL)",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (berth_journal_prepare(j,
+                              "INSERT INTO jobs (" COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'accepted', 1, ?, ?, 0, "
+                              "NULL, ?, ?, ?, ?, NULL, NULL, NULL)",
+                              "preparing a statement", &st, NULL) < 0)
         return berth_journal_error(j, "recording a job", reterr);
     r = BERTH_JOURNAL_BIND(j, st, "recording a job", reterr, BERTH_SQL_TEXT(rec->principal), BERTH_SQL_TEXT(rec->scope),
                            BERTH_SQL_TEXT(rec->job_id), BERTH_SQL_TEXT(rec->run_id), BERTH_SQL_TEXT(rec->job_digest),
@@ -241,11 +241,11 @@ int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record
                            BERTH_SQL_INT(rec->accepted_at), BERTH_SQL_TEXT(rec->effective), BERTH_SQL_TEXT(rec->pool),
                            BERTH_SQL_TEXT(rec->fingerprint));
     if (r < 0) {
-        sqlite3_finalize(st);
+        berth_journal_finish(j, st);
         return r;
     }
     rc = sqlite3_step(st);
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     if (rc == SQLITE_CONSTRAINT || (rc & 0xff) == SQLITE_CONSTRAINT)
         return berth_error_set(reterr, -EEXIST, "job %s is already recorded", rec->job_id);
     return rc == SQLITE_DONE ? 0 : berth_journal_error(j, "recording a job", reterr);
@@ -253,17 +253,17 @@ int berth_jobstore_insert(struct berth_journal *j, const struct berth_job_record
 
 /* Run the prepared, bound UPDATE @st of one row (run @run_id at revision
  * @expected_revision) and finalize it; -ESTALE when no row matched. */
-static int step_row_update(struct berth_journal *j, sqlite3_stmt *st, int bound, const char *what,
-                           const char *run_id, int64_t expected_revision, struct berth_error *reterr)
+static int step_row_update(struct berth_journal *j, sqlite3_stmt *st, int bound, const char *what, const char *run_id,
+                           int64_t expected_revision, struct berth_error *reterr)
 {
     int rc;
 
     if (bound < 0) {
-        sqlite3_finalize(st);
+        berth_journal_finish(j, st);
         return bound;
     }
     rc = sqlite3_step(st);
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     if (rc != SQLITE_DONE)
         return berth_journal_error(j, what, reterr);
     if (sqlite3_changes(berth_journal_db(j)) != 1)
@@ -279,11 +279,11 @@ static int update(struct berth_journal *j, const char *run_id, int64_t expected_
     sqlite3_stmt *st = NULL;
     int r;
 
-    if (sqlite3_prepare_v2(berth_journal_db(j),
-                           "UPDATE jobs SET state = ?, result = coalesce(?, result), revision = revision + 1, "
-                           "cancel_requested = cancel_requested OR ?, cancel_reason = coalesce(cancel_reason, ?), "
-                           "updated_at = ? WHERE run_id = ? AND revision = ?",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (berth_journal_prepare(j,
+                              "UPDATE jobs SET state = ?, result = coalesce(?, result), revision = revision + 1, "
+                              "cancel_requested = cancel_requested OR ?, cancel_reason = coalesce(cancel_reason, ?), "
+                              "updated_at = ? WHERE run_id = ? AND revision = ?",
+                              "preparing a statement", &st, NULL) < 0)
         return berth_journal_error(j, "updating a job", reterr);
     /* A NULL result binds NULL: coalesce() keeps the stored one. */
     r = BERTH_JOURNAL_BIND(j, st, "updating a job", reterr, BERTH_SQL_TEXT(state), BERTH_SQL_TEXT(result),
@@ -326,8 +326,8 @@ int berth_jobstore_set_warm(struct berth_journal *j, const char *run_id, int64_t
 
     if (!j || !run_id || !warm)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
-    if (sqlite3_prepare_v2(berth_journal_db(j), "UPDATE jobs SET warm = ? WHERE run_id = ? AND revision = ?", -1, &st,
-                           NULL) != SQLITE_OK)
+    if (berth_journal_prepare(j, "UPDATE jobs SET warm = ? WHERE run_id = ? AND revision = ?", "preparing a statement",
+                              &st, NULL) < 0)
         return berth_journal_error(j, "recording a warm start", reterr);
     r = BERTH_JOURNAL_BIND(j, st, "recording a warm start", reterr, BERTH_SQL_TEXT(warm), BERTH_SQL_TEXT(run_id),
                            BERTH_SQL_INT(expected_revision));
@@ -342,8 +342,8 @@ int berth_jobstore_set_lease(struct berth_journal *j, const char *run_id, int64_
 
     if (!j || !run_id || !lease)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
-    if (sqlite3_prepare_v2(berth_journal_db(j), "UPDATE jobs SET lease = ? WHERE run_id = ? AND revision = ?", -1, &st,
-                           NULL) != SQLITE_OK)
+    if (berth_journal_prepare(j, "UPDATE jobs SET lease = ? WHERE run_id = ? AND revision = ?", "preparing a statement",
+                              &st, NULL) < 0)
         return berth_journal_error(j, "recording a lease", reterr);
     r = BERTH_JOURNAL_BIND(j, st, "recording a lease", reterr, BERTH_SQL_TEXT(lease), BERTH_SQL_TEXT(run_id),
                            BERTH_SQL_INT(expected_revision));
@@ -375,10 +375,11 @@ int berth_jobstore_foreach_open(struct berth_journal *j, int (*fn)(void *userdat
 
     if (!j || !fn)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
-    if (sqlite3_prepare_v2(berth_journal_db(j),
-                           "SELECT " COLUMNS " FROM jobs WHERE state NOT IN ('exited','failed','cancelled','expired') "
-                           "ORDER BY accepted_at, run_id",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (berth_journal_prepare(j,
+                              "SELECT " COLUMNS
+                              " FROM jobs WHERE state NOT IN ('exited','failed','cancelled','expired') "
+                              "ORDER BY accepted_at, run_id",
+                              "preparing a statement", &st, NULL) < 0)
         return berth_journal_error(j, "reading jobs", reterr);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct berth_job_record rec;
@@ -394,7 +395,7 @@ int berth_jobstore_foreach_open(struct berth_journal *j, int (*fn)(void *userdat
     }
     if (r == 0 && rc != SQLITE_DONE)
         r = berth_journal_error(j, "reading jobs", reterr);
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     return r;
 }
 
@@ -406,15 +407,15 @@ int berth_jobstore_counts(struct berth_journal *j, int64_t counts[BERTH_JOB_STAT
     if (!j || !counts)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
     memset(counts, 0, sizeof(int64_t) * BERTH_JOB_STATE_COUNT);
-    if (sqlite3_prepare_v2(berth_journal_db(j), "SELECT state, count(*) FROM jobs GROUP BY state", -1, &st, NULL) !=
-        SQLITE_OK)
+    if (berth_journal_prepare(j, "SELECT state, count(*) FROM jobs GROUP BY state", "preparing a statement", &st,
+                              NULL) < 0)
         return berth_journal_error(j, "counting jobs", reterr);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         idx = berth_name_index(berth_job_state_names, BERTH_JOB_STATE_COUNT, (const char *)sqlite3_column_text(st, 0));
         if (idx >= 0)
             counts[idx] = sqlite3_column_int64(st, 1);
     }
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     return rc == SQLITE_DONE ? 0 : berth_journal_error(j, "counting jobs", reterr);
 }
 
@@ -422,8 +423,8 @@ int berth_jobstore_counts(struct berth_journal *j, int64_t counts[BERTH_JOB_STAT
  * the cursor (@ts, @run_id) and the limit; @ts_col is the column the order
  * starts with (10 accepted_at, 14 updated_at).  The cursor moves past every
  * record @fn is called with, even on error. */
-static int page(struct berth_journal *j, const char *sql, const struct berth_sql_value *args, size_t nargs,
-                int ts_col, int64_t *ts, char run_id[BERTH_RUN_ID_LEN + 1], size_t limit,
+static int page(struct berth_journal *j, const char *sql, const struct berth_sql_value *args, size_t nargs, int ts_col,
+                int64_t *ts, char run_id[BERTH_RUN_ID_LEN + 1], size_t limit,
                 int (*fn)(void *userdata, const struct berth_job_record *rec), void *userdata, size_t *ret_count,
                 struct berth_error *reterr)
 {
@@ -431,7 +432,7 @@ static int page(struct berth_journal *j, const char *sql, const struct berth_sql
     size_t n = 0;
     int rc = SQLITE_DONE, r;
 
-    if (sqlite3_prepare_v2(berth_journal_db(j), sql, -1, &st, NULL) != SQLITE_OK)
+    if (berth_journal_prepare(j, sql, "preparing a statement", &st, NULL) < 0)
         return berth_journal_error(j, "reading a page of jobs", reterr);
     r = berth_journal_bind(j, st, args, nargs, "reading a page of jobs", reterr);
     /* The cursor and the limit follow @args (berth_journal_bind() numbers from 1). */
@@ -457,7 +458,7 @@ static int page(struct berth_journal *j, const char *sql, const struct berth_sql
     }
     if (r == 0 && rc != SQLITE_DONE)
         r = berth_journal_error(j, "reading a page of jobs", reterr);
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     if (ret_count)
         *ret_count = n;
     return r;
@@ -506,11 +507,11 @@ int berth_jobstore_count_active(struct berth_journal *j, int (*fn)(void *userdat
     if (!j || !fn)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
     /* The WHERE clause repeats the partial index's, so that SQLite uses it. */
-    if (sqlite3_prepare_v2(berth_journal_db(j),
-                           "SELECT pool, count(*) FROM jobs INDEXED BY jobs_open "
-                           "WHERE state NOT IN ('exited','failed','cancelled','expired') "
-                           "AND state IN ('claimed','running','reaping','finalizing') GROUP BY pool",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (berth_journal_prepare(j,
+                              "SELECT pool, count(*) FROM jobs INDEXED BY jobs_open "
+                              "WHERE state NOT IN ('exited','failed','cancelled','expired') "
+                              "AND state IN ('claimed','running','reaping','finalizing') GROUP BY pool",
+                              "preparing a statement", &st, NULL) < 0)
         return berth_journal_error(j, "counting active jobs", reterr);
     while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *pool = (const char *)sqlite3_column_text(st, 0);
@@ -518,7 +519,7 @@ int berth_jobstore_count_active(struct berth_journal *j, int (*fn)(void *userdat
     }
     if (r == 0 && rc != SQLITE_DONE)
         r = berth_journal_error(j, "counting active jobs", reterr);
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     return r;
 }
 

@@ -15,14 +15,29 @@
 #include "macro.h"
 #include "reserve.h"
 
+/* Prepared statements kept for the connection's life: compiling a statement
+ * costs more than running it (a job's admission runs about twenty). */
+#define STMT_CACHE_MAX 64
+
+struct cached_stmt {
+    char *sql;        /* its text, owned */
+    sqlite3_stmt *st; /* prepared with SQLITE_PREPARE_PERSISTENT */
+    bool busy;        /* handed out, not yet finished */
+    uint64_t used;    /* when last handed out (struct berth_journal's tick) */
+};
+
 struct berth_journal {
     const struct berth_journal_schema *schema;
     sqlite3 *db;
     int lock_fd;
     int dir_fd; /* the journal's directory, for its space reserve */
     char *path;
-    char *reserve_name;     /* "<journal>.reserve" */
-    uint64_t reserve_bytes; /* 0: no reserve (berth_journal_set_reserve()) */
+    char *reserve_name;                       /* "<journal>.reserve" */
+    uint64_t reserve_bytes;                   /* 0: no reserve (berth_journal_set_reserve()) */
+    struct cached_stmt cache[STMT_CACHE_MAX]; /* berth_journal_prepare() */
+    size_t n_cache;
+    uint64_t tick; /* the last use, for the cache's eviction */
+    struct berth_journal_tail tail;
 };
 
 /* 1 when the state in column @c is not terminal (jobstore.h), else 0. */
@@ -115,17 +130,23 @@ static const char *const migrations[] = {
     "  open INTEGER NOT NULL CHECK (open >= 0 AND open <= retained)"
     ") STRICT;"
     "INSERT INTO job_counts (id, retained, open)"
-    "  SELECT 1, count(*), coalesce(sum(" OPEN("state") "), 0) FROM jobs;"
-    "CREATE TRIGGER job_counts_insert AFTER INSERT ON jobs BEGIN"
-    "  UPDATE job_counts SET retained = retained + 1, open = open + " OPEN("NEW.state") " WHERE id = 1;"
-    "END;"
-    "CREATE TRIGGER job_counts_delete AFTER DELETE ON jobs BEGIN"
-    "  UPDATE job_counts SET open = open - " OPEN("OLD.state") ", retained = retained - 1 WHERE id = 1;"
-    "END;"
-    "CREATE TRIGGER job_counts_state AFTER UPDATE OF state ON jobs"
-    "  WHEN " OPEN("OLD.state") " <> " OPEN("NEW.state") " BEGIN"
-    "  UPDATE job_counts SET open = open + " OPEN("NEW.state") " - " OPEN("OLD.state") " WHERE id = 1;"
-    "END;",
+    "  SELECT 1, count(*), coalesce(sum(" OPEN(
+        "state") "), 0) FROM jobs;"
+                 "CREATE TRIGGER job_counts_insert AFTER INSERT ON jobs BEGIN"
+                 "  UPDATE job_counts SET retained = retained + 1, open = open + " OPEN(
+                     "NEW.state") " WHERE id = 1;"
+                                  "END;"
+                                  "CREATE TRIGGER job_counts_delete AFTER DELETE ON jobs BEGIN"
+                                  "  UPDATE job_counts SET open = open - " OPEN(
+                                      "OLD.state") ", retained = retained - 1 WHERE id = 1;"
+                                                   "END;"
+                                                   "CREATE TRIGGER job_counts_state AFTER UPDATE OF state ON jobs"
+                                                   "  WHEN " OPEN("OLD.state") " <> " OPEN(
+                                                       "NEW.state") " BEGIN"
+                                                                    "  UPDATE job_counts SET open = open + " OPEN(
+                                                                        "NEW.state") " - " OPEN("OLD.state") " WHERE "
+                                                                                                             "id = 1;"
+                                                                                                             "END;",
     /* 7: warm slots (docs/warm-slots.md): the slot a job was started in,
      * {slot_id, slot_hash, provision_ns} as canonical JSON, NULL for a
      * cold start; the signed result says so. */
@@ -219,8 +240,8 @@ int berth_journal_query_int(struct berth_journal *j, const char *sql, const stru
 
     if (!j || !sql || !what || !ret)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
-    if (sqlite3_prepare_v2(j->db, sql, -1, &st, NULL) != SQLITE_OK)
-        return berth_journal_error(j, what, reterr);
+    if ((r = berth_journal_prepare(j, sql, what, &st, reterr)) < 0)
+        return r;
     r = berth_journal_bind(j, st, v, n, what, reterr);
     if (r == 0) {
         if (sqlite3_step(st) == SQLITE_ROW)
@@ -228,7 +249,7 @@ int berth_journal_query_int(struct berth_journal *j, const char *sql, const stru
         else
             r = berth_journal_error(j, what, reterr);
     }
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     return r;
 }
 
@@ -237,6 +258,115 @@ static int exec(struct berth_journal *j, const char *sql, const char *what, stru
     if (sqlite3_exec(j->db, sql, NULL, NULL, NULL) != SQLITE_OK)
         return berth_journal_error(j, what, reterr);
     return 0;
+}
+
+/* exec() of one statement that returns no rows, from the cache. */
+static int exec_one(struct berth_journal *j, const char *sql, const char *what, struct berth_error *reterr)
+{
+    sqlite3_stmt *st = NULL;
+    int rc, r;
+
+    if ((r = berth_journal_prepare(j, sql, what, &st, reterr)) < 0)
+        return r;
+    rc = sqlite3_step(st);
+    r = rc == SQLITE_DONE ? 0 : berth_journal_error(j, what, reterr);
+    berth_journal_finish(j, st);
+    return r;
+}
+
+int berth_journal_prepare(struct berth_journal *j, const char *sql, const char *what, sqlite3_stmt **ret,
+                          struct berth_error *reterr)
+{
+    struct cached_stmt *c, *slot = NULL;
+    sqlite3_stmt *st = NULL;
+    bool keep = true;
+    size_t i;
+
+    if (!j || !j->db || !sql || !what || !ret)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    *ret = NULL;
+    for (i = 0; i < j->n_cache; i++) {
+        c = &j->cache[i];
+        if (c->sql != sql && strcmp(c->sql, sql) != 0)
+            continue;
+        if (c->busy) {
+            keep = false; /* the same statement, still in use: this one is not kept */
+            break;
+        }
+        c->busy = true;
+        c->used = ++j->tick;
+        *ret = c->st;
+        return 0;
+    }
+    if (sqlite3_prepare_v3(j->db, sql, -1, keep ? SQLITE_PREPARE_PERSISTENT : 0, &st, NULL) != SQLITE_OK)
+        return berth_journal_error(j, what, reterr);
+    if (!st) /* only a comment or white space */
+        return berth_error_set(reterr, -EINVAL, "%s: no SQL statement", what);
+    if (!keep)
+        goto uncached;
+    if (j->n_cache < STMT_CACHE_MAX) {
+        slot = &j->cache[j->n_cache];
+    } else {
+        /* Full: the least recently used statement not in use makes room. */
+        for (i = 0; i < j->n_cache; i++)
+            if (!j->cache[i].busy && (!slot || j->cache[i].used < slot->used))
+                slot = &j->cache[i];
+        if (!slot)
+            goto uncached;
+        sqlite3_finalize(slot->st);
+        free(slot->sql);
+        *slot = (struct cached_stmt){0};
+    }
+    slot->sql = strdup(sql);
+    if (!slot->sql)
+        goto uncached; /* works, only not kept */
+    slot->st = st;
+    slot->busy = true;
+    slot->used = ++j->tick;
+    if (slot == &j->cache[j->n_cache])
+        j->n_cache++;
+    *ret = st;
+    return 0;
+
+uncached:
+    if (slot && !slot->sql && slot != &j->cache[j->n_cache]) {
+        /* An evicted entry whose copy failed: close the gap. */
+        *slot = j->cache[--j->n_cache];
+        j->cache[j->n_cache] = (struct cached_stmt){0};
+    }
+    *ret = st;
+    return 0;
+}
+
+void berth_journal_finish(struct berth_journal *j, sqlite3_stmt *st)
+{
+    size_t i;
+
+    if (!st)
+        return;
+    for (i = 0; j && i < j->n_cache; i++) {
+        if (j->cache[i].st == st) {
+            /* Reset ends the statement's read of the database (a statement
+             * left mid-way would hold the WAL back from checkpoints). */
+            (void)sqlite3_reset(st);
+            (void)sqlite3_clear_bindings(st);
+            j->cache[i].busy = false;
+            return;
+        }
+    }
+    sqlite3_finalize(st);
+}
+
+static void cache_clear(struct berth_journal *j)
+{
+    size_t i;
+
+    for (i = 0; i < j->n_cache; i++) {
+        sqlite3_finalize(j->cache[i].st);
+        free(j->cache[i].sql);
+        j->cache[i] = (struct cached_stmt){0};
+    }
+    j->n_cache = 0;
 }
 
 static int pragma_int(struct berth_journal *j, const char *sql, int *ret, struct berth_error *reterr)
@@ -384,8 +514,8 @@ int berth_journal_open_schema(const char *path, unsigned flags, const struct ber
     r = berth_file_check(dfd, dir, &dir_expect, NULL, reterr);
     if (r < 0) {
         if (r == -EPERM)
-            berth_error_prefix(reterr, "the %s's directory must be private (chmod 0700, owned by uid %u)",
-                               schema->what, (unsigned)geteuid());
+            berth_error_prefix(reterr, "the %s's directory must be private (chmod 0700, owned by uid %u)", schema->what,
+                               (unsigned)geteuid());
         return r;
     }
 
@@ -480,6 +610,7 @@ void berth_journal_close(struct berth_journal *j)
     if (!j)
         return;
     if (j->db) {
+        cache_clear(j);
         if (!sqlite3_get_autocommit(j->db))
             (void)sqlite3_exec(j->db, "ROLLBACK", NULL, NULL, NULL);
         sqlite3_close_v2(j->db);
@@ -488,9 +619,15 @@ void berth_journal_close(struct berth_journal *j)
         close(j->lock_fd); /* releases the flock; the lock file stays */
     if (j->dir_fd >= 0)
         close(j->dir_fd); /* the space reserve stays for the next start */
+    free(j->tail.line);
     free(j->path);
     free(j->reserve_name);
     free(j);
+}
+
+struct berth_journal_tail *berth_journal_tail_memo(struct berth_journal *j)
+{
+    return j ? &j->tail : NULL;
 }
 
 sqlite3 *berth_journal_db(struct berth_journal *j)
@@ -505,12 +642,12 @@ const char *berth_journal_path(const struct berth_journal *j)
 
 int berth_journal_begin(struct berth_journal *j, struct berth_error *reterr)
 {
-    return exec(j, "BEGIN IMMEDIATE", "starting a journal transaction", reterr);
+    return exec_one(j, "BEGIN IMMEDIATE", "starting a journal transaction", reterr);
 }
 
 int berth_journal_commit(struct berth_journal *j, struct berth_error *reterr)
 {
-    int r = exec(j, "COMMIT", "committing to the journal", reterr);
+    int r = exec_one(j, "COMMIT", "committing to the journal", reterr);
     if (r < 0)
         berth_journal_rollback(j);
     return r;
@@ -531,19 +668,19 @@ int berth_journal_savepoint(struct berth_journal *j, struct berth_error *reterr)
 {
     if (!berth_journal_in_transaction(j))
         return berth_error_set(reterr, -EINVAL, "a savepoint needs an open transaction");
-    return exec(j, "SAVEPOINT berth_step", "marking a journal savepoint", reterr);
+    return exec_one(j, "SAVEPOINT berth_step", "marking a journal savepoint", reterr);
 }
 
 int berth_journal_release(struct berth_journal *j, struct berth_error *reterr)
 {
-    return exec(j, "RELEASE berth_step", "releasing a journal savepoint", reterr);
+    return exec_one(j, "RELEASE berth_step", "releasing a journal savepoint", reterr);
 }
 
 int berth_journal_rollback_to(struct berth_journal *j, struct berth_error *reterr)
 {
-    int r = exec(j, "ROLLBACK TO berth_step", "rolling back to a journal savepoint", reterr);
+    int r = exec_one(j, "ROLLBACK TO berth_step", "rolling back to a journal savepoint", reterr);
     if (r == 0)
-        r = exec(j, "RELEASE berth_step", "releasing a journal savepoint", reterr);
+        r = exec_one(j, "RELEASE berth_step", "releasing a journal savepoint", reterr);
     return r;
 }
 

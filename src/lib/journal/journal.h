@@ -58,6 +58,8 @@
 
 #include <berth/error.h>
 
+#include "hmac.h"
+
 /** PRAGMA application_id of a berth journal: "brth". */
 #define BERTH_JOURNAL_APPLICATION_ID 0x62727468
 
@@ -131,6 +133,53 @@ void berth_journal_close(struct berth_journal *j);
 
 /** berth_journal_db() - the SQLite connection, for libberth's own modules. */
 sqlite3 *berth_journal_db(struct berth_journal *j);
+
+/**
+ * berth_journal_prepare() - the prepared statement of @sql (one statement;
+ * text after it is ignored) on @j's connection, in *@ret, ready to bind and
+ * step.  Statements are kept on the handle, keyed by their text, for as
+ * long as it is open (at most 64, the least recently used making room), so
+ * a statement run again is not compiled again.  A statement of the same
+ * text that is still in use (not yet finished, e.g. an outer loop over its
+ * rows) is not shared: the caller then gets one of its own.
+ * @what: what the statement is for, the start of the error message.
+ *
+ * Ownership: *@ret belongs to @j; the caller hands it back with
+ * berth_journal_finish() on every path, never sqlite3_finalize().  Not
+ * thread-safe (the handle is used by one thread at a time).
+ * Return: 0; -EINVAL (a NULL argument, or @sql holds no statement); or the
+ * errors of berth_journal_error() for SQL that does not compile.
+ */
+int berth_journal_prepare(struct berth_journal *j, const char *sql, const char *what, sqlite3_stmt **ret,
+                          struct berth_error *reterr);
+
+/**
+ * struct berth_journal_tail - audit.c's memo of the audit chain's last
+ * event, kept on the handle: the stored line it last read or wrote
+ * (malloc'd, owned by the handle), and that line's seq and mac.  audit.c
+ * uses seq and mac only while the stored last line is byte for byte @line,
+ * so what it takes from the memo is exactly what the stored line says.
+ */
+struct berth_journal_tail {
+    char *line;
+    size_t len;
+    uint64_t seq;
+    char mac[2 * BERTH_HMAC_SHA256_LEN + 1];
+};
+
+/**
+ * berth_journal_tail_memo() - @j's audit tail memo (all zero at first),
+ * for audit.c.  Owned by @j, freed by berth_journal_close().
+ */
+struct berth_journal_tail *berth_journal_tail_memo(struct berth_journal *j);
+
+/**
+ * berth_journal_finish() - hand back @st from berth_journal_prepare(): a
+ * kept statement is reset (ending its read of the database) and its
+ * bindings cleared, any other is finalized.  Accepts NULL.  Column values
+ * read from @st are invalid afterwards.
+ */
+void berth_journal_finish(struct berth_journal *j, sqlite3_stmt *st);
 
 /** berth_journal_path() - the path the journal was opened with. */
 const char *berth_journal_path(const struct berth_journal *j);

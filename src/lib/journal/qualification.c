@@ -176,10 +176,10 @@ int berth_qualification_store(struct berth_journal *j, const json_t *env, struct
         return r;
     if ((r = berth_journal_begin(j, reterr)) < 0)
         return r;
-    if (sqlite3_prepare_v2(berth_journal_db(j),
-                           "INSERT INTO qualifications (id, backend, runtime_sha256, kernel, qualified_at, "
-                           "expires_at, envelope, config_digest, passed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           -1, &st, NULL) != SQLITE_OK) {
+    if (berth_journal_prepare(j,
+                              "INSERT INTO qualifications (id, backend, runtime_sha256, kernel, qualified_at, "
+                              "expires_at, envelope, config_digest, passed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                              "preparing a statement", &st, NULL) < 0) {
         r = berth_journal_error(j, "recording a qualification", reterr);
         berth_journal_rollback(j);
         return r;
@@ -193,12 +193,12 @@ int berth_qualification_store(struct berth_journal *j, const json_t *env, struct
         BERTH_SQL_TEXT(json_string_value(json_object_get(body, "config_digest"))),
         BERTH_SQL_INT(json_is_true(json_object_get(body, "passed"))));
     if (r < 0) {
-        sqlite3_finalize(st);
+        berth_journal_finish(j, st);
         berth_journal_rollback(j);
         return r;
     }
     rc = sqlite3_step(st);
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     if (rc != SQLITE_DONE) {
         r = (rc & 0xff) == SQLITE_CONSTRAINT ? berth_error_set(reterr, -EEXIST, "that qualification is recorded")
                                              : berth_journal_error(j, "recording a qualification", reterr);
@@ -220,17 +220,17 @@ int berth_qualification_current(struct berth_journal *j, const char *backend, co
     if (!j || !backend || !runtime_sha256 || !config_digest || !kernel || !ret_id || !ret_expires_ns)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
     /* The newest record decides: a failed re-run ends an earlier pass. */
-    if (sqlite3_prepare_v2(berth_journal_db(j),
-                           "SELECT id, expires_at, passed FROM qualifications WHERE backend = ? AND "
-                           "runtime_sha256 = ? AND config_digest = ? AND kernel = ? AND qualified_at <= ? "
-                           "ORDER BY qualified_at DESC LIMIT 1",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (berth_journal_prepare(j,
+                              "SELECT id, expires_at, passed FROM qualifications WHERE backend = ? AND "
+                              "runtime_sha256 = ? AND config_digest = ? AND kernel = ? AND qualified_at <= ? "
+                              "ORDER BY qualified_at DESC LIMIT 1",
+                              "preparing a statement", &st, NULL) < 0)
         return berth_journal_error(j, "reading qualifications", reterr);
     r = BERTH_JOURNAL_BIND(j, st, "reading qualifications", reterr, BERTH_SQL_TEXT(backend),
                            BERTH_SQL_TEXT(runtime_sha256), BERTH_SQL_TEXT(config_digest), BERTH_SQL_TEXT(kernel),
                            BERTH_SQL_INT(now_ns));
     if (r < 0) {
-        sqlite3_finalize(st);
+        berth_journal_finish(j, st);
         return r;
     }
     rc = sqlite3_step(st);
@@ -240,7 +240,7 @@ int berth_qualification_current(struct berth_journal *j, const char *backend, co
         *ret_expires_ns = sqlite3_column_int64(st, 1);
         passed = sqlite3_column_int(st, 2) == 1;
     }
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     if (rc == SQLITE_DONE || (rc == SQLITE_ROW && (!passed || *ret_expires_ns <= now_ns)))
         return -ENOENT;
     return rc == SQLITE_ROW ? 0 : berth_journal_error(j, "reading qualifications", reterr);
@@ -254,14 +254,14 @@ int berth_qualification_lookup(struct berth_journal *j, const char *id, struct b
 
     if (!j || !id || !ret)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
-    if (sqlite3_prepare_v2(berth_journal_db(j),
-                           "SELECT backend, runtime_sha256, config_digest, kernel, passed, expires_at "
-                           "FROM qualifications WHERE id = ?",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (berth_journal_prepare(j,
+                              "SELECT backend, runtime_sha256, config_digest, kernel, passed, expires_at "
+                              "FROM qualifications WHERE id = ?",
+                              "preparing a statement", &st, NULL) < 0)
         return berth_journal_error(j, "reading qualifications", reterr);
     r = BERTH_JOURNAL_BIND(j, st, "reading qualifications", reterr, BERTH_SQL_TEXT(id));
     if (r < 0) {
-        sqlite3_finalize(st);
+        berth_journal_finish(j, st);
         return r;
     }
     rc = sqlite3_step(st);
@@ -275,7 +275,7 @@ int berth_qualification_lookup(struct berth_journal *j, const char *id, struct b
         ret->passed = sqlite3_column_int(st, 4) == 1;
         ret->expires_ns = sqlite3_column_int64(st, 5);
     }
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     if (rc == SQLITE_DONE)
         return berth_error_set(reterr, -ENOENT, "no qualification %s is recorded", id);
     return rc == SQLITE_ROW ? 0 : berth_journal_error(j, "reading qualifications", reterr);

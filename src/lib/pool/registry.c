@@ -198,11 +198,11 @@ static int read_body(struct berth_journal *j, const char *hash, char **ret_body,
     sqlite3_stmt *st = NULL;
     int rc, r = 0;
 
-    if (sqlite3_prepare_v2(berth_journal_db(j), "SELECT body FROM pool_bodies WHERE pool_hash = ?", -1, &st, NULL) !=
-        SQLITE_OK)
+    if (berth_journal_prepare(j, "SELECT body FROM pool_bodies WHERE pool_hash = ?", "preparing a statement", &st,
+                              NULL) < 0)
         return berth_journal_error(j, "reading pool manifests", reterr);
     if ((r = BERTH_JOURNAL_BIND(j, st, "reading pool manifests", reterr, BERTH_SQL_TEXT(hash))) < 0) {
-        sqlite3_finalize(st);
+        berth_journal_finish(j, st);
         return r;
     }
     rc = sqlite3_step(st);
@@ -223,7 +223,7 @@ static int read_body(struct berth_journal *j, const char *hash, char **ret_body,
     } else if (rc != SQLITE_DONE) {
         r = berth_journal_error(j, "reading pool manifests", reterr);
     }
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     return r;
 }
 
@@ -279,16 +279,16 @@ static int store_body(struct berth_journal *j, const struct berth_pool *pool, st
         return elen == len && memcmp(existing, bytes, len) == 0
                    ? 0
                    : berth_error_set(reterr, -EBADMSG, "the stored manifest body %s is damaged", pool->pool_hash);
-    if (sqlite3_prepare_v2(berth_journal_db(j), "INSERT INTO pool_bodies (pool_hash, body) VALUES (?, ?)", -1, &st,
-                           NULL) != SQLITE_OK)
+    if (berth_journal_prepare(j, "INSERT INTO pool_bodies (pool_hash, body) VALUES (?, ?)", "preparing a statement",
+                              &st, NULL) < 0)
         return berth_journal_error(j, "storing a pool manifest", reterr);
     if ((r = BERTH_JOURNAL_BIND(j, st, "storing a pool manifest", reterr, BERTH_SQL_TEXT(pool->pool_hash),
                                 BERTH_SQL_TEXTN(bytes, (int)len))) < 0) {
-        sqlite3_finalize(st);
+        berth_journal_finish(j, st);
         return r;
     }
     rc = sqlite3_step(st);
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     return rc == SQLITE_DONE ? 0 : berth_journal_error(j, "storing a pool manifest", reterr);
 }
 
@@ -594,8 +594,8 @@ static bool warm_args_valid(const char *pool, const char *slot_id, const char *s
            berth_is_hex(dispatch_hash, BERTH_HASH_HEX_LEN);
 }
 
-static int warm_record(struct berth_registry *reg, const struct berth_audit_key *key, const char *type,
-                       json_t *details, const char *actor, int64_t now_ns, struct berth_error *reterr)
+static int warm_record(struct berth_registry *reg, const struct berth_audit_key *key, const char *type, json_t *details,
+                       const char *actor, int64_t now_ns, struct berth_error *reterr)
 {
     int r;
 
@@ -615,12 +615,13 @@ int berth_registry_warm_attach(struct berth_registry *reg, const struct berth_au
     int r;
 
     if (!reg || !key || !run_id || !warm_args_valid(pool, slot_id, slot_hash, dispatch_hash))
-        return berth_error_set(reterr, -EINVAL, "a pool, a slot id, a run id and two hex effective_manifest_hash "
-                                                "values are required");
+        return berth_error_set(reterr, -EINVAL,
+                               "a pool, a slot id, a run id and two hex effective_manifest_hash "
+                               "values are required");
     if (streq(slot_hash, dispatch_hash)) {
         r = warm_record(reg, key, "pool.warm_attached",
-                        json_pack("{s:s, s:s, s:s, s:s, s:s}", "pool", pool, "slot_id", slot_id, "slot_hash",
-                                  slot_hash, "dispatch_hash", dispatch_hash, "run_id", run_id),
+                        json_pack("{s:s, s:s, s:s, s:s, s:s}", "pool", pool, "slot_id", slot_id, "slot_hash", slot_hash,
+                                  "dispatch_hash", dispatch_hash, "run_id", run_id),
                         actor, now_ns, reterr);
         return r < 0 ? r : 1;
     }
@@ -683,8 +684,8 @@ int berth_registry_verify_keyed(struct berth_journal *j, const struct berth_audi
         goto out;
 
     /* Every stored body hashes to its key ... */
-    if (sqlite3_prepare_v2(berth_journal_db(j), "SELECT pool_hash FROM pool_bodies ORDER BY pool_hash", -1, &st,
-                           NULL) != SQLITE_OK) {
+    if (berth_journal_prepare(j, "SELECT pool_hash FROM pool_bodies ORDER BY pool_hash", "preparing a statement", &st,
+                              NULL) < 0) {
         r = berth_journal_error(j, "reading pool manifests", reterr);
         goto out;
     }
@@ -698,7 +699,7 @@ int berth_registry_verify_keyed(struct berth_journal *j, const struct berth_audi
     }
     if (r == 0 && rc != SQLITE_DONE)
         r = berth_journal_error(j, "reading pool manifests", reterr);
-    sqlite3_finalize(st);
+    berth_journal_finish(j, st);
     if (r < 0)
         goto out;
 
