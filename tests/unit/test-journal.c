@@ -149,6 +149,60 @@ START_TEST(bind)
 }
 END_TEST
 
+/* Prepared statements kept on the handle (berth_journal_prepare()). */
+START_TEST(statement_cache)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_journal *j = test_journal_open(dir);
+    sqlite3_stmt *a = NULL, *b = NULL, *c = NULL;
+    char sql[64];
+    int i;
+
+    /* Handed back, the same statement comes again, reset and unbound. */
+    ck_assert_int_eq(berth_journal_prepare(j, "SELECT ?", "test", &a, &err), 0);
+    ck_assert_int_eq(sqlite3_bind_int(a, 1, 7), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(a), SQLITE_ROW);
+    berth_journal_finish(j, a);
+    ck_assert_int_eq(berth_journal_prepare(j, "SELECT ?", "test", &b, &err), 0);
+    ck_assert_ptr_eq(a, b);
+    ck_assert_int_eq(sqlite3_step(b), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_type(b, 0), SQLITE_NULL);
+
+    /* Still in use: the same text gets a statement of its own. */
+    ck_assert_int_eq(berth_journal_prepare(j, "SELECT ?", "test", &c, &err), 0);
+    ck_assert_ptr_ne(b, c);
+    berth_journal_finish(j, c); /* finalized (ASan sees a leak otherwise) */
+    berth_journal_finish(j, b);
+    berth_journal_finish(j, NULL);
+
+    /* A statement left mid-way and then finished holds no read open: a
+     * write transaction and its commit go through. */
+    ck_assert_int_eq(berth_journal_prepare(j, "SELECT 1 UNION ALL SELECT 2", "test", &a, &err), 0);
+    ck_assert_int_eq(sqlite3_step(a), SQLITE_ROW);
+    berth_journal_finish(j, a);
+    ck_assert_int_eq(berth_journal_begin(j, &err), 0);
+    ck_assert_int_eq(sqlite3_exec(berth_journal_db(j), "CREATE TABLE t (x)", NULL, NULL, NULL), SQLITE_OK);
+    ck_assert_msg(berth_journal_commit(j, &err) == 0, "%s", err.message);
+
+    /* More texts than the cache holds: the oldest make room, all work. */
+    for (i = 0; i < 200; i++) {
+        snprintf(sql, sizeof(sql), "SELECT %d", i);
+        ck_assert_int_eq(berth_journal_prepare(j, sql, "test", &a, &err), 0);
+        ck_assert_int_eq(sqlite3_step(a), SQLITE_ROW);
+        ck_assert_int_eq(sqlite3_column_int(a, 0), i);
+        berth_journal_finish(j, a);
+    }
+
+    /* SQL that does not compile, or is no statement. */
+    ck_assert_int_eq(berth_journal_prepare(j, "SELEKT 1", "reading y", &a, &err), -EIO);
+    ck_assert_ptr_nonnull(strstr(err.message, "reading y: "));
+    ck_assert_ptr_null(a);
+    ck_assert_int_eq(berth_journal_prepare(j, "  -- nothing", "reading z", &a, &err), -EINVAL);
+    ck_assert_int_eq(berth_journal_prepare(j, NULL, "x", &a, &err), -EINVAL);
+    berth_journal_close(j); /* finalizes what it kept */
+}
+END_TEST
+
 START_TEST(unsafe_places)
 {
     struct berth_error err = BERTH_ERROR_INIT;
@@ -476,6 +530,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, exclusive);
     tcase_add_test(tc, rollback);
     tcase_add_test(tc, bind);
+    tcase_add_test(tc, statement_cache);
     tcase_add_test(tc, unsafe_places);
     tcase_add_test(tc, foreign_and_newer);
     tcase_add_test(tc, migrate_from_format_1);
