@@ -28,7 +28,7 @@
 
 #define DEFAULT_WAIT_SECONDS 600
 #define LONG_POLL_MAX_NS (60LL * BERTH_NS_PER_SEC) /* the most berthd parks one request (docs/api.md) */
-#define EARLY_PAUSE_MS 100 /* after a 202 that came before its bound (berthd shutting down) */
+#define EARLY_PAUSE_MS 100                         /* after a 202 that came before its bound (berthd shutting down) */
 
 static void help_jobs(const char *verb)
 {
@@ -164,9 +164,12 @@ static int write_b64(FILE *out, const json_t *v)
 }
 
 /* Fetch and verify the final result of @id (binding it to its receipt and,
- * when known, to @job); 1 with nothing in *@ret while it is still pending. */
+ * when known, to @job); 1 with nothing in *@ret while it is still pending.
+ * @known: NULL, or @id's receipt as this run already verified it (the
+ * submission's reply), which saves asking for it again. */
 static int fetch_result(struct berth_https *c, const char *verb, const char *id, const struct berth_job *job,
-                        int64_t wait_ns, json_t **ret_result, json_t **ret_receipt, char ret_state[32])
+                        const json_t *known, int64_t wait_ns, json_t **ret_result, json_t **ret_receipt,
+                        char ret_state[32])
 {
     struct berth_error err = BERTH_ERROR_INIT;
     char path[256];
@@ -188,15 +191,19 @@ static int fetch_result(struct berth_https *c, const char *verb, const char *id,
         json_decref(result);
         return -1;
     }
-    snprintf(path, sizeof(path), "/v1/jobs/%s", id);
-    r = get(c, verb, path, 200, 200, NULL, &view);
-    if (r != BCTL_EXIT_OK) {
-        json_decref(result);
-        return r;
+    if (known) {
+        receipt = json_incref((json_t *)known);
+    } else {
+        snprintf(path, sizeof(path), "/v1/jobs/%s", id);
+        r = get(c, verb, path, 200, 200, NULL, &view);
+        if (r != BCTL_EXIT_OK) {
+            json_decref(result);
+            return r;
+        }
+        receipt = json_incref(json_object_get(view, "receipt"));
+        json_decref(view);
     }
-    receipt = json_incref(json_object_get(view, "receipt"));
-    json_decref(view);
-    if ((r = check_receipt(c, verb, receipt, job, id)) != BCTL_EXIT_OK) {
+    if (!known && (r = check_receipt(c, verb, receipt, job, id)) != BCTL_EXIT_OK) {
         json_decref(result);
         json_decref(receipt);
         return r;
@@ -212,7 +219,7 @@ static int fetch_result(struct berth_https *c, const char *verb, const char *id,
 }
 
 static int wait_result(const struct bctl_globals *g, struct berth_https *c, const char *verb, const char *id,
-                       const struct berth_job *job, long timeout_s)
+                       const struct berth_job *job, const json_t *known, long timeout_s)
 {
     int64_t deadline = berth_deadline_ns(CLOCK_MONOTONIC, (int64_t)timeout_s * BERTH_NS_PER_SEC);
     json_t *result = NULL, *receipt = NULL;
@@ -231,7 +238,7 @@ static int wait_result(const struct bctl_globals *g, struct berth_https *c, cons
         asked = deadline - now;
         asked = asked > LONG_POLL_MAX_NS ? LONG_POLL_MAX_NS : asked > 0 ? asked : 0;
         asked_at = now;
-        r = fetch_result(c, verb, id, job, asked, &result, &receipt, state);
+        r = fetch_result(c, verb, id, job, known, asked, &result, &receipt, state);
         if (r != -1)
             break;
         if (berth_deadline_passed(CLOCK_MONOTONIC, deadline))
@@ -313,7 +320,7 @@ static int do_submit(const struct bctl_globals *g, struct berth_https *c, const 
         if (!g->json)
             fprintf(stderr, "berthctl %s: job %s %s; receipt verified\n", verb, job->id,
                     status == 201 ? "accepted" : "was already accepted");
-        r = wait_result(g, c, verb, job->id, job, timeout_s);
+        r = wait_result(g, c, verb, job->id, job, reply, timeout_s);
     }
     json_decref(reply);
     berth_job_free(job);
@@ -391,8 +398,7 @@ static int fetch_outputs(struct berth_https *c, const char *verb, const char *id
     const json_t *o;
     size_t i;
 
-    json_array_foreach(json_object_get(body, "outputs"), i, o)
-    {
+    json_array_foreach(json_object_get(body, "outputs"), i, o) {
         struct berth_error err = BERTH_ERROR_INIT;
         const char *oid = json_string_value(json_object_get(o, "id"));
         const char *digest = json_string_value(json_object_get(o, "digest"));
@@ -453,7 +459,7 @@ static int do_collect(const struct bctl_globals *g, struct berth_https *c, const
     size_t n_outs = 0, i;
     int r;
 
-    r = fetch_result(c, verb, id, NULL, 0, &result, &receipt, state);
+    r = fetch_result(c, verb, id, NULL, NULL, 0, &result, &receipt, state);
     if (r == -1)
         return bctl_error(verb, "job %s has no result yet (it is %s)", id, state);
     if (r != BCTL_EXIT_OK)
@@ -585,7 +591,7 @@ int cmd_job(struct bctl_globals *g, int argc, char **argv)
     else if (streq(verb, "inspect"))
         r = do_inspect(g, c, verb, argv[optind]);
     else if (streq(verb, "wait"))
-        r = wait_result(g, c, verb, argv[optind], NULL, timeout_s);
+        r = wait_result(g, c, verb, argv[optind], NULL, NULL, timeout_s);
     else if (streq(verb, "cancel"))
         r = do_cancel(g, c, verb, argv[optind]);
     else

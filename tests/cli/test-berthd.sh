@@ -94,6 +94,13 @@ run 0 "$BERTHCTL" --config "$INST/client.json" submit "$TMP/ctl.json" --wait
 stdout_is "from berthctl
 "
 stderr_has "exited with exit code 0"
+# Its requests (berthd logs each): the submission and the result's long
+# poll; the receipt it verified from the submission is not asked for again.
+grep -q " POST /v1/jobs 201 " "$TMP/berthd.log" || fail "no submission in berthd's log"
+grep -q " GET /v1/jobs/via-ctl/result 200 " "$TMP/berthd.log" ||
+    fail "no long poll for via-ctl's result in berthd's log: $(grep via-ctl "$TMP/berthd.log")"
+! grep -q " GET /v1/jobs/via-ctl 200 " "$TMP/berthd.log" ||
+    fail "submit --wait asked for the job it had just been given the receipt of"
 job_doc exit3 '["exit","3"]' >"$TMP/exit3.json"
 run 1 "$BERTHCTL" --config "$INST/client.json" submit "$TMP/exit3.json" --wait
 stderr_has "exited with exit code 3"
