@@ -46,7 +46,7 @@
  *   init.pid      the runtime's --pid-file
  *   stdout, stderr  what the job wrote, together at most output_bytes
  *   runtime.log   the runtime's own messages (everything but create's)
- *   started.json  {"started_at": "<ns>"} once `start` succeeded
+ *   started.json  {"started_at": "<ns>"} once `start` (or `run --detach`) succeeded
  *   result.json   the outcome, written once, atomically:
  *                 {"state": "exited"|"failed"|"cancelled"|"expired",
  *                  "exit_code": 0..255 or null, "reason": code or null,

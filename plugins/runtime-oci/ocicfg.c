@@ -179,12 +179,12 @@ int oci_config_parse(const char *json, size_t len, const char *default_shim, str
     json_array_foreach(args, i, v)
     {
         const char *a = json_string_value(v);
-        /* Flags only: the bundle, the pid file and the id are the plugin's. */
+        /* Flags only: the bundle, the pid file, detaching and the id are the plugin's. */
         if (!a || a[0] != '-' || strchr(a, '\n') || strstr(a, "bundle") || strstr(a, "pid-file") ||
-            strstr(a, "console-socket")) {
+            strstr(a, "console-socket") || strstr(a, "detach")) {
             r = berth_error_set(reterr, -EBADMSG,
-                                WHAT ": create_args[%zu] must be a flag (\"--...\") other than --bundle, --pid-file "
-                                     "and --console-socket, which the shim sets",
+                                WHAT ": create_args[%zu] must be a flag (\"--...\") other than --bundle, --pid-file, "
+                                     "--console-socket and --detach, which the shim sets",
                                 i);
             goto fail;
         }

@@ -34,8 +34,9 @@
  * supervise: detaches (fork, setsid), takes JOBDIR/lock for its whole life,
  * becomes a child subreaper (so the container's init, re-parented when the
  * runtime's `create` exits, is its child and its exit status is exact),
- * runs `create` with the job's stdout and stderr on two pipes, then `start`,
- * tells the plugin on fd 3, and then waits: for the init to exit, for the
+ * runs `run --detach` with the job's stdout and stderr on two pipes (a
+ * contained job: `create`, its checks, then `start`), tells the plugin on
+ * fd 3, and then waits: for the init to exit, for the
  * output bound, for the receipt's deadline (a CLOCK_REALTIME timerfd) and for
  * "cancel" on the control FIFO.  Each of the last three kills everything
  * with `kill --all ID KILL`.  At the end it reaps what is left, runs
@@ -514,12 +515,32 @@ static int open_capture(struct shim *s, const char *name)
     return fd;
 }
 
-/* The runtime's processes the shim became parent of when `create` exited
- * (runsc-gofer; the init is watched on its own): /proc/PID/task/PID/children
- * (Documentation/filesystems/proc.rst), read before `start`. */
+/* The first word of /proc/@pid/cmdline (argv[0]) into @buf; "" when it
+ * cannot be read (a zombie has none). */
+static void argv0_of(pid_t pid, char *buf, size_t size)
+{
+    char path[64];
+    _cleanup_close_ int fd = -1;
+    ssize_t n;
+
+    buf[0] = '\0';
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || (n = read(fd, buf, size - 1)) <= 0)
+        return;
+    buf[n] = '\0';
+}
+
+/* The runtime's processes the shim became parent of when the runtime's
+ * `create` (or `run --detach`) exited, besides the init, which is watched
+ * on its own: runsc-gofer.  From /proc/PID/task/PID/children
+ * (Documentation/filesystems/proc.rst).  Not helpers, and left out: a child
+ * with the init's argv[0], or none (a zombie), which is a process forked
+ * from the init that came to the shim when the init ended (gVisor's ptrace
+ * stubs, when a job ends before this runs: they die with the sandbox). */
 static void note_helpers(struct shim *s)
 {
-    char path[64], buf[512];
+    char path[64], buf[512], init_argv0[256], argv0[256];
     _cleanup_close_ int fd = -1;
     ssize_t n;
     char *p, *end;
@@ -531,12 +552,17 @@ static void note_helpers(struct shim *s)
         return;
     }
     buf[n] = '\0';
+    argv0_of(s->init_pid, init_argv0, sizeof(init_argv0));
     for (p = buf; s->n_helpers < HELPERS_MAX; p = end) {
         long v = strtol(p, &end, 10);
         if (end == p)
             break;
-        if (v > 1 && v != s->init_pid)
-            s->helpers[s->n_helpers++] = (pid_t)v;
+        if (v <= 1 || v == s->init_pid)
+            continue;
+        argv0_of((pid_t)v, argv0, sizeof(argv0));
+        if (!argv0[0] || (init_argv0[0] && streq(argv0, init_argv0)))
+            continue;
+        s->helpers[s->n_helpers++] = (pid_t)v;
     }
 }
 
@@ -1212,7 +1238,7 @@ static int supervise(struct shim *s, int syncfd, bool slot)
     int outp[2] = {-1, -1}, errp[2] = {-1, -1};
     char pidfile[PATH_MAX];
     struct itimerspec its = {0};
-    bool out_open = true, err_open = true, early, marked = false;
+    bool out_open = true, err_open = true, early, marked = false, one_step = !slot && !s->contained;
     sigset_t mask;
     int code;
 
@@ -1292,7 +1318,14 @@ static int supervise(struct shim *s, int syncfd, bool slot)
         size_t n = 0, i;
         const json_t *v;
 
-        create[n++] = "create";
+        /* A cold job that is not contained is created and started by one
+         * runtime process (`run --detach`): a second process, `start`, is
+         * 25 ms of runsc's Go start-up and a crun re-exec.  A contained job
+         * is checked in its unit between create and start, and a slot
+         * waits between them for its claim. */
+        create[n++] = one_step ? "run" : "create";
+        if (one_step)
+            create[n++] = "--detach";
         json_array_foreach(s->create_args, i, v)
             create[n++] = json_string_value(v);
         create[n++] = "--bundle";
@@ -1303,6 +1336,8 @@ static int supervise(struct shim *s, int syncfd, bool slot)
         create[n] = NULL;
         if (berth_now_ns(CLOCK_REALTIME, &create_started, NULL) < 0)
             create_started = 0;
+        if (one_step)
+            s->started_at = create_started ? create_started : -1;
         /* The container inherits create's stdout and stderr: the pipes
          * (and a slot's init its end of the handoff socket as stdin). */
         bool ok = runtime_ok(s, create, outp[1], errp[1]);
@@ -1332,16 +1367,18 @@ static int supervise(struct shim *s, int syncfd, bool slot)
             delete_container(s);
             reap_all(s);
             drain_cgroup(s);
+            s->started_at = -1;
             write_result(s, "failed", refused ? refused : unit_stopping(s) ? "unit_stopped" : "create_failed", -1);
             sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
             return 0;
         }
     }
-    /* Now, before start: the sandbox's ptrace stubs, which die with it, must not count. */
+    /* The runtime's helpers (runsc-gofer), not the sandbox's ptrace stubs,
+     * which die with it (note_helpers()). */
     note_helpers(s);
     if (slot && hold_slot(s, &syncfd, &claimfd, ctlfd, timerfd, create_started) != 0)
         return 0;
-    if (!slot) {
+    if (!slot && !one_step) {
         const char *start[] = {"start", s->id, NULL};
         if (berth_now_ns(CLOCK_REALTIME, &s->started_at, NULL) < 0)
             s->started_at = -1;

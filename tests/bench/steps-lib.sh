@@ -7,8 +7,9 @@
 #   submit     client start -> job.accepted (berthctl, TLS, admission,
 #              receipt signature, commit)
 #   to_start   job.accepted -> started_at (dispatch, claim commit, staging,
-#              bundle, shim spawn, runtime create; a warm claim instead)
-#   run        started_at -> finished_at (runtime start, /bin/true, exit)
+#              bundle, shim spawn; a warm claim instead)
+#   run        started_at -> finished_at (the runtime's run --detach, which
+#              creates and starts the container, /bin/true, exit)
 #   record     finished_at -> job.finished (exit noticed, inspect, reap,
 #              result signature, commit)
 #   deliver    job.finished -> client exit (long-poll answer, result

@@ -118,6 +118,41 @@ START_TEST(replaced_file_does_not_match)
 }
 END_TEST
 
+/* create_args: flags for the runtime's create (and its run --detach), but
+ * none of those the shim sets itself. */
+START_TEST(create_args_checked)
+{
+    static const char *const refused[] = {"--bundle=/x", "--pid-file=/x", "--console-socket=/x", "--detach", "no-dash"};
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct oci_config c;
+    char *json = NULL;
+
+    for (size_t i = 0; i < ELEMENTSOF(refused) + 1; i++) {
+        const char *arg = i < ELEMENTSOF(refused) ? refused[i] : "--no-new-keyring";
+        free(json);
+        ck_assert_int_gt(asprintf(&json,
+                                  "{\"runtime\":{\"path\":\"%s\",\"sha256\":\"" DIGEST "\",\"size\":12,"
+                                  "\"mode\":\"0755\"},\"isolation\":\"native\",\"state_directory\":\"%s\","
+                                  "\"create_args\":[\"%s\"]}",
+                                  file, dir, arg),
+                         0);
+        memset(&c, 0, sizeof(c));
+        err = (struct berth_error)BERTH_ERROR_INIT;
+        if (i < ELEMENTSOF(refused)) {
+            ck_assert_msg(oci_config_parse(json, strlen(json), "/usr/libexec/berth-oci-shim", &c, &err) == -EBADMSG,
+                          "%s was not refused", arg);
+            ck_assert_msg(strstr(err.message, "create_args[0]"), "%s", err.message);
+        } else {
+            ck_assert_msg(oci_config_parse(json, strlen(json), "/usr/libexec/berth-oci-shim", &c, &err) == 0, "%s",
+                          err.message);
+            ck_assert_uint_eq(c.n_create_args, 1);
+            oci_config_clear(&c);
+        }
+    }
+    free(json);
+}
+END_TEST
+
 START_TEST(json_round_trip)
 {
     struct oci_pin_cache c = identity_of(file), back;
@@ -140,11 +175,11 @@ END_TEST
 START_TEST(malformed_identity_refused)
 {
     static const char *const bad[] = {
-        "{\"dev\":\"1\",\"ino\":\"2\",\"size\":\"3\",\"mtime_ns\":\"4\"}",                     /* no ctime_ns */
+        "{\"dev\":\"1\",\"ino\":\"2\",\"size\":\"3\",\"mtime_ns\":\"4\"}", /* no ctime_ns */
         "{\"dev\":\"1\",\"ino\":\"2\",\"size\":\"3\",\"mtime_ns\":\"4\",\"ctime_ns\":\"5\",\"x\":\"6\"}", /* unknown */
-        "{\"dev\":\"1\",\"ino\":\"2\",\"size\":\"-3\",\"mtime_ns\":\"4\",\"ctime_ns\":\"5\"}",     /* negative */
-        "{\"dev\":1,\"ino\":\"2\",\"size\":\"3\",\"mtime_ns\":\"4\",\"ctime_ns\":\"5\"}",         /* a number */
-        "{\"dev\":\"01\",\"ino\":\"2\",\"size\":\"3\",\"mtime_ns\":\"4\",\"ctime_ns\":\"5\"}",     /* leading 0 */
+        "{\"dev\":\"1\",\"ino\":\"2\",\"size\":\"-3\",\"mtime_ns\":\"4\",\"ctime_ns\":\"5\"}",            /* negative */
+        "{\"dev\":1,\"ino\":\"2\",\"size\":\"3\",\"mtime_ns\":\"4\",\"ctime_ns\":\"5\"}",                 /* a number */
+        "{\"dev\":\"01\",\"ino\":\"2\",\"size\":\"3\",\"mtime_ns\":\"4\",\"ctime_ns\":\"5\"}", /* leading 0 */
         "[\"1\",\"2\",\"3\",\"4\",\"5\"]",
     };
 
@@ -171,6 +206,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, rewritten_file_does_not_match);
     tcase_add_test(tc, replaced_file_does_not_match);
     tcase_add_test(tc, json_round_trip);
+    tcase_add_test(tc, create_args_checked);
     tcase_add_test(tc, malformed_identity_refused);
     return s;
 }
