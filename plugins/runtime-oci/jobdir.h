@@ -55,7 +55,12 @@
  *                  "output_error": {"id", "problem"} (only when one is
  *                  invalid; outputs is [] then)}
  *                 the outputs checked after the sandbox stopped
- *                 (outcheck.h), for a job that exited on its own.  For a
+ *                 (outcheck.h), for a job that exited on its own.
+ *                 started_at is when the shim asked the runtime to start
+ *                 the job: before `run --detach` for a cold job (which
+ *                 creates the container too), before `start` for a
+ *                 contained one, at the claim for a warm slot; null when
+ *                 it never may have started.  For a
  *                 job that declares no outputs it is written as soon as no
  *                 process of the job is left (the runtime's helpers
  *                 reaped, the job's cgroup drained), before `delete` (so

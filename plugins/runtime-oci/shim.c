@@ -306,6 +306,21 @@ static bool unit_stopping(struct shim *s)
 }
 
 /* Note that child @w ended with wait status @st: the init's is the job's. */
+/* Whether the init has ended: its exit status is waiting (waitid(2)
+ * WNOWAIT: it stays for child_ended()) or was already taken. */
+static bool init_ended(struct shim *s)
+{
+    siginfo_t si = {0};
+
+    if (s->init_exited)
+        return true;
+    if (s->init_pid <= 0)
+        return false;
+    if (waitid(P_PID, (id_t)s->init_pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+        return errno == ECHILD;
+    return si.si_pid == s->init_pid;
+}
+
 static void child_ended(struct shim *s, pid_t w, int st)
 {
     for (size_t i = 0; i < s->n_helpers; i++) {
@@ -314,8 +329,10 @@ static void child_ended(struct shim *s, pid_t w, int st)
         s->helpers[i] = 0;
         /* A runtime process killed (or failing) while the job runs and nobody
          * stopped it: the sandbox is lost.  runsc-gofer exits 0 when the
-         * sandbox shuts down, which may be seen before the sandbox's own exit. */
-        if (!s->init_exited && !s->state && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+         * sandbox shuts down, which may be seen before the sandbox's own exit;
+         * and what dies because the init ended (gVisor's ptrace stubs) may
+         * reach the shim before the init's own status: the init is asked. */
+        if (!s->init_exited && !s->state && !(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !init_ended(s)) {
             logf_shim(s, "runtime process %d ended (%s %d) while the job ran: killing the job", (int)w,
                       WIFEXITED(st) ? "exit status" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
             s->state = "failed";
@@ -515,55 +532,45 @@ static int open_capture(struct shim *s, const char *name)
     return fd;
 }
 
-/* The first word of /proc/@pid/cmdline (argv[0]) into @buf; "" when it
- * cannot be read (a zombie has none). */
-static void argv0_of(pid_t pid, char *buf, size_t size)
+/* The shim's children other than the init, at most @max, into @out, from
+ * /proc/PID/task/PID/children (Documentation/filesystems/proc.rst);
+ * their number, or -1 when they cannot be listed. */
+static int list_children(struct shim *s, pid_t *out, size_t max)
 {
-    char path[64];
+    char path[64], buf[512];
     _cleanup_close_ int fd = -1;
-    ssize_t n;
-
-    buf[0] = '\0';
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || (n = read(fd, buf, size - 1)) <= 0)
-        return;
-    buf[n] = '\0';
-}
-
-/* The runtime's processes the shim became parent of when the runtime's
- * `create` (or `run --detach`) exited, besides the init, which is watched
- * on its own: runsc-gofer.  From /proc/PID/task/PID/children
- * (Documentation/filesystems/proc.rst).  Not helpers, and left out: a child
- * with the init's argv[0], or none (a zombie), which is a process forked
- * from the init that came to the shim when the init ended (gVisor's ptrace
- * stubs, when a job ends before this runs: they die with the sandbox). */
-static void note_helpers(struct shim *s)
-{
-    char path[64], buf[512], init_argv0[256], argv0[256];
-    _cleanup_close_ int fd = -1;
-    ssize_t n;
+    size_t n = 0;
+    ssize_t len;
     char *p, *end;
 
     snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
     fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) < 0) {
+    if (fd < 0 || (len = read(fd, buf, sizeof(buf) - 1)) < 0) {
         logf_shim(s, "cannot list the runtime's processes (%s): %m", path);
-        return;
+        return -1;
     }
-    buf[n] = '\0';
-    argv0_of(s->init_pid, init_argv0, sizeof(init_argv0));
-    for (p = buf; s->n_helpers < HELPERS_MAX; p = end) {
+    buf[len] = '\0';
+    for (p = buf; n < max; p = end) {
         long v = strtol(p, &end, 10);
         if (end == p)
             break;
-        if (v <= 1 || v == s->init_pid)
-            continue;
-        argv0_of((pid_t)v, argv0, sizeof(argv0));
-        if (!argv0[0] || (init_argv0[0] && streq(argv0, init_argv0)))
-            continue;
-        s->helpers[s->n_helpers++] = (pid_t)v;
+        if (v > 1 && v != s->init_pid)
+            out[n++] = (pid_t)v;
     }
+    return (int)n;
+}
+
+/* The runtime's processes the shim became parent of when the runtime's
+ * `create` (or `run --detach`) exited, besides the init, which is watched
+ * on its own: runsc-gofer.  Listed while the init lives: once it has ended
+ * (a fast job, under `run --detach`), what comes to the shim is the
+ * sandbox's teardown (gVisor's ptrace stubs, which die with it), not
+ * helpers, and the job's end is judged from the init (judge_end()). */
+static void note_helpers(struct shim *s)
+{
+    int n = list_children(s, s->helpers, HELPERS_MAX);
+
+    s->n_helpers = n > 0 && !init_ended(s) ? (size_t)n : 0;
 }
 
 /* The init ended without a verdict of the shim's own: whose end was it?
@@ -950,16 +957,16 @@ static bool in_payload(struct shim *s)
 {
     pid_t pids[HELPERS_MAX + 1];
     size_t n = 0, i;
+    int r;
 
     pids[n++] = s->init_pid;
-    note_helpers(s);
-    for (i = 0; i < s->n_helpers; i++)
-        pids[n++] = s->helpers[i];
-    s->n_helpers = 0; /* noted again before start */
+    r = list_children(s, pids + 1, HELPERS_MAX);
+    if (r > 0)
+        n += (size_t)r;
     for (i = 0; i < n; i++) {
         struct berth_error err = BERTH_ERROR_INIT;
         _cleanup_free_ char *cg = NULL;
-        int r = berth_cgroup2_of(pids[i], &cg, &err);
+        r = berth_cgroup2_of(pids[i], &cg, &err);
         if (r == -ESRCH)
             continue; /* ended already: it left no process outside */
         if (r < 0 || !streq(cg, s->payload)) {
@@ -1354,21 +1361,32 @@ static int supervise(struct shim *s, int syncfd, bool slot)
         if (ok && s->init_pid > 0 && s->contained && (refused = payload_limits(s)))
             ok = false;
         if (!ok || s->init_pid <= 0) {
+            const char *reason = refused ? refused : unit_stopping(s) ? "unit_stopped" : "create_failed";
+
+            /* `run --detach` may have failed (or been killed at its bound)
+             * after it created, even started, the container. */
+            if (one_step && s->init_pid <= 0)
+                (void)read_pid(s);
+            if (refused || one_step) {
+                /* The container may be there (outside its unit's payload,
+                 * or running): stop it first. */
+                kill_all(s);
+                if (s->init_pid > 0)
+                    (void)kill(s->init_pid, SIGKILL); /* a child of ours, not reaped yet */
+                reap_all(s);
+            }
             while (drain_more(out_r) && pump(s, out_r, s->out_fd) && !s->state)
                 ;
             while (drain_more(err_r) && pump(s, err_r, s->err_fd) && !s->state)
                 ;
-            if (refused) {
-                /* The container is there, outside its unit's payload: stop it first. */
-                kill_all(s);
-                (void)kill(s->init_pid, SIGKILL); /* a child of ours, not reaped yet */
-                reap_all(s);
-            }
             delete_container(s);
             reap_all(s);
             drain_cgroup(s);
-            s->started_at = -1;
-            write_result(s, "failed", refused ? refused : unit_stopping(s) ? "unit_stopped" : "create_failed", -1);
+            if (one_step && s->init_pid > 0 && !refused)
+                reason = unit_stopping(s) ? "unit_stopped" : "start_failed"; /* started_at stands: it may have run */
+            else
+                s->started_at = -1;
+            write_result(s, "failed", reason, -1);
             sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
             return 0;
         }
