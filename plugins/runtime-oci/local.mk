@@ -16,6 +16,7 @@ OCI_PLUGIN_FILES = \
 	plugins/runtime-oci/oci.h plugins/runtime-oci/slots.c plugins/runtime-oci/slot-init.c \
 	plugins/runtime-oci/contained.c \
 	plugins/runtime-oci/cgroup.c plugins/runtime-oci/cgroup.h \
+	plugins/runtime-oci/children.c plugins/runtime-oci/children.h \
 	plugins/runtime-oci/jobdir.h \
 	plugins/runtime-oci/ocicfg.c plugins/runtime-oci/ocicfg.h \
 	plugins/runtime-oci/outcheck.c plugins/runtime-oci/outcheck.h \
@@ -27,7 +28,8 @@ OCI_PLUGIN_FILES = \
 
 if BERTH_PLUGIN_RUNTIME_OCI
 pkglibexec_PROGRAMS += plugins/runtime-oci/berth-oci-shim
-plugins_runtime_oci_berth_oci_shim_SOURCES = plugins/runtime-oci/shim.c $(OCI_COMMON_FILES)
+plugins_runtime_oci_berth_oci_shim_SOURCES = plugins/runtime-oci/shim.c \
+	plugins/runtime-oci/children.c plugins/runtime-oci/children.h $(OCI_COMMON_FILES)
 plugins_runtime_oci_berth_oci_shim_CFLAGS = $(OCI_CFLAGS)
 plugins_runtime_oci_berth_oci_shim_LDADD = $(BERTH_CORE_LIBS)
 
@@ -62,6 +64,13 @@ check_PROGRAMS += tests/unit/test-ocipin
 TESTS += tests/unit/test-ocipin
 tests_unit_test_ocipin_SOURCES = tests/unit/test-ocipin.c plugins/runtime-oci/ocicfg.c plugins/runtime-oci/ocicfg.h
 tests_unit_test_ocipin_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/plugins/runtime-oci
+# The shim's children: listing them, and the session that tells the
+# runtime's helpers from a sandbox's own processes (no runtime run).
+check_PROGRAMS += tests/unit/test-children
+TESTS += tests/unit/test-children
+tests_unit_test_children_SOURCES = tests/unit/test-children.c plugins/runtime-oci/children.c \
+	plugins/runtime-oci/children.h
+tests_unit_test_children_CFLAGS = $(UNIT_CFLAGS) -I$(top_srcdir)/plugins/runtime-oci
 # A runtime's state record of a container, read from its --root (no runtime run).
 check_PROGRAMS += tests/unit/test-runstate
 TESTS += tests/unit/test-runstate

@@ -96,6 +96,7 @@
 
 #include "canon.h"
 #include "cgroup.h"
+#include "children.h"
 #include "cgroup2.h"
 #include "clock.h"
 #include "fsutil.h"
@@ -125,9 +126,9 @@ struct shim {
     json_t *cfg;
     const char *id, *bundle;
     size_t n_prefix;
-    const char *runtime_root;   /* the value of --root in the prefix, or NULL */
-    const char **argv; /* runtime prefix + subcommand arguments */
-    int runtime_fd;    /* the runtime binary, checked against its pin */
+    const char *runtime_root; /* the value of --root in the prefix, or NULL */
+    const char **argv;        /* runtime prefix + subcommand arguments */
+    int runtime_fd;           /* the runtime binary, checked against its pin */
     int64_t deadline_ns, output_bytes, written;
     int out_fd, err_fd; /* the capture files */
     int log_fd;         /* runtime.log */
@@ -144,10 +145,10 @@ struct shim {
     bool gvisor;                /* the init is runsc-sandbox, not the job's own process */
     pid_t helpers[HELPERS_MAX]; /* the runtime's other processes, children of the shim (runsc-gofer) */
     size_t n_helpers;
-    json_t *dispatch;       /* dispatch.json, once check_binding() read it */
-    struct berth_job *job;  /* its sealed job */
-    json_t *outputs;        /* result.json "outputs" (an array) */
-    json_t *output_error;   /* result.json "output_error", or NULL */
+    json_t *dispatch;          /* dispatch.json, once check_binding() read it */
+    struct berth_job *job;     /* its sealed job */
+    json_t *outputs;           /* result.json "outputs" (an array) */
+    json_t *output_error;      /* result.json "output_error", or NULL */
     const json_t *create_args; /* shim.json "create_args", or NULL */
     const json_t *contained;   /* shim.json "contained", or NULL */
     char *payload;             /* contained: the unit's payload group (below the cgroup2 mount) */
@@ -222,8 +223,7 @@ static int run_runtime(struct shim *s, const char *const *args, int out, int err
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (null < 0 || dup2(streq(args[0], "create") && s->create_stdin >= 0 ? s->create_stdin : null, 0) < 0 ||
-            dup2(out >= 0 ? out : null, 1) < 0 ||
-            dup2(err >= 0 ? err : s->log_fd, 2) < 0)
+            dup2(out >= 0 ? out : null, 1) < 0 || dup2(err >= 0 ? err : s->log_fd, 2) < 0)
             _exit(127);
         /* A contained job's create runs in the unit's payload group, and
          * so does everything it starts (the sandbox): never anywhere else.
@@ -420,8 +420,7 @@ static int write_result(struct shim *s, const char *state, const char *reason, i
                                 exit_code >= 0 ? json_integer(exit_code) : json_null(), "reason",
                                 reason ? json_string(reason) : json_null(), "started_at", ns_json(s->started_at),
                                 "finished_at", ns_json(finished_at), "outputs",
-                                s->outputs ? json_incref(s->outputs) : json_array(), "output_error",
-                                s->output_error));
+                                s->outputs ? json_incref(s->outputs) : json_array(), "output_error", s->output_error));
 }
 
 /* Copy what a pipe has into its capture file, within the combined bound.
@@ -532,45 +531,36 @@ static int open_capture(struct shim *s, const char *name)
     return fd;
 }
 
-/* The shim's children other than the init, at most @max, into @out, from
- * /proc/PID/task/PID/children (Documentation/filesystems/proc.rst);
- * their number, or -1 when they cannot be listed. */
+/* The shim's children other than the init (children.h), into @out; their
+ * number, or -1 (logged) when they cannot be listed. */
 static int list_children(struct shim *s, pid_t *out, size_t max)
 {
-    char path[64], buf[512];
-    _cleanup_close_ int fd = -1;
-    size_t n = 0;
-    ssize_t len;
-    char *p, *end;
+    int n = oci_children_list(s->init_pid, out, max);
 
-    snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || (len = read(fd, buf, sizeof(buf) - 1)) < 0) {
-        logf_shim(s, "cannot list the runtime's processes (%s): %m", path);
-        return -1;
-    }
-    buf[len] = '\0';
-    for (p = buf; n < max; p = end) {
-        long v = strtol(p, &end, 10);
-        if (end == p)
-            break;
-        if (v > 1 && v != s->init_pid)
-            out[n++] = (pid_t)v;
-    }
-    return (int)n;
+    if (n < 0)
+        logf_shim(s, "cannot list the runtime's processes: %s", strerror(-n));
+    return n < 0 ? -1 : n;
 }
 
 /* The runtime's processes the shim became parent of when the runtime's
  * `create` (or `run --detach`) exited, besides the init, which is watched
- * on its own: runsc-gofer.  Listed while the init lives: once it has ended
- * (a fast job, under `run --detach`), what comes to the shim is the
- * sandbox's teardown (gVisor's ptrace stubs, which die with it), not
- * helpers, and the job's end is judged from the init (judge_end()). */
+ * on its own: runsc-gofer.  They are the children in the shim's own
+ * session, where the runtime started them, zombies included (a helper
+ * that died during `run` is judged when it is reaped).  Not helpers: what
+ * comes to the shim from the sandbox's own session when the sandbox ends,
+ * gVisor's ptrace stubs, which die with it (a fast job may have ended
+ * before this runs; children.h).  Listed only while the init lives. */
 static void note_helpers(struct shim *s)
 {
-    int n = list_children(s, s->helpers, HELPERS_MAX);
+    pid_t kids[HELPERS_MAX], own = getsid(0);
+    int n = list_children(s, kids, HELPERS_MAX);
 
-    s->n_helpers = n > 0 && !init_ended(s) ? (size_t)n : 0;
+    s->n_helpers = 0;
+    if (n <= 0 || init_ended(s))
+        return;
+    for (int i = 0; i < n; i++)
+        if (oci_session_of(kids[i]) == own)
+            s->helpers[s->n_helpers++] = kids[i];
 }
 
 /* The init ended without a verdict of the shim's own: whose end was it?
@@ -627,8 +617,7 @@ static const char *check_outputs_mount(struct shim *s)
     r = oci_outputs_mounted(s->jobfd, OCI_JOB_OUTPUTS);
     rootfd = r == 1 ? berth_open_beneath(s->jobfd, OCI_JOB_OUTPUTS, O_RDONLY | O_DIRECTORY, 0, NULL) : -1;
     if (rootfd < 0 || fstatfs(rootfd, &fs) < 0 || fs.f_type != TMPFS_MAGIC ||
-        (uint64_t)fs.f_blocks * (uint64_t)fs.f_bsize !=
-            (uint64_t)json_integer_value(json_object_get(m, "size"))) {
+        (uint64_t)fs.f_blocks * (uint64_t)fs.f_bsize != (uint64_t)json_integer_value(json_object_get(m, "size"))) {
         logf_shim(s, "refusing the job before create: its outputs tmpfs (%s/%s) is not mounted as shim.json says",
                   s->jobdir, OCI_JOB_OUTPUTS);
         return "outputs_unmounted";
@@ -644,8 +633,8 @@ static const char *check_outputs_mount(struct shim *s)
  * descriptor, published atomically and hashed again: it is exactly the
  * bytes of @digest, or it is not there.  0, or -errno.
  */
-static int copy_output(struct shim *s, int rootfd, const char *rel, uint64_t max, const char *id,
-                       const char *digest, uint64_t size)
+static int copy_output(struct shim *s, int rootfd, const char *rel, uint64_t max, const char *id, const char *digest,
+                       uint64_t size)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     enum oci_output_problem problem;
@@ -712,8 +701,7 @@ static void capture_outputs(struct shim *s)
     /* No outputs tmpfs (no room for outputs): the job could write none. */
     if (oci_outputs_mounted(s->jobfd, OCI_JOB_OUTPUTS) == 1)
         rootfd = berth_open_beneath(s->jobfd, OCI_JOB_OUTPUTS, O_PATH | O_DIRECTORY, 0, NULL);
-    json_array_foreach(declared, i, v)
-    {
+    json_array_foreach(declared, i, v) {
         const char *id = json_string_value(json_object_get(v, "id"));
         const char *rel = oci_output_relpath(json_string_value(json_object_get(v, "path")));
         enum oci_output_problem problem = OCI_OUTPUT_MISSING;
@@ -727,8 +715,8 @@ static void capture_outputs(struct shim *s)
         else if (!rel)
             problem = OCI_OUTPUT_UNREADABLE;
         if (r == 0 && s->contained &&
-            (r = copy_output(s, rootfd, rel, (uint64_t)json_integer_value(json_object_get(v, "max_bytes")), id,
-                             digest, size)) == -ECANCELED) {
+            (r = copy_output(s, rootfd, rel, (uint64_t)json_integer_value(json_object_get(v, "max_bytes")), id, digest,
+                             size)) == -ECANCELED) {
             logf_shim(s, "its unit is being stopped: the outputs are not captured");
             json_array_clear(s->outputs);
             s->state = "failed";
@@ -744,8 +732,8 @@ static void capture_outputs(struct shim *s)
             s->output_error = json_pack("{s:s, s:s}", "id", id ? id : "", "problem", oci_output_problem_name(problem));
             return;
         }
-        if (json_array_append_new(s->outputs, json_pack("{s:s, s:s, s:I}", "id", id, "digest", digest, "size",
-                                                        (json_int_t)size)) < 0) {
+        if (json_array_append_new(
+                s->outputs, json_pack("{s:s, s:s, s:I}", "id", id, "digest", digest, "size", (json_int_t)size)) < 0) {
             json_array_clear(s->outputs);
             s->output_error = json_pack("{s:s, s:s}", "id", id, "problem", "unreadable");
             return;
@@ -789,16 +777,14 @@ static const char *check_binding(struct shim *s)
     }
     if (berth_read_file_at(s->jobfd, OCI_JOB_DISPATCH, &expect, &text, &len, &err) < 0 ||
         berth_json_parse(text, len, 4 << 20, &doc, &err) < 0 ||
-        berth_job_from_json(json_object_get(doc, "job"), &job, &err) < 0 ||
-        read_config(s, &config, &clen, &err) < 0) {
+        berth_job_from_json(json_object_get(doc, "job"), &job, &err) < 0 || read_config(s, &config, &clen, &err) < 0) {
         logf_shim(s, "refusing the job: %s", err.message);
         berth_job_free(job);
         return "binding_unreadable";
     }
     if ((r = oci_binding_verify(doc, job, b64 ? pub : NULL, &err)) < 0)
         reason = "receipt_rejected";
-    else if ((r = oci_binding_check_config(doc, job, json_object_get(s->cfg, "bundle_params"), config, clen, &err)) <
-             0)
+    else if ((r = oci_binding_check_config(doc, job, json_object_get(s->cfg, "bundle_params"), config, clen, &err)) < 0)
         reason = "config_mismatch";
     else if ((r = oci_binding_check_inputs(doc, job, &err)) < 0)
         reason = "inputs_unavailable";
@@ -826,8 +812,7 @@ static const char *check_slot(struct shim *s)
 
     if (berth_read_file_at(s->jobfd, OCI_SLOT_DOC, &expect, &text, &len, &err) < 0 ||
         berth_json_parse(text, len, OCI_SLOT_MAX, &doc, &err) < 0 ||
-        oci_binding_slot(doc, &job, &shape, NULL, &err) < 0 ||
-        read_config(s, &config, &clen, &err) < 0)
+        oci_binding_slot(doc, &job, &shape, NULL, &err) < 0 || read_config(s, &config, &clen, &err) < 0)
         reason = "binding_unreadable";
     else if (!json_object_get(json_object_get(s->cfg, "bundle_params"), "slot_init") ||
              oci_binding_check_config(shape, job, json_object_get(s->cfg, "bundle_params"), config, clen, &err) < 0)
@@ -865,8 +850,9 @@ static const char *enter_unit(struct shim *s)
     if (!payload || !berth_cgroup2_path_valid(payload) || (len = strlen(payload)) < 9 ||
         strcmp(payload + len - 8, "/payload") != 0 || !(unit = strndup(payload, len - 8)) ||
         asprintf(&want, "berth-job@%s.service", s->id) < 0) {
-        logf_shim(s, "refusing the job: BERTH_PAYLOAD_CGROUP (%s) is not a unit's payload group: not started by "
-                     "berth-contained",
+        logf_shim(s,
+                  "refusing the job: BERTH_PAYLOAD_CGROUP (%s) is not a unit's payload group: not started by "
+                  "berth-contained",
                   payload ? payload : "unset");
         return "containment_invalid";
     }
@@ -877,8 +863,8 @@ static const char *enter_unit(struct shim *s)
     }
     if (berth_cgroup2_of(0, &own, &err) < 0 || strncmp(own, unit, strlen(unit)) != 0 ||
         !streq(own + strlen(unit), "/supervisor")) {
-        logf_shim(s, "refusing the job: the shim runs in %s, not in %s/supervisor%s%s", own ? own : "no cgroup v2 group",
-                  unit, err.message[0] ? ": " : "", err.message);
+        logf_shim(s, "refusing the job: the shim runs in %s, not in %s/supervisor%s%s",
+                  own ? own : "no cgroup v2 group", unit, err.message[0] ? ": " : "", err.message);
         return "containment_invalid";
     }
     s->payload = strdup(payload);
@@ -970,9 +956,10 @@ static bool in_payload(struct shim *s)
         if (r == -ESRCH)
             continue; /* ended already: it left no process outside */
         if (r < 0 || !streq(cg, s->payload)) {
-            logf_shim(s, "refusing the job: runtime process %d is in %s, not in the unit's payload group %s "
-                         "(does the runtime make a cgroup of its own?  runsc needs --ignore-cgroups, crun "
-                         "--cgroup-manager=disabled)",
+            logf_shim(s,
+                      "refusing the job: runtime process %d is in %s, not in the unit's payload group %s "
+                      "(does the runtime make a cgroup of its own?  runsc needs --ignore-cgroups, crun "
+                      "--cgroup-manager=disabled)",
                       (int)pids[i], cg ? cg : err.message, s->payload);
             return false;
         }
@@ -1002,8 +989,7 @@ static int write_handoff(struct shim *s)
     if (!f)
         return -ENOMEM;
     fwrite(&len, sizeof(len), 1, f); /* filled in below */
-    json_array_foreach(argv, i, v)
-    {
+    json_array_foreach(argv, i, v) {
         const char *a = json_string_value(v);
         if (a)
             fwrite(a, 1, strlen(a) + 1, f);
@@ -1128,8 +1114,8 @@ static int hold_slot(struct shim *s, int *syncfd, int *claimfd, int ctlfd, int t
     }
     if (berth_now_ns(CLOCK_REALTIME, &now, NULL) < 0)
         now = create_started;
-    write_json(s, OCI_SLOT_READY, json_pack("{s:o, s:o}", "created_at", ns_json(now), "provision_ns",
-                                            ns_json(now - create_started)));
+    write_json(s, OCI_SLOT_READY,
+               json_pack("{s:o, s:o}", "created_at", ns_json(now), "provision_ns", ns_json(now - create_started)));
     sync_line(*syncfd, OCI_SHIM_SYNC_CREATED);
     *syncfd = -1;
     logf_shim(s, "slot ready, init pid %d", (int)s->init_pid);
@@ -1502,8 +1488,8 @@ static int supervise(struct shim *s, int syncfd, bool slot)
      * job's cgroup drained), it is written before the runtime's `delete`,
      * which only removes the runtime's record of the container; the
      * "teardown" marker (jobdir.h) says that this is under way. */
-    early = (!s->job || json_array_size(json_object_get(s->job->doc, "outputs")) == 0) && reap_all(s) &&
-            drain_cgroup(s);
+    early =
+        (!s->job || json_array_size(json_object_get(s->job->doc, "outputs")) == 0) && reap_all(s) && drain_cgroup(s);
     if (early) {
         s->outputs = json_array();
         logf_shim(s, "finished: %s, exit code %d (teardown follows)", s->state ? s->state : "exited", code);
@@ -1596,8 +1582,7 @@ static int load_config(struct shim *s)
     s->argv = calloc(s->n_prefix + 16 + OCI_MAX_CREATE_ARGS, sizeof(*s->argv));
     if (!s->argv)
         return -ENOMEM;
-    json_array_foreach(prefix, i, v)
-    {
+    json_array_foreach(prefix, i, v) {
         if (!json_is_string(v))
             return fprintf(stderr, "berth-oci-shim: shim.json: runtime must be strings\n"), -EBADMSG;
         s->argv[i] = json_string_value(v);
@@ -1673,8 +1658,7 @@ static int unmount_listed(struct shim *s)
         }
         close(fd);
     }
-    json_array_foreach(list, i, v)
-    {
+    json_array_foreach(list, i, v) {
         const char *path = json_string_value(v);
         if (path && path[0] == '/' && umount2(path, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT) {
             logf_shim(s, "cannot unmount %s: %m", path);
@@ -1715,8 +1699,16 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
-    struct shim s = {.jobfd = -1, .out_fd = -1, .err_fd = -1, .log_fd = -1, .runtime_fd = -1, .sigfd = -1,
-                     .started_at = -1, .payload_procs = -1, .create_stdin = -1, .handoff_fd = -1};
+    struct shim s = {.jobfd = -1,
+                     .out_fd = -1,
+                     .err_fd = -1,
+                     .log_fd = -1,
+                     .runtime_fd = -1,
+                     .sigfd = -1,
+                     .started_at = -1,
+                     .payload_procs = -1,
+                     .create_stdin = -1,
+                     .handoff_fd = -1};
     _cleanup_close_ int lockfd = -1;
     bool sup, slot, contained;
     int syncfd = -1, r;
@@ -1801,9 +1793,10 @@ int main(int argc, char **argv)
          * that was lost and retried) runs nothing a second time. */
         int fd = openat(s.jobfd, OCI_JOB_LAUNCHED, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0) {
-            logf_shim(&s, "refusing to run: %s", errno == EEXIST ? "the job was launched before (a second start of "
-                                                                   "its unit runs nothing)"
-                                                                 : strerror(errno));
+            logf_shim(&s, "refusing to run: %s",
+                      errno == EEXIST ? "the job was launched before (a second start of "
+                                        "its unit runs nothing)"
+                                      : strerror(errno));
             sync_line(syncfd, OCI_SHIM_SYNC_FAILED);
             return 1;
         }
@@ -1818,8 +1811,8 @@ int main(int argc, char **argv)
     if (r == 0 && sup && (s.contained != NULL) != contained) {
         /* A contained job runs in its unit and nowhere else, and nothing else runs there
          * (cleanup, which only stops and deletes, serves both). */
-        logf_shim(&s, "refusing to run: shim.json %s a contained job, and the shim was run as %s", s.contained ? "is" : "is not",
-                  argv[1]);
+        logf_shim(&s, "refusing to run: shim.json %s a contained job, and the shim was run as %s",
+                  s.contained ? "is" : "is not", argv[1]);
         r = -EBADMSG;
     }
     if (r < 0 || unmount_listed(&s) < 0) {

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-children.c -- berth-oci-shim's child processes
+ * (plugins/runtime-oci/children.h): the children of this thread are
+ * listed, zombies included and the excluded one left out; the session of a
+ * child tells one started in the caller's session (as the runtime starts
+ * runsc-gofer) from one that made a session of its own (as a sandbox and
+ * its ptrace stubs do), for a live child and for a zombie alike.  The shim
+ * on real runsc is covered by tests/cli/test-runtime-oci*.sh and by
+ * "make bench-starts" (hundreds of fast gVisor jobs, none may be
+ * runtime_lost).
+ */
+#include "testutil.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "children.h"
+
+/* A child that stays (@stay) or exits at once, in a session of its own
+ * when @own_session; it has done both before this returns. */
+static pid_t spawn(bool own_session, bool stay)
+{
+    int p[2];
+    char c;
+    pid_t pid;
+
+    ck_assert_int_eq(pipe(p), 0);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (own_session && setsid() < 0)
+            _exit(1);
+        (void)!write(p[1], "x", 1);
+        if (stay)
+            for (;;)
+                pause();
+        _exit(0);
+    }
+    close(p[1]);
+    ck_assert_int_eq(read(p[0], &c, 1), 1);
+    close(p[0]);
+    return pid;
+}
+
+/* Wait until @pid is a zombie (its exit status waiting, WNOWAIT). */
+static void until_zombie(pid_t pid)
+{
+    siginfo_t si;
+
+    memset(&si, 0, sizeof(si));
+    ck_assert_int_eq(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+    ck_assert_int_eq(si.si_pid, pid);
+}
+
+static bool listed(const pid_t *v, int n, pid_t pid)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == pid)
+            return true;
+    return false;
+}
+
+START_TEST(children_and_their_sessions)
+{
+    pid_t same = spawn(false, true), other = spawn(true, true);
+    pid_t same_zombie = spawn(false, false), other_zombie = spawn(true, false);
+    pid_t kids[16], own = getsid(0);
+    int n;
+
+    until_zombie(same_zombie);
+    until_zombie(other_zombie);
+
+    n = oci_children_list(0, kids, 16);
+    ck_assert_int_eq(n, 4);
+    ck_assert(listed(kids, n, same) && listed(kids, n, other) && listed(kids, n, same_zombie) &&
+              listed(kids, n, other_zombie));
+    /* The excluded one (the init) is left out; the room is respected. */
+    n = oci_children_list(other, kids, 16);
+    ck_assert_int_eq(n, 3);
+    ck_assert(!listed(kids, n, other));
+    ck_assert_int_eq(oci_children_list(0, kids, 2), 2);
+
+    /* The session, live or zombie: the caller's, or the child's own. */
+    ck_assert_int_eq(oci_session_of(same), own);
+    ck_assert_int_eq(oci_session_of(same_zombie), own);
+    ck_assert_int_eq(oci_session_of(other), other);
+    ck_assert_int_eq(oci_session_of(other_zombie), other_zombie);
+    ck_assert_int_eq(oci_session_of(getpid()), own);
+
+    ck_assert_int_eq(kill(same, SIGKILL), 0);
+    ck_assert_int_eq(kill(other, SIGKILL), 0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_gt(waitpid(-1, NULL, 0), 0);
+    ck_assert_int_eq(oci_children_list(0, kids, 16), 0);
+    /* Gone: no such process. */
+    ck_assert_int_eq(oci_session_of(same_zombie), -ESRCH);
+    ck_assert_int_eq(oci_session_of(0), -ESRCH);
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+    Suite *s = suite_create("children");
+    TCase *tc = test_case(s, "children");
+
+    tcase_add_test(tc, children_and_their_sessions);
+    return s;
+}
+
+TEST_MAIN()
