@@ -42,26 +42,39 @@ int oci_children_list(pid_t exclude, pid_t *out, size_t max)
         long v = strtol(p, &end, 10);
         if (end == p)
             break;
+        if (*end == '\0' && (size_t)len == sizeof(buf) - 1)
+            break; /* cut by the buffer: not a whole pid */
         if (v > 0 && v != exclude)
             out[n++] = (pid_t)v;
     }
     return (int)n;
 }
 
-pid_t oci_session_of(pid_t pid)
+int oci_proc_stat(pid_t pid, struct oci_proc_stat *ret)
 {
     char path[64], buf[1024], *p, state;
-    int ppid, pgrp, sid;
+    int ppid, pgrp, sid, tty, tpgid;
+    unsigned flags;
+    unsigned long minflt, cminflt, majflt, cmajflt, utime, stime;
+    long cutime, cstime, priority, nice, threads, itreal;
+    unsigned long long start;
     ssize_t len;
 
-    if (pid <= 0)
+    if (pid <= 0 || !ret)
         return -ESRCH;
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
     len = read_small(path, buf, sizeof(buf));
     if (len < 0)
-        return (pid_t)len;
+        return (int)len;
     p = strrchr(buf, ')');
-    if (!p || sscanf(p + 1, " %c %d %d %d", &state, &ppid, &pgrp, &sid) != 4 || sid <= 0)
+    if (!p ||
+        sscanf(p + 1, " %c %d %d %d %d %d %u %lu %lu %lu %lu %lu %lu %ld %ld %ld %ld %ld %ld %llu", &state, &ppid,
+               &pgrp, &sid, &tty, &tpgid, &flags, &minflt, &cminflt, &majflt, &cmajflt, &utime, &stime, &cutime,
+               &cstime, &priority, &nice, &threads, &itreal, &start) != 20 ||
+        sid <= 0)
         return -EBADMSG;
-    return (pid_t)sid;
+    ret->state = state;
+    ret->session = (pid_t)sid;
+    ret->start_ticks = start;
+    return 0;
 }

@@ -6,8 +6,10 @@
  * child.  Some of it is the runtime's, started in the shim's own session
  * (runsc-gofer); some comes from a sandbox that made a session of its own
  * (setsid(2)), such as gVisor's ptrace stubs, which reach the shim only
- * when the sandbox ends and die with it.  The session tells them apart,
- * and it can be read from a zombie too.
+ * when the sandbox ends and die with it.  The session and the start time
+ * tell them apart (newer runsc releases start the gofer in a session of
+ * its own too, but before the sandbox), and both can be read from a
+ * zombie.
  */
 #ifndef BERTH_OCI_CHILDREN_H
 #define BERTH_OCI_CHILDREN_H
@@ -28,12 +30,27 @@
 int oci_children_list(pid_t exclude, pid_t *out, size_t max);
 
 /**
- * oci_session_of() - the session id of process @pid: field 6 of
- * /proc/PID/stat (proc(5)), read past the last ')' so that a comm with
- * spaces or parentheses cannot shift it.  Works for a zombie.
- * Return: the session id (> 0); -ESRCH (no such process), -EBADMSG (a stat
- * line it cannot read), or another -errno of reading the file.
+ * struct oci_proc_stat - what the shim reads of a process from
+ * /proc/PID/stat (proc(5)), a zombie's included.
+ * @state:       field 3: 'R', 'S', 'D', 'Z' (zombie), 'X' (dead), ...
+ * @session:     field 6: the session id.
+ * @start_ticks: field 22: when it started, in clock ticks after boot
+ *               (sysconf(_SC_CLK_TCK), 100 a second here): two processes
+ *               started within one tick compare equal.
  */
-pid_t oci_session_of(pid_t pid);
+struct oci_proc_stat {
+    char state;
+    pid_t session;
+    unsigned long long start_ticks;
+};
+
+/**
+ * oci_proc_stat() - read @pid's /proc/PID/stat into *@ret, past the last
+ * ')' so that a comm with spaces or parentheses cannot shift the fields.
+ * Thread-safe.
+ * Return: 0; -ESRCH (no such process, or @pid <= 0); -EBADMSG (a line it
+ * cannot read); another -errno of reading the file.
+ */
+int oci_proc_stat(pid_t pid, struct oci_proc_stat *ret);
 
 #endif

@@ -305,11 +305,14 @@ static bool unit_stopping(struct shim *s)
     return s->stopping;
 }
 
-/* Note that child @w ended with wait status @st: the init's is the job's. */
-/* Whether the init has ended: its exit status is waiting (waitid(2)
- * WNOWAIT: it stays for child_ended()) or was already taken. */
+/* Whether the init has ended, or has begun to: its exit status is
+ * waiting (waitid(2) WNOWAIT: it stays for child_ended()) or was already
+ * taken, or it is a zombie whose other threads are still exiting (waitid
+ * reports a thread group leader only once all of them are gone; the
+ * sandbox's children come to the shim before that). */
 static bool init_ended(struct shim *s)
 {
+    struct oci_proc_stat st;
     siginfo_t si = {0};
 
     if (s->init_exited)
@@ -318,8 +321,23 @@ static bool init_ended(struct shim *s)
         return false;
     if (waitid(P_PID, (id_t)s->init_pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
         return errno == ECHILD;
-    return si.si_pid == s->init_pid;
+    if (si.si_pid == s->init_pid)
+        return true;
+    return oci_proc_stat(s->init_pid, &st) == 0 ? st.state == 'Z' || st.state == 'X' : true;
 }
+
+/* Whether @pid is a child of the shim not yet reaped (alive or a zombie):
+ * a pid the runtime read back from its pid file may belong to a process
+ * the runtime reaped itself (runsc's `run` destroys a sandbox that failed
+ * to start), and then to anything. */
+static bool own_child(pid_t pid)
+{
+    siginfo_t si = {0};
+
+    return pid > 0 && waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
+/* Note that child @w ended with wait status @st: the init's is the job's. */
 
 static void child_ended(struct shim *s, pid_t w, int st)
 {
@@ -332,7 +350,7 @@ static void child_ended(struct shim *s, pid_t w, int st)
          * sandbox shuts down, which may be seen before the sandbox's own exit;
          * and what dies because the init ended (gVisor's ptrace stubs) may
          * reach the shim before the init's own status: the init is asked. */
-        if (!s->init_exited && !s->state && !(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !init_ended(s)) {
+        if (!s->init_exited && !s->state && !s->killed && !(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !init_ended(s)) {
             logf_shim(s, "runtime process %d ended (%s %d) while the job ran: killing the job", (int)w,
                       WIFEXITED(st) ? "exit status" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
             s->state = "failed";
@@ -544,22 +562,25 @@ static int list_children(struct shim *s, pid_t *out, size_t max)
 
 /* The runtime's processes the shim became parent of when the runtime's
  * `create` (or `run --detach`) exited, besides the init, which is watched
- * on its own: runsc-gofer.  They are the children in the shim's own
- * session, where the runtime started them, zombies included (a helper
- * that died during `run` is judged when it is reaped).  Not helpers: what
- * comes to the shim from the sandbox's own session when the sandbox ends,
- * gVisor's ptrace stubs, which die with it (a fast job may have ended
- * before this runs; children.h).  Listed only while the init lives. */
+ * on its own: runsc-gofer.  A helper is a child in the shim's own session,
+ * where the runtime started it, or one started no later than the init
+ * (newer runsc puts the gofer in a session of its own, but starts it
+ * before the sandbox); zombies included (a helper that died during `run`
+ * is judged when it is reaped).  Not helpers: what comes to the shim from
+ * the sandbox's own session, started after it, when the sandbox ends:
+ * gVisor's ptrace stubs, which die with it (children.h).  Listed only
+ * while the init lives. */
 static void note_helpers(struct shim *s)
 {
     pid_t kids[HELPERS_MAX], own = getsid(0);
+    struct oci_proc_stat init, st;
     int n = list_children(s, kids, HELPERS_MAX);
 
     s->n_helpers = 0;
-    if (n <= 0 || init_ended(s))
+    if (n <= 0 || init_ended(s) || oci_proc_stat(s->init_pid, &init) < 0)
         return;
     for (int i = 0; i < n; i++)
-        if (oci_session_of(kids[i]) == own)
+        if (oci_proc_stat(kids[i], &st) == 0 && (st.session == own || st.start_ticks <= init.start_ticks))
             s->helpers[s->n_helpers++] = kids[i];
 }
 
@@ -947,8 +968,9 @@ static bool in_payload(struct shim *s)
 
     pids[n++] = s->init_pid;
     r = list_children(s, pids + 1, HELPERS_MAX);
-    if (r > 0)
-        n += (size_t)r;
+    if (r < 0)
+        return false; /* what the runtime left cannot be checked: refused, never assumed inside */
+    n += (size_t)r;
     for (i = 0; i < n; i++) {
         struct berth_error err = BERTH_ERROR_INIT;
         _cleanup_free_ char *cg = NULL;
@@ -1357,8 +1379,8 @@ static int supervise(struct shim *s, int syncfd, bool slot)
                 /* The container may be there (outside its unit's payload,
                  * or running): stop it first. */
                 kill_all(s);
-                if (s->init_pid > 0)
-                    (void)kill(s->init_pid, SIGKILL); /* a child of ours, not reaped yet */
+                if (own_child(s->init_pid))
+                    (void)kill(s->init_pid, SIGKILL); /* not reaped yet: its pid cannot be reused */
                 reap_all(s);
             }
             while (drain_more(out_r) && pump(s, out_r, s->out_fd) && !s->state)
@@ -1368,7 +1390,7 @@ static int supervise(struct shim *s, int syncfd, bool slot)
             delete_container(s);
             reap_all(s);
             drain_cgroup(s);
-            if (one_step && s->init_pid > 0 && !refused)
+            if (one_step && (ok || s->init_pid > 0) && !refused)
                 reason = unit_stopping(s) ? "unit_stopped" : "start_failed"; /* started_at stands: it may have run */
             else
                 s->started_at = -1;

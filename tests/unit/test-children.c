@@ -2,10 +2,10 @@
 /*
  * test-children.c -- berth-oci-shim's child processes
  * (plugins/runtime-oci/children.h): the children of this thread are
- * listed, zombies included and the excluded one left out; the session of a
- * child tells one started in the caller's session (as the runtime starts
- * runsc-gofer) from one that made a session of its own (as a sandbox and
- * its ptrace stubs do), for a live child and for a zombie alike.  The shim
+ * listed, zombies included and the excluded one left out; /proc/PID/stat
+ * gives the state, the session (the caller's, as the runtime starts
+ * runsc-gofer, or one of the child's own, as a sandbox and its ptrace stubs
+ * make) and the start time, for a live child and for a zombie alike.  The shim
  * on real runsc is covered by tests/cli/test-runtime-oci*.sh and by
  * "make bench-starts" (hundreds of fast gVisor jobs, none may be
  * runtime_lost).
@@ -69,6 +69,7 @@ START_TEST(children_and_their_sessions)
     pid_t same = spawn(false, true), other = spawn(true, true);
     pid_t same_zombie = spawn(false, false), other_zombie = spawn(true, false);
     pid_t kids[16], own = getsid(0);
+    struct oci_proc_stat me, st;
     int n;
 
     until_zombie(same_zombie);
@@ -84,12 +85,30 @@ START_TEST(children_and_their_sessions)
     ck_assert(!listed(kids, n, other));
     ck_assert_int_eq(oci_children_list(0, kids, 2), 2);
 
-    /* The session, live or zombie: the caller's, or the child's own. */
-    ck_assert_int_eq(oci_session_of(same), own);
-    ck_assert_int_eq(oci_session_of(same_zombie), own);
-    ck_assert_int_eq(oci_session_of(other), other);
-    ck_assert_int_eq(oci_session_of(other_zombie), other_zombie);
-    ck_assert_int_eq(oci_session_of(getpid()), own);
+    /* The session, live or zombie: the caller's, or the child's own; the
+     * state; the start time, never before the parent's. */
+    ck_assert_int_eq(oci_proc_stat(getpid(), &me), 0);
+    ck_assert_int_eq(me.session, own);
+    ck_assert(me.state == 'R');
+    ck_assert_int_eq(oci_proc_stat(same, &st), 0);
+    ck_assert_int_eq(st.session, own);
+    ck_assert(st.state != 'Z' && st.state != 'X'); /* alive (just paused, or about to) */
+    ck_assert_uint_ge(st.start_ticks, me.start_ticks);
+    ck_assert_int_eq(oci_proc_stat(same_zombie, &st), 0);
+    ck_assert_int_eq(st.session, own);
+    ck_assert(st.state == 'Z');
+    ck_assert_int_eq(oci_proc_stat(other, &st), 0);
+    ck_assert_int_eq(st.session, other);
+    ck_assert_int_eq(oci_proc_stat(other_zombie, &st), 0);
+    ck_assert_int_eq(st.session, other_zombie);
+    ck_assert(st.state == 'Z');
+    /* A later child started no earlier (clock ticks: maybe the same one). */
+    {
+        struct oci_proc_stat a, b;
+        ck_assert_int_eq(oci_proc_stat(same, &a), 0);
+        ck_assert_int_eq(oci_proc_stat(other_zombie, &b), 0);
+        ck_assert_uint_ge(b.start_ticks, a.start_ticks);
+    }
 
     ck_assert_int_eq(kill(same, SIGKILL), 0);
     ck_assert_int_eq(kill(other, SIGKILL), 0);
@@ -97,8 +116,8 @@ START_TEST(children_and_their_sessions)
         ck_assert_int_gt(waitpid(-1, NULL, 0), 0);
     ck_assert_int_eq(oci_children_list(0, kids, 16), 0);
     /* Gone: no such process. */
-    ck_assert_int_eq(oci_session_of(same_zombie), -ESRCH);
-    ck_assert_int_eq(oci_session_of(0), -ESRCH);
+    ck_assert_int_eq(oci_proc_stat(same_zombie, &st), -ESRCH);
+    ck_assert_int_eq(oci_proc_stat(0, &st), -ESRCH);
 }
 END_TEST
 
