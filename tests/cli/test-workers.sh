@@ -295,13 +295,20 @@ gone_setup() {
     if ! grep -qF '"state":"accepted"' "$TMP/body"; then
         printf '# %s was claimed before its input was deleted, with every worker stopped: %s; workers: %s\n' "$1" \
             "$(cat "$TMP/body")" "$(ps -o pid=,stat=,args= -p "${WPID[w1]},${WPID[w2]},${WPID[w3]}" | tr '\n' ';')" >&2
+        grep -h "SIGHUP" "$TMP"/w?.log >&2 || :
         ok=false
     fi
     for w in w1 w2 w3; do kill -CONT "${WPID[$w]}"; done
     $ok
 }
 GONE=gone
-gone_setup gone || { finish gone; GONE=gone-again; gone_setup gone-again || fail "a stopped worker claimed twice"; }
+EXTRA_CLAIMS=0
+gone_setup gone || {
+    finish gone
+    GONE=gone-again
+    EXTRA_CLAIMS=1
+    gone_setup gone-again || fail "a stopped worker claimed twice"
+}
 finish "$GONE"
 [ "$(result "$GONE" .status)/$(result "$GONE" .reason)" = failed/input_unavailable ] ||
     fail "$GONE: $(jq -c .result "$TMP/$GONE.out/result.json"); $(grep -h "$RUN_ID\|evidence" "$TMP"/w?.log "$TMP/berthd.log" | tail -n 20)"
@@ -474,5 +481,5 @@ run 0 "$BERTHCTL" --journal "$INST/state/journal.db" audit export --out "$TMP/ch
 run 0 "$BERTHCTL" audit verify "$TMP/chain.jsonl" --audit-key "$INST/keys/audit.key" --pubkey "$INST/keys/receipt.pub"
 CLAIMS=$(cat "$TMP"/w[0-9].log | grep -c ": claimed$")
 stdout_has ", 6 enrolments, $CLAIMS claims"
-[ "$CLAIMS" = 23 ] || fail "$CLAIMS runs were claimed, not 23"
+[ "$CLAIMS" = $((23 + EXTRA_CLAIMS)) ] || fail "$CLAIMS runs were claimed, not $((23 + EXTRA_CLAIMS))"
 echo "PASS: the audit chain verifies offline"

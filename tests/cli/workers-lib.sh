@@ -49,12 +49,17 @@ enrol_worker() {
 }
 
 # start_worker NAME: run NAME in the background (log $TMP/NAME.log, pid in
-# WPID[NAME]) and wait until it polls.
+# WPID[NAME]) and wait until it polls.  Each worker runs in a session of its
+# own (setsid(1) execs it, so the pid stays): the tests stop workers with
+# SIGSTOP, and a stopped process in the test's own process group gets
+# SIGHUP and SIGCONT from the kernel whenever that group is orphaned
+# (POSIX; kernel/exit.c kill_orphaned_pgrp()), e.g. when an orphan of the
+# group exits while the workers are stopped.
 declare -A WPID
 start_worker() {
     local i from
     from=$(($(cat "$TMP/$1.log" 2>/dev/null | wc -l) + 1))
-    "$BERTH_WORKER" run --config "$TMP/$1/worker.json" >>"$TMP/$1.log" 2>&1 &
+    setsid "$BERTH_WORKER" run --config "$TMP/$1/worker.json" >>"$TMP/$1.log" 2>&1 &
     WPID[$1]=$!
     # Up to two minutes: a worker that qualifies its runtime runs the live probes first.
     for i in $(seq 1 2400); do
