@@ -347,10 +347,11 @@ static void child_ended(struct shim *s, pid_t w, int st)
         s->helpers[i] = 0;
         /* A runtime process killed (or failing) while the job runs and nobody
          * stopped it: the sandbox is lost.  runsc-gofer exits 0 when the
-         * sandbox shuts down, which may be seen before the sandbox's own exit;
-         * and what dies because the init ended (gVisor's ptrace stubs) may
-         * reach the shim before the init's own status: the init is asked. */
-        if (!s->init_exited && !s->state && !s->killed && !(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !init_ended(s)) {
+         * sandbox shuts down, which may be seen before the sandbox's own exit.
+         * The sandbox's own processes (gVisor's ptrace stubs) are never
+         * helpers (note_helpers()); the init is not asked whether it has
+         * ended: a sandbox ends quickly once its gofer is killed. */
+        if (!s->init_exited && !s->state && !s->killed && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
             logf_shim(s, "runtime process %d ended (%s %d) while the job ran: killing the job", (int)w,
                       WIFEXITED(st) ? "exit status" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
             s->state = "failed";
