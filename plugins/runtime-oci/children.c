@@ -71,7 +71,7 @@ int oci_proc_stat(pid_t pid, struct oci_proc_stat *ret)
         sscanf(p + 1, " %c %d %d %d %d %d %u %lu %lu %lu %lu %lu %lu %ld %ld %ld %ld %ld %ld %llu", &state, &ppid,
                &pgrp, &sid, &tty, &tpgid, &flags, &minflt, &cminflt, &majflt, &cmajflt, &utime, &stime, &cutime,
                &cstime, &priority, &nice, &threads, &itreal, &start) != 20 ||
-        sid <= 0)
+        sid < 0)
         return -EBADMSG;
     ret->state = state;
     ret->session = (pid_t)sid;

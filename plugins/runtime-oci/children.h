@@ -33,7 +33,10 @@ int oci_children_list(pid_t exclude, pid_t *out, size_t max);
  * struct oci_proc_stat - what the shim reads of a process from
  * /proc/PID/stat (proc(5)), a zombie's included.
  * @state:       field 3: 'R', 'S', 'D', 'Z' (zombie), 'X' (dead), ...
- * @session:     field 6: the session id.
+ * @session:     field 6: the session id; 0 when the session's leader is
+ *               not in the reader's PID namespace, or is the kernel's
+ *               (a process whose ancestors never called setsid(2), such
+ *               as the children of an init that did not, is in session 0).
  * @start_ticks: field 22: when it started, in clock ticks after boot
  *               (sysconf(_SC_CLK_TCK), 100 a second here): two processes
  *               started within one tick compare equal.

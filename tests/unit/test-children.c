@@ -8,13 +8,18 @@
  * make) and the start time, for a live child and for a zombie alike.  The shim
  * on real runsc is covered by tests/cli/test-runtime-oci*.sh and by
  * "make bench-starts" (hundreds of fast gVisor jobs, none may be
- * runtime_lost).
+ * runtime_lost).  As root, the same is read in a PID namespace of its own,
+ * where the caller's session leader is outside and the session reads 0, as
+ * under an init that never called setsid(2) (CI's machines run the suite
+ * so; oci_proc_stat() once refused session 0 there).
  */
 #include "testutil.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -121,12 +126,82 @@ START_TEST(children_and_their_sessions)
 }
 END_TEST
 
+/* In a new PID namespace with its own /proc (the process that reads it is
+ * its pid 1): the session of the caller, whose leader is outside, reads 0;
+ * so does a zombie child's, and one that made its own session reads its own
+ * pid.  Runs in a grandchild; each failed check is a distinct exit code. */
+static int in_new_pid_namespace(void)
+{
+    struct oci_proc_stat me, st;
+    pid_t kids[4], zombie, other;
+    siginfo_t si;
+
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || mount("proc", "/proc", "proc", 0, NULL) < 0)
+        return 10;
+    if (getpid() != 1 || getsid(0) != 0)
+        return 11;
+    if (oci_proc_stat(getpid(), &me) != 0 || me.session != 0 || me.state != 'R')
+        return 12;
+    zombie = fork();
+    if (zombie < 0)
+        return 13;
+    if (zombie == 0)
+        _exit(0);
+    other = fork();
+    if (other < 0)
+        return 13;
+    if (other == 0) {
+        if (setsid() < 0)
+            _exit(1);
+        _exit(0);
+    }
+    memset(&si, 0, sizeof(si));
+    if (waitid(P_PID, (id_t)zombie, &si, WEXITED | WNOWAIT) < 0 ||
+        waitid(P_PID, (id_t)other, &si, WEXITED | WNOWAIT) < 0)
+        return 14;
+    if (oci_children_list(0, kids, 4) != 2 || !listed(kids, 2, zombie) || !listed(kids, 2, other))
+        return 15;
+    if (oci_proc_stat(zombie, &st) != 0 || st.session != 0 || st.state != 'Z')
+        return 16;
+    if (oci_proc_stat(other, &st) != 0 || st.session != other || st.state != 'Z' || si.si_status != 0)
+        return 17;
+    return 0;
+}
+
+START_TEST(session_zero_in_a_pid_namespace)
+{
+    int status;
+    pid_t pid = fork();
+
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        /* The namespace's first process is the next child. */
+        if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0)
+            _exit(2);
+        pid_t init = fork();
+        if (init < 0)
+            _exit(3);
+        if (init == 0)
+            _exit(in_new_pid_namespace());
+        if (waitpid(init, &status, 0) != init || !WIFEXITED(status))
+            _exit(4);
+        _exit(WEXITSTATUS(status));
+    }
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 0);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("children");
     TCase *tc = test_case(s, "children");
 
     tcase_add_test(tc, children_and_their_sessions);
+    /* A PID namespace needs CAP_SYS_ADMIN: CI runs the suite as root. */
+    if (geteuid() == 0)
+        tcase_add_test(tc, session_zero_in_a_pid_namespace);
     return s;
 }
 
