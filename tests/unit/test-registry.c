@@ -321,6 +321,56 @@ START_TEST(tampered_body_detected)
 }
 END_TEST
 
+/* A placement reads the pool's stored body every time; the pool parsed
+ * from it is reused only while those bytes are the ones checked before, so
+ * a body changed after a placement is refused at the next one, and more
+ * pools than the registry keeps parsed are placed alike. */
+START_TEST(placement_rechecks_stored_body)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct berth_placement_result first, res;
+    char pool[128], name[16];
+
+    register_pool(SAMPLE_POOL);
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", NULL, backends, ACTOR, NOW, &first, NULL), 0);
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", NULL, backends, ACTOR, NOW, &res, NULL), 0);
+    ck_assert(json_equal(first.receipt, res.receipt));
+    berth_placement_result_clear(&res);
+
+    raw_exec("UPDATE pool_bodies SET body = replace(body, 'C.UTF-8', 'C.UTF-9')");
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", NULL, backends, ACTOR, NOW, &res, &err), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(err.message, "is damaged: it hashes to"));
+    raw_exec("UPDATE pool_bodies SET body = replace(body, 'C.UTF-9', 'C.UTF-8')");
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", NULL, backends, ACTOR, NOW, &res, NULL), 0);
+    berth_placement_result_clear(&res);
+    raw_exec("UPDATE pool_bodies SET body = replace(body, ',', ', ')");
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", NULL, backends, ACTOR, NOW, &res, &err), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(err.message, "is damaged: it is not in canonical form"));
+    raw_exec("UPDATE pool_bodies SET body = replace(body, ', ', ',')");
+
+    /* More pools than are kept parsed, each placed twice, then the first. */
+    for (int i = 0; i < 12; i++) {
+        snprintf(name, sizeof(name), "p%d", i);
+        snprintf(pool, sizeof(pool), "{\"schema_version\":1,\"name\":\"%s\",\"backend_allowlist\":[\"runsc\"]}",
+                 name);
+        register_pool(pool);
+        for (int k = 0; k < 2; k++) {
+            ck_assert_int_eq(berth_registry_place(reg, &key, name, NULL, backends, ACTOR, NOW, &res, NULL), 0);
+            berth_placement_result_clear(&res);
+        }
+    }
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", NULL, backends, ACTOR, NOW, &res, NULL), 0);
+    ck_assert(json_equal(first.receipt, res.receipt));
+    berth_placement_result_clear(&res);
+    berth_placement_result_clear(&first);
+    ck_assert_int_eq(verify(NULL, NULL, 0), 0);
+
+    raw_exec("DELETE FROM pool_bodies");
+    ck_assert_int_eq(berth_registry_place(reg, &key, "sample", NULL, backends, ACTOR, NOW, &res, &err), -EBADMSG);
+    ck_assert_ptr_nonnull(strstr(err.message, "is missing from the journal"));
+}
+END_TEST
+
 START_TEST(tampered_event_detected)
 {
     struct berth_verify_report rep;
@@ -692,6 +742,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, anchored_verify);
     tcase_add_test(tc, retired_credentials_still_count);
     tcase_add_test(tc, tampered_body_detected);
+    tcase_add_test(tc, placement_rechecks_stored_body);
     tcase_add_test(tc, tampered_event_detected);
     tcase_add_test(tc, chain_rules);
     tcase_add_test(tc, long_utf8_field_recorded);

@@ -21,6 +21,16 @@ struct pending_event {
     json_t *details;
 };
 
+/* A stored pool body this registry parsed and checked, and the pool it
+ * holds (memo_body()). */
+struct body_memo {
+    char *body;
+    size_t len;
+    struct berth_pool *pool;
+    uint64_t used; /* memo_clock when last used: the least recent goes first */
+};
+#define BODY_MEMO_MAX 8
+
 struct berth_registry {
     struct berth_journal *j;
     struct berth_pool_chain *chain;
@@ -28,6 +38,8 @@ struct berth_registry {
     bool borrowed; /* the current operation runs inside the caller's transaction */
     struct pending_event *pending;
     size_t n_pending, cap_pending;
+    struct body_memo memo[BODY_MEMO_MAX];
+    uint64_t memo_clock;
 };
 
 static inline void chain_freep(struct berth_pool_chain **c)
@@ -65,6 +77,10 @@ void berth_registry_free(struct berth_registry *reg)
         return;
     berth_registry_pending_truncate(reg, 0);
     free(reg->pending);
+    for (size_t i = 0; i < BODY_MEMO_MAX; i++) {
+        berth_pool_free(reg->memo[i].pool);
+        free(reg->memo[i].body);
+    }
     berth_pool_chain_free(reg->chain);
     free(reg);
 }
@@ -227,18 +243,15 @@ static int read_body(struct berth_journal *j, const char *hash, char **ret_body,
     return r;
 }
 
-/* Parse a stored body and check that it hashes to the key it is stored under. */
-static int load_body(struct berth_journal *j, const char *hash, struct berth_pool **ret, struct berth_error *reterr)
+/* Parse the stored bytes @body of @hash and check that they hash to it, in
+ * canonical form. */
+static int check_body(const char *hash, const char *body, size_t len, struct berth_pool **ret,
+                      struct berth_error *reterr)
 {
-    _cleanup_free_ char *body = NULL, *canon = NULL;
-    size_t len = 0, canon_len = 0;
+    _cleanup_free_ char *canon = NULL;
+    size_t canon_len = 0;
     int r;
 
-    r = read_body(j, hash, &body, &len, reterr);
-    if (r < 0)
-        return r;
-    if (r == 0)
-        return berth_error_set(reterr, -EBADMSG, "the manifest body %s is missing from the journal", hash);
     r = berth_pool_parse(body, len, ret, reterr);
     if (r < 0) {
         berth_error_prefix(reterr, "the stored manifest body %s is damaged", hash);
@@ -259,6 +272,61 @@ static int load_body(struct berth_journal *j, const char *hash, struct berth_poo
         *ret = NULL;
         return -EBADMSG;
     }
+    return 0;
+}
+
+/* Read the stored body of @hash, parse it and check it (check_body()). */
+static int load_body(struct berth_journal *j, const char *hash, struct berth_pool **ret, struct berth_error *reterr)
+{
+    _cleanup_free_ char *body = NULL;
+    size_t len = 0;
+    int r;
+
+    r = read_body(j, hash, &body, &len, reterr);
+    if (r < 0)
+        return r;
+    if (r == 0)
+        return berth_error_set(reterr, -EBADMSG, "the manifest body %s is missing from the journal", hash);
+    return check_body(hash, body, len, ret, reterr);
+}
+
+/* The pool stored under @hash, for a placement: read from the journal every
+ * time, but parsed and checked again only when its bytes differ from those
+ * of a body this registry checked before (content-addressed: the same bytes
+ * under the same key are the same pool).  *@ret is borrowed, valid until the
+ * next call. */
+static int memo_body(struct berth_registry *reg, const char *hash, const struct berth_pool **ret,
+                     struct berth_error *reterr)
+{
+    _cleanup_free_ char *body = NULL;
+    struct body_memo *m, *victim = &reg->memo[0];
+    struct berth_pool *pool = NULL;
+    size_t len = 0;
+    int r;
+
+    r = read_body(reg->j, hash, &body, &len, reterr);
+    if (r < 0)
+        return r;
+    if (r == 0)
+        return berth_error_set(reterr, -EBADMSG, "the manifest body %s is missing from the journal", hash);
+    for (m = reg->memo; m < reg->memo + BODY_MEMO_MAX; m++) {
+        if (m->pool && m->len == len && streq(m->pool->pool_hash, hash) && memcmp(m->body, body, len) == 0) {
+            m->used = ++reg->memo_clock;
+            *ret = m->pool;
+            return 0;
+        }
+        if (!m->pool || (victim->pool && m->used < victim->used))
+            victim = m;
+    }
+    if ((r = check_body(hash, body, len, &pool, reterr)) < 0)
+        return r;
+    berth_pool_free(victim->pool);
+    free(victim->body);
+    victim->body = TAKE_PTR(body);
+    victim->len = len;
+    victim->pool = pool;
+    victim->used = ++reg->memo_clock;
+    *ret = pool;
     return 0;
 }
 
@@ -420,7 +488,7 @@ int berth_registry_place_job(struct berth_registry *reg, const struct berth_audi
                              const char *actor, int64_t now_ns, struct berth_placement_result *res,
                              struct berth_error *reterr)
 {
-    _cleanup_pool_ struct berth_pool *pool = NULL;
+    const struct berth_pool *pool = NULL, *cur;
     struct berth_effective *e = NULL;
     const char *type = NULL;
     json_t *details = NULL, *backends_doc;
@@ -429,8 +497,11 @@ int berth_registry_place_job(struct berth_registry *reg, const struct berth_audi
     if (!reg || !key || !name || !res)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
     memset(res, 0, sizeof(*res));
-    /* The manifest from the content-addressed table, re-hashed. */
-    if ((r = berth_registry_get(reg, name, &pool, reterr)) < 0)
+    /* The manifest from the content-addressed table (checked again unless
+     * its bytes are those of one already checked). */
+    if (!(cur = berth_pool_chain_find(reg->chain, name)))
+        return berth_error_set(reterr, -ENOENT, "no active pool is called %s", name);
+    if ((r = memo_body(reg, cur->pool_hash, &pool, reterr)) < 0)
         return r;
     if ((r = berth_overrides_hash(overrides, res->overrides_hash, reterr)) < 0)
         return r;
