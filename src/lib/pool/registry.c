@@ -275,19 +275,25 @@ static int check_body(const char *hash, const char *body, size_t len, struct ber
     return 0;
 }
 
+/* read_body(), where a missing body is damage: 0 and *ret_body, or -errno. */
+static int read_stored(struct berth_journal *j, const char *hash, char **ret_body, size_t *ret_len,
+                       struct berth_error *reterr)
+{
+    int r = read_body(j, hash, ret_body, ret_len, reterr);
+
+    if (r == 0)
+        return berth_error_set(reterr, -EBADMSG, "the manifest body %s is missing from the journal", hash);
+    return r < 0 ? r : 0;
+}
+
 /* Read the stored body of @hash, parse it and check it (check_body()). */
 static int load_body(struct berth_journal *j, const char *hash, struct berth_pool **ret, struct berth_error *reterr)
 {
     _cleanup_free_ char *body = NULL;
     size_t len = 0;
-    int r;
+    int r = read_stored(j, hash, &body, &len, reterr);
 
-    r = read_body(j, hash, &body, &len, reterr);
-    if (r < 0)
-        return r;
-    if (r == 0)
-        return berth_error_set(reterr, -EBADMSG, "the manifest body %s is missing from the journal", hash);
-    return check_body(hash, body, len, ret, reterr);
+    return r < 0 ? r : check_body(hash, body, len, ret, reterr);
 }
 
 /* The pool stored under @hash, for a placement: read from the journal every
@@ -304,11 +310,8 @@ static int memo_body(struct berth_registry *reg, const char *hash, const struct 
     size_t len = 0;
     int r;
 
-    r = read_body(reg->j, hash, &body, &len, reterr);
-    if (r < 0)
+    if ((r = read_stored(reg->j, hash, &body, &len, reterr)) < 0)
         return r;
-    if (r == 0)
-        return berth_error_set(reterr, -EBADMSG, "the manifest body %s is missing from the journal", hash);
     for (m = reg->memo; m < reg->memo + BODY_MEMO_MAX; m++) {
         if (m->pool && m->len == len && streq(m->pool->pool_hash, hash) && memcmp(m->body, body, len) == 0) {
             m->used = ++reg->memo_clock;
