@@ -20,7 +20,8 @@
 #                         a real systemd for containment-systemd's tests,
 #                         groff for the man page lint, and
 #                         util-linux (flock; Essential, so always there);
-#                         sqlite3 for the benchmarks that read the journal
+#                         sqlite3 for the benchmarks that read the journal,
+#                         binutils (readelf) for the shim's library check
 
 # shellcheck disable=SC2034 # used by the scripts that source this file
 BERTH_BUILD_PACKAGES="autoconf automake libtool make pkg-config gcc libc6-dev
@@ -28,7 +29,7 @@ libjansson-dev libsodium-dev libsqlite3-dev libssl-dev libsystemd-dev check
 libevent-dev libcurl4-openssl-dev libarchive-dev zlib1g-dev"
 BERTH_RUN_PACKAGES="runsc crun busybox-static jq curl procps"
 BERTH_TEST_PACKAGES="clang libclang-rt-14-dev llvm openssl xz-utils passwd systemd systemd-container
-umoci skopeo debootstrap attr groff-base util-linux libarchive-tools sqlite3"
+umoci skopeo debootstrap attr groff-base util-linux libarchive-tools sqlite3 binutils"
 
 # berth_missing_packages PACKAGE...: print the PACKAGEs that dpkg does not
 # have installed, on one line separated by spaces (an empty line when none

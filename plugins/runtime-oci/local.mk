@@ -31,7 +31,8 @@ pkglibexec_PROGRAMS += plugins/runtime-oci/berth-oci-shim
 plugins_runtime_oci_berth_oci_shim_SOURCES = plugins/runtime-oci/shim.c \
 	plugins/runtime-oci/children.c plugins/runtime-oci/children.h $(OCI_COMMON_FILES)
 plugins_runtime_oci_berth_oci_shim_CFLAGS = $(OCI_CFLAGS)
-plugins_runtime_oci_berth_oci_shim_LDADD = $(BERTH_CORE_LIBS)
+plugins_runtime_oci_berth_oci_shim_LDADD = $(BERTH_SHIM_LIBS)
+plugins_runtime_oci_berth_oci_shim_LDFLAGS = -Wl,--as-needed
 
 # The process of a warm slot's container: static (it runs on any image's
 # root) and without sanitizers, which cannot be linked statically.

@@ -47,6 +47,7 @@ BERTH_CRYPTO_SOURCES = \
 	src/lib/crypto/digest.c src/lib/crypto/digest.h \
 	src/lib/crypto/envelope.c src/lib/crypto/envelope.h \
 	src/lib/crypto/hmac.c src/lib/crypto/hmac.h \
+	src/lib/crypto/keypem.c \
 	src/lib/crypto/openssl-error.c src/lib/crypto/openssl-error.h \
 	src/lib/crypto/sign.c src/lib/crypto/sign.h \
 	src/lib/crypto/treesum.c src/lib/crypto/treesum.h
@@ -123,7 +124,9 @@ noinst_LTLIBRARIES += \
 	src/lib/qualify/libberth-qualify.la \
 	src/lib/broker/libberth-broker.la \
 	src/lib/config/libberth-config.la \
-	src/lib/libberth.la
+	src/lib/libberth.la \
+	src/lib/crypto/libberth-sha256-openssl.la \
+	src/lib/crypto/libberth-sha256-sodium.la
 
 # basic/ sees no third-party library but libsodium (its base64 codec): only
 # libc and berth's public headers.
@@ -136,6 +139,13 @@ src_lib_json_libberth_json_la_CFLAGS = $(BERTH_LAYER_CFLAGS)
 src_lib_crypto_libberth_crypto_la_SOURCES = $(BERTH_CRYPTO_SOURCES)
 src_lib_crypto_libberth_crypto_la_CPPFLAGS = $(BERTH_BASE_CPPFLAGS) $(BERTH_LAYER_CPPFLAGS_crypto)
 src_lib_crypto_libberth_crypto_la_CFLAGS = $(BERTH_LAYER_CFLAGS)
+# SHA-256 itself, twice (digest.h): a program links libberth.la and one of these.
+src_lib_crypto_libberth_sha256_openssl_la_SOURCES = src/lib/crypto/sha256-openssl.c src/lib/crypto/sha256-impl.h
+src_lib_crypto_libberth_sha256_openssl_la_CPPFLAGS = $(BERTH_BASE_CPPFLAGS) $(BERTH_LAYER_CPPFLAGS_crypto)
+src_lib_crypto_libberth_sha256_openssl_la_CFLAGS = $(BERTH_LAYER_CFLAGS)
+src_lib_crypto_libberth_sha256_sodium_la_SOURCES = src/lib/crypto/sha256-sodium.c src/lib/crypto/sha256-impl.h
+src_lib_crypto_libberth_sha256_sodium_la_CPPFLAGS = $(BERTH_BASE_CPPFLAGS) $(BERTH_LAYER_CPPFLAGS_crypto)
+src_lib_crypto_libberth_sha256_sodium_la_CFLAGS = $(BERTH_LAYER_CFLAGS)
 src_lib_journal_libberth_journal_la_SOURCES = $(BERTH_JOURNAL_SOURCES)
 src_lib_journal_libberth_journal_la_CPPFLAGS = $(BERTH_BASE_CPPFLAGS) $(BERTH_LAYER_CPPFLAGS_journal)
 src_lib_journal_libberth_journal_la_CFLAGS = $(BERTH_LAYER_CFLAGS)
@@ -171,11 +181,16 @@ src_lib_libberth_la_LIBADD = \
 	src/lib/crypto/libberth-crypto.la \
 	src/lib/json/libberth-json.la \
 	src/lib/basic/libberth-basic.la \
-	$(JANSSON_LIBS) $(SODIUM_LIBS) $(OPENSSL_LIBS) $(SQLITE_LIBS) $(LIBS)
+	$(JANSSON_LIBS) $(SODIUM_LIBS) $(SQLITE_LIBS) $(LIBS)
 
 # Flags for anything that uses libberth.
 BERTH_CORE_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(OPENSSL_CFLAGS) $(SQLITE_CFLAGS)
-BERTH_CORE_LIBS = src/lib/libberth.la $(JANSSON_LIBS) $(SODIUM_LIBS) $(OPENSSL_LIBS) $(SQLITE_LIBS)
+BERTH_CORE_LIBS = src/lib/libberth.la src/lib/crypto/libberth-sha256-openssl.la \
+	$(JANSSON_LIBS) $(SODIUM_LIBS) $(OPENSSL_LIBS) $(SQLITE_LIBS)
+# For berth-oci-shim, which is started for every job: libsodium's SHA-256
+# and no OpenSSL (digest.h).  Link it with -Wl,--as-needed: libberth.la
+# names SQLite, which the parts of libberth the shim uses never call.
+BERTH_SHIM_LIBS = src/lib/libberth.la src/lib/crypto/libberth-sha256-sodium.la $(JANSSON_LIBS) $(SODIUM_LIBS)
 
 # The layering rule is also checked on the text: tests/build/test-layers.sh.
 
@@ -223,6 +238,13 @@ BERTH_LIB_UNIT_TESTS = \
 	tests/unit/test-utf8
 check_PROGRAMS += $(BERTH_LIB_UNIT_TESTS)
 TESTS += $(BERTH_LIB_UNIT_TESTS)
+# test-digest again, on libsodium's SHA-256, as berth-oci-shim links it.
+check_PROGRAMS += tests/unit/test-digest-sodium
+TESTS += tests/unit/test-digest-sodium
+tests_unit_test_digest_sodium_SOURCES = tests/unit/test-digest.c
+tests_unit_test_digest_sodium_CFLAGS = $(UNIT_CFLAGS) -DBERTH_TEST_SHA256_SODIUM
+tests_unit_test_digest_sodium_LDADD = $(BERTH_SHIM_LIBS) $(CHECK_LIBS)
+tests_unit_test_digest_sodium_LDFLAGS = -Wl,--as-needed
 endif
 EXTRA_DIST += tests/unit/testutil.h tests/unit/pooltest.h tests/unit/jobtest.h tests/unit/scripttest.h \
 	tests/golden/bundle-config.json

@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* test-digest.c -- SHA-256 digests (digest.h); vectors from FIPS 180-4 examples. */
+/*
+ * test-digest.c -- SHA-256 digests (digest.h); vectors from FIPS 180-4
+ * examples.  Built twice: test-digest on OpenSSL's SHA-256, and
+ * test-digest-sodium (BERTH_TEST_SHA256_SODIUM) on libsodium's, which
+ * berth-oci-shim links: the same vectors hold for both, and each checks
+ * that it runs on the implementation it is named for.
+ */
 #include "testutil.h"
 
 #include <signal.h>
+#include <stdio.h>
 
 #include "digest.h"
 #include "jsonobj.h"
@@ -11,6 +18,57 @@
 #define EMPTY "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define ABC "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 #define MILLION_A "sha256:cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
+#define TWO_BLOCKS_MSG "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"
+#define TWO_BLOCKS "sha256:248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+
+/* Whether OpenSSL's libcrypto is mapped into this process. */
+static bool libcrypto_mapped(void)
+{
+    char line[512];
+    bool found = false;
+    FILE *f = fopen("/proc/self/maps", "re");
+
+    ck_assert_ptr_nonnull(f);
+    while (!found && fgets(line, sizeof(line), f))
+        found = strstr(line, "/libcrypto.so") != NULL;
+    fclose(f);
+    return found;
+}
+
+START_TEST(implementation)
+{
+#ifdef BERTH_TEST_SHA256_SODIUM
+    ck_assert_msg(!libcrypto_mapped(), "test-digest-sodium must not load OpenSSL");
+#else
+    ck_assert_msg(libcrypto_mapped(), "test-digest runs on OpenSSL's SHA-256");
+#endif
+}
+END_TEST
+
+/* Every length across the 64-byte block and the 56-byte padding boundary,
+ * fed in two pieces split anywhere: the same digest as in one piece. */
+START_TEST(split_anywhere)
+{
+    uint8_t msg[200], one[BERTH_SHA256_LEN], two[BERTH_SHA256_LEN];
+    char d[BERTH_DIGEST_BUFSZ];
+
+    for (size_t i = 0; i < sizeof(msg); i++)
+        msg[i] = (uint8_t)(i * 131 + 7);
+    for (size_t len = 0; len <= sizeof(msg); len += len < 130 ? 1 : 7)
+        for (size_t cut = 0; cut <= len; cut += 1 + len / 9) {
+            struct berth_sha256 *ctx = NULL;
+            ck_assert_int_eq(berth_sha256(msg, len, one), 0);
+            ck_assert_int_eq(berth_sha256_new(&ctx), 0);
+            ck_assert_int_eq(berth_sha256_update(ctx, msg, cut), 0);
+            ck_assert_int_eq(berth_sha256_update(ctx, msg + cut, len - cut), 0);
+            ck_assert_int_eq(berth_sha256_final(ctx, two), 0);
+            berth_sha256_free(ctx);
+            ck_assert_msg(memcmp(one, two, sizeof(one)) == 0, "length %zu cut at %zu", len, cut);
+        }
+    ck_assert_int_eq(berth_digest_bytes(TWO_BLOCKS_MSG, strlen(TWO_BLOCKS_MSG), d), 0);
+    ck_assert_str_eq(d, TWO_BLOCKS);
+}
+END_TEST
 
 START_TEST(known_vectors)
 {
@@ -168,7 +226,9 @@ static Suite *make_suite(void)
     Suite *s = suite_create("digest");
     TCase *tc = test_case(s, "digest");
 
+    tcase_add_test(tc, implementation);
     tcase_add_test(tc, known_vectors);
+    tcase_add_test(tc, split_anywhere);
     tcase_add_test(tc, streaming_matches);
     tcase_add_test(tc, fd_digest);
     tcase_add_test(tc, sha256_copy);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* digest.c -- SHA-256 digests; see digest.h. */
+/* digest.c -- SHA-256 digests; see digest.h.  The hash itself is
+ * sha256-openssl.c's or sha256-sodium.c's (digest.h says which links where). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -7,27 +8,41 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include "canon.h"
 #include "digest.h"
 #include "encoding.h"
 #include "fsutil.h"
 #include "macro.h"
-
-struct berth_sha256 {
-    EVP_MD_CTX *md;
-};
+#include "sha256-impl.h"
 
 int berth_sha256(const void *data, size_t len, uint8_t out[BERTH_SHA256_LEN])
 {
-    unsigned int n = 0;
-
     if (!out || (!data && len > 0))
         return -EINVAL;
-    if (EVP_Digest(data ? data : "", len, out, &n, EVP_sha256(), NULL) != 1 || n != BERTH_SHA256_LEN)
-        return -EIO;
-    return 0;
+    return sha256_impl_oneshot(data ? data : (const void *)"", len, out);
+}
+
+int berth_sha256_new(struct berth_sha256 **ret)
+{
+    return ret ? sha256_impl_new(ret) : -EINVAL;
+}
+
+int berth_sha256_update(struct berth_sha256 *ctx, const void *data, size_t len)
+{
+    if (!ctx || (!data && len > 0))
+        return -EINVAL;
+    return len == 0 ? 0 : sha256_impl_update(ctx, data, len);
+}
+
+int berth_sha256_final(struct berth_sha256 *ctx, uint8_t out[BERTH_SHA256_LEN])
+{
+    return ctx && out ? sha256_impl_final(ctx, out) : -EINVAL;
+}
+
+void berth_sha256_free(struct berth_sha256 *ctx)
+{
+    if (ctx)
+        sha256_impl_free(ctx);
 }
 
 void berth_digest_format(const uint8_t raw[BERTH_SHA256_LEN], char out[BERTH_DIGEST_BUFSZ])
@@ -183,54 +198,4 @@ int berth_digest_parse(const char *text, uint8_t raw[BERTH_SHA256_LEN])
     if (strncmp(text, BERTH_DIGEST_PREFIX, plen) != 0 || strlen(text) != BERTH_DIGEST_STRLEN)
         return -EINVAL;
     return berth_hex_decode(text + plen, BERTH_SHA256_HEX_LEN, raw, BERTH_SHA256_LEN);
-}
-
-int berth_sha256_new(struct berth_sha256 **ret)
-{
-    struct berth_sha256 *c;
-
-    if (!ret)
-        return -EINVAL;
-    c = calloc(1, sizeof(*c));
-    if (!c)
-        return -ENOMEM;
-    c->md = EVP_MD_CTX_new();
-    if (!c->md) {
-        free(c);
-        return -ENOMEM;
-    }
-    if (EVP_DigestInit_ex(c->md, EVP_sha256(), NULL) != 1) {
-        berth_sha256_free(c);
-        return -EIO;
-    }
-    *ret = c;
-    return 0;
-}
-
-int berth_sha256_update(struct berth_sha256 *ctx, const void *data, size_t len)
-{
-    if (!ctx || (!data && len > 0))
-        return -EINVAL;
-    if (len == 0)
-        return 0;
-    return EVP_DigestUpdate(ctx->md, data, len) == 1 ? 0 : -EIO;
-}
-
-int berth_sha256_final(struct berth_sha256 *ctx, uint8_t out[BERTH_SHA256_LEN])
-{
-    unsigned int n = 0;
-
-    if (!ctx || !out)
-        return -EINVAL;
-    if (EVP_DigestFinal_ex(ctx->md, out, &n) != 1 || n != BERTH_SHA256_LEN)
-        return -EIO;
-    return 0;
-}
-
-void berth_sha256_free(struct berth_sha256 *ctx)
-{
-    if (!ctx)
-        return;
-    EVP_MD_CTX_free(ctx->md);
-    free(ctx);
 }

@@ -4,8 +4,16 @@
  *
  * Two spellings exist: the OCI form "sha256:<64 lowercase hex>" (OCI
  * image-spec descriptor.md, "Digests") used for jobs, images and receipts,
- * and bare lowercase hex used for pool hashes (the pools reference).  The
- * hash is OpenSSL's SHA-256 (FIPS 180-4).
+ * and bare lowercase hex used for pool hashes (the pools reference).
+ *
+ * The hash is SHA-256 (FIPS 180-4): berth_sha256() and the berth_sha256_*
+ * stream functions below.  Two implementations give the same digests
+ * (sha256-impl.h), and a program links exactly one: OpenSSL's (sha256-openssl.c, in
+ * BERTH_CORE_LIBS: berthd, berthctl, the plugins, which hash image layers
+ * and benefit from the CPU's SHA extensions), or libsodium's
+ * (sha256-sodium.c, in BERTH_SHIM_LIBS: berth-oci-shim, started for every
+ * job, for which loading and initialising OpenSSL cost about 2.5 ms of a
+ * job's start on the reference machine).  Neither is part of libberth.la.
  */
 #ifndef BERTH_DIGEST_H
 #define BERTH_DIGEST_H

@@ -13,7 +13,8 @@
  *     base64url of SHA-256 over {"crv":"Ed25519","kty":"OKP","x":"<key>"}
  *     (RFC 8037 section 2 for the OKP members).
  *
- * OpenSSL parses and writes PEM; libsodium signs and verifies (its verifier
+ * OpenSSL parses and writes PEM (keypem.c, so that a program that only signs
+ * and verifies does not link OpenSSL); libsodium signs and verifies (its verifier
  * rejects non-canonical signatures and small-order keys).  Private keys live
  * in libsodium guarded memory and are wiped when freed.
  *
@@ -29,6 +30,7 @@
 #include <berth/error.h>
 
 #define BERTH_ED25519_PUBLIC_LEN 32     /**< raw public key bytes */
+#define BERTH_ED25519_SEED_LEN 32       /**< private key (RFC 8032 seed) bytes */
 #define BERTH_ED25519_SIGNATURE_LEN 64  /**< raw signature bytes */
 #define BERTH_KEY_ID_LEN 43             /**< characters of a key id, without NUL */
 #define BERTH_PUBLIC_KEY_B64_LEN 43     /**< characters of a base64url public key, without NUL */
@@ -42,6 +44,14 @@ struct berth_signing_key;
  * Return: 0; -ENOMEM; -EIO when libsodium cannot initialise.
  */
 int berth_signing_key_generate(struct berth_signing_key **ret, struct berth_error *reterr);
+
+/**
+ * berth_signing_key_from_seed() - the key whose RFC 8032 private key (the
+ * 32-byte seed) is @seed, which the caller then wipes.
+ * Return: 0; -ENOMEM; -EIO when libsodium cannot initialise or derive it.
+ */
+int berth_signing_key_from_seed(const uint8_t seed[BERTH_ED25519_SEED_LEN], struct berth_signing_key **ret,
+                                struct berth_error *reterr);
 
 /**
  * berth_signing_key_from_pem() - parse one PKCS#8 "PRIVATE KEY" PEM block.
@@ -79,6 +89,12 @@ int berth_signing_key_save(const struct berth_signing_key *key, const char *path
 
 /** berth_signing_key_free() - wipe and release; accepts NULL. */
 void berth_signing_key_free(struct berth_signing_key *key);
+
+/**
+ * berth_signing_key_seed() - the key's 32-byte RFC 8032 private key (points
+ * into @key), for writing it out (keypem.c); a secret: never log it.
+ */
+const uint8_t *berth_signing_key_seed(const struct berth_signing_key *key);
 
 /** berth_signing_key_public() - the key's 32-byte public key (points into @key). */
 const uint8_t *berth_signing_key_public(const struct berth_signing_key *key);
