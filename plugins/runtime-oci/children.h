@@ -34,7 +34,7 @@ int oci_children_list(pid_t exclude, pid_t *out, size_t max);
  * /proc/PID/stat (proc(5)), a zombie's included.
  * @state:       field 3: 'R', 'S', 'D', 'Z' (zombie), 'X' (dead), ...
  * @session:     field 6: the session id; 0 when the session's leader is
- *               not in the reader's PID namespace, or is the kernel's
+ *               not in the PID namespace of the /proc mount, or is the kernel's
  *               (a process whose ancestors never called setsid(2), such
  *               as the children of an init that did not, is in session 0).
  * @start_ticks: field 22: when it started, in clock ticks after boot

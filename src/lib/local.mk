@@ -106,8 +106,10 @@ BERTH_BROKER_SOURCES = \
 BERTH_CONFIG_SOURCES = \
 	src/lib/config/backend-load.c src/lib/config/backend-load.h \
 	src/lib/config/berthd-config.c src/lib/config/berthd-config.h
-# All of libberth, for builds that compile it once more (the fuzz targets).
+# All of libberth with OpenSSL's SHA-256, for builds that compile it once
+# more (the fuzz targets).
 BERTH_LIB_SOURCES = $(BERTH_BASIC_SOURCES) $(BERTH_JSON_SOURCES) $(BERTH_CRYPTO_SOURCES) \
+	src/lib/crypto/sha256-openssl.c src/lib/crypto/sha256-impl.h \
 	$(BERTH_JOURNAL_SOURCES) $(BERTH_POOL_SOURCES) $(BERTH_JOB_SOURCES) $(BERTH_PLUGIN_SOURCES) \
 	$(BERTH_QUALIFY_SOURCES) $(BERTH_BROKER_SOURCES) $(BERTH_CONFIG_SOURCES)
 
@@ -126,7 +128,7 @@ noinst_LTLIBRARIES += \
 	src/lib/config/libberth-config.la \
 	src/lib/libberth.la \
 	src/lib/crypto/libberth-sha256-openssl.la \
-	src/lib/crypto/libberth-sha256-sodium.la
+	src/lib/crypto/libberth-sha256-lazy.la
 
 # basic/ sees no third-party library but libsodium (its base64 codec): only
 # libc and berth's public headers.
@@ -143,9 +145,9 @@ src_lib_crypto_libberth_crypto_la_CFLAGS = $(BERTH_LAYER_CFLAGS)
 src_lib_crypto_libberth_sha256_openssl_la_SOURCES = src/lib/crypto/sha256-openssl.c src/lib/crypto/sha256-impl.h
 src_lib_crypto_libberth_sha256_openssl_la_CPPFLAGS = $(BERTH_BASE_CPPFLAGS) $(BERTH_LAYER_CPPFLAGS_crypto)
 src_lib_crypto_libberth_sha256_openssl_la_CFLAGS = $(BERTH_LAYER_CFLAGS)
-src_lib_crypto_libberth_sha256_sodium_la_SOURCES = src/lib/crypto/sha256-sodium.c src/lib/crypto/sha256-impl.h
-src_lib_crypto_libberth_sha256_sodium_la_CPPFLAGS = $(BERTH_BASE_CPPFLAGS) $(BERTH_LAYER_CPPFLAGS_crypto)
-src_lib_crypto_libberth_sha256_sodium_la_CFLAGS = $(BERTH_LAYER_CFLAGS)
+src_lib_crypto_libberth_sha256_lazy_la_SOURCES = src/lib/crypto/sha256-lazy.c src/lib/crypto/sha256-impl.h
+src_lib_crypto_libberth_sha256_lazy_la_CPPFLAGS = $(BERTH_BASE_CPPFLAGS) $(BERTH_LAYER_CPPFLAGS_crypto)
+src_lib_crypto_libberth_sha256_lazy_la_CFLAGS = $(BERTH_LAYER_CFLAGS)
 src_lib_journal_libberth_journal_la_SOURCES = $(BERTH_JOURNAL_SOURCES)
 src_lib_journal_libberth_journal_la_CPPFLAGS = $(BERTH_BASE_CPPFLAGS) $(BERTH_LAYER_CPPFLAGS_journal)
 src_lib_journal_libberth_journal_la_CFLAGS = $(BERTH_LAYER_CFLAGS)
@@ -187,10 +189,10 @@ src_lib_libberth_la_LIBADD = \
 BERTH_CORE_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SODIUM_CFLAGS) $(OPENSSL_CFLAGS) $(SQLITE_CFLAGS)
 BERTH_CORE_LIBS = src/lib/libberth.la src/lib/crypto/libberth-sha256-openssl.la \
 	$(JANSSON_LIBS) $(SODIUM_LIBS) $(OPENSSL_LIBS) $(SQLITE_LIBS)
-# For berth-oci-shim, which is started for every job: libsodium's SHA-256
-# and no OpenSSL (digest.h).  Link it with -Wl,--as-needed: libberth.la
+# For berth-oci-shim, which is started for every job: SHA-256 without
+# linking OpenSSL (digest.h, sha256-lazy.c).  Link it with -Wl,--as-needed: libberth.la
 # names SQLite, which the parts of libberth the shim uses never call.
-BERTH_SHIM_LIBS = src/lib/libberth.la src/lib/crypto/libberth-sha256-sodium.la $(JANSSON_LIBS) $(SODIUM_LIBS)
+BERTH_SHIM_LIBS = src/lib/libberth.la src/lib/crypto/libberth-sha256-lazy.la $(JANSSON_LIBS) $(SODIUM_LIBS)
 
 # The layering rule is also checked on the text: tests/build/test-layers.sh.
 
@@ -238,13 +240,13 @@ BERTH_LIB_UNIT_TESTS = \
 	tests/unit/test-utf8
 check_PROGRAMS += $(BERTH_LIB_UNIT_TESTS)
 TESTS += $(BERTH_LIB_UNIT_TESTS)
-# test-digest again, on libsodium's SHA-256, as berth-oci-shim links it.
-check_PROGRAMS += tests/unit/test-digest-sodium
-TESTS += tests/unit/test-digest-sodium
-tests_unit_test_digest_sodium_SOURCES = tests/unit/test-digest.c
-tests_unit_test_digest_sodium_CFLAGS = $(UNIT_CFLAGS) -DBERTH_TEST_SHA256_SODIUM
-tests_unit_test_digest_sodium_LDADD = $(BERTH_SHIM_LIBS) $(CHECK_LIBS)
-tests_unit_test_digest_sodium_LDFLAGS = -Wl,--as-needed
+# test-digest again, on the SHA-256 berth-oci-shim links (sha256-lazy.c).
+check_PROGRAMS += tests/unit/test-digest-lazy
+TESTS += tests/unit/test-digest-lazy
+tests_unit_test_digest_lazy_SOURCES = tests/unit/test-digest.c
+tests_unit_test_digest_lazy_CFLAGS = $(UNIT_CFLAGS) -DBERTH_TEST_SHA256_LAZY
+tests_unit_test_digest_lazy_LDADD = $(BERTH_SHIM_LIBS) $(CHECK_LIBS)
+tests_unit_test_digest_lazy_LDFLAGS = -Wl,--as-needed
 endif
 EXTRA_DIST += tests/unit/testutil.h tests/unit/pooltest.h tests/unit/jobtest.h tests/unit/scripttest.h \
 	tests/golden/bundle-config.json

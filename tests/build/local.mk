@@ -9,8 +9,10 @@ TESTS += tests/build/test-plugin-macro.sh tests/build/test-units.sh tests/build/
 # The suite's own set-up: the Debian package list tests/run-all.sh and the
 # quickstart install from, and require_tool, the tests' skip for a missing tool.
 TESTS += tests/build/test-packages.sh
+if BERTH_PLUGIN_RUNTIME_OCI
 # berth-oci-shim, started for every job, without OpenSSL or SQLite.
 TESTS += tests/build/test-shim-libs.sh
+endif
 endif
 EXTRA_DIST += tests/build/test-plugin-macro.sh tests/build/test-units.sh tests/build/test-layers.sh \
 	tests/build/check-install.sh tests/build/test-without-check.sh \

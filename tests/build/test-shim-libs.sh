@@ -1,8 +1,9 @@
 #!/bin/sh
 # berth-oci-shim is started for every job: it must link neither OpenSSL nor
 # SQLite, whose loading and start-up would be paid by every job's start
-# (src/lib/crypto/digest.h: the shim hashes with libsodium).  Reads the
-# built shim's dynamic section; a library it needs that is named here fails.
+# (src/lib/crypto/digest.h: the shim hashes one buffer with libsodium and
+# loads OpenSSL only for its first stream, sha256-lazy.c).  Reads the built
+# shim's dynamic section; a library it needs that is named here fails.
 set -eu
 
 : "${BERTH_OCI_SHIM:?}"

@@ -126,7 +126,7 @@ START_TEST(children_and_their_sessions)
 }
 END_TEST
 
-/* In a new PID namespace with its own /proc (the process that reads it is
+/* As root (with CAP_SYS_ADMIN): in a new PID namespace with its own /proc (the process that reads it is
  * its pid 1): the session of the caller, whose leader is outside, reads 0;
  * so does a zombie child's, and one that made its own session reads its own
  * pid.  Runs in a grandchild; each failed check is a distinct exit code. */
@@ -193,15 +193,28 @@ START_TEST(session_zero_in_a_pid_namespace)
 }
 END_TEST
 
+/* Whether this process may make a PID and mount namespace (CAP_SYS_ADMIN:
+ * root on CI's machines; not root in a default container). */
+static bool may_unshare(void)
+{
+    int status;
+    pid_t pid = fork();
+
+    if (pid == 0)
+        _exit(unshare(CLONE_NEWPID | CLONE_NEWNS) == 0 ? 0 : 1);
+    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("children");
     TCase *tc = test_case(s, "children");
 
     tcase_add_test(tc, children_and_their_sessions);
-    /* A PID namespace needs CAP_SYS_ADMIN: CI runs the suite as root. */
-    if (geteuid() == 0)
+    if (may_unshare())
         tcase_add_test(tc, session_zero_in_a_pid_namespace);
+    else
+        printf("test-children: no CAP_SYS_ADMIN, so session_zero_in_a_pid_namespace is not run\n");
     return s;
 }
 

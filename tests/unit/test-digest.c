@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test-digest.c -- SHA-256 digests (digest.h); vectors from FIPS 180-4
- * examples.  Built twice: test-digest on OpenSSL's SHA-256, and
- * test-digest-sodium (BERTH_TEST_SHA256_SODIUM) on libsodium's, which
+ * examples.  Built twice: test-digest on OpenSSL's SHA-256 (sha256-openssl.c),
+ * and test-digest-lazy (BERTH_TEST_SHA256_LAZY) on sha256-lazy.c, which
  * berth-oci-shim links: the same vectors hold for both, and each checks
- * that it runs on the implementation it is named for.
+ * that it runs on the implementation it is named for (the lazy one loads
+ * libcrypto for its first stream, and only then).
  */
 #include "testutil.h"
 
@@ -37,11 +38,23 @@ static bool libcrypto_mapped(void)
 
 START_TEST(implementation)
 {
-#ifdef BERTH_TEST_SHA256_SODIUM
-    ck_assert_msg(!libcrypto_mapped(), "test-digest-sodium must not load OpenSSL");
+    struct berth_sha256 *ctx = NULL;
+    char d[BERTH_DIGEST_BUFSZ];
+
+#ifdef BERTH_TEST_SHA256_LAZY
+    ck_assert_msg(!libcrypto_mapped(), "test-digest-lazy must not link OpenSSL");
+    ck_assert_int_eq(berth_digest_bytes("abc", 3, d), 0); /* one buffer: libsodium */
+    ck_assert_str_eq(d, ABC);
+    ck_assert_msg(!libcrypto_mapped(), "a digest of one buffer must not load OpenSSL");
+    ck_assert_int_eq(berth_sha256_new(&ctx), 0); /* a stream: OpenSSL, loaded now */
+    ck_assert_msg(libcrypto_mapped(), "a stream runs on OpenSSL");
 #else
     ck_assert_msg(libcrypto_mapped(), "test-digest runs on OpenSSL's SHA-256");
+    ck_assert_int_eq(berth_digest_bytes("abc", 3, d), 0);
+    ck_assert_str_eq(d, ABC);
+    ck_assert_int_eq(berth_sha256_new(&ctx), 0);
 #endif
+    berth_sha256_free(ctx);
 }
 END_TEST
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* digest.c -- SHA-256 digests; see digest.h.  The hash itself is
- * sha256-openssl.c's or sha256-sodium.c's (digest.h says which links where). */
+ * sha256-openssl.c's or sha256-lazy.c's (digest.h says which links where). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -10,10 +10,11 @@
  * stream functions below.  Two implementations give the same digests
  * (sha256-impl.h), and a program links exactly one: OpenSSL's (sha256-openssl.c, in
  * BERTH_CORE_LIBS: berthd, berthctl, the plugins, which hash image layers
- * and benefit from the CPU's SHA extensions), or libsodium's
- * (sha256-sodium.c, in BERTH_SHIM_LIBS: berth-oci-shim, started for every
- * job, for which loading and initialising OpenSSL cost about 2.5 ms of a
- * job's start on the reference machine).  Neither is part of libberth.la.
+ * and benefit from the CPU's SHA extensions), or sha256-lazy.c (in
+ * BERTH_SHIM_LIBS: berth-oci-shim, started for every job, for which
+ * linking and initialising OpenSSL cost about 2.5 ms of a job's start on
+ * the reference machine): libsodium for berth_sha256(), OpenSSL loaded
+ * with dlopen(3) by the first stream.  Neither is part of libberth.la.
  */
 #ifndef BERTH_DIGEST_H
 #define BERTH_DIGEST_H

@@ -63,7 +63,7 @@ static int pem_single_block(const char *pem, size_t len, const char *want, unsig
     if (PEM_read_bio(bio, &name, &header, &der, &dlen) != 1)
         return berth_error_set(reterr, -EBADMSG, "malformed PEM block");
     if (!streq(name, want) || (header && *header)) {
-        OPENSSL_free(der);
+        OPENSSL_clear_free(der, (size_t)dlen); /* it may be another private key */
         return berth_error_set(reterr, -EBADMSG, "PEM block is \"%s\"%s, expected an unencrypted \"%s\"", name,
                                header && *header ? " with headers" : "", want);
     }

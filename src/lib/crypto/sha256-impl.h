@@ -2,7 +2,7 @@
 /*
  * sha256-impl.h -- what an implementation of SHA-256 gives digest.c, which
  * checks the arguments of the berth_sha256*() functions (digest.h) and
- * calls these: sha256-openssl.c and sha256-sodium.c each define all of
+ * calls these: sha256-openssl.c and sha256-lazy.c each define all of
  * them, and a program links one (digest.h says which).  Arguments are
  * valid when these are called: @data is non-NULL (possibly with @len 0),
  * @ctx is one that sha256_impl_new() returned.  Each returns 0, or -ENOMEM

@@ -76,6 +76,8 @@ int berth_signing_key_from_seed(const uint8_t seed[BERTH_ED25519_SEED_LEN], stru
     struct berth_signing_key *k;
     int r;
 
+    if (!seed || !ret)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
     if (sodium_init() < 0)
         return berth_error_set(reterr, -EIO, "libsodium failed to initialise");
     k = sodium_malloc(sizeof(*k));

@@ -48,7 +48,8 @@ int berth_signing_key_generate(struct berth_signing_key **ret, struct berth_erro
 /**
  * berth_signing_key_from_seed() - the key whose RFC 8032 private key (the
  * 32-byte seed) is @seed, which the caller then wipes.
- * Return: 0; -ENOMEM; -EIO when libsodium cannot initialise or derive it.
+ * Return: 0; -EINVAL (a NULL argument); -ENOMEM; -EIO when libsodium
+ * cannot initialise or derive it.
  */
 int berth_signing_key_from_seed(const uint8_t seed[BERTH_ED25519_SEED_LEN], struct berth_signing_key **ret,
                                 struct berth_error *reterr);

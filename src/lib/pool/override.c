@@ -275,8 +275,9 @@ static int build_effective(const struct berth_pool *pool, const json_t *ov, cons
     if (!timeout)
         timeout = json_object_get(json_object_get(pool->manifest, "template"), "timeout_seconds");
     v = json_object_get(ov, "root");
-    tpl = json_pack("{s:O, s:s, s:O}", "env", env, "root", v ? json_string_value(v) : pool->root, "timeout_seconds",
-                    timeout);
+    /* A copy, not a reference: the pool (kept parsed by the registry) stays its own. */
+    tpl = json_pack("{s:O, s:s, s:o}", "env", env, "root", v ? json_string_value(v) : pool->root, "timeout_seconds",
+                    json_deep_copy(timeout));
     (void)capability_bits(json_object_get(ov, "capabilities"), &bits, &bad); /* absent: no extra bits */
     e->capabilities = BERTH_CAP_BASE | bits;
     v = json_object_get(ov, "network_egress_class");
