@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "buf.h"
 #include "canon.h"
 #include "jsonobj.h"
 #include "macro.h"
@@ -403,6 +404,48 @@ START_TEST(serialize_bound)
 }
 END_TEST
 
+/* Members sort alike however many an object has (small objects sort on the
+ * stack, larger ones with qsort): ASCII keys by byte, then an astral
+ * character (a surrogate pair, D83D DE00) before U+E000 and U+FFFF. */
+START_TEST(member_order_sizes)
+{
+    static const char *const tail[] = {"\xf0\x9f\x98\x80", "\xee\x80\x80", "\xef\xbf\xbf"};
+    static const size_t sizes[] = {3, 4, 15, 16, 17, 40};
+    size_t k, i;
+
+    for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        size_t n = sizes[k], plain = n - 3;
+        _cleanup_json_ json_t *v = json_object();
+        _cleanup_free_ char *out = NULL;
+        struct berth_buf want = BERTH_BUF_INIT(0);
+        struct berth_error err = BERTH_ERROR_INIT;
+        char key[24];
+
+        /* Inserted in reverse order. */
+        for (i = 3; i-- > 0;)
+            ck_assert_int_eq(json_object_set_new(v, tail[i], json_integer((json_int_t)(plain + i))), 0);
+        for (i = plain; i-- > 0;) {
+            snprintf(key, sizeof(key), "k%02zu", i);
+            ck_assert_int_eq(json_object_set_new(v, key, json_integer((json_int_t)i)), 0);
+        }
+        ck_assert_int_eq(berth_buf_append(&want, "{", 1), 0);
+        for (i = 0; i < n; i++) {
+            char member[64];
+            int len;
+
+            if (i < plain)
+                snprintf(key, sizeof(key), "k%02zu", i);
+            len = snprintf(member, sizeof(member), "%s\"%s\":%zu", i ? "," : "", i < plain ? key : tail[i - plain], i);
+            ck_assert_int_eq(berth_buf_append(&want, member, (size_t)len), 0);
+        }
+        ck_assert_int_eq(berth_buf_append(&want, "}", 1), 0);
+        ck_assert_int_eq(berth_json_serialize(v, 0, &out, NULL, &err), 0);
+        ck_assert_str_eq(out, want.data);
+        berth_buf_free(&want);
+    }
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("canon");
@@ -422,6 +465,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, random_idempotent);
     tcase_add_test(tc, serialize_refusals);
     tcase_add_test(tc, serialize_bound);
+    tcase_add_test(tc, member_order_sizes);
     tcase_add_test(tc, emit_steals);
     return s;
 }

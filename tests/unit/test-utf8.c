@@ -87,6 +87,16 @@ START_TEST(utf16_order)
     /* Two astral characters compare by their surrogates. */
     ck_assert_int_lt(CMP("\xf0\x9f\x98\x80", "\xf0\x9f\x98\x81"), 0);
     ck_assert_int_lt(CMP("\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf"), 0);
+    /* After a common ASCII prefix, the same rules. */
+    ck_assert_int_lt(CMP("key\xf0\x90\x80\x80", "key\xee\x80\x80"), 0);
+    ck_assert_int_gt(CMP("key\xf0\x90\x80\x80", "key\xed\x9f\xbf"), 0);
+    ck_assert_int_lt(CMP("key", "key\xc3\xa9"), 0);
+    ck_assert_int_gt(CMP("key\xc3\xa9", "key"), 0);
+    ck_assert_int_lt(CMP("key\x7f", "key\xc2\x80"), 0);
+    ck_assert_int_gt(CMP("keyb", "keya\xc3\xa9"), 0);
+    ck_assert_int_lt(CMP("ke", "key"), 0);
+    ck_assert_int_eq(CMP("key", "key"), 0);
+    ck_assert_int_gt(CMP("key\xff", "key\xef\xbf\xbf"), 0);
     /* Invalid bytes still give a total order. */
     ck_assert_int_gt(CMP("\xff", "\xef\xbf\xbf"), 0);
     ck_assert_int_eq(CMP("\xff", "\xff"), 0);

@@ -21,7 +21,7 @@ int berth_buf_append(struct berth_buf *b, const void *p, size_t n)
         return -EFBIG;
     need = b->len + n + 1;
     if (need > b->cap) {
-        cap = b->cap ? b->cap : 64;
+        cap = b->cap ? b->cap : 256;
         while (cap < need)
             cap = cap > SIZE_MAX / 2 ? need : cap * 2;
         d = realloc(b->data, cap);

@@ -115,9 +115,18 @@ static int32_t next_unit(const char *s, size_t len, size_t *pos, uint32_t *pendi
 
 int berth_utf16_compare(const char *a, size_t alen, const char *b, size_t blen)
 {
-    size_t pa = 0, pb = 0;
+    size_t pa = 0, pb = 0, n = alen < blen ? alen : blen;
     uint32_t qa = 0, qb = 0;
 
+    /* The common ASCII prefix: one code unit per byte.  It ends at a
+     * character boundary of both, where the general walk below takes over. */
+    while (pa < n && a[pa] == b[pa] && (unsigned char)a[pa] < 0x80)
+        pa++;
+    if (pa == n)
+        return alen == blen ? 0 : alen < blen ? -1 : 1;
+    if ((unsigned char)a[pa] < 0x80 && (unsigned char)b[pa] < 0x80)
+        return (unsigned char)a[pa] < (unsigned char)b[pa] ? -1 : 1;
+    pb = pa;
     for (;;) {
         int32_t ua = next_unit(a, alen, &pa, &qa);
         int32_t ub = next_unit(b, blen, &pb, &qb);

@@ -262,54 +262,70 @@ int berth_json_parse(const char *buf, size_t len, size_t max_bytes, json_t **ret
 /* ------------------------------------------------------------------------- */
 /* Serialiser.                                                                */
 
+/* Bytes a string member cannot hold as they are (RFC 8785 section 3.2.2.2:
+ * the control characters, '"' and '\\'); NUL is refused.  The rest are
+ * copied in runs. */
+static const unsigned char escape_of[256] = {
+    [0x00] = 'X', [0x01] = 'u', [0x02] = 'u', [0x03] = 'u', [0x04] = 'u', [0x05] = 'u', [0x06] = 'u', [0x07] = 'u',
+    [0x08] = 'b', [0x09] = 't', [0x0a] = 'n', [0x0b] = 'u', [0x0c] = 'f', [0x0d] = 'r', [0x0e] = 'u', [0x0f] = 'u',
+    [0x10] = 'u', [0x11] = 'u', [0x12] = 'u', [0x13] = 'u', [0x14] = 'u', [0x15] = 'u', [0x16] = 'u', [0x17] = 'u',
+    [0x18] = 'u', [0x19] = 'u', [0x1a] = 'u', [0x1b] = 'u', [0x1c] = 'u', [0x1d] = 'u', [0x1e] = 'u', [0x1f] = 'u',
+    ['"'] = '"',  ['\\'] = '\\',
+};
+
+/* One byte; the common case, room in the buffer, without a call. */
+static inline int emit_byte(struct berth_buf *b, char c)
+{
+    if (b->len + 2 <= b->cap && (!b->max || b->len < b->max)) {
+        b->data[b->len++] = c;
+        b->data[b->len] = '\0';
+        return 0;
+    }
+    return berth_buf_putc(b, c);
+}
+
 static int emit_string(struct berth_buf *b, const char *s, size_t len, const struct path *p, bool is_key,
                        struct berth_error *reterr)
 {
     static const char hex[] = "0123456789abcdef";
+    unsigned char high = 0;
     size_t i, run = 0, bad;
     int r;
 
-    if (memchr(s, '\0', len))
-        return path_error(reterr, p, "%s contains a NUL character", is_key ? "key" : "string");
-    if (!berth_utf8_valid(s, len, &bad))
-        return path_error(reterr, p, "%s is not valid UTF-8 (byte %zu)", is_key ? "key" : "string", bad);
-
-    if ((r = berth_buf_putc(b, '"')) < 0)
+    /* One pass: escapes, a NUL (refused), and whether any byte is not
+     * ASCII, in which case the whole string must be valid UTF-8. */
+    if ((r = emit_byte(b, '"')) < 0)
         return r;
     for (i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
+        unsigned char c = (unsigned char)s[i], e = escape_of[c];
         char esc[6];
         size_t n = 2;
 
-        if (c >= 0x20 && c != '"' && c != '\\')
+        high |= c;
+        if (!e)
             continue;
+        if (c == '\0')
+            return path_error(reterr, p, "%s contains a NUL character", is_key ? "key" : "string");
         if ((r = berth_buf_append(b, s + run, i - run)) < 0)
             return r;
         run = i + 1;
         esc[0] = '\\';
-        switch (c) {
-        case '"': esc[1] = '"'; break;
-        case '\\': esc[1] = '\\'; break;
-        case '\b': esc[1] = 'b'; break;
-        case '\f': esc[1] = 'f'; break;
-        case '\n': esc[1] = 'n'; break;
-        case '\r': esc[1] = 'r'; break;
-        case '\t': esc[1] = 't'; break;
-        default:
-            esc[1] = 'u';
+        esc[1] = (char)e;
+        if (e == 'u') {
             esc[2] = '0';
             esc[3] = '0';
             esc[4] = hex[c >> 4];
             esc[5] = hex[c & 0xf];
             n = 6;
-            break;
         }
         if ((r = berth_buf_append(b, esc, n)) < 0)
             return r;
     }
+    if ((high & 0x80) && !berth_utf8_valid(s, len, &bad))
+        return path_error(reterr, p, "%s is not valid UTF-8 (byte %zu)", is_key ? "key" : "string", bad);
     if ((r = berth_buf_append(b, s + run, len - run)) < 0)
         return r;
-    return berth_buf_putc(b, '"');
+    return emit_byte(b, '"');
 }
 
 struct member {
@@ -324,17 +340,38 @@ static int member_cmp(const void *a, const void *b)
     return berth_utf16_compare(x->key, x->key_len, y->key, y->key_len);
 }
 
+/* Objects up to this many members sort on the stack, by insertion. */
+#define SMALL_OBJECT 16
+
+static void sort_members(struct member *m, size_t n)
+{
+    size_t i, j;
+
+    if (n > SMALL_OBJECT) {
+        qsort(m, n, sizeof(*m), member_cmp);
+        return;
+    }
+    for (i = 1; i < n; i++) {
+        struct member x = m[i];
+
+        for (j = i; j > 0 && member_cmp(&m[j - 1], &x) > 0; j--)
+            m[j] = m[j - 1];
+        m[j] = x;
+    }
+}
+
 static int emit_value(struct berth_buf *b, const json_t *v, struct path *p, struct berth_error *reterr);
 
 static int emit_object(struct berth_buf *b, const json_t *v, struct path *p, struct berth_error *reterr)
 {
-    _cleanup_free_ struct member *m = NULL;
+    _cleanup_free_ struct member *heap = NULL;
+    struct member small[SMALL_OBJECT], *m = small;
     size_t n = json_object_size(v), i = 0;
     void *it;
     int r;
 
-    if (n > 0) {
-        m = calloc(n, sizeof(*m));
+    if (n > SMALL_OBJECT) {
+        m = heap = calloc(n, sizeof(*m));
         if (!m)
             return -ENOMEM;
     }
@@ -344,34 +381,49 @@ static int emit_object(struct berth_buf *b, const json_t *v, struct path *p, str
         m[i].value = json_object_iter_value(it);
     }
     n = i;
-    if (n > 1) /* qsort(NULL, 0, ...) is undefined */
-        qsort(m, n, sizeof(*m), member_cmp);
+    sort_members(m, n);
 
-    if ((r = berth_buf_putc(b, '{')) < 0)
+    if ((r = emit_byte(b, '{')) < 0)
         return r;
     for (i = 0; i < n; i++) {
-        if (i > 0 && (r = berth_buf_putc(b, ',')) < 0)
+        if (i > 0 && (r = emit_byte(b, ',')) < 0)
             return r;
         p->frame[p->depth].key = m[i].key;
         p->depth++;
         r = emit_string(b, m[i].key, m[i].key_len, p, true, reterr);
         if (r >= 0)
-            r = berth_buf_putc(b, ':');
+            r = emit_byte(b, ':');
         if (r >= 0)
             r = emit_value(b, m[i].value, p, reterr);
         p->depth--;
         if (r < 0)
             return r;
     }
-    return berth_buf_putc(b, '}');
+    return emit_byte(b, '}');
+}
+
+/* An integer in decimal, as ECMAScript's Number::toString() writes one
+ * within +/-(2^53-1) (RFC 8785 section 3.2.2.3). */
+static int emit_integer(struct berth_buf *b, json_int_t x)
+{
+    char num[24];
+    size_t o = sizeof(num);
+    uint64_t u = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+
+    do {
+        num[--o] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (x < 0)
+        num[--o] = '-';
+    return berth_buf_append(b, num + o, sizeof(num) - o);
 }
 
 static int emit_value(struct berth_buf *b, const json_t *v, struct path *p, struct berth_error *reterr)
 {
-    char num[32];
     json_t *child;
     size_t i;
-    int r, n;
+    int r;
 
     switch (json_typeof(v)) {
     case JSON_OBJECT:
@@ -381,11 +433,11 @@ static int emit_value(struct berth_buf *b, const json_t *v, struct path *p, stru
     case JSON_ARRAY:
         if (p->depth >= BERTH_JSON_MAX_DEPTH)
             return path_error(reterr, p, "nesting deeper than %d levels", BERTH_JSON_MAX_DEPTH);
-        if ((r = berth_buf_putc(b, '[')) < 0)
+        if ((r = emit_byte(b, '[')) < 0)
             return r;
         json_array_foreach(v, i, child)
         {
-            if (i > 0 && (r = berth_buf_putc(b, ',')) < 0)
+            if (i > 0 && (r = emit_byte(b, ',')) < 0)
                 return r;
             p->frame[p->depth].key = NULL;
             p->frame[p->depth].index = i;
@@ -395,14 +447,13 @@ static int emit_value(struct berth_buf *b, const json_t *v, struct path *p, stru
             if (r < 0)
                 return r;
         }
-        return berth_buf_putc(b, ']');
+        return emit_byte(b, ']');
     case JSON_STRING: return emit_string(b, json_string_value(v), json_string_length(v), p, false, reterr);
     case JSON_INTEGER: {
         json_int_t x = json_integer_value(v);
         if (x > BERTH_JSON_MAX_INTEGER || x < -BERTH_JSON_MAX_INTEGER)
             return path_error(reterr, p, "integer %" JSON_INTEGER_FORMAT " is outside +/-(2^53-1)", x);
-        n = snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, x);
-        return berth_buf_append(b, num, (size_t)n);
+        return emit_integer(b, x);
     }
     case JSON_REAL: return path_error(reterr, p, "real numbers cannot be serialised canonically");
     case JSON_TRUE: return berth_buf_append(b, "true", 4);
