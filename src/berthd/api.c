@@ -149,6 +149,7 @@ void berthd_api_batch(evutil_socket_t fd, short what, void *arg)
         v[k].fingerprint = p->fingerprint;
         v[k].body = p->body;
         v[k].len = p->len;
+        v[k].parsed = p->parsed;
         k++;
     }
     if (berth_now_ns(CLOCK_MONOTONIC, &t0, NULL) < 0)
@@ -167,6 +168,7 @@ void berthd_api_batch(evutil_socket_t fd, short what, void *arg)
             k++;
         }
         free(p->body);
+        berth_parsed_job_free(p->parsed);
     }
     free(v);
     memmove(srv->pending, srv->pending + n, (srv->n_pending - n) * sizeof(*srv->pending));
@@ -261,7 +263,26 @@ struct route {
     const char *admin;
     const char *text_type;
     bool hidden;
+    /* Run on the request's front thread first (berthd_api_prepare()). */
+    void (*prepare)(struct berthd_front_request *rq);
 };
+
+static void parsed_free(void *p)
+{
+    berth_parsed_job_free(p);
+}
+
+/* On a front thread: the job parsed where the TLS and HTTP work was done.
+ * Parsed or not, the batch answers the same (broker.h). */
+static void submit_prepare(struct berthd_front_request *rq)
+{
+    struct berth_parsed_job *p = NULL;
+
+    if (berth_parsed_job_new(rq->body, rq->in.body_len, &p) == 0) {
+        rq->prepared = p;
+        rq->prepared_free = parsed_free;
+    }
+}
 
 static bool submit_handler(struct request *rq, struct berth_reply *r)
 {
@@ -393,7 +414,7 @@ static bool metrics_handler(struct request *rq, struct berth_reply *r)
 /* The API.  A path that matches an entry but not its method answers 405
  * (unless the entry is hidden), a path that matches none 404. */
 static const struct route routes[] = {
-    {BERTHD_HTTP_POST, "/v1/jobs", submit_handler, .hidden = true},
+    {BERTHD_HTTP_POST, "/v1/jobs", submit_handler, .hidden = true, .prepare = submit_prepare},
     {BERTHD_HTTP_GET, "/v1/jobs/{job}", inspect_handler},
     {BERTHD_HTTP_GET, "/v1/jobs/{job}/result", berthd_result_handler},
     {BERTHD_HTTP_GET, "/v1/jobs/{job}/outputs/{output}", berthd_job_output_handler},
@@ -497,6 +518,24 @@ static const struct route *route_find(enum berthd_http_method method, const char
     return NULL;
 }
 
+void berthd_api_prepare(struct berthd_front_request *rq)
+{
+    char params[ROUTE_PARAMS][ROUTE_PARAM_SIZE], path[64];
+    const char *target = rq->head.target;
+    const struct route *rt;
+    size_t len = strcspn(target, "?");
+    int status;
+
+    /* Requests berthd_api_request() refuses before routing get nothing. */
+    if (!rq->peer_ok || !rq->peer_valid || len >= sizeof(path))
+        return;
+    memcpy(path, target, len);
+    path[len] = '\0';
+    rt = route_find(rq->head.method, path, params, &status);
+    if (rt && rt->prepare)
+        rt->prepare(rq);
+}
+
 /* For a route with an admin message: whether the caller has an admin grant;
  * when not, @r holds the refusal. */
 static bool admin_granted(struct request *rq, const struct route *rt, struct berth_reply *r)
@@ -547,6 +586,9 @@ static void queue_submission(struct request *rq)
     memcpy(p->body, rq->in->body, rq->in->body_len);
     p->body[rq->in->body_len] = '\0';
     p->len = rq->in->body_len;
+    /* Parsed from these same bytes on the front thread (berthd_api_prepare()). */
+    p->parsed = rq->cl->rq->prepared;
+    rq->cl->rq->prepared = NULL;
     p->client = rq->cl;
     p->start = rq->start;
     snprintf(p->fingerprint, sizeof(p->fingerprint), "%s", rq->fp);

@@ -185,6 +185,8 @@ void berthd_front_request_free(struct berthd_front_request *rq)
 {
     if (!rq)
         return;
+    if (rq->prepared && rq->prepared_free)
+        rq->prepared_free(rq->prepared);
     free(rq->head.target);
     free(rq->body);
     free(rq);
@@ -254,6 +256,8 @@ static void request_cb(struct berthd_conn *conn, const struct berthd_conn_reques
     rq->in = (struct berthd_conn_request){.head = &rq->head, .body = rq->body, .body_len = in->body_len,
                                           .start = in->start};
     rq->peer_ok = berthd_tls_peer(berthd_conn_ssl(conn), rq->fingerprint, &rq->peer_valid) == 0;
+    if (c->t->f->ops->prepare)
+        c->t->f->ops->prepare(rq);
     m->rq = rq;
     queue_post(&c->t->f->out, m);
 }

@@ -23,7 +23,7 @@
  * After the closed callback no other callback for it comes.
  *
  * Thread safety: every function here is for the main loop thread; every
- * callback of struct berthd_front_ops runs on it.  The front threads touch
+ * callback of struct berthd_front_ops runs on it but @prepare.  The front threads touch
  * only their own loop, their connections and the queues.
  */
 #ifndef BERTHD_FRONT_H
@@ -55,6 +55,10 @@ struct berthd_fconn;
  *               (berthd_tls_peer()) when the request arrived ...
  * @peer_valid:  ... and it is inside its validity period.
  * @fingerprint: that fingerprint (lowercase hex) when @peer_ok.
+ * @prepared:    NULL, or what the @prepare operation made of the request on
+ *               its front thread; the main loop may take it (setting it
+ *               NULL), else it is released with the request by
+ *               @prepared_free.
  */
 struct berthd_front_request {
     struct berthd_conn_request in;
@@ -62,6 +66,8 @@ struct berthd_front_request {
     char *body;
     bool peer_ok, peer_valid;
     char fingerprint[BERTH_FINGERPRINT_LEN + 1];
+    void *prepared;
+    void (*prepared_free)(void *prepared);
 };
 
 /**
@@ -78,6 +84,11 @@ struct berthd_front_request {
  *            @start: CLOCK_MONOTONIC ns of the refusal, -1 if unreadable.
  * @dropped:  closed by a deadline or a TLS failure before it was served.
  * @closed:   the connection is gone: release the handle.
+ * @prepare:  optional, and the exception: called on the FRONT thread with
+ *            each complete request before it is posted, to do work that
+ *            needs nothing but the request (berthd: parse a submitted job)
+ *            off the main loop.  It may set @rq->prepared and
+ *            @rq->prepared_free and must touch nothing shared.
  */
 struct berthd_front_ops {
     void (*secured)(void *arg, const char *fingerprint);
@@ -85,6 +96,7 @@ struct berthd_front_ops {
     void (*refused)(void *arg, const struct berthd_http_refusal *why, int64_t start);
     void (*dropped)(void *arg, enum berthd_refusal why);
     void (*closed)(void *arg);
+    void (*prepare)(struct berthd_front_request *rq);
 };
 
 /**

@@ -58,7 +58,8 @@ struct pending {
     char fingerprint[BERTH_FINGERPRINT_LEN + 1];
     char *body;
     size_t len;
-    int64_t start; /* CLOCK_MONOTONIC ns, -1 if unreadable */
+    struct berth_parsed_job *parsed; /* @body parsed on its front thread, or NULL */
+    int64_t start;                   /* CLOCK_MONOTONIC ns, -1 if unreadable */
     char path[64];
     char method[16];
 };
@@ -197,6 +198,14 @@ void berthd_api_send(struct berthd_server *srv, struct client *cl, const char *m
 void berthd_api_send_fd(struct berthd_server *srv, struct client *cl, const char *method, struct berth_reply *reply,
                         int fd, uint64_t size, int64_t start, const char *path, const char *extra_headers,
                         void (*released)(void *arg), void *arg);
+
+/**
+ * berthd_api_prepare() - front.h's prepare operation, on a FRONT thread:
+ * a submission (POST /v1/jobs) from a verified certificate gets its job
+ * parsed there (struct berth_parsed_job), so that the batch on the main
+ * loop does not parse it again.  Touches nothing but @rq.
+ */
+void berthd_api_prepare(struct berthd_front_request *rq);
 
 /** berthd_api_request() - answer @rq (now @cl->rq) on @cl (front.h's request callback). */
 void berthd_api_request(struct client *cl, struct berthd_front_request *rq);

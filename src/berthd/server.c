@@ -236,6 +236,7 @@ int berthd_server_new(struct event_base *base, SSL_CTX *ctx, const struct berthd
         .refused = refused_cb,
         .dropped = dropped_cb,
         .closed = closed_cb,
+        .prepare = berthd_api_prepare,
     };
     berthd_metrics_init(&srv->metrics);
     srv->batch_ev = event_new(base, -1, 0, berthd_api_batch, srv);
@@ -348,7 +349,10 @@ void berthd_server_free(struct berthd_server *srv)
     }
     berthd_front_free(srv->front);
     for (i = 0; i < srv->n_pending; i++)
+    {
         free(srv->pending[i].body);
+        berth_parsed_job_free(srv->pending[i].parsed);
+    }
     free(srv->pending);
     if (srv->batch_ev)
         event_free(srv->batch_ev);

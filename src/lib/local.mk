@@ -98,6 +98,7 @@ BERTH_BROKER_SOURCES = \
 	src/lib/broker/broker-runio.c \
 	src/lib/broker/inputs-stage.c src/lib/broker/inputs-stage.h \
 	src/lib/broker/broker-dispatch.c \
+	src/lib/broker/broker-parsed.c \
 	src/lib/broker/broker-starts.c \
 	src/lib/broker/broker-serial.c \
 	src/lib/broker/rootcache.c src/lib/broker/rootcache.h \

@@ -239,11 +239,20 @@ static char *job_doc(const char *id, const char *argv, long long wall_ns)
     return doc;
 }
 
+/* Whether submit() parses the document ahead, as berthd's front threads do. */
+static bool ahead;
+
 static struct berth_reply submit(const char *fp, const char *doc)
 {
     struct berth_submission s = {.fingerprint = fp, .body = doc, .len = strlen(doc)};
+    struct berth_parsed_job *p = NULL;
 
+    if (ahead) {
+        ck_assert_int_eq(berth_parsed_job_new(doc, s.len, &p), 0);
+        s.parsed = p;
+    }
     ck_assert_int_eq(berth_broker_submit_batch(broker, &s, 1), 0);
+    berth_parsed_job_free(p);
     return s.reply;
 }
 
@@ -406,6 +415,66 @@ START_TEST(batch_outcomes)
     ck_assert_int_eq(counts[BERTH_JOB_ACCEPTED], 1);
     for (i = 0; i < 7; i++)
         berth_reply_clear(&v[i].reply);
+    free(big);
+}
+END_TEST
+
+/* A job parsed ahead (berth_parsed_job_new(), berthd's front threads) is
+ * answered as the same bytes parsed in the batch, and the batch takes the
+ * job from it. */
+START_TEST(parsed_ahead)
+{
+    _cleanup_free_ char *a = job_doc("pa", "[\"echo\"]", 1000000000LL), *b = job_doc("pb", "[\"echo\"]", 1000000000LL),
+                        *c = job_doc("pc", "[\"echo\"]", 1000000000LL);
+    const char *malformed = "{\"schema_version\":1,\"id\":7}";
+    struct berth_parsed_job *p = NULL;
+    struct berth_reply here, there;
+    char *big = calloc(1, BERTH_JOB_MAX + 2);
+
+    /* A refusal: the same status and message. */
+    here = submit(FP_A, malformed);
+    ahead = true;
+    there = submit(FP_A, malformed);
+    expect_status(&here, 400, "malformed");
+    expect_status(&there, 400, "malformed");
+    ck_assert_str_eq(here.message, there.message);
+    berth_reply_clear(&here);
+    berth_reply_clear(&there);
+    /* Accepted parsed ahead; its identical retry, parsed in the batch, gets the same receipt. */
+    there = submit(FP_A, a);
+    ahead = false;
+    here = submit(FP_A, a);
+    expect_status(&there, 201, NULL);
+    expect_status(&here, 200, NULL);
+    ck_assert(json_equal(here.body, there.body));
+    berth_reply_clear(&here);
+    berth_reply_clear(&there);
+    /* The batch uses the parse ahead, not its own: body pb with pc parsed records pc. */
+    {
+        struct berth_submission s = {.fingerprint = FP_A, .body = b, .len = strlen(b)};
+
+        ck_assert_int_eq(berth_parsed_job_new(c, strlen(c), &p), 0);
+        s.parsed = p;
+        ck_assert_int_eq(berth_broker_submit_batch(broker, &s, 1), 0);
+        expect_status(&s.reply, 201, NULL);
+        berth_reply_clear(&s.reply);
+        berth_parsed_job_free(p);
+    }
+    here = submit(FP_A, c);
+    expect_status(&here, 200, NULL);
+    berth_reply_clear(&here);
+    here = submit(FP_A, b);
+    expect_status(&here, 201, NULL);
+    berth_reply_clear(&here);
+    /* What it does not parse. */
+    p = NULL;
+    ck_assert_ptr_nonnull(big);
+    memset(big, ' ', BERTH_JOB_MAX + 1);
+    ck_assert_int_eq(berth_parsed_job_new(big, BERTH_JOB_MAX + 1, &p), -EFBIG);
+    ck_assert_int_eq(berth_parsed_job_new(NULL, 0, &p), -EINVAL);
+    ck_assert_int_eq(berth_parsed_job_new(a, strlen(a), NULL), -EINVAL);
+    ck_assert_ptr_null(p);
+    berth_parsed_job_free(NULL);
     free(big);
 }
 END_TEST
@@ -1587,6 +1656,10 @@ START_TEST(jobio_admission)
     absent = input_member("sha256:0000000000000000000000000000000000000000000000000000000000000000", 3);
     d1 = jobio_doc("absent", "[\"cat-input\",\"0\"]", absent);
     refused_unrecorded(FP_A, d1, 400, "input_unknown");
+    /* The store is asked about the job parsed ahead alike (berthd's front threads). */
+    ahead = true;
+    refused_unrecorded(FP_A, d1, 400, "input_unknown");
+    ahead = false;
     /* Another principal's object is absent for alice (and not told apart). */
     foreign = input_member(bobs, strlen("bob's own\n"));
     d2 = jobio_doc("foreign", "[\"cat-input\",\"0\"]", foreign);
@@ -2244,6 +2317,7 @@ static Suite *make_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, submit_run_collect);
     tcase_add_test(tc, batch_outcomes);
+    tcase_add_test(tc, parsed_ahead);
     tcase_add_test(tc, admission);
     tcase_add_test(tc, cancel_before_start);
     tcase_add_test(tc, cancel_running);

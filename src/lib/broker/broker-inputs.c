@@ -89,14 +89,18 @@ void broker_inputs_precheck(struct berth_broker *b, const struct berth_submissio
 {
     struct berth_reply scratch = {0};
     struct broker_caller caller = {0};
-    struct berth_job *job = NULL;
+    struct broker_job_ref ref = {0};
+    struct berth_job *job;
     const json_t *inputs, *in;
     size_t i;
     int r;
 
     memset(ic, 0, sizeof(*ic));
-    if (!b->p.evidence_ops || !s->body || s->len > BERTH_JOB_MAX || berth_job_parse(s->body, s->len, &job, NULL) < 0)
+    if (!b->p.evidence_ops || !s->body || s->len > BERTH_JOB_MAX || broker_submission_job(s, &ref, NULL) < 0) {
+        broker_job_ref_clear(&ref);
         return; /* submit refuses it without asking the store */
+    }
+    job = ref.job;
     inputs = json_object_get(job->doc, "inputs");
     if (json_array_size(inputs) == 0)
         goto out;
@@ -116,7 +120,7 @@ void broker_inputs_precheck(struct berth_broker *b, const struct berth_submissio
         if (!input_present(b, job, i, in, ic))
             break;
 out:
-    berth_job_free(job);
+    broker_job_ref_clear(&ref);
 }
 
 void broker_input_check_clear(struct broker_input_check *ic)

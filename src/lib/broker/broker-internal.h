@@ -407,6 +407,22 @@ int broker_evidence_get(struct berth_broker *b, const char *key, size_t key_len,
 int broker_evidence_put(struct berth_broker *b, const json_t *meta, int data_fd, json_t **ret_ref,
                         struct berth_error *reterr);
 
+/* --- broker-parsed.c: a submission's job, parsed ahead or here --- */
+
+/* A submission's job: @job, borrowed from the submission's parse ahead
+ * (then @text is its canonical form) or @owned, parsed here (@text NULL). */
+struct broker_job_ref {
+    struct berth_job *job;
+    const char *text;
+    struct berth_job *owned;
+};
+
+/* Fill @ref with submission @s's job: berth_job_parse()'s return and
+ * error, whether it was parsed ahead (struct berth_parsed_job) or now.
+ * Release with broker_job_ref_clear() whatever it returned. */
+int broker_submission_job(const struct berth_submission *s, struct broker_job_ref *ref, struct berth_error *reterr);
+void broker_job_ref_clear(struct broker_job_ref *ref);
+
 /* --- broker-inputs.c: a job's inputs, from admission to staging --- */
 
 /* What the evidence store said about one submission's inputs, looked up

@@ -299,6 +299,7 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, const 
                       int64_t now, struct berth_error *err)
 {
     struct broker_caller caller = {0};
+    struct broker_job_ref ref = {0};
     struct berth_job *job = NULL;
     struct berth_job_record old = {0}, rec = {0};
     struct berth_placement_result placed = {0};
@@ -321,7 +322,8 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, const 
         r = 0;
         goto out;
     }
-    r = berth_job_parse(s->body, s->len, &job, err);
+    r = broker_submission_job(s, &ref, err);
+    job = ref.job;
     if (r < 0) {
         if (r == -ENOMEM)
             broker_fail(&s->reply, 500, "internal", "out of memory");
@@ -445,7 +447,7 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, const 
             rp.qualification = json_string_value(qid);
         r = berth_receipt_create(b->p.key, &rp, &receipt, err);
     }
-    if (r < 0 || berth_json_serialize(job->doc, 0, &job_text, NULL, err) < 0 ||
+    if (r < 0 || (!ref.text && berth_json_serialize(job->doc, 0, &job_text, NULL, err) < 0) ||
         berth_json_serialize(receipt, 0, &receipt_text, NULL, err) < 0 ||
         berth_json_serialize(placed.effective, 0, &effective_text, NULL, err) < 0) {
         broker_fail(&s->reply, 500, "internal", "the receipt could not be made");
@@ -458,7 +460,7 @@ static int submit_one(struct berth_broker *b, struct berth_submission *s, const 
         .job_id = (char *)job->id,
         .run_id = run_id,
         .job_digest = job->digest,
-        .job = job_text,
+        .job = (char *)(ref.text ? ref.text : job_text),
         .receipt = receipt_text,
         .backend = (char *)be->name,
         .effective = effective_text,
@@ -504,7 +506,7 @@ out:
     json_decref(receipt);
     berth_placement_result_clear(&placed);
     berth_job_record_clear(&old);
-    berth_job_free(job);
+    broker_job_ref_clear(&ref);
     broker_caller_clear(&caller);
     return r;
 }

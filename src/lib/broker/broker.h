@@ -380,9 +380,37 @@ int berth_broker_new(const struct berth_broker_params *p, struct berth_broker **
 void berth_broker_free(struct berth_broker *b);
 
 /**
+ * struct berth_parsed_job - a submission's job document parsed ahead of its
+ * batch, off the thread that runs the batch (berthd: on the front thread
+ * that read the request).  Opaque; made by berth_parsed_job_new().
+ */
+struct berth_parsed_job;
+
+/**
+ * berth_parsed_job_new() - parse the @len bytes at @body as
+ * berth_job_parse() does and keep the outcome, a job or the refusal with
+ * its message, for a struct berth_submission of the same bytes.  A
+ * document of more than BERTH_JOB_MAX bytes is not parsed: the batch
+ * refuses it (413) without this.
+ * @ret: receives the new object, freed with berth_parsed_job_free().
+ * Return: 0 (whatever the document held); -EINVAL (NULL @body or @ret);
+ * -EFBIG (larger than BERTH_JOB_MAX); -ENOMEM.
+ * Thread safety: touches nothing shared; call it on any thread.  The
+ * object may be handed to another thread (through a queue that orders
+ * memory, as a mutex does) and is then that thread's.
+ */
+int berth_parsed_job_new(const char *body, size_t len, struct berth_parsed_job **ret);
+
+/** berth_parsed_job_free() - release; accepts NULL. */
+void berth_parsed_job_free(struct berth_parsed_job *p);
+
+/**
  * struct berth_submission - one job submission of a batch.
  * @fingerprint: the caller's certificate fingerprint (64 lowercase hex).
  * @body, @len:  the job document as received.
+ * @parsed:      NULL, or exactly @body parsed ahead (berth_parsed_job_new()
+ *               of the same bytes); borrowed for the call.  The batch then
+ *               does not parse @body again; replies are the same either way.
  * @reply:       filled by berth_broker_submit_batch(): 201 with the receipt
  *               (new), 200 with the stored receipt (identical retry, also
  *               of a pruned job: its tombstone keeps the receipt), 400,
@@ -396,6 +424,7 @@ struct berth_submission {
     const char *fingerprint;
     const char *body;
     size_t len;
+    const struct berth_parsed_job *parsed;
     struct berth_reply reply;
     char note[256];
     /* Filled by the broker: an accepted run placed on the remote workers,
