@@ -53,10 +53,12 @@ BERTH_CRYPTO_SOURCES = \
 	src/lib/crypto/treesum.c src/lib/crypto/treesum.h
 BERTH_JOURNAL_SOURCES = \
 	src/lib/journal/audit.c src/lib/journal/audit.h \
+	src/lib/journal/audit-key.c \
 	src/lib/journal/jobstore.c src/lib/journal/jobstore.h \
 	src/lib/journal/jobprune.c src/lib/journal/jobprune.h \
 	src/lib/journal/journal.c src/lib/journal/journal.h \
-	src/lib/journal/qualification.c src/lib/journal/qualification.h
+	src/lib/journal/qualification.c src/lib/journal/qualification.h \
+	src/lib/journal/qualification-store.c
 BERTH_POOL_SOURCES = \
 	src/lib/pool/enrol.c src/lib/pool/enrol.h \
 	src/lib/pool/envsafe.c src/lib/pool/envsafe.h \

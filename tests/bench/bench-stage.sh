@@ -69,6 +69,8 @@ done
 [[ $reps =~ ^[1-9][0-9]*$ ]] || die "--reps must be a positive number"
 layout=$(cd "$1" && pwd) || die "no such directory $1"
 BERTHCTL=${BERTHCTL:-$(pwd)/src/berthctl/berthctl}
+# The verbs audit, image, pool and qualify run in berthctl-full, beside it.
+export BERTHCTL_FULL="${BERTHCTL_FULL:-${BERTHCTL%/*}/berthctl-full}"
 for p in jq tar gzip mount umount; do
     command -v "$p" >/dev/null 2>&1 || die "$p is not installed"
 done

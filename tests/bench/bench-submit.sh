@@ -26,6 +26,8 @@ set -eu
 
 top_builddir=$(pwd)
 BERTHCTL=${BERTHCTL:-$top_builddir/src/berthctl/berthctl}
+# The verbs audit, image, pool and qualify run in berthctl-full, beside it.
+export BERTHCTL_FULL="${BERTHCTL_FULL:-${BERTHCTL%/*}/berthctl-full}"
 BERTHD=${BERTHD:-$top_builddir/src/berthd/berthd}
 BERTH_TEST_PLUGIN_DIR=${BERTH_TEST_PLUGIN_DIR:-$top_builddir/tests/plugins/.libs}
 BENCH_SUBMIT=${BENCH_SUBMIT:-$top_builddir/tests/bench/bench-submit}

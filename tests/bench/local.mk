@@ -54,12 +54,13 @@ EXTRA_DIST += tests/bench/bench-evidence.sh
 
 bench: tests/bench/bench-primitives tests/bench/bench-pools tests/bench/bench-submit tests/bench/bench-pipeline \
 		tests/bench/bench-disk-limit \
-		src/berthd/berthd src/berthctl/berthctl $(plugin_LTLIBRARIES) $(check_LTLIBRARIES) tests/plugins/fixtures.stamp
+		src/berthd/berthd src/berthctl/berthctl src/berthctl/berthctl-full $(plugin_LTLIBRARIES) $(check_LTLIBRARIES) tests/plugins/fixtures.stamp
 	BERTH_TEST_PLUGIN_DIR='$(abs_top_builddir)/$(FIXTURE_DIR)' ./tests/bench/bench-primitives
 	./tests/bench/bench-pools
 	./tests/bench/bench-disk-limit --dir '$(abs_top_builddir)' $(BENCH_EVIDENCE_PLUGIN) --blob
 	BERTH_TEST_PLUGIN_DIR='$(abs_top_builddir)/$(FIXTURE_DIR)' \
 	BERTHCTL='$(abs_top_builddir)/src/berthctl/berthctl' \
+	BERTHCTL_FULL='$(abs_top_builddir)/src/berthctl/berthctl-full' \
 	BERTHD='$(abs_top_builddir)/src/berthd/berthd' \
 	BENCH_SUBMIT='$(abs_top_builddir)/tests/bench/bench-submit' \
 	BENCH_PIPELINE='$(abs_top_builddir)/tests/bench/bench-pipeline' \
@@ -68,6 +69,7 @@ if BERTH_PLUGIN_EVIDENCE_SQLITE
 	BERTH_TEST_PLUGIN_DIR='$(abs_top_builddir)/$(FIXTURE_DIR)' \
 	BERTH_EVIDENCE_PLUGIN_DIR='$(abs_top_builddir)/plugins/evidence-sqlite/.libs' \
 	BERTHCTL='$(abs_top_builddir)/src/berthctl/berthctl' \
+	BERTHCTL_FULL='$(abs_top_builddir)/src/berthctl/berthctl-full' \
 	BERTHD='$(abs_top_builddir)/src/berthd/berthd' \
 	BENCH_DISK_LIMIT='$(abs_top_builddir)/tests/bench/bench-disk-limit' \
 	BENCH_DIR='$(abs_top_builddir)' \

@@ -44,6 +44,7 @@ lib/systemd/system/berthd.service
 lib/tmpfiles.d/berth.conf
 libexec/berth/berth-contained
 libexec/berth/berth-oci-shim
+libexec/berth/berthctl-full
 libexec/berth/berth-slot-init
 libexec/berth/berth-probe
 sbin/berth-worker
@@ -84,7 +85,7 @@ fi
 outside=$(cd "$dest" && find . \( -type f -o -type l \) | sed 's|^\.||' | grep -v "^$prefix/" || :)
 [ -z "$outside" ] || fail "installed outside $prefix: $outside"
 
-for f in bin/berthctl sbin/berthd sbin/berth-worker libexec/berth/berth-oci-shim libexec/berth/berth-slot-init \
+for f in bin/berthctl libexec/berth/berthctl-full sbin/berthd sbin/berth-worker libexec/berth/berth-oci-shim libexec/berth/berth-slot-init \
     libexec/berth/berth-probe libexec/berth/berth-contained lib/berth/plugins/runtime-oci.so lib/berth/plugins/image-oci-local.so \
     lib/berth/plugins/evidence-sqlite.so lib/berth/plugins/containment-systemd.so; do
     [ -x "$root/$f" ] || fail "$f is not executable"
@@ -104,7 +105,7 @@ grep -qx "ExecStart=$prefix/libexec/berth/berth-contained %i" "$root/lib/systemd
     fail "berth-job@.service does not run $prefix/libexec/berth/berth-contained"
 # Exports: the dynamic symbol table of each installed ELF object, defined
 # symbols only.
-for f in bin/berthctl sbin/berthd sbin/berth-worker libexec/berth/berth-oci-shim libexec/berth/berth-slot-init \
+for f in bin/berthctl libexec/berth/berthctl-full sbin/berthd sbin/berth-worker libexec/berth/berth-oci-shim libexec/berth/berth-slot-init \
     libexec/berth/berth-probe libexec/berth/berth-contained lib/berth/plugins/runtime-oci.so lib/berth/plugins/image-oci-local.so \
     lib/berth/plugins/evidence-sqlite.so lib/berth/plugins/containment-systemd.so; do
     if readelf -d "$root/$f" 2>/dev/null | grep -q 'NEEDED.*libberth'; then

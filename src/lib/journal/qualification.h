@@ -58,6 +58,14 @@ int berth_qualification_seal(const struct berth_signing_key *key, json_t *body, 
                              struct berth_error *reterr);
 
 /**
+ * berth_qualification_check() - check that @body has exactly the members
+ * of a qualification record, each of its type (what seal, verify and store
+ * each check first).
+ * Return: 0; -EBADMSG (reterr names the member).  Thread-safe.
+ */
+int berth_qualification_check(const json_t *body, struct berth_error *reterr);
+
+/**
  * berth_qualification_verify() - check @env is a qualification signed by
  * @pub, with the right kind, version and id.
  * @ret_body: optional; the body (borrowed from @env).
