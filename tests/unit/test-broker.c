@@ -353,6 +353,10 @@ START_TEST(submit_run_collect)
     berth_broker_inspect(broker, FP_A, "j1", &ins);
     expect_status(&ins, 200, NULL);
     ck_assert_str_eq(json_string_value(json_object_get(ins.body, "state")), "exited");
+    /* Every transition bumped the revision, finalizing included (recorded
+     * with the terminal state, in one transaction): accepted 1, claimed 2,
+     * running 3, finalizing 4, exited 5. */
+    ck_assert_int_eq(json_integer_value(json_object_get(ins.body, "revision")), 5);
     ck_assert(json_equal(json_object_get(ins.body, "receipt"), r.body));
     berth_reply_clear(&ins);
     berth_broker_result(broker, FP_A, "j1", &res);

@@ -324,10 +324,14 @@ static int inspect(struct berth_broker *b, const struct berth_broker_backend *be
     return 0;
 }
 
-/* One transition and its audit event (broker_journal_write()). */
+/* One transition and its audit event (broker_journal_write()); with
+ * @through, two in the same transaction: to @through first, without an
+ * audit event, then to @to. */
 struct move_write {
     struct berth_broker *b;
     const struct berth_job_record *rec;
+    bool has_through;
+    enum berth_job_state through;
     enum berth_job_state to;
     const char *result, *audit_type;
     json_t *audit_extra;
@@ -340,12 +344,17 @@ struct move_write {
 static int move_write(struct berth_journal *j, void *userdata, struct berth_error *reterr)
 {
     struct move_write *m = userdata;
-    int r = berth_jobstore_transition(j, m->rec->run_id, m->rec->revision, m->to, m->result, m->now, reterr);
+    int64_t revision = m->rec->revision;
+    int r = 0;
 
+    if (m->has_through && (r = berth_jobstore_transition(j, m->rec->run_id, revision++, m->through, NULL, m->now,
+                                                         reterr)) < 0)
+        return r;
+    r = berth_jobstore_transition(j, m->rec->run_id, revision, m->to, m->result, m->now, reterr);
     if (r == 0 && m->warm)
-        r = berth_jobstore_set_warm(j, m->rec->run_id, m->rec->revision + 1, m->warm, reterr);
+        r = berth_jobstore_set_warm(j, m->rec->run_id, revision + 1, m->warm, reterr);
     if (r == 0 && m->lease)
-        r = berth_jobstore_set_lease(j, m->rec->run_id, m->rec->revision + 1, m->lease, reterr);
+        r = berth_jobstore_set_lease(j, m->rec->run_id, revision + 1, m->lease, reterr);
     if (r == 0 && m->audit_type)
         r = broker_audit(m->b, m->audit_type, m->rec, "berthd", json_incref(m->audit_extra), reterr);
     if (r == 0 && m->claim)
@@ -383,17 +392,19 @@ static int local_claim(struct berth_broker *b, const struct berth_job_record *re
                         : r;
 }
 
-/* Record @to (lock held inside); on success @rec follows.  The move to
+/* Record @to, after @through when not NULL (lock held inside); on success @rec follows.  The move to
  * reaping, which comes before a sandbox is stopped, is a priority write
  * (it may use the space reserve); while storage is degraded every other
  * move fails at once with -ENOSPC.  A space failure is logged once, by the
  * degraded state, not here. */
-static int move_full(struct berth_broker *b, struct berth_job_record *rec, enum berth_job_state to, const char *result,
-                     const char *audit_type, json_t *audit_extra, const char *warm, const char *lease,
-                     struct berth_error *reterr)
+static int move_steps(struct berth_broker *b, struct berth_job_record *rec, const enum berth_job_state *through,
+                      enum berth_job_state to, const char *result, const char *audit_type, json_t *audit_extra,
+                      const char *warm, const char *lease, struct berth_error *reterr)
 {
     struct move_write m = {.b = b,
                            .rec = rec,
+                           .has_through = through != NULL,
+                           .through = through ? *through : to,
                            .to = to,
                            .result = result,
                            .audit_type = audit_type,
@@ -422,6 +433,12 @@ static int move_full(struct berth_broker *b, struct berth_job_record *rec, enum 
                        berth_job_state_names[to], reterr->message);
         return r;
     }
+    if (through) {
+        berth_logf(b->p.logger, BERTH_LOG_NOTICE, "job %s run %s of %s: %s -> %s", rec->job_id, rec->run_id,
+                   rec->principal, berth_job_state_names[rec->state], berth_job_state_names[*through]);
+        rec->state = *through;
+        rec->revision++;
+    }
     berth_logf(b->p.logger, BERTH_LOG_NOTICE, "job %s run %s of %s: %s -> %s%s", rec->job_id, rec->run_id,
                rec->principal, berth_job_state_names[rec->state], berth_job_state_names[to], warm ? " (warm)" : "");
     rec->state = to;
@@ -434,6 +451,22 @@ static int move_full(struct berth_broker *b, struct berth_job_record *rec, enum 
         }
     }
     return 0;
+}
+
+static int move_full(struct berth_broker *b, struct berth_job_record *rec, enum berth_job_state to, const char *result,
+                     const char *audit_type, json_t *audit_extra, const char *warm, const char *lease,
+                     struct berth_error *reterr)
+{
+    return move_steps(b, rec, NULL, to, result, audit_type, audit_extra, warm, lease, reterr);
+}
+
+/* Record @through and then @to in one transaction (see move_full()); either
+ * both are recorded or neither. */
+static int move_through(struct berth_broker *b, struct berth_job_record *rec, enum berth_job_state through,
+                        enum berth_job_state to, const char *result, const char *audit_type, json_t *audit_extra,
+                        struct berth_error *reterr)
+{
+    return move_steps(b, rec, &through, to, result, audit_type, audit_extra, NULL, NULL, reterr);
 }
 
 /* Record @to (see move_full()), with the warm slot it started in. */
@@ -549,11 +582,15 @@ static int record_result(struct berth_broker *b, struct berth_job_record *rec, e
                          const char *result, json_t *audit, bool reached, bool again, struct berth_pass_stats *stats,
                          struct berth_error *reterr)
 {
-    int r = 0;
+    int r;
 
+    /* From running, through finalizing in the same transaction: one commit
+     * (one fsync) less before the client has its result.  Nothing happens
+     * between the two; when the pair fails, the job is still running, as
+     * when the move to finalizing failed on its own. */
     if (rec->state == BERTH_JOB_RUNNING)
-        r = move(b, rec, BERTH_JOB_FINALIZING, NULL, NULL, NULL, reterr);
-    if (r == 0)
+        r = move_through(b, rec, BERTH_JOB_FINALIZING, to, result, "job.finished", json_incref(audit), reterr);
+    else
         r = move(b, rec, to, result, "job.finished", json_incref(audit), reterr);
     if (r == 0) {
         broker_result_recorded(b, rec); /* before the reap, which may take seconds */
@@ -964,7 +1001,7 @@ static int reconcile_one(struct berth_broker *b, struct berth_job_record *rec, i
         }
         if (fault)
             broker_fault(b, fault);
-        /* finish() records finalizing first: the result is signed and kept even when that cannot be recorded. */
+        /* finish() signs the result first: it is kept even when it cannot be recorded. */
         r = finish(b, rec, terminal_of[o.state], &o, NULL, stats, reterr);
     } else if (stop && rec->state == BERTH_JOB_RUNNING) {
         outcome_clear(&o);
