@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <pwd.h>
@@ -25,7 +26,7 @@
 #include "utf8.h"
 
 #if !defined(BERTH_WITH_IMAGE) && !defined(BCTL_LIGHT)
-static int cmd_image(struct bctl_globals *g, int argc, char **argv)
+int cmd_image(struct bctl_globals *g, int argc, char **argv)
 {
     (void)g, (void)argc, (void)argv;
     return bctl_error("image", "this berthctl was built without image support (configure found no libarchive, or "
@@ -260,14 +261,20 @@ int bctl_print_json(const char *verb, const json_t *value, bool canonical)
 
 #ifdef BCTL_LIGHT
 /* Run @argv, this command line as given, with berthctl-full: the program
- * BERTHCTL_FULL names (the build tree's tests set it), else the installed
- * one.  Returns only when it cannot be started. */
+ * BERTHCTL_FULL names (the build tree's tests set it; ignored in a
+ * privileged process, secure_getenv(3)), else the installed one.  A path
+ * that is this program itself is refused: it would start itself forever.
+ * Returns only when it cannot be started. */
 static int run_full(char **argv, const char *verb)
 {
-    const char *path = getenv("BERTHCTL_FULL");
+    const char *path = secure_getenv("BERTHCTL_FULL");
+    struct stat self, full;
 
     if (!path || !*path)
         path = BERTHCTL_FULL_PATH;
+    if (stat("/proc/self/exe", &self) == 0 && stat(path, &full) == 0 && self.st_dev == full.st_dev &&
+        self.st_ino == full.st_ino)
+        return bctl_error(verb, "%s is this berthctl, not berthctl-full (check BERTHCTL_FULL)", path);
     execv(path, argv);
     return bctl_error(verb, "cannot run %s, which runs the verbs audit, image, pool and qualify: %m", path);
 }

@@ -272,12 +272,23 @@ static void parsed_free(void *p)
     berth_parsed_job_free(p);
 }
 
+/* Job documents parsed on the front threads: up to this many bytes.  A
+ * job is a few hundred bytes to a few KiB; a larger one (to BERTH_JOB_MAX,
+ * 1 MiB) is parsed in the batch as before.  The front thread parses before
+ * the main loop has admitted the caller, so this bounds what a certificate
+ * that will be refused can cost a front thread (less than a TLS handshake)
+ * and what a queued parse holds (its JSON tree, up to about 20 times the
+ * text). */
+#define PARSE_AHEAD_MAX (16 * 1024)
+
 /* On a front thread: the job parsed where the TLS and HTTP work was done.
  * Parsed or not, the batch answers the same (broker.h). */
 static void submit_prepare(struct berthd_front_request *rq)
 {
     struct berth_parsed_job *p = NULL;
 
+    if (rq->in.body_len > PARSE_AHEAD_MAX)
+        return;
     if (berth_parsed_job_new(rq->body, rq->in.body_len, &p) == 0) {
         rq->prepared = p;
         rq->prepared_free = parsed_free;

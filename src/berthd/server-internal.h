@@ -201,9 +201,10 @@ void berthd_api_send_fd(struct berthd_server *srv, struct client *cl, const char
 
 /**
  * berthd_api_prepare() - front.h's prepare operation, on a FRONT thread:
- * a submission (POST /v1/jobs) from a verified certificate gets its job
- * parsed there (struct berth_parsed_job), so that the batch on the main
- * loop does not parse it again.  Touches nothing but @rq.
+ * a submission (POST /v1/jobs) of at most 16 KiB from a verified
+ * certificate gets its job parsed there (struct berth_parsed_job), so that
+ * the batch on the main loop does not parse it again.  Touches nothing but
+ * @rq.
  */
 void berthd_api_prepare(struct berthd_front_request *rq);
 

@@ -55,6 +55,10 @@ run 2 "$BERTHCTL" pool --no-such-option
 BERTHCTL_FULL=$TMP/missing run 1 "$BERTHCTL" pool list
 grep -q "^berthctl pool: cannot run $TMP/missing, which runs the verbs audit, image, pool and qualify: No such file or directory" \
     "$TMP/stderr" || fail "missing berthctl-full: $(cat "$TMP/stderr")"
+# Nor one that names berthctl itself, which would start itself forever.
+BERTHCTL_FULL=$BERTHCTL run 1 "$BERTHCTL" pool list
+grep -q "^berthctl pool: $BERTHCTL is this berthctl, not berthctl-full (check BERTHCTL_FULL)" "$TMP/stderr" ||
+    fail "BERTHCTL_FULL naming berthctl: $(cat "$TMP/stderr")"
 printf '{"b":1,"a":2}' >"$TMP/doc.json"
 BERTHCTL_FULL=$TMP/missing run 0 "$BERTHCTL" canon "$TMP/doc.json"
 stdout_is '{"a":2,"b":1}'

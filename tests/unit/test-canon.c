@@ -404,6 +404,45 @@ START_TEST(serialize_bound)
 }
 END_TEST
 
+/* A string that is refused itself (NUL, invalid UTF-8) says so whatever
+ * the output bound, once the serialiser reaches it: its refusal comes
+ * before any of its output, as when strings were checked before writing. */
+START_TEST(serialize_refusal_before_bound)
+{
+    static const struct {
+        const char *value;
+        size_t len;
+        const char *message;
+    } cases[] = {
+        {"\xff", 1, "$.v: string is not valid UTF-8 (byte 0)"},
+        {"\n\t\xff", 3, "$.v: string is not valid UTF-8 (byte 2)"},
+        {"a\"b\0c", 5, "$.v: string contains a NUL character"},
+        {"\x01\xc3", 2, "$.v: string is not valid UTF-8 (byte 1)"},
+    };
+    size_t k, max;
+
+    for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        _cleanup_json_ json_t *v = json_object();
+
+        ck_assert_int_eq(json_object_set_new(v, "v", json_stringn_nocheck(cases[k].value, cases[k].len)), 0);
+        /* {"v": is 5 bytes: up to there the bound fails first. */
+        for (max = 1; max < 40; max++) {
+            struct berth_error err = BERTH_ERROR_INIT;
+            char *out = NULL;
+            int r = berth_json_serialize(v, max, &out, NULL, &err);
+
+            ck_assert_ptr_null(out);
+            if (max < 5) {
+                ck_assert_int_eq(r, -EFBIG);
+            } else {
+                ck_assert_msg(r == -EINVAL, "case %zu, bound %zu: %d %s", k, max, r, err.message);
+                ck_assert_str_eq(err.message, cases[k].message);
+            }
+        }
+    }
+}
+END_TEST
+
 /* Members sort alike however many an object has (small objects sort on the
  * stack, larger ones with qsort): ASCII keys by byte, then an astral
  * character (a surrogate pair, D83D DE00) before U+E000 and U+FFFF. */
@@ -466,6 +505,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, serialize_refusals);
     tcase_add_test(tc, serialize_bound);
     tcase_add_test(tc, member_order_sizes);
+    tcase_add_test(tc, serialize_refusal_before_bound);
     tcase_add_test(tc, emit_steals);
     return s;
 }

@@ -284,18 +284,40 @@ static inline int emit_byte(struct berth_buf *b, char c)
     return berth_buf_putc(b, c);
 }
 
+/* The string's own refusal, a NUL before invalid UTF-8, or 0. */
+static int string_refused(const char *s, size_t len, const struct path *p, bool is_key, struct berth_error *reterr)
+{
+    size_t bad;
+
+    if (memchr(s, '\0', len))
+        return path_error(reterr, p, "%s contains a NUL character", is_key ? "key" : "string");
+    if (!berth_utf8_valid(s, len, &bad))
+        return path_error(reterr, p, "%s is not valid UTF-8 (byte %zu)", is_key ? "key" : "string", bad);
+    return 0;
+}
+
+/* @r, an append's failure; a string that is refused itself says so first,
+ * whatever the output bound (the refusal comes before any output). */
+static int string_failed(int r, const char *s, size_t len, const struct path *p, bool is_key,
+                         struct berth_error *reterr)
+{
+    int own = string_refused(s, len, p, is_key, reterr);
+
+    return own < 0 ? own : r;
+}
+
 static int emit_string(struct berth_buf *b, const char *s, size_t len, const struct path *p, bool is_key,
                        struct berth_error *reterr)
 {
     static const char hex[] = "0123456789abcdef";
     unsigned char high = 0;
-    size_t i, run = 0, bad;
+    size_t i, run = 0;
     int r;
 
     /* One pass: escapes, a NUL (refused), and whether any byte is not
      * ASCII, in which case the whole string must be valid UTF-8. */
     if ((r = emit_byte(b, '"')) < 0)
-        return r;
+        return string_failed(r, s, len, p, is_key, reterr);
     for (i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i], e = escape_of[c];
         char esc[6];
@@ -305,9 +327,9 @@ static int emit_string(struct berth_buf *b, const char *s, size_t len, const str
         if (!e)
             continue;
         if (c == '\0')
-            return path_error(reterr, p, "%s contains a NUL character", is_key ? "key" : "string");
+            return string_refused(s, len, p, is_key, reterr);
         if ((r = berth_buf_append(b, s + run, i - run)) < 0)
-            return r;
+            return string_failed(r, s, len, p, is_key, reterr);
         run = i + 1;
         esc[0] = '\\';
         esc[1] = (char)e;
@@ -319,10 +341,10 @@ static int emit_string(struct berth_buf *b, const char *s, size_t len, const str
             n = 6;
         }
         if ((r = berth_buf_append(b, esc, n)) < 0)
-            return r;
+            return string_failed(r, s, len, p, is_key, reterr);
     }
-    if ((high & 0x80) && !berth_utf8_valid(s, len, &bad))
-        return path_error(reterr, p, "%s is not valid UTF-8 (byte %zu)", is_key ? "key" : "string", bad);
+    if ((high & 0x80) && (r = string_refused(s, len, p, is_key, reterr)) < 0)
+        return r;
     if ((r = berth_buf_append(b, s + run, len - run)) < 0)
         return r;
     return emit_byte(b, '"');
