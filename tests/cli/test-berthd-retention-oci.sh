@@ -26,6 +26,13 @@ for i in $(seq 1 200); do
     sleep 0.1
 done
 [ ! -e "$TMP/state-runsc/jobs/$RUN_ID" ] || fail "the runtime tombstone of $RUN_ID was not pruned: $(cat "$TMP/berthd.log")"
+# The runtime drops its tombstone first; the journal's prune commits, and
+# is logged, after it (broker-prune.c): wait for the line, not just the
+# directory (an ASan build showed the gap).
+for i in $(seq 1 200); do
+    grep -q "job gone run $RUN_ID of dev: pruned (exited" "$TMP/berthd.log" && break
+    sleep 0.1
+done
 grep -q "job gone run $RUN_ID of dev: pruned (exited" "$TMP/berthd.log" || fail "the pruning was not logged"
 run 1 CLIENT collect gone
 grep -q "410 pruned" "$TMP/stderr" || fail "collect: $(cat "$TMP/stderr")"
