@@ -118,11 +118,13 @@ bb_job() {
 # CLIENT ARGS...: berthctl as the client "dev".
 CLIENT() { "$BERTHCTL" --config "$INST/client.json" "$@"; }
 
-# submit ID: submit $TMP/ID.job.json (fails unless accepted); RUN_ID is its run id.
+# submit ID: submit $TMP/ID.job.json (fails unless accepted); RUN_ID is its
+# run id and SUBMITTED its job id, for the messages of later checks.
 submit() {
     run 0 CLIENT submit "$TMP/$1.job.json" --json
     cp "$TMP/stdout" "$TMP/$1.receipt.json"
     RUN_ID=$(run_id_of "$TMP/$1.receipt.json")
+    SUBMITTED=$1
 }
 
 # finish ID: wait for job ID's signed result and collect it into $TMP/ID.out/.

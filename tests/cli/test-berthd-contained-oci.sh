@@ -63,23 +63,29 @@ unit_gone() {
 }
 # sole_supervisor RUN_ID: the one process of the job's supervisor group, its
 # shim (the runtime's own commands after create run there too, briefly).
+# Up to a minute: under ASan, and right after a restart of berthd (whose
+# startup reconcile fences and drains units first), a start takes seconds.
 sole_supervisor() {
     local p
-    for _ in $(seq 200); do
+    for _ in $(seq 1200); do
         p=$(procs "$1" supervisor)
         [ "$(echo $p | wc -w)" = 1 ] && { echo "$p"; return 0; }
         sleep 0.05
     done
     fail "the supervisor group of berth-job@$1.service holds '$p', not the shim alone"
 }
-# wait_procs RUN_ID GROUP: until that group of the job's unit holds a process.
+# wait_procs RUN_ID GROUP: until that group of the job's unit holds a
+# process (up to a minute, as sole_supervisor); the job is the one submit
+# last sent ($SUBMITTED).
 wait_procs() {
-    for _ in $(seq 200); do
+    for _ in $(seq 1200); do
         [ -n "$(procs "$1" "$2")" ] && return 0
         sleep 0.05
     done
-    run_status_any CLIENT wait "$JOB" --timeout=10 --json
-    fail "the $2 group of berth-job@$1.service never held a process; job $JOB: $(cat "$TMP/stdout")"
+    run_status_any CLIENT wait "$SUBMITTED" --timeout=10 --json
+    fail "the $2 group of berth-job@$1.service never held a process; job $SUBMITTED: $(cat "$TMP/stdout")
+--- berthd.log:
+$(tail -n 40 "$TMP/berthd.log")"
 }
 
 ct_berthd
@@ -103,7 +109,6 @@ for rt in runsc crun; do
         "$TMP/one-$rt.job.json" >"$TMP/one-$rt.job.new"
     mv "$TMP/one-$rt.job.new" "$TMP/one-$rt.job.json"
     submit "one-$rt"
-    JOB=one-$rt
     [ "$(placed "one-$rt")" = "contained-$rt" ] || fail "one-$rt went to $(placed "one-$rt")"
     RUN=$RUN_ID
     wait_procs "$RUN" payload
