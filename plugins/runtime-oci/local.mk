@@ -96,6 +96,10 @@ tests_tools_oci_drive_SOURCES = tests/tools/oci-drive.c
 tests_tools_oci_drive_CFLAGS = $(BERTH_CORE_CFLAGS)
 tests_tools_oci_drive_LDADD = $(BERTH_CORE_LIBS)
 TESTS += tests/cli/test-runtime-oci-io.sh
+# An OCI runtime (the real one) plus a helper process a test can kill when
+# it chooses: a runtime helper that dies as the sandbox ends.
+check_PROGRAMS += tests/tools/runtime-helper-wrap
+tests_tools_runtime_helper_wrap_SOURCES = tests/tools/runtime-helper-wrap.c
 # The start handshake with a shim that never answers, or ends without answering.
 TESTS += tests/cli/test-runtime-oci-start.sh
 
@@ -134,4 +138,4 @@ EXTRA_DIST += tests/cli/test-bundle-runtimes.sh tests/cli/test-runtime-oci.sh te
 	tests/cli/test-berthd-events-oci.sh tests/cli/test-berthd-roots-oci.sh \
 	tests/cli/oci-lib.sh tests/cli/oci-drive-lib.sh tests/bench/overhead tests/bench/direct-lib.sh tests/bench/steps-lib.sh tests/bench/starts tests/bench/slots tests/bench/bench-warm tests/unit/test-runtime-oci.c tests/tools/mkbundle.c \
 	tests/cli/test-runtime-oci-io.sh tests/cli/test-runtime-oci-start.sh tests/cli/test-runtime-oci-warm.sh tests/cli/test-berthd-warm-oci.sh \
-	tests/tools/oci-drive.c tests/unit/test-outcheck.c tests/unit/test-ocipin.c tests/cli/test-berthd-containment.sh
+	tests/tools/oci-drive.c tests/tools/runtime-helper-wrap.c tests/unit/test-outcheck.c tests/unit/test-ocipin.c tests/cli/test-berthd-containment.sh

@@ -135,6 +135,8 @@ struct shim {
     int sigfd;          /* signalfd of SIGCHLD and the termination signals, once supervise set it up */
     pid_t init_pid;
     bool init_exited;
+    bool end_judged;    /* judge_end() ran: later deaths of helpers are the teardown's */
+    bool helpers_stuck; /* judge_end() waited REAP_NS for the helpers in vain */
     int init_status;
     const char *state, *reason; /* a verdict the shim reached itself */
     int64_t started_at;         /* CLOCK_REALTIME; -1 = not started, or the clock could not be read */
@@ -349,11 +351,17 @@ static void child_ended(struct shim *s, pid_t w, int st)
          * stopped it: the sandbox is lost.  runsc-gofer exits 0 when the
          * sandbox shuts down, which may be seen before the sandbox's own exit.
          * The sandbox's own processes (gVisor's ptrace stubs) are never
-         * helpers (note_helpers()); the init is not asked whether it has
-         * ended: a sandbox ends quickly once its gofer is killed. */
-        if (!s->init_exited && !s->state && !s->killed && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-            logf_shim(s, "runtime process %d ended (%s %d) while the job ran: killing the job", (int)w,
-                      WIFEXITED(st) ? "exit status" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+         * helpers (note_helpers()).  A sandbox ends quickly once its gofer
+         * is killed, and the shim may reap the two in either order: until
+         * the init's end is judged (judge_end()), a helper killed by a
+         * signal is the runtime's death even when the init was reaped
+         * first; a helper's non-zero exit counts only while the init lives. */
+        bool lost = s->init_exited ? !s->end_judged && WIFSIGNALED(st) : !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        if (lost && !s->state && !s->killed) {
+            logf_shim(s, "runtime process %d ended (%s %d) %s", (int)w, WIFEXITED(st) ? "exit status" : "signal",
+                      WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
+                      s->init_exited ? "as the sandbox ended: the sandbox is lost"
+                                     : "while the job ran: killing the job");
             s->state = "failed";
             /* The unit's stop signals every process of it, the runtime's too. */
             s->reason = unit_stopping(s) ? "unit_stopped" : "runtime_lost";
@@ -596,7 +604,15 @@ static void judge_end(struct shim *s)
 {
     int64_t ooms;
 
-    if (s->state || !s->init_exited)
+    if (!s->init_exited)
+        return;
+    /* The helpers end with the sandbox: reaped first (bounded), a helper
+     * that was killed is the verdict (child_ended()), whichever of them
+     * the shim happened to reap first. */
+    if (!s->state && s->n_helpers > 0)
+        s->helpers_stuck = !reap_all(s);
+    s->end_judged = true;
+    if (s->state)
         return;
     ooms = s->cgroup ? oci_cgroup_oom_kills(OCI_CGROUP_ROOT, s->cgroup) : -ENOENT;
     if (ooms > 0) {
@@ -1511,8 +1527,8 @@ static int supervise(struct shim *s, int syncfd, bool slot)
      * job's cgroup drained), it is written before the runtime's `delete`,
      * which only removes the runtime's record of the container; the
      * "teardown" marker (jobdir.h) says that this is under way. */
-    early =
-        (!s->job || json_array_size(json_object_get(s->job->doc, "outputs")) == 0) && reap_all(s) && drain_cgroup(s);
+    early = (!s->job || json_array_size(json_object_get(s->job->doc, "outputs")) == 0) && !s->helpers_stuck &&
+            reap_all(s) && drain_cgroup(s);
     if (early) {
         s->outputs = json_array();
         logf_shim(s, "finished: %s, exit code %d (teardown follows)", s->state ? s->state : "exited", code);

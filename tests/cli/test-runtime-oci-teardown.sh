@@ -178,7 +178,12 @@ JOBDIR=$TMP/state-runsc/jobs/$RUN_ID
 [ -e "$JOBDIR/teardown" ] || fail "the result was recorded, but the shim is not in its teardown: $(ls "$JOBDIR")"
 shim=$(pgrep -f "berth-oci-shim (supervise|provision) .*$RUN_ID" | head -n1)
 [ -n "$shim" ] || fail "no shim of $RUN_ID runs while its delete is blocked: $(pgrep -af berth-oci-shim)"
-deleter=$(pgrep -f "runsc .*delete --force $RUN_ID" | head -n1)
+# The shim starts its delete after it wrote the result: poll for it.
+for _ in $(seq 1 300); do
+    deleter=$(pgrep -f "runsc .*delete --force $RUN_ID" | head -n1)
+    [ -n "$deleter" ] && break
+    sleep 0.1
+done
 [ -n "$deleter" ] || fail "no blocked runsc delete of $RUN_ID: $(pgrep -af runsc)"
 log_has "job early run $RUN_ID: backend runsc reap failed, will retry with backoff" 30 ||
     fail "the reap after the result did not fail while the shim was held: $(grep "$RUN_ID" "$TMP/berthd.log" | tail -n 3)"
@@ -188,12 +193,48 @@ kill "$holder"
 wait "$holder" 2>/dev/null || :
 log_has "job $RUN_ID: its shim ended during the teardown: finishing it" 30 ||
     fail "berthd did not finish the teardown: $(grep "$RUN_ID" "$TMP/berthd.log" | tail -n 3)"
-for i in $(seq 1 100); do
+for i in $(seq 1 300); do
     [ -e "$JOBDIR/reaped" ] && break
     sleep 0.1
 done
 [ -e "$JOBDIR/reaped" ] || fail "the job was not reaped after the cleanup: $(ls "$JOBDIR")"
 ! ls "$RROOT" | grep -q "^${RUN_ID}_" || fail "runsc still keeps a record of $RUN_ID: $(ls "$RROOT")"
+
+# --- a runtime helper killed just after the sandbox ended on its own ---------
+# The order in which the shim reaps a dying sandbox and its killed gofer is
+# the kernel's: here the sandbox ends first (its job exits 137, as a guest
+# killed by the runtime would), and only then, before the shim's verdict, is
+# the helper killed.  That is still the runtime's death: failed,
+# runtime_lost, never the sandbox's 137 as the job's exit code.  The helper
+# is the one tests/tools/runtime-helper-wrap adds to real runsc.
+: "${BERTH_RUNTIME_WRAP:?BERTH_RUNTIME_WRAP must point at tests/tools/runtime-helper-wrap}"
+install -m 0755 "$BERTH_RUNTIME_WRAP" "$TMP/runsc-wrap"
+stop_berthd
+cp "$INST/berthd.json" "$TMP/berthd.plain.json"
+edit_config '.backends.runsc.config.runtime = $pin' --argjson pin "$(pin_json "$TMP/runsc-wrap")"
+start_berthd
+POOL=gvisor bb_job late-helper "sleep 5; exit 137"
+submit late-helper
+for i in $(seq 1 600); do
+    helper=$(pgrep -f "^$TMP/runsc-wrap .*$RUN_ID\$" | head -n1)
+    sandbox=$(pgrep -f "^runsc-sandbox .*$RUN_ID" | head -n1)
+    [ -n "$helper" ] && [ -n "$sandbox" ] && break
+    sleep 0.1
+done
+[ -n "$helper" ] && [ -n "$sandbox" ] || fail "no helper ($helper) or sandbox ($sandbox) of $RUN_ID: $(pgrep -af "$RUN_ID")"
+# The job ends on its own; once the sandbox is gone, the helper is killed.
+for i in $(seq 1 3000); do
+    kill -0 "$sandbox" 2>/dev/null || break
+    sleep 0.02
+done
+! kill -0 "$sandbox" 2>/dev/null || fail "the sandbox of $RUN_ID did not end"
+kill -KILL "$helper"
+finish late-helper
+[ "$(result late-helper .status)/$(result late-helper .reason)/$(result late-helper .exit_code)" = \
+    failed/runtime_lost/null ] || fail "a helper killed as the sandbox ended: $(cat "$TMP/late-helper.out/result.json")"
+stop_berthd
+install -m 0600 "$TMP/berthd.plain.json" "$INST/berthd.json"
+start_berthd
 
 # --- a receipt signed by another key ------------------------------------------
 run 0 "$BERTHCTL" keygen --out "$TMP/other.key" --json
