@@ -53,12 +53,12 @@ make_install() {
     fi
 }
 
-# wait_empty DIR [SECONDS]: wait up to SECONDS (default 10) for DIR to be
+# wait_empty DIR [SECONDS]: wait up to SECONDS (default 30) for DIR to be
 # empty; fails naming what is left.  For what berthd removes after it has
 # recorded a result (a job's staged inputs go when it is reaped, which
 # follows the result a waiting client already holds).
 wait_empty() {
-    local deadline=$((SECONDS + ${2:-10}))
+    local deadline=$((SECONDS + ${2:-30}))
     while [ -n "$(ls -A "$1")" ]; do
         [ "$SECONDS" -lt "$deadline" ] || fail "$1 still holds: $(ls -A "$1")"
         sleep 0.1
@@ -114,13 +114,16 @@ busybox_image() {
 # try_start_berthd [ENV=VALUE...]: start berthd in the background and wait
 # until it logs that it is ready.  Returns 1 if it exited at startup (its
 # log is $TMP/berthd.log), 2 if it did not become ready in time (it is
-# killed).
+# killed).  "In time" is BERTHD_START_TRIES rounds of 50 ms, a minute by
+# default: berthd says "ready" only after its startup reconcile, warm-slot
+# sweep and containment recovery, which after a restart with live sandboxes
+# (and under ASan) take seconds.
 try_start_berthd() {
     local i
     : >"$TMP/berthd.log"
     env "$@" "$BERTHD" --config "$INST/berthd.json" >>"$TMP/berthd.log" 2>&1 &
     BERTHD_PID=$!
-    for i in $(seq 1 "${BERTHD_START_TRIES:-200}"); do
+    for i in $(seq 1 "${BERTHD_START_TRIES:-1200}"); do
         grep -q "ready: https://" "$TMP/berthd.log" && return 0
         if ! kill -0 "$BERTHD_PID" 2>/dev/null; then
             wait "$BERTHD_PID" 2>/dev/null || true
@@ -210,15 +213,21 @@ job_doc() {
         "$1" "$SAMPLE_IMAGE" "$2" "${3:-60000000000}"
 }
 
-# wait_state WHO ID STATE: poll GET /v1/jobs/ID until its state is STATE.
+# wait_state WHO ID STATE [SECONDS]: poll GET /v1/jobs/ID until its state
+# is STATE, for up to SECONDS (default 60: a state the worker thread
+# records after a sandbox starts or ends takes seconds under ASan).  Fails
+# at once when the job reaches another terminal state, which it never
+# leaves.
 wait_state() {
-    local i
-    for i in $(seq 1 200); do
+    local deadline=$((SECONDS + ${4:-60})) got
+    while :; do
         api "$1" GET "/v1/jobs/$2"
         grep -qF "\"state\":\"$3\"" "$TMP/body" && return 0
+        got=$(grep -oE '"state":"(exited|failed|cancelled|expired)"' "$TMP/body" | head -n1 || :)
+        [ -z "$got" ] || fail "job $2 ended ($got) without reaching $3: $(cat "$TMP/body")"
+        [ "$SECONDS" -lt "$deadline" ] || fail "job $2 never reached $3 in ${4:-60} s: $(cat "$TMP/body")"
         sleep 0.05
     done
-    fail "job $2 never reached $3: $(cat "$TMP/body")"
 }
 
 # starts RUN_ID: how many times the scripted runtime really started RUN_ID.

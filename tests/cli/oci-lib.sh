@@ -146,18 +146,32 @@ result() { jq -r ".result$2" "$TMP/$1.out/result.json"; }
 # placed ID: the backend job ID's receipt names.
 placed() { jq -r '.receipt.backend' "$TMP/$1.receipt.json"; }
 
+# wait_reaped BACKEND RUN_ID: until the job directory of RUN_ID in
+# BACKEND's state directory ($TMP/state-BACKEND) is its tombstone, the file
+# "reaped" alone (up to 30 s).  berthd asks the runtime to reap only after
+# it recorded the result, and the shim deletes the container after an early
+# result: a client can hold the result before either is done.
+wait_reaped() {
+    local d="$TMP/state-$1/jobs/$2" i
+    for i in $(seq 1 300); do
+        [ "$(ls "$d" 2>/dev/null)" = reaped ] && return 0
+        sleep 0.1
+    done
+    fail "the job directory $d was not reaped to its tombstone: $(ls "$d" 2>&1)"
+}
+
 # sandbox_gone RUN_ID: once a job's result is recorded, no process of its
 # sandbox is left (runsc-sandbox, runsc-gofer, the job's own: every host
 # process naming RUN_ID but the job's shim and the runtime's `delete` of
 # it, which may still remove the runtime's record of the container after an
-# early result, docs/runtime-oci.md); and within 10 s, none at all.
+# early result, docs/runtime-oci.md); and within 30 s, none at all.
 sandbox_gone() {
     local left i
     left=$(pgrep -af -- "$1" | grep -v -e "berth-oci-shim " -e " delete --force $1\$" || true)
     [ -z "$left" ] || fail "processes of the sandbox of $1 remain after its result: $left"
-    for i in $(seq 1 100); do
+    for i in $(seq 1 300); do
         pgrep -f -- "$1" >/dev/null || return 0
         sleep 0.1
     done
-    fail "processes of $1 remain 10 s after its result: $(pgrep -af -- "$1")"
+    fail "processes of $1 remain 30 s after its result: $(pgrep -af -- "$1")"
 }

@@ -137,7 +137,7 @@ if [ "${BERTH_FAULT_INJECTION:-no}" = yes ]; then
     io_job crash '["outputs","report={\"after\":\"crash\"}"]' "$(report_output)" >"$TMP/crash.json"
     run 0 CTL submit "$TMP/crash.json" --json
     cp "$TMP/stdout" "$TMP/crash.receipt"
-    for i in $(seq 1 200); do kill -0 "$BERTHD_PID" 2>/dev/null || break; sleep 0.05; done
+    for i in $(seq 1 600); do kill -0 "$BERTHD_PID" 2>/dev/null || break; sleep 0.05; done
     ! kill -0 "$BERTHD_PID" 2>/dev/null || fail "berthd did not stop at capture-after-put"
     wait "$BERTHD_PID" 2>/dev/null || true
     BERTHD_PID=

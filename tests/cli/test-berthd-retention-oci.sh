@@ -16,8 +16,7 @@ bb_job gone 'echo pruned-soon'
 submit gone
 finish gone
 [ "$(result gone .status)/$(result gone .exit_code)" = exited/0 ] || fail "the job: $(cat "$TMP/gone.out/result.json")"
-[ "$(ls "$TMP/state-runsc/jobs/$RUN_ID")" = reaped ] ||
-    fail "the job directory was not reaped to its tombstone: $(ls "$TMP/state-runsc/jobs/$RUN_ID")"
+wait_reaped runsc "$RUN_ID"
 DIGEST_RESULT=$("$BERTHCTL" digest --canonical "$TMP/gone.out/result.json")
 
 # Pruned: the runtime's tombstone goes with the job's record.

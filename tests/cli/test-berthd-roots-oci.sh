@@ -35,9 +35,9 @@ cache_json() {
 }
 # jobs_using: how many running jobs hold the image's root, per berthd.
 jobs_using() { cache_json; jq -r --arg d "$DIGEST" '[.roots[] | select(.digest == $d) | .jobs][0] // 0' "$TMP/cache.json"; }
-# wait_jobs_using N: until berthd says N jobs hold the root (reaps come after results), 10 s at most.
+# wait_jobs_using N: until berthd says N jobs hold the root (reaps come after results), 30 s at most.
 wait_jobs_using() {
-    local deadline=$((SECONDS + 10))
+    local deadline=$((SECONDS + 30))
     until [ "$(jobs_using)" = "$1" ]; do
         [ "$SECONDS" -lt "$deadline" ] || fail "the root is held by $(jobs_using) jobs, not $1: $(cat "$TMP/cache.json")"
         sleep 0.1
@@ -54,8 +54,10 @@ check_clean() {
 }
 
 # --- two jobs of one image at once: one stage, one root ---------------------
-POOL=on-runsc bb_job share-runsc "sleep 3; $PROBE"
-POOL=on-crun bb_job share-crun "sleep 3; $PROBE"
+# Long enough that both still run at the checks below, also when the
+# second starts seconds after the first (ASan, two tests per CPU pair).
+POOL=on-runsc bb_job share-runsc "sleep 10; $PROBE"
+POOL=on-crun bb_job share-crun "sleep 10; $PROBE"
 submit share-runsc
 R1=$RUN_ID
 submit share-crun
@@ -113,7 +115,7 @@ cache_json
 
 # --- prune never removes a root in use, even across a crash ----------------
 wait_jobs_using 0
-POOL=on-crun bb_job long "sleep 6; $PROBE"
+POOL=on-crun bb_job long "sleep 15; $PROBE" # still running after berthd's restart
 submit long
 wait_state dev long running
 kill_berthd

@@ -114,6 +114,8 @@ want_probe() { # ID: the deny-all answers, warm or cold
 
 wait_ready runsc 2
 wait_ready crun 2
+# A slot is ready (ready.json) a moment before berthd counts it provisioned.
+for _ in $(seq 1 300); do [ "$(metric berth_warm_provisioned_total)" = 4 ] && break; sleep 0.1; done
 [ "$(metric berth_warm_provisioned_total)" = 4 ] || fail "provisioned: $(metric berth_warm_provisioned_total)"
 
 # --- a warm hit on each runtime, and a refill ------------------------------

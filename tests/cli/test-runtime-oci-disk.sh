@@ -78,7 +78,7 @@ for POOL in gvisor native; do
     [ $((peak - base)) -lt "$MIB" ] ||
         fail "$be: the state filesystem grew by $((peak - base)) bytes while the job wrote (bound $MIB)"
     # The outputs tmpfs went with reap (which follows the recorded result).
-    for _ in $(seq 1 100); do [ -e "$TMP/statefs/state-$be/jobs/$RUN_ID/reaped" ] && break; sleep 0.1; done
+    for _ in $(seq 1 300); do [ -e "$TMP/statefs/state-$be/jobs/$RUN_ID/reaped" ] && break; sleep 0.1; done
     [ ! -e "$TMP/statefs/state-$be/jobs/$RUN_ID/outputs" ] || fail "$be: the outputs tmpfs outlived reap"
     ! grep -q " $TMP/statefs/state-$be/jobs/$RUN_ID/outputs " /proc/self/mounts || fail "$be: outputs still mounted"
 done

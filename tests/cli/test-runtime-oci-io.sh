@@ -86,7 +86,7 @@ echo "report $(sha256sum /tmp/outputs/report.json | cut -d" " -f1)"
 echo "big $(sha256sum /tmp/outputs/nested/big.bin | cut -d" " -f1)"
 echo "outputs dir $(stat -c "%A %u" /tmp/outputs)"
 [ -e /tmp/outputs/.running ] || touch /tmp/outputs/.running
-sleep 2'
+sleep 5'
 OUTS='[{"id": "report", "path": "/tmp/outputs/report.json", "media_type": "application/json", "max_bytes": 4096},
        {"id": "big", "path": "/tmp/outputs/nested/big.bin", "media_type": "application/octet-stream", "max_bytes": 300000}]'
 
@@ -135,7 +135,7 @@ for be in runsc crun; do
     mountpoint -q "$J/outputs" || fail "$be: no outputs tmpfs at $J/outputs"
     grep -q " $J/outputs tmpfs rw,nosuid,nodev,noexec,.*size=1024k,nr_inodes=1024,mode=700,uid=65534,gid=65534" \
         /proc/self/mounts || fail "$be: the outputs tmpfs: $(grep "$J/outputs" /proc/self/mounts)"
-    for _ in $(seq 1 200); do [ -e "$J/outputs/.running" ] && break; sleep 0.05; done
+    for _ in $(seq 1 1200); do [ -e "$J/outputs/.running" ] && break; sleep 0.05; done
     [ -e "$J/outputs/.running" ] || fail "$be: the job never ran"
     drive_fails EBUSY "$be" open-output "$(run_of "$be-io")" report "$TMP/early"
     [ ! -e "$TMP/early" ] || fail "$be: open_output wrote something while the job ran"
@@ -198,9 +198,9 @@ echo "fill status $st $e size $(stat -c %s /tmp/outputs/fill)"; touch /tmp/outpu
     dispatch "$be-fill"
     start "$be" "$be-fill"
     J=$(jobdir "$be" "$be-fill")
-    for _ in $(seq 1 200); do grep -q ready "$J/stdout" "$J/stderr" 2>/dev/null && break; sleep 0.05; done
+    for _ in $(seq 1 1200); do grep -q ready "$J/stdout" "$J/stderr" 2>/dev/null && break; sleep 0.05; done
     base=$(used_bytes)
-    for _ in $(seq 1 200); do [ -e "$J/outputs/.filled" ] && break; sleep 0.05; done
+    for _ in $(seq 1 1200); do [ -e "$J/outputs/.filled" ] && break; sleep 0.05; done
     [ -e "$J/outputs/.filled" ] || fail "$be: the fill never finished"
     after=$(used_bytes)
     wait_job "$be" "$be-fill"

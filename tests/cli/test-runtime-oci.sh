@@ -77,15 +77,17 @@ done
 # or its gVisor sandbox).
 no_process() {
     local i
-    for i in $(seq 1 100); do
+    for i in $(seq 1 300); do
         pgrep -f -- "$1" >/dev/null || return 0
         sleep 0.1
     done
-    fail "processes matching '$1' remain: $(pgrep -af -- "$1")"
+    fail "processes matching '$1' remain after 30 s: $(pgrep -af -- "$1")"
 }
 
-# no_container BACKEND RUN_ID: the runtime no longer knows the container.
+# no_container BACKEND RUN_ID: once the job is reaped (wait_reaped), the
+# runtime no longer knows the container.
 no_container() {
+    wait_reaped "$1" "$2"
     local rt=(runsc --root "$TMP/state-runsc/root")
     [ "$1" = crun ] && rt=(crun --root "$TMP/state-crun/root")
     if "${rt[@]}" state "$2" >/dev/null 2>&1; then
@@ -122,9 +124,9 @@ for POOL in default native; do
     [ "$(cat "$TMP/$be-three.out/stderr")" = err ] || fail "$be: stderr: $(cat "$TMP/$be-three.out/stderr")"
     [ "$(result "$be-three" .started_at)" != null ] || fail "$be: no started_at"
     no_container "$be" "$RUN_ID"
+    # berthd removes the job's stage directory once the runtime's reap returned.
+    for _ in $(seq 1 300); do [ -e "$INST/state/stage/$RUN_ID" ] || break; sleep 0.1; done
     [ ! -e "$INST/state/stage/$RUN_ID" ] || fail "$be: the staged rootfs of $RUN_ID was not removed"
-    [ "$(ls "$TMP/state-$be/jobs/$RUN_ID")" = reaped ] ||
-        fail "$be: the job directory was not reaped to its tombstone: $(ls "$TMP/state-$be/jobs/$RUN_ID")"
 
     # The job gets default signal handling, whatever berthd's parent ignored
     # (berthd was started with SIGQUIT ignored, see "trap" above).  Visible on

@@ -89,7 +89,7 @@ stdout_has "run by worker "
 COUNT_WORKER=$(result count .worker.name)
 wait_log "$TMP/$COUNT_WORKER.log" "run $COUNT_RUN: staged 1 input\(s\), 19 bytes, from berthd"
 # The worker's staged inputs are gone once the run was reaped.
-for i in $(seq 1 100); do [ -z "$(ls -A "$TMP/$COUNT_WORKER/state/inputs")" ] && break; sleep 0.1; done
+for i in $(seq 1 300); do [ -z "$(ls -A "$TMP/$COUNT_WORKER/state/inputs")" ] && break; sleep 0.1; done
 [ -z "$(ls -A "$TMP/$COUNT_WORKER/state/inputs")" ] || fail "staged inputs left: $(ls "$TMP/$COUNT_WORKER/state/inputs")"
 
 # A symlinked output: failed, output_invalid, as on berthd's host; the chain verifies.
@@ -189,10 +189,11 @@ submit after-odd-poll
 finish after-odd-poll
 [ "$(result after-odd-poll .status)" = exited ] || fail "after an odd poll: $(cat "$TMP/after-odd-poll.out/result.json")"
 
-# wait_claimed ID: wait until a worker claimed job ID (RUN_ID) and ran it; OWNER names it.
+# wait_claimed ID: wait until a worker claimed job ID (RUN_ID) and ran it
+# (up to a minute: a worker's poll, claim and sandbox start); OWNER names it.
 wait_claimed() {
     local i
-    for i in $(seq 1 200); do
+    for i in $(seq 1 1200); do
         OWNER=$(worker_of "$RUN_ID")
         [ -n "$OWNER" ] && api dev GET "/v1/jobs/$1" && grep -qF '"state":"running"' "$TMP/body" && return 0
         sleep 0.05
@@ -347,14 +348,15 @@ expect_status 201
 jq -e --arg r "$KILLED_RUN" '.run_id == $r' "$TMP/body" >/dev/null || fail "the repeated claim got $(cat "$TMP/body")"
 kill_worker "$VICTIM"
 expect_lost killed
-log_has "job killed run $KILLED_RUN: the lease of its worker ran out: fenced" 1 ||
+# Logged after the result is recorded (and the client woken): poll for it.
+log_has "job killed run $KILLED_RUN: the lease of its worker ran out: fenced" 30 ||
     fail "berthd did not log the fence: $(tail -n 20 "$TMP/berthd.log")"
 [ "$(grep -l "run $KILLED_RUN: claimed" "$TMP"/w*.log | wc -l)" = 1 ] || fail "run $KILLED_RUN was claimed twice"
 # The sandbox outlived its worker; the worker, back, finds the run fenced and stops it.
 crun --root "$TMP/$VICTIM/rt/root" list -q | grep -qx "$KILLED_RUN" || fail "the killed worker's sandbox is gone already"
 start_worker "$VICTIM"
 wait_log "$TMP/$VICTIM.log" "job killed run $KILLED_RUN: berthd fenced its lease"
-for i in $(seq 1 100); do
+for i in $(seq 1 300); do
     crun --root "$TMP/$VICTIM/rt/root" list -q | grep -qx "$KILLED_RUN" || break
     sleep 0.1
 done
@@ -379,7 +381,7 @@ echo "PASS: a worker paused past its lease is fenced, and refused afterwards"
 
 # --- berthd killed while workers hold claims: after the restart every run ends once. ---
 for i in 1 2 3; do
-    bb_job "hold$i" "sleep 3; echo survived $i"
+    bb_job "hold$i" "sleep 8; echo survived $i" # each still running when wait_claimed looks
     submit "hold$i"
 done
 for i in 1 2 3; do

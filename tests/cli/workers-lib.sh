@@ -108,10 +108,10 @@ worker_of() {
     grep -l "run $1: claimed" "$TMP"/*.log 2>/dev/null | sed -n 's|.*/\(.*\)\.log$|\1|p' | head -n1
 }
 
-# wait_log FILE PATTERN [SECONDS]: wait up to SECONDS (default 10) for a
+# wait_log FILE PATTERN [SECONDS]: wait up to SECONDS (default 30) for a
 # line of FILE matching PATTERN (grep -E); fails showing its end.
 wait_log() {
-    local deadline=$((SECONDS + ${3:-10}))
+    local deadline=$((SECONDS + ${3:-30}))
     until grep -qE "$2" "$1" 2>/dev/null; do
         [ "$SECONDS" -lt "$deadline" ] || fail "$1 has no line matching '$2': $(tail -n 5 "$1")"
         sleep 0.1
