@@ -11,6 +11,9 @@
 #include "children.h"
 #include "macro.h"
 
+/* PF_EXITING of the task flags (include/linux/sched.h), not in any uapi header. */
+#define PF_EXITING_FLAG 0x00000004U
+
 /* Read at most @size - 1 bytes of @path into @buf, NUL-terminated: the
  * length, or -errno. */
 static ssize_t read_small(const char *path, char *buf, size_t size)
@@ -76,5 +79,6 @@ int oci_proc_stat(pid_t pid, struct oci_proc_stat *ret)
     ret->state = state;
     ret->session = (pid_t)sid;
     ret->start_ticks = start;
+    ret->exiting = state == 'Z' || state == 'X' || (flags & PF_EXITING_FLAG);
     return 0;
 }

@@ -14,6 +14,7 @@
 #ifndef BERTH_OCI_CHILDREN_H
 #define BERTH_OCI_CHILDREN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -40,11 +41,16 @@ int oci_children_list(pid_t exclude, pid_t *out, size_t max);
  * @start_ticks: field 22: when it started, in clock ticks after boot
  *               (sysconf(_SC_CLK_TCK), 100 a second here): two processes
  *               started within one tick compare equal.
+ * @exiting:     it has begun to exit: a zombie (or dead), or field 9, the
+ *               task's flags, has PF_EXITING (0x4, include/linux/sched.h;
+ *               set first thing in do_exit(), kernel/exit.c), as for a
+ *               thread group leader whose other threads are still exiting.
  */
 struct oci_proc_stat {
     char state;
     pid_t session;
     unsigned long long start_ticks;
+    bool exiting;
 };
 
 /**

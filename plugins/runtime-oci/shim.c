@@ -56,7 +56,8 @@
  *
  * Honest statuses: the job fails with "runtime_lost" when a runtime process
  * dies under it (runsc-sandbox killed by a signal, runsc-gofer ending while
- * the job runs, or the shim itself: cleanup), and exits with reason "oom"
+ * the job runs or already dying when the sandbox ended, or the shim itself:
+ * cleanup), and exits with reason "oom"
  * when its cgroup's memory controller counted an OOM kill.  Before
  * `create` the receipt, config.json, the staged inputs and the outputs
  * tmpfs are checked (binding.h, outmount.h); after `delete` the job's
@@ -135,17 +136,18 @@ struct shim {
     int sigfd;          /* signalfd of SIGCHLD and the termination signals, once supervise set it up */
     pid_t init_pid;
     bool init_exited;
-    bool end_judged;    /* judge_end() ran: later deaths of helpers are the teardown's */
-    bool helpers_stuck; /* judge_end() waited REAP_NS for the helpers in vain */
+    bool end_judged;     /* judge_end() ran: later deaths of helpers are the teardown's */
+    bool children_stuck; /* judge_end() waited REAP_NS in vain for every child to end */
     int init_status;
-    const char *state, *reason; /* a verdict the shim reached itself */
-    int64_t started_at;         /* CLOCK_REALTIME; -1 = not started, or the clock could not be read */
-    bool killed;                /* kill --all was run */
-    int64_t kill_again_at;      /* CLOCK_MONOTONIC deadline (clock.h): kill again while the init lives */
-    int64_t drain_until;        /* CLOCK_MONOTONIC deadline: output is read until then after the init exited */
-    const char *cgroup;         /* linux.cgroupsPath of the job (cgroup.h), or NULL */
-    bool gvisor;                /* the init is runsc-sandbox, not the job's own process */
-    pid_t helpers[HELPERS_MAX]; /* the runtime's other processes, children of the shim (runsc-gofer) */
+    const char *state, *reason;       /* a verdict the shim reached itself */
+    int64_t started_at;               /* CLOCK_REALTIME; -1 = not started, or the clock could not be read */
+    bool killed;                      /* kill --all was run */
+    int64_t kill_again_at;            /* CLOCK_MONOTONIC deadline (clock.h): kill again while the init lives */
+    int64_t drain_until;              /* CLOCK_MONOTONIC deadline: output is read until then after the init exited */
+    const char *cgroup;               /* linux.cgroupsPath of the job (cgroup.h), or NULL */
+    bool gvisor;                      /* the init is runsc-sandbox, not the job's own process */
+    pid_t helpers[HELPERS_MAX];       /* the runtime's other processes, children of the shim (runsc-gofer) */
+    bool helper_exiting[HELPERS_MAX]; /* when the init was reaped: that helper had begun to exit */
     size_t n_helpers;
     json_t *dispatch;          /* dispatch.json, once check_binding() read it */
     struct berth_job *job;     /* its sealed job */
@@ -351,12 +353,15 @@ static void child_ended(struct shim *s, pid_t w, int st)
          * stopped it: the sandbox is lost.  runsc-gofer exits 0 when the
          * sandbox shuts down, which may be seen before the sandbox's own exit.
          * The sandbox's own processes (gVisor's ptrace stubs) are never
-         * helpers (note_helpers()).  A sandbox ends quickly once its gofer
-         * is killed, and the shim may reap the two in either order: until
-         * the init's end is judged (judge_end()), a helper killed by a
-         * signal is the runtime's death even when the init was reaped
-         * first; a helper's non-zero exit counts only while the init lives. */
-        bool lost = s->init_exited ? !s->end_judged && WIFSIGNALED(st) : !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+         * helpers (note_helpers()).  A sandbox ends as soon as its killed
+         * gofer has closed its files, which is before the kernel lets the
+         * shim reap the gofer (its other threads are still exiting): so a
+         * helper that had begun to exit when the init was reaped, and then
+         * turns out to have been killed by a signal, is the runtime's death
+         * too, if the init's end is not judged yet.  One killed only after
+         * the init ended (a unit stopped after its job ended) is not. */
+        bool lost = s->init_exited ? !s->end_judged && s->helper_exiting[i] && WIFSIGNALED(st)
+                                   : !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
         if (lost && !s->state && !s->killed) {
             logf_shim(s, "runtime process %d ended (%s %d) %s", (int)w, WIFEXITED(st) ? "exit status" : "signal",
                       WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
@@ -365,10 +370,15 @@ static void child_ended(struct shim *s, pid_t w, int st)
             s->state = "failed";
             /* The unit's stop signals every process of it, the runtime's too. */
             s->reason = unit_stopping(s) ? "unit_stopped" : "runtime_lost";
-            kill_all(s);
+            if (!s->init_exited)
+                kill_all(s);
         }
     }
     if (w == s->init_pid && !s->init_exited) {
+        for (size_t i = 0; i < s->n_helpers; i++) {
+            struct oci_proc_stat hs;
+            s->helper_exiting[i] = s->helpers[i] > 0 && (oci_proc_stat(s->helpers[i], &hs) != 0 || hs.exiting);
+        }
         s->init_exited = true;
         s->init_status = st;
         s->drain_until = berth_deadline_ns(CLOCK_MONOTONIC, DRAIN_NS);
@@ -396,10 +406,12 @@ static bool reap_all(struct shim *s)
         int st;
         pid_t w;
 
-        /* Queued SIGCHLDs are read before waitpid(): one for a child that
-         * exits after it leaves the signalfd readable for the wait below. */
+        /* Queued signals are read before waitpid(): a SIGCHLD for a child
+         * that exits after it leaves the signalfd readable for the wait
+         * below; a unit's SIGTERM is noted (unit_stopping()). */
         while (s->sigfd >= 0 && read(s->sigfd, &si, sizeof(si)) == sizeof(si))
-            ;
+            if (si.ssi_signo == SIGTERM && s->contained)
+                s->stopping = true;
         while ((w = waitpid(-1, &st, WNOHANG)) > 0)
             child_ended(s, w, st);
         if (w < 0 && errno == ECHILD)
@@ -593,8 +605,11 @@ static void note_helpers(struct shim *s)
             s->helpers[s->n_helpers++] = kids[i];
 }
 
-/* The init ended without a verdict of the shim's own: whose end was it?
- * The memory controller's oom_kill count of the job's cgroup says whether
+/* The init ended: first the runtime's helpers are reaped (bounded), so
+ * that one that was already dying with the sandbox is judged as the
+ * runtime's death (child_ended()), whichever of the two the kernel handed
+ * the shim first.  Then, without a verdict of the shim's own: whose end
+ * was it?  The memory controller's oom_kill count of the job's cgroup says whether
  * the memory limit killed it (for gVisor the host kills the whole sandbox,
  * so the count is all it can tell: not which guest process grew).  For
  * gVisor the init is runsc-sandbox, which exits with the guest's status
@@ -606,11 +621,8 @@ static void judge_end(struct shim *s)
 
     if (!s->init_exited)
         return;
-    /* The helpers end with the sandbox: reaped first (bounded), a helper
-     * that was killed is the verdict (child_ended()), whichever of them
-     * the shim happened to reap first. */
     if (!s->state && s->n_helpers > 0)
-        s->helpers_stuck = !reap_all(s);
+        s->children_stuck = !reap_all(s);
     s->end_judged = true;
     if (s->state)
         return;
@@ -1527,7 +1539,7 @@ static int supervise(struct shim *s, int syncfd, bool slot)
      * job's cgroup drained), it is written before the runtime's `delete`,
      * which only removes the runtime's record of the container; the
      * "teardown" marker (jobdir.h) says that this is under way. */
-    early = (!s->job || json_array_size(json_object_get(s->job->doc, "outputs")) == 0) && !s->helpers_stuck &&
+    early = (!s->job || json_array_size(json_object_get(s->job->doc, "outputs")) == 0) && !s->children_stuck &&
             reap_all(s) && drain_cgroup(s);
     if (early) {
         s->outputs = json_array();
@@ -1536,7 +1548,8 @@ static int supervise(struct shim *s, int syncfd, bool slot)
         if (!marked || write_result(s, s->state ? s->state : "exited", s->reason, code) < 0)
             early = false; /* written after the teardown instead */
     }
-    reap_all(s);
+    if (!s->children_stuck) /* judge_end() waited once already: delete ends them */
+        reap_all(s);
     delete_container(s);
     reap_all(s);
     drain_cgroup(s);

@@ -200,38 +200,63 @@ done
 [ -e "$JOBDIR/reaped" ] || fail "the job was not reaped after the cleanup: $(ls "$JOBDIR")"
 ! ls "$RROOT" | grep -q "^${RUN_ID}_" || fail "runsc still keeps a record of $RUN_ID: $(ls "$RROOT")"
 
-# --- a runtime helper killed just after the sandbox ended on its own ---------
-# The order in which the shim reaps a dying sandbox and its killed gofer is
-# the kernel's: here the sandbox ends first (its job exits 137, as a guest
-# killed by the runtime would), and only then, before the shim's verdict, is
-# the helper killed.  That is still the runtime's death: failed,
-# runtime_lost, never the sandbox's 137 as the job's exit code.  The helper
-# is the one tests/tools/runtime-helper-wrap adds to real runsc.
+# --- a runtime helper that dies as the sandbox ends ----------------------------
+# A killed runsc-gofer closes its files (and so ends its sandbox) before
+# its other threads have exited and the kernel lets the shim reap it: the
+# shim may reap the sandbox first.  tests/tools/runtime-helper-wrap gives
+# real runsc one more helper whose death the test decides; its job ends on
+# its own with 137, as a guest killed by the runtime would, and the helper
+# is killed only once the shim has reaped the sandbox.
+#  - "-exiting": the helper had begun to exit when the sandbox ended (its
+#    main thread gone, a second one waiting): the runtime's death, failed
+#    with runtime_lost and no exit code.
+#  - plain: the helper was healthy when the sandbox ended, and was killed
+#    after it (as a unit stopped after its job ended kills the gofer): the
+#    job's own end stands, exited 137.
 : "${BERTH_RUNTIME_WRAP:?BERTH_RUNTIME_WRAP must point at tests/tools/runtime-helper-wrap}"
-install -m 0755 "$BERTH_RUNTIME_WRAP" "$TMP/runsc-wrap"
-stop_berthd
+[ -x /usr/bin/runsc ] || fail "runtime-helper-wrap runs /usr/bin/runsc, which is not there (runsc is $(command -v runsc))"
 cp "$INST/berthd.json" "$TMP/berthd.plain.json"
-edit_config '.backends.runsc.config.runtime = $pin' --argjson pin "$(pin_json "$TMP/runsc-wrap")"
-start_berthd
-POOL=gvisor bb_job late-helper "sleep 5; exit 137"
-submit late-helper
-for i in $(seq 1 600); do
-    helper=$(pgrep -f "^$TMP/runsc-wrap .*$RUN_ID\$" | head -n1)
-    sandbox=$(pgrep -f "^runsc-sandbox .*$RUN_ID" | head -n1)
-    [ -n "$helper" ] && [ -n "$sandbox" ] && break
-    sleep 0.1
-done
-[ -n "$helper" ] && [ -n "$sandbox" ] || fail "no helper ($helper) or sandbox ($sandbox) of $RUN_ID: $(pgrep -af "$RUN_ID")"
-# The job ends on its own; once the sandbox is gone, the helper is killed.
-for i in $(seq 1 3000); do
-    kill -0 "$sandbox" 2>/dev/null || break
-    sleep 0.02
-done
-! kill -0 "$sandbox" 2>/dev/null || fail "the sandbox of $RUN_ID did not end"
-kill -KILL "$helper"
-finish late-helper
-[ "$(result late-helper .status)/$(result late-helper .reason)/$(result late-helper .exit_code)" = \
-    failed/runtime_lost/null ] || fail "a helper killed as the sandbox ended: $(cat "$TMP/late-helper.out/result.json")"
+# helper_dies_late NAME VARIANT: run job NAME under the wrapper installed as
+# $TMP/runsc-wrapVARIANT; kill its helper once the sandbox is reaped.
+helper_dies_late() {
+    local name=$1 wrap=$TMP/runsc-wrap$2 jobdir helper init i
+    install -m 0755 "$BERTH_RUNTIME_WRAP" "$wrap"
+    stop_berthd
+    install -m 0600 "$TMP/berthd.plain.json" "$INST/berthd.json"
+    edit_config '.backends.runsc.config.runtime = $pin' --argjson pin "$(pin_json "$wrap")"
+    start_berthd
+    POOL=gvisor bb_job "$name" "sleep 5; exit 137"
+    submit "$name"
+    jobdir=$TMP/state-runsc/jobs/$RUN_ID
+    for i in $(seq 1 600); do
+        helper=$(cat "$jobdir/init.pid.helper" 2>/dev/null || :)
+        init=$(cat "$jobdir/init.pid" 2>/dev/null || :)
+        [ -n "$helper" ] && [ -n "$init" ] && break
+        sleep 0.1
+    done
+    [ -n "$helper" ] && [ -n "$init" ] || fail "$name: no helper ($helper) or init ($init): $(ls "$jobdir")"
+    LEFT="${LEFT:-} $helper"
+    tail -n +1 -F "$jobdir/runtime.log" >"$TMP/$name.shim.log" 2>/dev/null &
+    TAILS="${TAILS:-} $!"
+    # kill -0 answers for a zombie too: this waits until the shim reaped it.
+    for i in $(seq 1 3000); do
+        kill -0 "$init" 2>/dev/null || break
+        sleep 0.02
+    done
+    ! kill -0 "$init" 2>/dev/null || fail "$name: the sandbox ($init) was not reaped"
+    kill -KILL "$helper"
+    finish "$name"
+}
+# (the helpers, should the test stop early, and the log readers go too)
+trap 'kill -KILL $LEFT $TAILS 2>/dev/null; release; cleanup_berthd' EXIT
+helper_dies_late dying-helper -exiting
+[ "$(result dying-helper .status)/$(result dying-helper .reason)/$(result dying-helper .exit_code)" = \
+    failed/runtime_lost/null ] || fail "a helper dying with the sandbox: $(cat "$TMP/dying-helper.out/result.json")"
+grep -q "ended (signal 9) as the sandbox ended: the sandbox is lost" "$TMP/dying-helper.shim.log" ||
+    fail "the shim did not judge the helper's death: $(cat "$TMP/dying-helper.shim.log")"
+helper_dies_late healthy-helper ""
+[ "$(result healthy-helper .status)/$(result healthy-helper .exit_code)" = exited/137 ] ||
+    fail "a helper killed after the job's own end: $(cat "$TMP/healthy-helper.out/result.json")"
 stop_berthd
 install -m 0600 "$TMP/berthd.plain.json" "$INST/berthd.json"
 start_berthd

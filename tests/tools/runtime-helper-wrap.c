@@ -6,28 +6,47 @@
  *
  *   runtime-helper-wrap ARGS...
  *
- * runs RUNTIME_HELPER_WRAP_RUNTIME (default /usr/bin/runsc) with ARGS.
- * When ARGS create a container (they name --bundle: `create`, `run`), it
- * first forks a helper that waits until it is killed, in the caller's
- * session, with its descriptors on /dev/null: when the runtime's command
- * exits, the helper is left to the shim like runsc-gofer, started before
- * the sandbox.  Its command line is this program's as it was started (the
- * path the shim ran, then ARGS), so a test finds it by that path and the
- * container id.  The shim passes its own environment on, so the runtime is
- * normally the default.
+ * runs /usr/bin/runsc with ARGS.  When ARGS create a container (they name
+ * --bundle: `create`, `run`), it first forks a helper in the caller's
+ * session, with its descriptors on /dev/null, and writes its pid to the
+ * file "PID_FILE.helper" beside the runtime's --pid-file: when the runtime's
+ * command exits, the helper is left to the shim like runsc-gofer, started
+ * before the sandbox.  The helper waits until it is killed, and exits 0 on
+ * its own after 10 minutes.
+ *
+ * Installed under a name that ends in "-exiting", the helper is one that
+ * has begun to exit: its main thread has exited while a second thread
+ * waits, so it reads as exiting (a zombie leader, PF_EXITING) but cannot be
+ * reaped until it is killed -- the state a killed runsc-gofer is in while
+ * its threads exit, when its sandbox may already have ended.
  *
  * The shim runs the runtime from its pinned descriptor (execveat), which a
  * script cannot be; hence a program.  Exit status: the runtime's, or 127
  * with one line on standard error when it cannot be run.
  */
 #include <fcntl.h>
-#include <signal.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <sys/syscall.h>
+
+#define RUNTIME "/usr/bin/runsc"
+#define HELPER_LIFE_S 600
+
+/* The value of --pid-file in @argv, or NULL. */
+static const char *pid_file(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--pid-file") == 0 && i + 1 < argc)
+            return argv[i + 1];
+        if (strncmp(argv[i], "--pid-file=", 11) == 0)
+            return argv[i] + 11;
+    }
+    return NULL;
+}
 
 static int creates_container(int argc, char **argv)
 {
@@ -37,25 +56,53 @@ static int creates_container(int argc, char **argv)
     return 0;
 }
 
-/* The helper: nothing inherited but /dev/null, waiting for its signal. */
-static void helper(void)
+static void *wait_then_exit(void *arg)
 {
-    int null = open("/dev/null", O_RDWR);
+    (void)arg;
+    sleep(HELPER_LIFE_S);
+    _exit(0);
+}
+
+/* Whether this program was installed as the "-exiting" variant. */
+static int exiting_variant(void)
+{
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+    if (n <= 8)
+        return 0;
+    self[n] = '\0';
+    return strcmp(self + n - 8, "-exiting") == 0;
+}
+
+/* The helper: nothing inherited but /dev/null; its pid written down. */
+static void helper(const char *pidfile, int exiting)
+{
+    char path[4096], line[32];
+    int null = open("/dev/null", O_RDWR), fd, len;
+    pthread_t t;
 
     if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
         _exit(1);
     syscall(SYS_close_range, 3U, ~0U, 0U);
+    if (pidfile && snprintf(path, sizeof(path), "%s.helper", pidfile) < (int)sizeof(path)) {
+        len = snprintf(line, sizeof(line), "%d\n", (int)getpid());
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0 || write(fd, line, (size_t)len) != len || close(fd) < 0)
+            _exit(1);
+    }
+    if (pthread_create(&t, NULL, wait_then_exit, NULL) != 0)
+        _exit(1);
+    if (exiting)
+        pthread_exit(NULL);
     for (;;)
         pause();
 }
 
 int main(int argc, char **argv)
 {
-    const char *runtime = getenv("RUNTIME_HELPER_WRAP_RUNTIME");
-
-    if (!runtime || !*runtime)
-        runtime = "/usr/bin/runsc";
     if (creates_container(argc, argv)) {
+        int exiting = exiting_variant();
         pid_t pid = fork();
 
         if (pid < 0) {
@@ -63,10 +110,10 @@ int main(int argc, char **argv)
             return 127;
         }
         if (pid == 0)
-            helper();
+            helper(pid_file(argc, argv), exiting);
     }
-    argv[0] = (char *)runtime;
-    execv(runtime, argv);
-    fprintf(stderr, "runtime-helper-wrap: cannot run %s: %m\n", runtime);
+    argv[0] = (char *)RUNTIME;
+    execv(RUNTIME, argv);
+    fprintf(stderr, "runtime-helper-wrap: cannot run %s: %m\n", RUNTIME);
     return 127;
 }

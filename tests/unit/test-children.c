@@ -11,11 +11,15 @@
  * runtime_lost).  As root, the same is read in a PID namespace of its own,
  * where the caller's session leader is outside and the session reads 0, as
  * under an init that never called setsid(2) (CI's machines run the suite
- * so; oci_proc_stat() once refused session 0 there).
+ * so; oci_proc_stat() once refused session 0 there).  A process whose
+ * main thread has exited while another thread lives reads as exiting but
+ * cannot be reaped yet: the state of a runsc-gofer half-way through its
+ * death.
  */
 #include "testutil.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -95,13 +99,16 @@ START_TEST(children_and_their_sessions)
     ck_assert_int_eq(oci_proc_stat(getpid(), &me), 0);
     ck_assert_int_eq(me.session, own);
     ck_assert(me.state == 'R');
+    ck_assert(!me.exiting);
     ck_assert_int_eq(oci_proc_stat(same, &st), 0);
     ck_assert_int_eq(st.session, own);
     ck_assert(st.state != 'Z' && st.state != 'X'); /* alive (just paused, or about to) */
+    ck_assert(!st.exiting);
     ck_assert_uint_ge(st.start_ticks, me.start_ticks);
     ck_assert_int_eq(oci_proc_stat(same_zombie, &st), 0);
     ck_assert_int_eq(st.session, own);
     ck_assert(st.state == 'Z');
+    ck_assert(st.exiting);
     ck_assert_int_eq(oci_proc_stat(other, &st), 0);
     ck_assert_int_eq(st.session, other);
     ck_assert_int_eq(oci_proc_stat(other_zombie, &st), 0);
@@ -123,6 +130,46 @@ START_TEST(children_and_their_sessions)
     /* Gone: no such process. */
     ck_assert_int_eq(oci_proc_stat(same_zombie, &st), -ESRCH);
     ck_assert_int_eq(oci_proc_stat(0, &st), -ESRCH);
+}
+END_TEST
+
+static void *wait_forever(void *arg)
+{
+    (void)arg;
+    for (;;)
+        pause();
+    return NULL;
+}
+
+/* A child whose main thread exits while its second thread waits: its
+ * leader is a zombie with PF_EXITING, the process is not yet reapable. */
+START_TEST(exiting_but_not_yet_reapable)
+{
+    struct oci_proc_stat st = {0};
+    siginfo_t si;
+    int status, i;
+    pid_t pid = fork();
+
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, wait_forever, NULL) != 0)
+            _exit(1);
+        pthread_exit(NULL);
+    }
+    for (i = 0; i < 500; i++) {
+        ck_assert_int_eq(oci_proc_stat(pid, &st), 0);
+        if (st.exiting)
+            break;
+        usleep(10000);
+    }
+    ck_assert(st.exiting);
+    memset(&si, 0, sizeof(si));
+    ck_assert_int_eq(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT), 0);
+    ck_assert_int_eq(si.si_pid, 0); /* nothing to reap while a thread lives */
+    ck_assert_int_eq(kill(pid, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 END_TEST
 
@@ -211,6 +258,7 @@ static Suite *make_suite(void)
     TCase *tc = test_case(s, "children");
 
     tcase_add_test(tc, children_and_their_sessions);
+    tcase_add_test(tc, exiting_but_not_yet_reapable);
     if (may_unshare())
         tcase_add_test(tc, session_zero_in_a_pid_namespace);
     else
