@@ -382,6 +382,57 @@ START_TEST(replay)
 }
 END_TEST
 
+struct seen {
+    uint64_t seq[8];
+    size_t n;
+};
+
+static int note_event(void *userdata, const struct berth_audit_event *ev, struct berth_error *reterr)
+{
+    struct seen *s = userdata;
+    (void)reterr;
+    ck_assert_uint_lt(s->n, 8);
+    ck_assert_int_eq(strncmp(ev->type, "pool.", 5), 0);
+    s->seq[s->n++] = ev->seq;
+    return 0;
+}
+
+/* Only the events of the prefix's types are replayed, chosen by the type
+ * column; one whose line says another type than its column is refused. */
+START_TEST(replay_types)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct seen s = {0};
+    char long_prefix[34];
+
+    append("test.a", "1");
+    append("pool.x", "2");
+    append("job.y", "3");
+    append("pool.z", "4");
+    append("poolx.w", "5"); /* "pool" without the dot: not a pool event */
+    ck_assert_int_eq(berth_audit_replay_types(j, "pool.", note_event, &s, &err), 0);
+    ck_assert_uint_eq(s.n, 2);
+    ck_assert_uint_eq(s.seq[0], 2);
+    ck_assert_uint_eq(s.seq[1], 4);
+
+    memset(long_prefix, 'a', 33);
+    long_prefix[33] = '\0';
+    ck_assert_int_eq(berth_audit_replay_types(j, NULL, note_event, &s, &err), -EINVAL);
+    ck_assert_int_eq(berth_audit_replay_types(j, "", note_event, &s, &err), -EINVAL);
+    ck_assert_int_eq(berth_audit_replay_types(j, long_prefix, note_event, &s, &err), -EINVAL);
+    ck_assert_int_eq(berth_audit_replay_types(j, "pool.", NULL, &s, &err), -EINVAL);
+
+    /* A job event whose column was changed to a pool type. */
+    ck_assert_int_eq(
+        sqlite3_exec(berth_journal_db(j), "UPDATE audit_events SET type = 'pool.y' WHERE seq = 3", NULL, NULL, NULL),
+        SQLITE_OK);
+    s.n = 0;
+    ck_assert_int_eq(berth_audit_replay_types(j, "pool.", note_event, &s, &err), -EBADMSG);
+    ck_assert_str_eq(err.message, "audit event 3: stored as type pool.y but says job.y");
+    ck_assert_uint_eq(s.n, 1);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("audit");
@@ -398,6 +449,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, tail_memo);
     tcase_add_test(tc, key_files);
     tcase_add_test(tc, replay);
+    tcase_add_test(tc, replay_types);
     return s;
 }
 

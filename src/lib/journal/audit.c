@@ -212,26 +212,19 @@ int berth_audit_append(struct berth_journal *j, const struct berth_audit_key *ke
     return r;
 }
 
-int berth_audit_foreach(struct berth_journal *j, uint64_t after_seq,
-                        int (*fn)(void *userdata, uint64_t seq, const char *line, size_t len), void *userdata,
-                        struct berth_error *reterr)
+/* Each row (seq, type, line) of the prepared and bound @st, to @fn, until
+ * it returns a negative value; finishes @st. */
+static int each_row(struct berth_journal *j, sqlite3_stmt *st,
+                    int (*fn)(void *userdata, uint64_t seq, const char *type, const char *line, size_t len),
+                    void *userdata, struct berth_error *reterr)
 {
-    sqlite3_stmt *st = NULL;
     int rc, r = 0;
 
-    if (!j || !fn || after_seq > INT64_MAX)
-        return berth_error_set(reterr, -EINVAL, "invalid argument");
-    if (berth_journal_prepare(j, "SELECT seq, line FROM audit_events WHERE seq > ? ORDER BY seq",
-                              "preparing a statement", &st, NULL) < 0)
-        return berth_journal_error(j, "reading the audit chain", reterr);
-    if ((r = BERTH_JOURNAL_BIND(j, st, "reading the audit chain", reterr, BERTH_SQL_INT(after_seq))) < 0) {
-        berth_journal_finish(j, st);
-        return r;
-    }
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *line = (const char *)sqlite3_column_text(st, 1);
-        int n = sqlite3_column_bytes(st, 1);
-        r = fn(userdata, (uint64_t)sqlite3_column_int64(st, 0), line ? line : "", (size_t)n);
+        const char *type = (const char *)sqlite3_column_text(st, 1);
+        const char *line = (const char *)sqlite3_column_text(st, 2);
+        int n = sqlite3_column_bytes(st, 2);
+        r = fn(userdata, (uint64_t)sqlite3_column_int64(st, 0), type ? type : "", line ? line : "", (size_t)n);
         if (r < 0)
             break;
     }
@@ -239,6 +232,39 @@ int berth_audit_foreach(struct berth_journal *j, uint64_t after_seq,
         r = berth_journal_error(j, "reading the audit chain", reterr);
     berth_journal_finish(j, st);
     return r < 0 ? r : 0;
+}
+
+struct untyped {
+    int (*fn)(void *userdata, uint64_t seq, const char *line, size_t len);
+    void *userdata;
+};
+
+static int untyped_row(void *userdata, uint64_t seq, const char *type, const char *line, size_t len)
+{
+    struct untyped *u = userdata;
+
+    (void)type;
+    return u->fn(u->userdata, seq, line, len);
+}
+
+int berth_audit_foreach(struct berth_journal *j, uint64_t after_seq,
+                        int (*fn)(void *userdata, uint64_t seq, const char *line, size_t len), void *userdata,
+                        struct berth_error *reterr)
+{
+    struct untyped u = {fn, userdata};
+    sqlite3_stmt *st = NULL;
+    int r;
+
+    if (!j || !fn || after_seq > INT64_MAX)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    if (berth_journal_prepare(j, "SELECT seq, type, line FROM audit_events WHERE seq > ? ORDER BY seq",
+                              "preparing a statement", &st, NULL) < 0)
+        return berth_journal_error(j, "reading the audit chain", reterr);
+    if ((r = BERTH_JOURNAL_BIND(j, st, "reading the audit chain", reterr, BERTH_SQL_INT(after_seq))) < 0) {
+        berth_journal_finish(j, st);
+        return r;
+    }
+    return each_row(j, st, untyped_row, &u, reterr);
 }
 
 /* Parse one stored or exported line: canonical, exactly the seven members,
@@ -324,6 +350,7 @@ struct replay {
     int (*check)(void *userdata, const struct berth_audit_event *ev, struct berth_error *reterr);
     void *userdata;
     struct berth_error *reterr;
+    const char *type; /* the stored type column of the event replayed, or NULL: not compared */
 };
 
 static int replay_one(void *userdata, uint64_t seq, const char *line, size_t len)
@@ -336,6 +363,8 @@ static int replay_one(void *userdata, uint64_t seq, const char *line, size_t len
     r = parse_event(line, len, &root, &ev, rp->reterr);
     if (r == 0 && ev.seq != seq)
         r = berth_error_set(rp->reterr, -EBADMSG, "stored under seq %" PRIu64 " but says %" PRIu64, seq, ev.seq);
+    if (r == 0 && rp->type && strcmp(ev.type, rp->type) != 0)
+        r = berth_error_set(rp->reterr, -EBADMSG, "stored as type %s but says %s", rp->type, ev.type);
     if (r == 0)
         r = rp->check(rp->userdata, &ev, rp->reterr);
     json_decref(root);
@@ -348,11 +377,47 @@ int berth_audit_replay(struct berth_journal *j,
                        int (*check)(void *userdata, const struct berth_audit_event *ev, struct berth_error *reterr),
                        void *userdata, struct berth_error *reterr)
 {
-    struct replay rp = {check, userdata, reterr};
+    struct replay rp = {check, userdata, reterr, NULL};
 
     if (!check)
         return berth_error_set(reterr, -EINVAL, "invalid argument");
     return berth_audit_foreach(j, 0, replay_one, &rp, reterr);
+}
+
+#define TYPE_PREFIX_MAX 32
+
+/* replay_one() of a row, which must say the type of its column. */
+static int replay_typed(void *userdata, uint64_t seq, const char *type, const char *line, size_t len)
+{
+    struct replay *rp = userdata;
+
+    rp->type = type;
+    return replay_one(rp, seq, line, len);
+}
+
+int berth_audit_replay_types(struct berth_journal *j, const char *type_prefix,
+                             int (*check)(void *userdata, const struct berth_audit_event *ev,
+                                          struct berth_error *reterr),
+                             void *userdata, struct berth_error *reterr)
+{
+    struct replay rp = {check, userdata, reterr, NULL};
+    sqlite3_stmt *st = NULL;
+    size_t n = type_prefix ? strlen(type_prefix) : 0;
+    int r;
+
+    if (!j || !check || n == 0 || n > TYPE_PREFIX_MAX)
+        return berth_error_set(reterr, -EINVAL, "invalid argument");
+    /* Types are ASCII (type_ok()), so substr() counts bytes here; a row
+     * whose column was edited otherwise is still checked against its line. */
+    if (berth_journal_prepare(j, "SELECT seq, type, line FROM audit_events WHERE substr(type, 1, ?) = ? ORDER BY seq",
+                              "preparing a statement", &st, NULL) < 0)
+        return berth_journal_error(j, "reading the audit chain", reterr);
+    if ((r = BERTH_JOURNAL_BIND(j, st, "reading the audit chain", reterr, BERTH_SQL_INT((int64_t)n),
+                                BERTH_SQL_TEXT(type_prefix))) < 0) {
+        berth_journal_finish(j, st);
+        return r;
+    }
+    return each_row(j, st, replay_typed, &rp, reterr);
 }
 
 int berth_audit_anchor_parse(const char *text, struct berth_audit_anchor *ret)

@@ -62,7 +62,8 @@ int berth_registry_open(struct berth_journal *j, struct berth_registry **ret, st
     }
     reg->j = j;
     berth_pool_chain_set_projection(reg->chain);
-    r = berth_audit_replay(j, berth_pool_chain_check, reg->chain, reterr);
+    /* Only pool events change the projection (berth_pool_chain_check()). */
+    r = berth_audit_replay_types(j, "pool.", berth_pool_chain_check, reg->chain, reterr);
     if (r < 0) {
         berth_registry_free(reg);
         return r;
