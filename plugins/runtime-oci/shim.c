@@ -609,8 +609,8 @@ static void note_helpers(struct shim *s)
  * that one that was already dying with the sandbox is judged as the
  * runtime's death (child_ended()), whichever of the two the kernel handed
  * the shim first.  Then, without a verdict of the shim's own: whose end
- * was it?  The memory controller's oom_kill count of the job's cgroup says whether
- * the memory limit killed it (for gVisor the host kills the whole sandbox,
+ * was it?  The memory controller's oom_kill count of the job's cgroup says
+ * whether the memory limit killed it (for gVisor the host kills the whole sandbox,
  * so the count is all it can tell: not which guest process grew).  For
  * gVisor the init is runsc-sandbox, which exits with the guest's status
  * (128 + signal for a signalled guest): a sandbox killed by a signal

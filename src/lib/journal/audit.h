@@ -32,10 +32,10 @@
 #include "hmac.h"
 #include "journal.h"
 
-#define BERTH_AUDIT_KEY_LEN 32                              /**< bytes of key material */
-#define BERTH_AUDIT_EVENT_MAX (1024 * 1024)                 /**< largest canonical event, bytes */
-#define BERTH_AUDIT_TYPE_MAX 64                             /**< longest event type */
-#define BERTH_AUDIT_ACTOR_MAX 256                           /**< longest actor */
+#define BERTH_AUDIT_KEY_LEN 32              /**< bytes of key material */
+#define BERTH_AUDIT_EVENT_MAX (1024 * 1024) /**< largest canonical event, bytes */
+#define BERTH_AUDIT_TYPE_MAX 64             /**< longest event type */
+#define BERTH_AUDIT_ACTOR_MAX 256           /**< longest actor */
 #define BERTH_AUDIT_MAC_HEX_LEN (2 * BERTH_HMAC_SHA256_LEN) /**< hex characters of an event's mac, without NUL */
 
 /** An audit key.  Wipe with berth_audit_key_wipe() when done. */
@@ -119,8 +119,8 @@ int berth_audit_replay(struct berth_journal *j,
  * type starts with @type_prefix (1 to 32 bytes, e.g. "pool.") only, chosen
  * by the stored type column without parsing the others; each one replayed
  * must say the type its column does.  For a projection that reads a few
- * types of a long chain (the pool registry reads pool.* events, a minority
- * of a busy broker's).
+ * types of a long chain (the pool registry reads the pool.* events, half
+ * or fewer of a broker's: each job adds job.* events of its own).
  * Return: as berth_audit_replay(); -EINVAL for a missing or overlong
  * @type_prefix; -EBADMSG also for an event whose type is not its column's.
  */
