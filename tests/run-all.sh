@@ -106,6 +106,18 @@ no_skips() {
     return "$bad"
 }
 
+# show_failures DIR: print the log of every test under DIR that failed or
+# errored (the last 300 lines of each), so that the end of this run's
+# output, which is what CI shows, says which case failed and why.
+show_failures() {
+    local trs
+    while IFS= read -r trs; do
+        grep -qxE ':test-result: (FAIL|ERROR)' "$trs" || continue
+        printf '\n=== %s\n' "${trs%.trs}.log" >&2
+        tail -n 300 "${trs%.trs}.log" >&2 || true
+    done < <(find "$1" -name '*.trs' 2>/dev/null | sort)
+}
+
 # The realistic test image (Debian bookworm minbase through debootstrap, the
 # only network use: Debian's archive) is built once, as root, and every
 # build's tests/cli/test-image-debian.sh imports and stages that layout.  It
@@ -124,7 +136,10 @@ step "1/5 build, make check, make distcheck"
 ./autogen.sh
 ./configure --enable-werror
 make -j"$jobs"
-make -j"$jobs" check
+make -j"$jobs" check || {
+    show_failures tests
+    exit 1
+}
 # Tests that need root (the Debian image, real runsc and crun, the
 # quickstart) or a tool (groff for the man pages) may skip elsewhere, never
 # here: these must have passed, and no suite may have skipped.
@@ -146,7 +161,10 @@ rm -rf ci-destdir
 make install DESTDIR="$top/ci-destdir" >/dev/null
 tests/build/check-install.sh "$top/ci-destdir" /usr/local
 rm -rf ci-destdir
-make -j"$jobs" distcheck
+make -j"$jobs" distcheck || {
+    for d in berth-*/_build; do show_failures "$d"; done
+    exit 1
+}
 tarball=$(ls -t berth-*.tar.xz | head -n1)
 [ -n "$tarball" ] || { echo "no dist tarball was produced" >&2; exit 1; }
 name=${tarball%.tar.xz}
@@ -171,7 +189,10 @@ if [ "$(id -u)" = 0 ]; then
     su -s /bin/bash "$user" -c "set -e; umask 022; export BERTH_DEBIAN_LAYOUT='${BERTH_DEBIAN_LAYOUT:-}'; \
         export BERTH_REQUIRE_TOOLS=1; \
         cd '$home/distcheck'; tar -xJf '$tarball'; cd '$name'; \
-        ./configure --enable-werror; make -j$jobs distcheck"
+        ./configure --enable-werror; make -j$jobs distcheck" || {
+        show_failures "$home/distcheck"
+        exit 1
+    }
     rm -rf "$home/distcheck"
     [ -z "$created" ] || userdel --remove "$user" 2>/dev/null || true
 else

@@ -44,6 +44,12 @@ expect() {
     fi
 }
 
+# How long "probe send" reads a quiet connection before it says "open".
+# berthd closes a refused connection right after its reply, so the cases
+# that want "closed" end as soon as it does; the bound only has to outlast
+# a busy machine (make -j2 check runs other suites beside this one).
+WAIT_MS=5000
+
 # send_case NAME REGEX FORMAT [ARGS...]: send printf FORMAT ARGS as dev in
 # one write; what came back must match REGEX.
 send_case() {
@@ -51,7 +57,7 @@ send_case() {
     shift 2
     # shellcheck disable=SC2059
     printf "$@" >"$TMP/req-$name"
-    probe send dev --wait-ms 1000 "$TMP/req-$name"
+    probe send dev --wait-ms "$WAIT_MS" "$TMP/req-$name"
     expect "$name" "$want"
 }
 
@@ -166,11 +172,14 @@ send_case put-on-a-route 'status [45][0-9][0-9] closed' \
 # --- what must keep working ---------------------------------------------------------
 send_case chunked-submit 'status 201 (open|closed)' "$P"'Transfer-Encoding: chunked\r\n\r\n%s\r\n\r\n' \
     "$(chunked "$(job_doc chunked-ok '["echo","chunked-ok-marker"]')")"
-# ... and is seen by the checks that prove a smuggled job was not.
-sleep 0.5
+# ... and is seen by the checks that prove a smuggled job was not.  The
+# journal and the audit chain hold it once the 201 is sent; the runtime
+# starts it a moment later, on another thread (polled, up to 30 s).
 api dev GET /v1/jobs/chunked-ok
 api_st=$(cat "$TMP/status")
 api dev GET /v1/audit
+deadline=$((SECONDS + 30))
+until grep -rqF chunked-ok-marker "$TMP/script" || [ "$SECONDS" -ge "$deadline" ]; do sleep 0.1; done
 if [ "$api_st" = 200 ] && grep -qF chunked-ok "$TMP/body" && grep -rqF chunked-ok-marker "$TMP/script"; then
     ok chunked-job-recorded
 else
@@ -187,7 +196,7 @@ fi
 # Closed right after the handshake: no status line, not even for /v1/health.
 # shellcheck disable=SC2059
 printf "$G$H"'\r\n' >"$TMP/req-health"
-probe send stranger --wait-ms 1000 "$TMP/req-health"
+probe send stranger --wait-ms "$WAIT_MS" "$TMP/req-health"
 expect unlisted-gets-nothing '(handshake failed )?closed'
 # unless the policy says "unlisted_clients": "health": then /v1/health only.
 publish "$INST/policy.json" jq '.unlisted_clients = "health"'
@@ -195,11 +204,11 @@ api dev GET /v1/capabilities
 if [ "$(cat "$TMP/status")" = 200 ]; then ok unlisted-policy-accepted; else
     bad unlisted-policy-accepted "dev's GET /v1/capabilities answered $(cat "$TMP/status") (is the member known?)"
 fi
-probe get stranger --deadline-ms 1000 /v1/health
+probe get stranger --deadline-ms "$WAIT_MS" /v1/health
 expect unlisted-health-allowed 'status 200'
 # shellcheck disable=SC2059
 printf 'GET /v1/capabilities HTTP/1.1\r\n'"$H"'\r\n' >"$TMP/req-caps"
-probe send stranger --wait-ms 1000 "$TMP/req-caps"
+probe send stranger --wait-ms "$WAIT_MS" "$TMP/req-caps"
 expect unlisted-health-only '(status 403 (open|closed)|(handshake failed )?closed)'
 publish "$INST/policy.json" jq 'del(.unlisted_clients)'
 stop_berthd
@@ -223,7 +232,10 @@ if ! try_start_berthd; then
         bad "$c" "not run: berthd refused the budget settings of issue 14 in berthd.json: $why"
     done
 else
-    # good_client NAME TRIES: /v1/health as dev from 127.0.0.1 within 1 s, TRIES times.
+    # good_client NAME TRIES: /v1/health as dev from 127.0.0.1 within 1 s,
+    # TRIES times.  One try may miss its second: a client the flood starves
+    # misses them all, while one slow try is the noise of a busy 2-CPU
+    # machine (other suites run beside this one).
     good_client() {
         local i got=0 seen=
         for i in $(seq 1 "$2"); do
@@ -232,7 +244,8 @@ else
             [ "$(cat "$TMP/probe.out")" = "status 200" ] && got=$((got + 1))
             sleep 0.3
         done
-        if [ "$got" = "$2" ]; then ok "$1"; else bad "$1" "$got of $2 tries got /v1/health 200 within 1 s:$seen"; fi
+        echo "$1: $got of $2 tries within 1 s:$seen"
+        if [ "$got" -ge "$(($2 - 1))" ]; then ok "$1"; else bad "$1" "$got of $2 tries got /v1/health 200 within 1 s:$seen"; fi
     }
 
     # 400 idle TCP holders from 8 other sources, reconnecting.
