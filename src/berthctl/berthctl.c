@@ -275,6 +275,7 @@ static int run_full(char **argv, const char *verb)
     if (stat("/proc/self/exe", &self) == 0 && stat(path, &full) == 0 && self.st_dev == full.st_dev &&
         self.st_ino == full.st_ino)
         return bctl_error(verb, "%s is this berthctl, not berthctl-full (check BERTHCTL_FULL)", path);
+    fflush(NULL); /* nothing buffered is lost to the exec */
     execv(path, argv);
     return bctl_error(verb, "cannot run %s, which runs the verbs audit, image, pool and qualify: %m", path);
 }
@@ -298,6 +299,11 @@ int main(int argc, char **argv)
     size_t i;
     int c, r;
 
+    /* Messages are built piece by piece (bctl_fputs_clean() writes a quoted
+     * string a byte at a time): line buffering writes each line at once, so
+     * that it is one write(2), never interleaved with another process's. */
+    if (setvbuf(stderr, NULL, _IOLBF, BUFSIZ) != 0)
+        return BCTL_EXIT_FAIL;
     while ((c = getopt_long(argc, argv, "+hV", options, NULL)) != -1) {
         r = bctl_global_option(&g, "", c, optarg);
         if (r < 0)
