@@ -177,11 +177,11 @@ URL() { printf 'https://127.0.0.1:%s%s' "$PORT" "$1"; }
 
 # api WHO METHOD PATH [CURL ARGS...]: real curl with WHO's certificate;
 # the body goes to $TMP/body and the status to $TMP/status.
-# log_has PATTERN [SECONDS]: wait up to SECONDS (default 5) for a berthd.log
+# log_has PATTERN [SECONDS]: wait up to SECONDS (default 30) for a berthd.log
 # line matching PATTERN (grep -E); connection refusals are logged as a
 # summary at the end of http.refusal_log_interval_ns, not at once.
 log_has() {
-    local deadline=$((SECONDS + ${2:-5}))
+    local deadline=$((SECONDS + ${2:-30}))
     until grep -qE "$1" "$TMP/berthd.log"; do
         [ "$SECONDS" -lt "$deadline" ] || return 1
         sleep 0.1

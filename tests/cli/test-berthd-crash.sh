@@ -135,8 +135,8 @@ for c in 1 2 3 4; do
 done
 # Kill once the first submission is acknowledged (under load, and in the
 # sanitizer build, that can take a while), while the others are in flight.
-for _ in $(seq 1 400); do
-    grep -qs ' 20[01]$' "$TMP"/load-*.log && break
+deadline=$((SECONDS + 60))
+until grep -qs ' 20[01]$' "$TMP"/load-*.log || [ "$SECONDS" -ge "$deadline" ]; do
     sleep 0.05
 done
 kill_berthd

@@ -14,7 +14,7 @@
 . "$BERTH_TOP_SRCDIR/tests/cli/berthd-lib.sh"
 
 CLIENTS=48
-make_install '"http": {"threads": 4, "max_connections": 256, "max_per_source": 128, "max_per_principal": 128, "max_unauthenticated": 128}'
+make_install '"http": {"threads": 4, "handshake_timeout_ns": 30000000000, "header_timeout_ns": 30000000000, "max_connections": 256, "max_per_source": 128, "max_per_principal": 128, "max_unauthenticated": 128}'
 
 # metric NAME: the value of an unlabelled metric on /metrics (dev is admin).
 metric() {
