@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -278,6 +279,67 @@ int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struc
     if (strcmp(digest, pin->sha256) != 0)
         return berth_error_set(reterr, -EPERM, "runtime %s has digest %s; its pin says %s", path, digest, pin->sha256);
     return 0;
+}
+
+/* memfd_create(2) flags of Linux 6.3 (include/uapi/linux/memfd.h), which
+ * older headers lack: an executable memfd, whatever vm.memfd_noexec says. */
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+           a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+int oci_pin_sealed_copy(int fd, const char *path, const struct stat *before, struct berth_error *reterr)
+{
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    _cleanup_close_ int memfd = -1;
+    _cleanup_free_ char *buf = NULL;
+    struct stat after;
+    off_t off = 0;
+
+    if (before->st_size > OCI_SEALED_RUNTIME_MAX)
+        return berth_error_set(reterr, -EFBIG, "the runtime is %lld bytes, more than the %d a sealed copy may take",
+                               (long long)before->st_size, OCI_SEALED_RUNTIME_MAX);
+    /* MFD_EXEC is refused as unknown (EINVAL) before Linux 6.3, where every memfd may be executed. */
+    if (!*name || strlen(name) > OCI_SEALED_NAME_MAX)
+        name = "runtime";
+    memfd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+    if (memfd < 0 && errno == EINVAL)
+        memfd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (memfd < 0)
+        return berth_error_set(reterr, -errno, "cannot make a sealed copy of the runtime: memfd_create: %m");
+    buf = malloc(OCI_SEALED_COPY_CHUNK);
+    if (!buf)
+        return berth_error_set(reterr, -ENOMEM, "out of memory");
+    while (off < before->st_size) {
+        size_t want = (size_t)(before->st_size - off) < OCI_SEALED_COPY_CHUNK ? (size_t)(before->st_size - off)
+                                                                             : OCI_SEALED_COPY_CHUNK;
+        ssize_t n = pread(fd, buf, want, off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return berth_error_set(reterr, -errno, "cannot make a sealed copy of the runtime: read: %m");
+        if (n == 0)
+            return berth_error_set(reterr, -ESTALE, "the runtime became shorter while it was copied");
+        if (berth_write_all(memfd, buf, (size_t)n) < 0)
+            return berth_error_set(reterr, -errno, "cannot make a sealed copy of the runtime: write: %m");
+        off += n;
+    }
+    /* Unchanged from before its check to the end of the copy (a write
+     * changes mtime and ctime, see oci_pin_identity_matches()): the copy
+     * holds exactly the bytes the pin was checked against. */
+    if (fstat(fd, &after) < 0)
+        return berth_error_set(reterr, -errno, "cannot make a sealed copy of the runtime: fstat: %m");
+    if (!same_file(before, &after))
+        return berth_error_set(reterr, -ESTALE, "the runtime changed while it was checked and copied");
+    if (fcntl(memfd, F_ADD_SEALS, OCI_SEALED_RUNTIME_SEALS) < 0)
+        return berth_error_set(reterr, -errno, "cannot seal the copy of the runtime: %m");
+    return TAKE_FD(memfd);
 }
 
 int oci_pin_check(struct oci_config *c, struct berth_error *reterr)

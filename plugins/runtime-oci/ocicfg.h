@@ -56,6 +56,7 @@
 #ifndef BERTH_OCI_CFG_H
 #define BERTH_OCI_CFG_H
 
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -144,6 +145,46 @@ bool oci_pin_identity_matches(const struct oci_pin_cache *cache, const struct st
  */
 int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struct oci_pin_cache *cache,
                       struct berth_error *reterr);
+
+/* The largest runtime run from a sealed copy (crun is about 0.5 MiB; runc,
+ * about 10 MiB, and runsc, about 24 MiB, run from their files: each job's
+ * shim would hold a copy for as long as the job runs). */
+#define OCI_SEALED_RUNTIME_MAX (4 * 1024 * 1024)
+#define OCI_SEALED_COPY_CHUNK (64 * 1024)
+/* The longest name memfd_create(2) takes (249 bytes), less room to spare. */
+#define OCI_SEALED_NAME_MAX 200
+/* Every seal that keeps a memfd's content as it is (memfd_create(2)): the
+ * set crun and runc look for to know that /proc/self/exe is already a copy
+ * a container cannot write through (CVE-2019-5736), so that they do not
+ * copy themselves again on each start. */
+#define OCI_SEALED_RUNTIME_SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
+
+/**
+ * oci_pin_sealed_copy() - an in-memory copy of the runtime binary @fd,
+ * sealed so that nothing can change it, to be executed (execveat(2) with
+ * AT_EMPTY_PATH) instead of the file.
+ * @fd:     the runtime, open for reading, already checked against its pin
+ *          (oci_pin_verify_fd()); read with pread(2), its offset unused.
+ * @path:   the path it was opened at; the copy is named after its last
+ *          component, which is what ps(1) shows as the runtime's command
+ *          ("memfd:crun") and /proc/PID/exe as "/memfd:crun (deleted)".
+ * @before: fstat(2) of @fd taken before that check.
+ *
+ * The file must be the same (device, inode, size, mtime and ctime, as
+ * oci_pin_identity_matches() compares) after the copy as before the check,
+ * so the copy holds exactly the bytes that were checked; and since it is
+ * sealed (OCI_SEALED_RUNTIME_SEALS), neither a later write to the file nor a
+ * container that reaches the runtime's /proc/PID/exe can change what runs.
+ * Not thread-safe with respect to @fd's owner writing it (nobody should).
+ *
+ * Return: a new descriptor (close-on-exec, the caller's) of the copy;
+ * -EFBIG when @before is larger than OCI_SEALED_RUNTIME_MAX (run the file
+ * itself); -ESTALE when the file changed since @before (refuse it, as a
+ * runtime that no longer matches its pin); -ENOMEM; or the errno of
+ * memfd_create(2) (-EACCES when vm.memfd_noexec forbids executable memfds),
+ * read(2), write(2) or fcntl(2) F_ADD_SEALS.  reterr says which.
+ */
+int oci_pin_sealed_copy(int fd, const char *path, const struct stat *before, struct berth_error *reterr);
 
 /**
  * oci_pin_check() - open the runtime binary (no symlink on its path) and

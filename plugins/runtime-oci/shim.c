@@ -1649,8 +1649,10 @@ static int load_config(struct shim *s)
         struct oci_pin want = {.path = s->argv[0]};
         struct oci_pin_cache seen = {0};
         const json_t *identity;
+        struct stat before;
         int64_t mode = 0;
         const char *sha = NULL;
+        int copy;
 
         if (berth_json_string_member(pin, "shim.pin", "sha256", true, &sha, &err) < 0 ||
             berth_json_int_member(pin, "shim.pin", "size", true, 1, INT64_MAX, &want.size, &err) < 0 ||
@@ -1668,10 +1670,27 @@ static int load_config(struct shim *s)
             return -EBADMSG;
         }
         s->runtime_fd = berth_open_trusted(want.path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, &err);
+        if (s->runtime_fd >= 0 && fstat(s->runtime_fd, &before) < 0) {
+            logf_shim(s, "refusing to run the runtime: %s: fstat: %m", want.path);
+            return -EPERM;
+        }
         if (s->runtime_fd < 0 ||
             oci_pin_verify_fd(s->runtime_fd, want.path, &want, identity ? &seen : NULL, &err) < 0) {
             logf_shim(s, "refusing to run the runtime: %s", err.message);
             return -EPERM;
+        }
+        /* A small runtime runs from a sealed copy of the checked bytes (crun
+         * then skips copying itself on every command); a larger one, or
+         * where no executable memfd can be made, from the checked file. */
+        copy = oci_pin_sealed_copy(s->runtime_fd, want.path, &before, &err);
+        if (copy >= 0) {
+            close(s->runtime_fd);
+            s->runtime_fd = copy;
+        } else if (copy == -ESTALE) {
+            logf_shim(s, "refusing to run the runtime %s: %s", want.path, err.message);
+            return -EPERM;
+        } else if (copy != -EFBIG) {
+            logf_shim(s, "the runtime %s runs from its file: %s", want.path, err.message);
         }
     }
     return 0;

@@ -236,6 +236,10 @@ helper_dies_late() {
     done
     [ -n "$helper" ] && [ -n "$init" ] || fail "$name: no helper ($helper) or init ($init): $(ls "$jobdir")"
     LEFT="${LEFT:-} $helper"
+    # A runtime this small ran from the shim's sealed copy of its checked
+    # bytes, named after it: F_SEAL_SEAL|SHRINK|GROW|WRITE = 15.
+    [ "$(cat "$jobdir/init.pid.exe")" = "/memfd:runsc-wrap$2 (deleted) seals=15" ] ||
+        fail "$name: the runtime did not run from a sealed copy: $(cat "$jobdir/init.pid.exe")"
     tail -n +1 -F "$jobdir/runtime.log" >"$TMP/$name.shim.log" 2>/dev/null &
     TAILS="${TAILS:-} $!"
     # kill -0 answers for a zombie too: this waits until the shim reaped it.

@@ -20,6 +20,11 @@
  * reaped until it is killed -- the state a killed runsc-gofer is in while
  * its threads exit, when its sandbox may already have ended.
  *
+ * It also writes "PID_FILE.exe": the target of /proc/self/exe and the
+ * seals of that file (fcntl F_GET_SEALS, -1 when it is not a memfd), one
+ * line, so that a test sees what the shim ran: a runtime this small runs
+ * from a sealed copy (plugins/runtime-oci/ocicfg.h).
+ *
  * The shim runs the runtime from its pinned descriptor (execveat), which a
  * script cannot be; hence a program.  Exit status: the runtime's, or 127
  * with one line on standard error when it cannot be run.
@@ -63,16 +68,37 @@ static void *wait_then_exit(void *arg)
     _exit(0);
 }
 
-/* Whether this program was installed as the "-exiting" variant. */
-static int exiting_variant(void)
+/* Whether this program was installed as the "-exiting" variant: by the
+ * path it was run as (@argv0, the pinned path; /proc/self/exe names the
+ * shim's sealed copy of it, plugins/runtime-oci/ocicfg.h). */
+static int exiting_variant(const char *argv0)
 {
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    size_t n = strlen(argv0);
 
-    if (n <= 8)
-        return 0;
+    return n > 8 && strcmp(argv0 + n - 8, "-exiting") == 0;
+}
+
+/* "PID_FILE.exe": what /proc/self/exe is, and its seals. */
+static void record_exe(const char *pidfile)
+{
+    char self[4096], path[4096], line[4200];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    int fd, seals, len;
+
+    if (!pidfile || n < 0 || snprintf(path, sizeof(path), "%s.exe", pidfile) >= (int)sizeof(path))
+        return;
     self[n] = '\0';
-    return strcmp(self + n - 8, "-exiting") == 0;
+    fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    seals = fd < 0 ? -1 : fcntl(fd, F_GET_SEALS);
+    if (fd >= 0)
+        close(fd);
+    len = snprintf(line, sizeof(line), "%s seals=%d\n", self, seals);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        if (write(fd, line, (size_t)len) != len)
+            perror("runtime-helper-wrap: write");
+        close(fd);
+    }
 }
 
 /* The helper: nothing inherited but /dev/null; its pid written down. */
@@ -102,8 +128,11 @@ static void helper(const char *pidfile, int exiting)
 int main(int argc, char **argv)
 {
     if (creates_container(argc, argv)) {
-        int exiting = exiting_variant();
-        pid_t pid = fork();
+        int exiting = exiting_variant(argv[0]);
+        pid_t pid;
+
+        record_exe(pid_file(argc, argv));
+        pid = fork();
 
         if (pid < 0) {
             perror("runtime-helper-wrap: fork");

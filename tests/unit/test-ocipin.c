@@ -5,10 +5,13 @@
  * has just hashed: it matches the very file it was taken from, and no
  * longer once that file was written (same size), had its mtime set back,
  * or was replaced by another file; it survives the trip through shim.json
- * exactly, and a malformed identity is refused.
+ * exactly, and a malformed identity is refused.  The sealed copy the shim
+ * runs a small runtime from holds exactly the checked bytes, cannot be
+ * written, and is refused when the file changed since it was checked.
  */
 #include "testutil.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "jsonobj.h"
@@ -196,6 +199,83 @@ START_TEST(malformed_identity_refused)
 }
 END_TEST
 
+/* The copy: the same bytes, every seal, executable, close-on-exec, named
+ * after the file; writing it fails. */
+START_TEST(sealed_copy_holds_the_bytes)
+{
+    _cleanup_close_ int fd = open(file, O_RDONLY | O_CLOEXEC);
+    struct berth_error err = {0};
+    char buf[64], link[128], self[64];
+    struct stat before, st;
+    int copy, flags;
+    ssize_t n;
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(fstat(fd, &before), 0);
+    ck_assert_int_eq(lseek(fd, 5, SEEK_SET), 5); /* its offset is not used */
+    copy = oci_pin_sealed_copy(fd, file, &before, &err);
+    ck_assert_msg(copy >= 0, "%s", err.message);
+    ck_assert_int_eq(fcntl(copy, F_GET_SEALS), OCI_SEALED_RUNTIME_SEALS);
+    ck_assert_int_eq(OCI_SEALED_RUNTIME_SEALS, 15);
+    flags = fcntl(copy, F_GETFD);
+    ck_assert(flags >= 0 && (flags & FD_CLOEXEC));
+    ck_assert_int_eq(fstat(copy, &st), 0);
+    ck_assert_int_eq(st.st_size, 12);
+    ck_assert(st.st_mode & S_IXUSR);
+    n = pread(copy, buf, sizeof(buf), 0);
+    ck_assert_int_eq(n, 12);
+    ck_assert(memcmp(buf, "#!/bin/true\n", 12) == 0);
+    ck_assert_int_eq(pwrite(copy, "x", 1, 0), -1);
+    ck_assert_int_eq(errno, EPERM);
+    ck_assert_int_eq(ftruncate(copy, 0), -1);
+    snprintf(self, sizeof(self), "/proc/self/fd/%d", copy);
+    n = readlink(self, link, sizeof(link) - 1);
+    ck_assert_int_gt(n, 0);
+    link[n] = '\0';
+    ck_assert_str_eq(link, "/memfd:runtime (deleted)");
+    close(copy);
+}
+END_TEST
+
+/* Written after its check (before was taken first): the copy is refused,
+ * since it might not hold the bytes that were checked. */
+START_TEST(sealed_copy_of_a_changed_file_refused)
+{
+    struct oci_pin_cache c = identity_of(file);
+    _cleanup_close_ int fd = open(file, O_RDWR | O_CLOEXEC);
+    struct berth_error err = {0};
+    struct stat before;
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(fstat(fd, &before), 0);
+    clock_moves(&c);
+    ck_assert_int_eq(pwrite(fd, "#!/bin/echo\n", 12, 0), 12);
+    ck_assert_int_eq(oci_pin_sealed_copy(fd, file, &before, &err), -ESTALE);
+    ck_assert_ptr_nonnull(strstr(err.message, "changed while it was checked"));
+}
+END_TEST
+
+/* Larger than OCI_SEALED_RUNTIME_MAX: -EFBIG, and the file runs as it is. */
+START_TEST(large_runtime_not_copied)
+{
+    _cleanup_close_ int fd = open(file, O_RDWR | O_CLOEXEC);
+    struct berth_error err = {0};
+    struct stat before;
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, OCI_SEALED_RUNTIME_MAX + 1), 0);
+    ck_assert_int_eq(fstat(fd, &before), 0);
+    ck_assert_int_eq(oci_pin_sealed_copy(fd, file, &before, &err), -EFBIG);
+    ck_assert_int_eq(ftruncate(fd, OCI_SEALED_RUNTIME_MAX), 0);
+    ck_assert_int_eq(fstat(fd, &before), 0);
+    {
+        int copy = oci_pin_sealed_copy(fd, file, &before, &err);
+        ck_assert_msg(copy >= 0, "%s", err.message);
+        close(copy);
+    }
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("ocipin");
@@ -208,6 +288,9 @@ static Suite *make_suite(void)
     tcase_add_test(tc, json_round_trip);
     tcase_add_test(tc, create_args_checked);
     tcase_add_test(tc, malformed_identity_refused);
+    tcase_add_test(tc, sealed_copy_holds_the_bytes);
+    tcase_add_test(tc, sealed_copy_of_a_changed_file_refused);
+    tcase_add_test(tc, large_runtime_not_copied);
     return s;
 }
 
