@@ -28,6 +28,7 @@ static const char *const members[] = {"broker_public_key",
                                       "isolation",
                                       "pids_ceiling",
                                       "runtime",
+                                      "sealed_copy",
                                       "shim",
                                       "slot_init",
                                       "start_timeout_ns",
@@ -201,6 +202,12 @@ int oci_config_parse(const char *json, size_t len, const char *default_shim, str
         }
         c.cgroup_limits_required = !limits || streq(limits, "required");
     }
+    v = json_object_get(c.doc, "sealed_copy");
+    if (v && !json_is_boolean(v)) {
+        r = berth_error_set(reterr, -EBADMSG, WHAT ": sealed_copy must be true or false");
+        goto fail;
+    }
+    c.sealed_copy = !v || json_is_true(v);
     c.unmount = json_object_get(c.doc, "unmount");
     if (c.unmount && (!json_is_array(c.unmount) || json_array_size(c.unmount) > 8)) {
         r = berth_error_set(reterr, -EBADMSG, WHAT ": unmount must be at most 8 absolute paths");
@@ -281,64 +288,54 @@ int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struc
     return 0;
 }
 
-/* memfd_create(2) flags of Linux 6.3 (include/uapi/linux/memfd.h), which
- * older headers lack: an executable memfd, whatever vm.memfd_noexec says. */
+/* memfd_create(2)'s flag of Linux 6.3 (include/uapi/linux/memfd.h), which
+ * older headers lack: an executable memfd, also where vm.memfd_noexec = 1
+ * makes memfds non-executable by default (with 2, it is refused: EACCES). */
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U
 #endif
 
-static bool same_file(const struct stat *a, const struct stat *b)
-{
-    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
-           a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
-}
-
-int oci_pin_sealed_copy(int fd, const char *path, const struct stat *before, struct berth_error *reterr)
+int oci_pin_sealed_copy(int fd, const char *path, const struct oci_pin *pin, struct berth_error *reterr)
 {
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    uint8_t raw[BERTH_SHA256_LEN];
+    char digest[BERTH_DIGEST_BUFSZ];
     _cleanup_close_ int memfd = -1;
-    _cleanup_free_ char *buf = NULL;
-    struct stat after;
-    off_t off = 0;
+    uint64_t len = 0;
+    struct stat st;
+    int r, seals;
 
-    if (before->st_size > OCI_SEALED_RUNTIME_MAX)
+    if (pin->size > OCI_SEALED_RUNTIME_MAX)
         return berth_error_set(reterr, -EFBIG, "the runtime is %lld bytes, more than the %d a sealed copy may take",
-                               (long long)before->st_size, OCI_SEALED_RUNTIME_MAX);
-    /* MFD_EXEC is refused as unknown (EINVAL) before Linux 6.3, where every memfd may be executed. */
+                               (long long)pin->size, OCI_SEALED_RUNTIME_MAX);
     if (!*name || strlen(name) > OCI_SEALED_NAME_MAX)
         name = "runtime";
+    /* MFD_EXEC is refused as unknown (EINVAL) before Linux 6.3, where every memfd may be executed. */
     memfd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
     if (memfd < 0 && errno == EINVAL)
         memfd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (memfd < 0)
         return berth_error_set(reterr, -errno, "cannot make a sealed copy of the runtime: memfd_create: %m");
-    buf = malloc(OCI_SEALED_COPY_CHUNK);
-    if (!buf)
-        return berth_error_set(reterr, -ENOMEM, "out of memory");
-    while (off < before->st_size) {
-        size_t want = (size_t)(before->st_size - off) < OCI_SEALED_COPY_CHUNK ? (size_t)(before->st_size - off)
-                                                                             : OCI_SEALED_COPY_CHUNK;
-        ssize_t n = pread(fd, buf, want, off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return berth_error_set(reterr, -errno, "cannot make a sealed copy of the runtime: read: %m");
-        if (n == 0)
-            return berth_error_set(reterr, -ESTALE, "the runtime became shorter while it was copied");
-        if (berth_write_all(memfd, buf, (size_t)n) < 0)
-            return berth_error_set(reterr, -errno, "cannot make a sealed copy of the runtime: write: %m");
-        off += n;
+    /* The copy is hashed as it is made: it holds the pinned bytes or is not used. */
+    if ((r = berth_sha256_copy(fd, 0, memfd, (uint64_t)pin->size, raw, &len, reterr)) < 0) {
+        berth_error_prefix(reterr, "cannot make a sealed copy of the runtime");
+        return r;
     }
-    /* Unchanged from before its check to the end of the copy (a write
-     * changes mtime and ctime, see oci_pin_identity_matches()): the copy
-     * holds exactly the bytes the pin was checked against. */
-    if (fstat(fd, &after) < 0)
-        return berth_error_set(reterr, -errno, "cannot make a sealed copy of the runtime: fstat: %m");
-    if (!same_file(before, &after))
-        return berth_error_set(reterr, -ESTALE, "the runtime changed while it was checked and copied");
+    if (len != (uint64_t)pin->size)
+        return berth_error_set(reterr, -EPERM, "runtime %s changed while it was copied: %s bytes; its pin says %lld",
+                               path, len > (uint64_t)pin->size ? "more" : "fewer", (long long)pin->size);
+    berth_digest_format(raw, digest);
+    if (strcmp(digest, pin->sha256) != 0)
+        return berth_error_set(reterr, -EPERM, "runtime %s changed while it was copied: digest %s; its pin says %s",
+                               path, digest, pin->sha256);
     if (fcntl(memfd, F_ADD_SEALS, OCI_SEALED_RUNTIME_SEALS) < 0)
         return berth_error_set(reterr, -errno, "cannot seal the copy of the runtime: %m");
+    /* Exactly these seals (a memfd made non-executable has F_SEAL_EXEC
+     * too, and crun would not take it for its copy), and executable. */
+    seals = fcntl(memfd, F_GET_SEALS);
+    if (seals != OCI_SEALED_RUNTIME_SEALS || fstat(memfd, &st) < 0 || !(st.st_mode & 0111))
+        return berth_error_set(reterr, -ENOEXEC, "the sealed copy of the runtime cannot be executed (seals %#x)",
+                               (unsigned)seals);
     return TAKE_FD(memfd);
 }
 

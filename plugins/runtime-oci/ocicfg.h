@@ -99,6 +99,7 @@ struct oci_config {
     const char *create_args[OCI_MAX_CREATE_ARGS];
     size_t n_create_args;
     bool cgroup_limits_required; /* "cgroup_limits": "required" (the default) */
+    bool sealed_copy;            /* "sealed_copy" (default true): a small runtime runs from a sealed copy */
     const char *state_directory;
     const char *shim;
     const char *slot_init; /* berth-slot-init (warm slots); NULL: the plugin's default */
@@ -163,28 +164,29 @@ int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struc
  * oci_pin_sealed_copy() - an in-memory copy of the runtime binary @fd,
  * sealed so that nothing can change it, to be executed (execveat(2) with
  * AT_EMPTY_PATH) instead of the file.
- * @fd:     the runtime, open for reading, already checked against its pin
- *          (oci_pin_verify_fd()); read with pread(2), its offset unused.
- * @path:   the path it was opened at; the copy is named after its last
- *          component, which is what ps(1) shows as the runtime's command
- *          ("memfd:crun") and /proc/PID/exe as "/memfd:crun (deleted)".
- * @before: fstat(2) of @fd taken before that check.
+ * @fd:   the runtime, open for reading (pread(2): its offset is unused).
+ * @path: the path it was opened at; the copy is named after its last
+ *        component ("/memfd:crun (deleted)" in /proc/PID/exe; kernels since
+ *        6.14 or so also name the process "memfd:crun" in ps).
+ * @pin:  what it must be: the copy is hashed as it is made and must have
+ *        @pin's size and digest, so it holds exactly the pinned bytes
+ *        whatever happened to the file (a write through a shared mapping
+ *        changes no timestamp).
  *
- * The file must be the same (device, inode, size, mtime and ctime, as
- * oci_pin_identity_matches() compares) after the copy as before the check,
- * so the copy holds exactly the bytes that were checked; and since it is
- * sealed (OCI_SEALED_RUNTIME_SEALS), neither a later write to the file nor a
- * container that reaches the runtime's /proc/PID/exe can change what runs.
- * Not thread-safe with respect to @fd's owner writing it (nobody should).
+ * The copy is sealed with OCI_SEALED_RUNTIME_SEALS and checked to carry
+ * exactly those seals and to be executable.  One copy per caller: the
+ * caller holds it (about the runtime's size in memory) while it is open.
  *
  * Return: a new descriptor (close-on-exec, the caller's) of the copy;
- * -EFBIG when @before is larger than OCI_SEALED_RUNTIME_MAX (run the file
- * itself); -ESTALE when the file changed since @before (refuse it, as a
- * runtime that no longer matches its pin); -ENOMEM; or the errno of
- * memfd_create(2) (-EACCES when vm.memfd_noexec forbids executable memfds),
- * read(2), write(2) or fcntl(2) F_ADD_SEALS.  reterr says which.
+ * -EFBIG when @pin's size is over OCI_SEALED_RUNTIME_MAX; -EPERM when the
+ * bytes read differ from @pin (refuse the runtime, as for a broken pin);
+ * -ENOEXEC when the copy came out not executable or with other seals (for
+ * example vm.memfd_noexec = 1 on a kernel without MFD_EXEC); or -ENOMEM,
+ * -EIO, or the errno of memfd_create(2) (-EACCES where vm.memfd_noexec = 2),
+ * pread(2), write(2) or fcntl(2).  For all but -EPERM, run the file
+ * instead.  reterr says which.  Thread-safe.
  */
-int oci_pin_sealed_copy(int fd, const char *path, const struct stat *before, struct berth_error *reterr);
+int oci_pin_sealed_copy(int fd, const char *path, const struct oci_pin *pin, struct berth_error *reterr);
 
 /**
  * oci_pin_check() - open the runtime binary (no symlink on its path) and

@@ -550,6 +550,11 @@ int oci_prepare(struct oci *o, const struct dispatch *d, int jobfd, const char *
                      o->cops ? NULL : cgroup, "isolation", o->cfg.isolation, "broker_public_key",
                      o->cfg.broker_key_b64, "outputs_mount", mount, "create_args",
                      json_object_get(o->cfg.doc, "create_args"));
+    /* Only when off: the shim's default is the sealed copy. */
+    if (shim && !o->cfg.sealed_copy && json_object_set_new(shim, "sealed_copy", json_false()) < 0) {
+        json_decref(shim);
+        shim = NULL;
+    }
     if (shim && o->cops &&
         json_object_set_new(shim, "contained",
                             json_pack("{s:b}", "cgroup_limits_required", o->cfg.cgroup_limits_required)) < 0) {

@@ -129,7 +129,8 @@ struct shim {
     size_t n_prefix;
     const char *runtime_root; /* the value of --root in the prefix, or NULL */
     const char **argv;        /* runtime prefix + subcommand arguments */
-    int runtime_fd;           /* the runtime binary, checked against its pin */
+    int runtime_fd;           /* the runtime binary, checked against its pin: its sealed copy, or the file */
+    int runtime_file_fd;      /* the checked file when runtime_fd is its copy (the fallback), else -1 */
     int64_t deadline_ns, output_bytes, written;
     int out_fd, err_fd; /* the capture files */
     int log_fd;         /* runtime.log */
@@ -240,6 +241,9 @@ static int run_runtime(struct shim *s, const char *const *args, int out, int err
             _exit(127);
         }
         syscall(SYS_execveat, s->runtime_fd, "", (char *const *)s->argv, environ, AT_EMPTY_PATH);
+        /* A security module may let the file run but not a memfd. */
+        if (s->runtime_file_fd >= 0 && (errno == EACCES || errno == EPERM || errno == ENOEXEC))
+            syscall(SYS_execveat, s->runtime_file_fd, "", (char *const *)s->argv, environ, AT_EMPTY_PATH);
         snprintf(msg, sizeof(msg), "berth-oci-shim: cannot execute the runtime %s: %s\n", s->argv[0], strerror(errno));
         (void)!write(2, msg, strlen(msg));
         _exit(127);
@@ -1649,7 +1653,6 @@ static int load_config(struct shim *s)
         struct oci_pin want = {.path = s->argv[0]};
         struct oci_pin_cache seen = {0};
         const json_t *identity;
-        struct stat before;
         int64_t mode = 0;
         const char *sha = NULL;
         int copy;
@@ -1670,24 +1673,22 @@ static int load_config(struct shim *s)
             return -EBADMSG;
         }
         s->runtime_fd = berth_open_trusted(want.path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, &err);
-        if (s->runtime_fd >= 0 && fstat(s->runtime_fd, &before) < 0) {
-            logf_shim(s, "refusing to run the runtime: %s: fstat: %m", want.path);
-            return -EPERM;
-        }
         if (s->runtime_fd < 0 ||
             oci_pin_verify_fd(s->runtime_fd, want.path, &want, identity ? &seen : NULL, &err) < 0) {
             logf_shim(s, "refusing to run the runtime: %s", err.message);
             return -EPERM;
         }
-        /* A small runtime runs from a sealed copy of the checked bytes (crun
+        /* A small runtime runs from a sealed copy of the pinned bytes (crun
          * then skips copying itself on every command); a larger one, or
          * where no executable memfd can be made, from the checked file. */
-        copy = oci_pin_sealed_copy(s->runtime_fd, want.path, &before, &err);
+        copy = json_is_false(json_object_get(s->cfg, "sealed_copy"))
+                   ? -EFBIG /* the backend's "sealed_copy": false */
+                   : oci_pin_sealed_copy(s->runtime_fd, want.path, &want, &err);
         if (copy >= 0) {
-            close(s->runtime_fd);
+            s->runtime_file_fd = s->runtime_fd;
             s->runtime_fd = copy;
-        } else if (copy == -ESTALE) {
-            logf_shim(s, "refusing to run the runtime %s: %s", want.path, err.message);
+        } else if (copy == -EPERM) {
+            logf_shim(s, "refusing to run the runtime: %s", err.message);
             return -EPERM;
         } else if (copy != -EFBIG) {
             logf_shim(s, "the runtime %s runs from its file: %s", want.path, err.message);
@@ -1775,6 +1776,7 @@ int main(int argc, char **argv)
                      .err_fd = -1,
                      .log_fd = -1,
                      .runtime_fd = -1,
+                     .runtime_file_fd = -1,
                      .sigfd = -1,
                      .started_at = -1,
                      .payload_procs = -1,

@@ -216,14 +216,16 @@ done
 : "${BERTH_RUNTIME_WRAP:?BERTH_RUNTIME_WRAP must point at tests/tools/runtime-helper-wrap}"
 [ -x /usr/bin/runsc ] || fail "runtime-helper-wrap runs /usr/bin/runsc, which is not there (runsc is $(command -v runsc))"
 cp "$INST/berthd.json" "$TMP/berthd.plain.json"
-# helper_dies_late NAME VARIANT: run job NAME under the wrapper installed as
-# $TMP/runsc-wrapVARIANT; kill its helper once the sandbox is reaped.
+# helper_dies_late NAME VARIANT SEALED: run job NAME under the wrapper
+# installed as $TMP/runsc-wrapVARIANT, with the backend's sealed_copy set to
+# SEALED; kill its helper once the sandbox is reaped.
 helper_dies_late() {
-    local name=$1 wrap=$TMP/runsc-wrap$2 jobdir helper init i
+    local name=$1 wrap=$TMP/runsc-wrap$2 jobdir helper init i want
     install -m 0755 "$BERTH_RUNTIME_WRAP" "$wrap"
     stop_berthd
     install -m 0600 "$TMP/berthd.plain.json" "$INST/berthd.json"
-    edit_config '.backends.runsc.config.runtime = $pin' --argjson pin "$(pin_json "$wrap")"
+    edit_config '.backends.runsc.config.runtime = $pin | .backends.runsc.config.sealed_copy = $sealed' \
+        --argjson pin "$(pin_json "$wrap")" --argjson sealed "$3"
     start_berthd
     POOL=gvisor bb_job "$name" "sleep 5; exit 137"
     submit "$name"
@@ -236,10 +238,13 @@ helper_dies_late() {
     done
     [ -n "$helper" ] && [ -n "$init" ] || fail "$name: no helper ($helper) or init ($init): $(ls "$jobdir")"
     LEFT="${LEFT:-} $helper"
-    # A runtime this small ran from the shim's sealed copy of its checked
-    # bytes, named after it: F_SEAL_SEAL|SHRINK|GROW|WRITE = 15.
-    [ "$(cat "$jobdir/init.pid.exe")" = "/memfd:runsc-wrap$2 (deleted) seals=15" ] ||
-        fail "$name: the runtime did not run from a sealed copy: $(cat "$jobdir/init.pid.exe")"
+    # A runtime this small ran from the shim's sealed copy of its pinned
+    # bytes, named after it (F_SEAL_SEAL|SHRINK|GROW|WRITE = 15), unless the
+    # backend says "sealed_copy": false; then from its file (no seals).
+    want="/memfd:runsc-wrap$2 (deleted) seals=15"
+    [ "$3" = true ] || want="$wrap seals=-1"
+    [ "$(cat "$jobdir/init.pid.exe")" = "$want" ] ||
+        fail "$name: the runtime ran from $(cat "$jobdir/init.pid.exe"), not $want"
     tail -n +1 -F "$jobdir/runtime.log" >"$TMP/$name.shim.log" 2>/dev/null &
     TAILS="${TAILS:-} $!"
     # kill -0 answers for a zombie too: this waits until the shim reaped it.
@@ -253,12 +258,12 @@ helper_dies_late() {
 }
 # (the helpers, should the test stop early, and the log readers go too)
 trap 'kill -KILL $LEFT $TAILS 2>/dev/null; release; cleanup_berthd' EXIT
-helper_dies_late dying-helper -exiting
+helper_dies_late dying-helper -exiting true
 [ "$(result dying-helper .status)/$(result dying-helper .reason)/$(result dying-helper .exit_code)" = \
     failed/runtime_lost/null ] || fail "a helper dying with the sandbox: $(cat "$TMP/dying-helper.out/result.json")"
 grep -q "ended (signal 9) as the sandbox ended: the sandbox is lost" "$TMP/dying-helper.shim.log" ||
     fail "the shim did not judge the helper's death: $(cat "$TMP/dying-helper.shim.log")"
-helper_dies_late healthy-helper ""
+helper_dies_late healthy-helper "" false
 [ "$(result healthy-helper .status)/$(result healthy-helper .exit_code)" = exited/137 ] ||
     fail "a helper killed after the job's own end: $(cat "$TMP/healthy-helper.out/result.json")"
 stop_berthd

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "digest.h"
 #include "jsonobj.h"
 #include "macro.h"
 #include "ocicfg.h"
@@ -149,10 +150,43 @@ START_TEST(create_args_checked)
             ck_assert_msg(oci_config_parse(json, strlen(json), "/usr/libexec/berth-oci-shim", &c, &err) == 0, "%s",
                           err.message);
             ck_assert_uint_eq(c.n_create_args, 1);
+            ck_assert(c.sealed_copy); /* the default */
             oci_config_clear(&c);
         }
     }
     free(json);
+}
+END_TEST
+
+/* sealed_copy: a boolean, true unless set to false. */
+START_TEST(sealed_copy_config)
+{
+    static const char *const values[] = {"false", "true", "\"no\"", "0"};
+    struct berth_error err = BERTH_ERROR_INIT;
+    struct oci_config c;
+
+    for (size_t i = 0; i < ELEMENTSOF(values); i++) {
+        _cleanup_free_ char *json = NULL;
+        int r;
+
+        ck_assert_int_gt(asprintf(&json,
+                                  "{\"runtime\":{\"path\":\"%s\",\"sha256\":\"" DIGEST "\",\"size\":12,"
+                                  "\"mode\":\"0755\"},\"isolation\":\"native\",\"state_directory\":\"%s\","
+                                  "\"sealed_copy\":%s}",
+                                  file, dir, values[i]),
+                         0);
+        memset(&c, 0, sizeof(c));
+        err = (struct berth_error)BERTH_ERROR_INIT;
+        r = oci_config_parse(json, strlen(json), "/usr/libexec/berth-oci-shim", &c, &err);
+        if (i < 2) {
+            ck_assert_msg(r == 0, "%s", err.message);
+            ck_assert(c.sealed_copy == (i == 1));
+            oci_config_clear(&c);
+        } else {
+            ck_assert_int_eq(r, -EBADMSG);
+            ck_assert_ptr_nonnull(strstr(err.message, "sealed_copy must be true or false"));
+        }
+    }
 }
 END_TEST
 
@@ -199,21 +233,41 @@ START_TEST(malformed_identity_refused)
 }
 END_TEST
 
-/* The copy: the same bytes, every seal, executable, close-on-exec, named
+/* The pin of @path as it is now (its digest, size and mode). */
+static struct oci_pin pin_of(const char *path)
+{
+    struct oci_pin pin = {.path = path};
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(berth_digest_fd(fd, pin.sha256), 0);
+    ck_assert_int_eq(fstat(fd, &st), 0);
+    pin.size = st.st_size;
+    pin.mode = st.st_mode & 07777;
+    close(fd);
+    return pin;
+}
+
+/* The copy: the pinned bytes, every seal, executable, close-on-exec, named
  * after the file; writing it fails. */
 START_TEST(sealed_copy_holds_the_bytes)
 {
-    _cleanup_close_ int fd = open(file, O_RDONLY | O_CLOEXEC);
+    _cleanup_free_ char *crun = test_path(dir, "crun-like");
     struct berth_error err = {0};
     char buf[64], link[128], self[64];
-    struct stat before, st;
-    int copy, flags;
+    struct oci_pin pin;
+    struct stat st;
+    int fd, copy, flags;
     ssize_t n;
 
+    test_write_file(crun, "#!/bin/true\n", 12, 0755);
+    pin = pin_of(crun);
+    fd = open(crun, O_RDONLY | O_CLOEXEC);
     ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(fstat(fd, &before), 0);
     ck_assert_int_eq(lseek(fd, 5, SEEK_SET), 5); /* its offset is not used */
-    copy = oci_pin_sealed_copy(fd, file, &before, &err);
+    copy = oci_pin_sealed_copy(fd, crun, &pin, &err);
+    close(fd);
     ck_assert_msg(copy >= 0, "%s", err.message);
     ck_assert_int_eq(fcntl(copy, F_GET_SEALS), OCI_SEALED_RUNTIME_SEALS);
     ck_assert_int_eq(OCI_SEALED_RUNTIME_SEALS, 15);
@@ -232,47 +286,47 @@ START_TEST(sealed_copy_holds_the_bytes)
     n = readlink(self, link, sizeof(link) - 1);
     ck_assert_int_gt(n, 0);
     link[n] = '\0';
-    ck_assert_str_eq(link, "/memfd:runtime (deleted)");
+    ck_assert_str_eq(link, "/memfd:crun-like (deleted)");
     close(copy);
 }
 END_TEST
 
-/* Written after its check (before was taken first): the copy is refused,
- * since it might not hold the bytes that were checked. */
+/* Bytes other than the pinned ones (the file was written after its check,
+ * by any means): refused, not copied. */
 START_TEST(sealed_copy_of_a_changed_file_refused)
 {
-    struct oci_pin_cache c = identity_of(file);
+    struct oci_pin pin = pin_of(file);
     _cleanup_close_ int fd = open(file, O_RDWR | O_CLOEXEC);
     struct berth_error err = {0};
-    struct stat before;
 
     ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(fstat(fd, &before), 0);
-    clock_moves(&c);
     ck_assert_int_eq(pwrite(fd, "#!/bin/echo\n", 12, 0), 12);
-    ck_assert_int_eq(oci_pin_sealed_copy(fd, file, &before, &err), -ESTALE);
-    ck_assert_ptr_nonnull(strstr(err.message, "changed while it was checked"));
+    ck_assert_int_eq(oci_pin_sealed_copy(fd, file, &pin, &err), -EPERM);
+    ck_assert_ptr_nonnull(strstr(err.message, "changed while it was copied: digest"));
+    ck_assert_int_eq(pwrite(fd, "#!/bin/true\n\n", 13, 0), 13);
+    ck_assert_int_eq(oci_pin_sealed_copy(fd, file, &pin, &err), -EPERM);
+    ck_assert_ptr_nonnull(strstr(err.message, "more bytes"));
 }
 END_TEST
 
-/* Larger than OCI_SEALED_RUNTIME_MAX: -EFBIG, and the file runs as it is. */
+/* Larger than OCI_SEALED_RUNTIME_MAX: -EFBIG, and the file runs as it is;
+ * at the bound, copied. */
 START_TEST(large_runtime_not_copied)
 {
     _cleanup_close_ int fd = open(file, O_RDWR | O_CLOEXEC);
     struct berth_error err = {0};
-    struct stat before;
+    struct oci_pin pin;
+    int copy;
 
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(ftruncate(fd, OCI_SEALED_RUNTIME_MAX + 1), 0);
-    ck_assert_int_eq(fstat(fd, &before), 0);
-    ck_assert_int_eq(oci_pin_sealed_copy(fd, file, &before, &err), -EFBIG);
+    pin = pin_of(file);
+    ck_assert_int_eq(oci_pin_sealed_copy(fd, file, &pin, &err), -EFBIG);
     ck_assert_int_eq(ftruncate(fd, OCI_SEALED_RUNTIME_MAX), 0);
-    ck_assert_int_eq(fstat(fd, &before), 0);
-    {
-        int copy = oci_pin_sealed_copy(fd, file, &before, &err);
-        ck_assert_msg(copy >= 0, "%s", err.message);
-        close(copy);
-    }
+    pin = pin_of(file);
+    copy = oci_pin_sealed_copy(fd, file, &pin, &err);
+    ck_assert_msg(copy >= 0, "%s", err.message);
+    close(copy);
 }
 END_TEST
 
@@ -288,6 +342,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, json_round_trip);
     tcase_add_test(tc, create_args_checked);
     tcase_add_test(tc, malformed_identity_refused);
+    tcase_add_test(tc, sealed_copy_config);
     tcase_add_test(tc, sealed_copy_holds_the_bytes);
     tcase_add_test(tc, sealed_copy_of_a_changed_file_refused);
     tcase_add_test(tc, large_runtime_not_copied);
