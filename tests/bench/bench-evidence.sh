@@ -44,7 +44,10 @@ cp "$BERTH_TEST_PLUGIN_DIR/runtime-script.so" "$BERTH_EVIDENCE_PLUGIN_DIR/eviden
 chmod 0755 "$WORK/plugins"/*.so
 mkdir -m 0700 "$WORK/script"
 printf '{"state_directory":"%s","needs":["inputs","outputs"]}' "$WORK/script" >"$WORK/script.json"
-PORT=$((20000 + ($$ * 13 + RANDOM) % 20000))
+# Below the ephemeral range, where a client's connection may hold the port.
+read -r EPHEMERAL _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || EPHEMERAL=32768
+[ "$EPHEMERAL" -gt 13024 ] || { echo "bench-evidence.sh: the ephemeral port range starts at $EPHEMERAL" >&2; exit 1; }
+PORT=$((EPHEMERAL - 12000 + ($$ * 13 + RANDOM) % 12000))
 IMAGE=sha256:6f1c3b0a9e2d4c8b7a6f5e4d3c2b1a0987654321fedcba9876543210fedcba98 # the scripted runtime runs no image
 "$BERTHCTL" dev-init "$WORK/inst" --port "$PORT" --backend "script=runtime-script,$WORK/script.json" \
     --image "$IMAGE" --plugin-dir "$WORK/plugins" >/dev/null

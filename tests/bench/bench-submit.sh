@@ -70,11 +70,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# A port nobody listens on.
-PORT=$((20000 + ($$ * 7 + RANDOM) % 20000))
+# A port nobody listens on, below the ephemeral range (a client's connection
+# may hold any port in it, and then berthd could not bind that port).
+read -r EPHEMERAL _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || EPHEMERAL=32768
+[ "$EPHEMERAL" -gt 13024 ] || die "the ephemeral port range starts at $EPHEMERAL: no room below it"
+PORT=$((EPHEMERAL - 12000 + ($$ * 7 + RANDOM) % 12000))
 tries=0
 while (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; do
-    PORT=$((20000 + (PORT + 97) % 20000))
+    PORT=$((EPHEMERAL - 12000 + (PORT + 97) % 12000))
     tries=$((tries + 1))
     [ $tries -lt 50 ] || die "no free port found"
 done
