@@ -151,7 +151,6 @@ int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struc
  * about 10 MiB, and runsc, about 24 MiB, run from their files: each job's
  * shim would hold a copy for as long as the job runs). */
 #define OCI_SEALED_RUNTIME_MAX (4 * 1024 * 1024)
-#define OCI_SEALED_COPY_CHUNK (64 * 1024)
 /* The longest name memfd_create(2) takes (249 bytes), less room to spare. */
 #define OCI_SEALED_NAME_MAX 200
 /* Every seal that keeps a memfd's content as it is (memfd_create(2)): the

@@ -1665,8 +1665,9 @@ static int load_config(struct shim *s)
         }
         snprintf(want.sha256, sizeof(want.sha256), "%s", sha);
         want.mode = (uint32_t)mode;
-        /* The file the plugin hashed for this start is not read again; any
-         * other file at the path (another inode, size, mtime or ctime) is. */
+        /* The file the plugin hashed for this start is not hashed again by
+         * the check (its sealed copy below is, as it is made); any other
+         * file at the path (another inode, size, mtime or ctime) is. */
         identity = json_object_get(pin, "identity");
         if (identity && oci_pin_identity_parse(identity, want.sha256, &seen, &err) < 0) {
             fprintf(stderr, "berth-oci-shim: shim.json: %s\n", err.message);
@@ -1679,11 +1680,12 @@ static int load_config(struct shim *s)
             return -EPERM;
         }
         /* A small runtime runs from a sealed copy of the pinned bytes (crun
-         * then skips copying itself on every command); a larger one, or
-         * where no executable memfd can be made, from the checked file. */
-        copy = json_is_false(json_object_get(s->cfg, "sealed_copy"))
-                   ? -EFBIG /* the backend's "sealed_copy": false */
-                   : oci_pin_sealed_copy(s->runtime_fd, want.path, &want, &err);
+         * then skips copying itself on every command); a larger one, one
+         * whose backend says "sealed_copy": false, or one where no
+         * executable memfd can be made, from the checked file. */
+        if (json_is_false(json_object_get(s->cfg, "sealed_copy")))
+            return 0;
+        copy = oci_pin_sealed_copy(s->runtime_fd, want.path, &want, &err);
         if (copy >= 0) {
             s->runtime_file_fd = s->runtime_fd;
             s->runtime_fd = copy;
