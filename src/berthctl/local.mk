@@ -77,8 +77,12 @@ TESTS += \
 	tests/cli/test-plugins.sh \
 	tests/cli/test-policy.sh \
 	tests/cli/test-pool.sh \
-	tests/cli/test-berthctl-full.sh
+	tests/cli/test-berthctl-full.sh \
+	tests/cli/test-berthctl-messages.sh
+# How many write(2) calls a program makes to its standard error.
+check_PROGRAMS += tests/tools/write-count
+tests_tools_write_count_SOURCES = tests/tools/write-count.c
 endif
 EXTRA_DIST += tests/cli/test-audit.sh tests/cli/test-canon.sh tests/cli/test-devinit.sh tests/cli/test-digest.sh \
 	tests/cli/test-keygen.sh tests/cli/test-plugins.sh tests/cli/test-policy.sh tests/cli/test-pool.sh \
-	tests/cli/test-berthctl-full.sh
+	tests/cli/test-berthctl-full.sh tests/cli/test-berthctl-messages.sh
