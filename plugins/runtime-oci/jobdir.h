@@ -131,6 +131,13 @@
 #define OCI_SHIM_SYNC_FAILED "failed\n"
 #define OCI_SHIM_SYNC_CREATED "created\n" /* a slot is ready */
 
+/* The backend's sealed copy of its runtime (ocicfg.h, oci_pin_sealed_copy()),
+ * when runtime-oci hands it to the shim: the shim's descriptor number, in
+ * decimal, in this environment variable (the descriptor after the sync pipe:
+ * 4 with it, 3 without).  The shim checks it with oci_pin_sealed_check(),
+ * runs the runtime from it, and removes the variable from its environment. */
+#define OCI_SHIM_RUNTIME_ENV "BERTH_OCI_RUNTIME_FD"
+
 /* Exit status of the shim when another shim holds the job's lock. */
 #define OCI_SHIM_EXIT_BUSY 75
 

@@ -36,9 +36,14 @@ struct oci {
      * or NULL: each job then runs in a unit of its own (contained.c). */
     const struct berth_containment_ops_v1 *cops;
     void *cstate;
+    /* The sealed copy of the runtime every shim gets (oci_runtime_copy()):
+     * -1 until it is made; copy_off once it cannot be (a large runtime,
+     * "sealed_copy": false, no executable memfd on this host). */
+    int copy_fd;
+    bool copy_off;
     /* The ops run on several threads at once (BERTH_RUNTIME_CONCURRENT):
-     * this lock guards what they share and change -- locked, version and
-     * cfg.pin_cache.  Everything else of the instance is set by init and
+     * this lock guards what they share and change -- locked, version,
+     * cfg.pin_cache, copy_fd and copy_off.  Everything else of the instance is set by init and
      * only read afterwards, and each job's own files are changed only by
      * the op berthd runs for that job (never two at once for one job). */
     pthread_mutex_t lock;

@@ -302,8 +302,7 @@ int oci_pin_sealed_copy(int fd, const char *path, const struct oci_pin *pin, str
     char digest[BERTH_DIGEST_BUFSZ];
     _cleanup_close_ int memfd = -1;
     uint64_t len = 0;
-    struct stat st;
-    int r, seals;
+    int r;
 
     if (pin->size > OCI_SEALED_RUNTIME_MAX)
         return berth_error_set(reterr, -EFBIG, "the runtime is %lld bytes, more than the %d a sealed copy may take",
@@ -330,13 +329,34 @@ int oci_pin_sealed_copy(int fd, const char *path, const struct oci_pin *pin, str
                                path, digest, pin->sha256);
     if (fcntl(memfd, F_ADD_SEALS, OCI_SEALED_RUNTIME_SEALS) < 0)
         return berth_error_set(reterr, -errno, "cannot seal the copy of the runtime: %m");
+    if ((r = oci_pin_sealed_check(memfd, pin, reterr)) < 0)
+        return r;
+    return TAKE_FD(memfd);
+}
+
+int oci_pin_sealed_check(int fd, const struct oci_pin *pin, struct berth_error *reterr)
+{
+    struct stat st;
+    int seals;
+
+    if (fstat(fd, &st) < 0)
+        return berth_error_set(reterr, -errno, "the sealed copy of the runtime: fstat: %m");
+    if (!S_ISREG(st.st_mode))
+        return berth_error_set(reterr, -ENOEXEC, "the copy of the runtime is not a regular file");
+    seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0)
+        return berth_error_set(reterr, -ENOEXEC, "the copy of the runtime is not sealed (F_GET_SEALS: %m)");
     /* Exactly these seals (a memfd made non-executable has F_SEAL_EXEC
      * too, and crun would not take it for its copy), and executable. */
-    seals = fcntl(memfd, F_GET_SEALS);
-    if (seals != OCI_SEALED_RUNTIME_SEALS || fstat(memfd, &st) < 0 || !(st.st_mode & 0111))
-        return berth_error_set(reterr, -ENOEXEC, "the sealed copy of the runtime cannot be executed (seals %#x)",
-                               (unsigned)seals);
-    return TAKE_FD(memfd);
+    if (seals != OCI_SEALED_RUNTIME_SEALS || !(st.st_mode & 0111))
+        return berth_error_set(reterr, -ENOEXEC,
+                               "the sealed copy of the runtime cannot be executed (seals %#x, mode %04o; it needs "
+                               "seals %#x and an execute bit)",
+                               (unsigned)seals, (unsigned)(st.st_mode & 07777), (unsigned)OCI_SEALED_RUNTIME_SEALS);
+    if (st.st_size != pin->size)
+        return berth_error_set(reterr, -EPERM, "the sealed copy of the runtime is %lld bytes; its pin says %lld",
+                               (long long)st.st_size, (long long)pin->size);
+    return 0;
 }
 
 int oci_pin_check(struct oci_config *c, struct berth_error *reterr)

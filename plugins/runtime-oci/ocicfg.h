@@ -148,8 +148,9 @@ int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struc
                       struct berth_error *reterr);
 
 /* The largest runtime run from a sealed copy (crun is about 0.5 MiB; runc,
- * about 10 MiB, and runsc, about 24 MiB, run from their files: each job's
- * shim would hold a copy for as long as the job runs). */
+ * about 10 MiB, and runsc, about 24 MiB, run from their files: a shim
+ * started without berthd's copy, a contained job's, would hold one of its
+ * own for as long as its job runs). */
 #define OCI_SEALED_RUNTIME_MAX (4 * 1024 * 1024)
 /* The longest name memfd_create(2) takes (249 bytes), less room to spare. */
 #define OCI_SEALED_NAME_MAX 200
@@ -173,8 +174,10 @@ int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struc
  *        changes no timestamp).
  *
  * The copy is sealed with OCI_SEALED_RUNTIME_SEALS and checked to carry
- * exactly those seals and to be executable.  One copy per caller: the
- * caller holds it (about the runtime's size in memory) while it is open.
+ * exactly those seals and to be executable.  The caller holds the copy
+ * (about the runtime's size in memory) while it is open: runtime-oci makes
+ * one per backend and hands it to every shim it starts (jobdir.h,
+ * OCI_SHIM_RUNTIME_ENV); a shim started without one makes its own.
  *
  * Return: a new descriptor (close-on-exec, the caller's) of the copy;
  * -EFBIG when @pin's size is over OCI_SEALED_RUNTIME_MAX; -EPERM when the
@@ -186,6 +189,23 @@ int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struc
  * instead.  reterr says which.  Thread-safe.
  */
 int oci_pin_sealed_copy(int fd, const char *path, const struct oci_pin *pin, struct berth_error *reterr);
+
+/**
+ * oci_pin_sealed_check() - whether @fd is a copy oci_pin_sealed_copy() made
+ * for @pin, as far as can be told without reading it: a regular file with
+ * exactly the seals OCI_SEALED_RUNTIME_SEALS (so its bytes can no longer
+ * change, nor its seals be removed: memfd_create(2), fcntl(2) F_ADD_SEALS),
+ * executable, of @pin's size.  Its digest is not computed again: the shim
+ * uses this on the copy berthd's runtime-oci made, hashed as it was made
+ * (oci_pin_sealed_copy()), and handed to it on a descriptor.
+ * @fd:  the descriptor to check (its offset is unused).
+ * @pin: the pin the copy must have been made for (size).
+ *
+ * Return: 0; -ENOEXEC when @fd is not a regular file with exactly those
+ * seals, or not executable; -EPERM when its size is not @pin's; -errno of
+ * fstat(2).  reterr says which.  Thread-safe.
+ */
+int oci_pin_sealed_check(int fd, const struct oci_pin *pin, struct berth_error *reterr);
 
 /**
  * oci_pin_check() - open the runtime binary (no symlink on its path) and

@@ -305,7 +305,7 @@ static int oci_init(const struct berth_host *host, const char *config, size_t co
     if (!o)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     o->host = host;
-    o->jobsfd = o->slotsfd = o->bundlesfd = o->lockfd = -1;
+    o->jobsfd = o->slotsfd = o->bundlesfd = o->lockfd = o->copy_fd = -1;
     pthread_mutex_init(&o->lock, NULL);
     if ((r = oci_config_parse(config, config_len, BERTH_OCI_SHIM_PATH, &o->cfg, reterr)) < 0)
         goto fail;
@@ -391,6 +391,8 @@ static void oci_fini(void *state)
     close(o->slotsfd);
     close(o->bundlesfd);
     close(o->lockfd);
+    if (o->copy_fd >= 0)
+        close(o->copy_fd);
     free(o->jobs_dir);
     free(o->slots_dir);
     free(o->bundles_dir);
@@ -573,16 +575,62 @@ int oci_prepare(struct oci *o, const struct dispatch *d, int jobfd, const char *
     return 0;
 }
 
+/* The backend's sealed copy of its runtime, made on first use from the
+ * checked file (oci_pin_sealed_copy() hashes it as it copies, against the
+ * pin) and kept until fini: every shim then runs the runtime from it
+ * without copying or hashing the runtime itself.  -1 when there is none: a
+ * runtime over OCI_SEALED_RUNTIME_MAX, "sealed_copy": false, a host where no
+ * executable memfd can be made (then never tried again), or a failure now
+ * (tried again by the next shim, which meanwhile makes its own or runs the
+ * file).  The descriptor stays open until fini: callers use it unlocked. */
+static int oci_runtime_copy(struct oci *o)
+{
+    struct berth_error err = BERTH_ERROR_INIT;
+    _cleanup_close_ int fd = -1;
+    int r, copy;
+
+    pthread_mutex_lock(&o->lock);
+    if (o->copy_fd >= 0 || o->copy_off || !o->cfg.sealed_copy || o->cfg.pin.size > OCI_SEALED_RUNTIME_MAX) {
+        copy = o->copy_fd;
+        pthread_mutex_unlock(&o->lock);
+        return copy;
+    }
+    fd = berth_open_trusted(o->cfg.pin.path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, &err);
+    r = fd < 0 ? fd : oci_pin_sealed_copy(fd, o->cfg.pin.path, &o->cfg.pin, &err);
+    if (r >= 0) {
+        o->copy_fd = r;
+    } else if (r == -ENOEXEC || r == -EACCES || r == -EINVAL || r == -EFBIG) {
+        o->copy_off = true; /* this host's memfds cannot run it: each shim runs the file */
+        o->host->log(o->host, BERTH_LOG_NOTICE, "the runtime %s runs from its file: %s", o->cfg.pin.path,
+                     err.message);
+    } else {
+        o->host->log(o->host, BERTH_LOG_WARNING, "no sealed copy of the runtime %s for now: %s", o->cfg.pin.path,
+                     err.message);
+    }
+    copy = o->copy_fd;
+    pthread_mutex_unlock(&o->lock);
+    return copy;
+}
+
 /* Run the shim in @mode for @jobdir and wait for its first process.  With
- * @syncfd >= 0 it becomes the shim's fd 3.  Returns its exit status or -errno. */
+ * @syncfd >= 0 it becomes the shim's fd 3; the backend's sealed copy of its
+ * runtime, when there is one, the next (jobdir.h, OCI_SHIM_RUNTIME_ENV).
+ * Returns its exit status or -errno. */
 int oci_run_shim(struct oci *o, const char *mode, const char *jobdir, int syncfd, struct berth_error *reterr)
 {
     posix_spawn_file_actions_t fa;
     char *argv[] = {(char *)o->cfg.shim, (char *)mode, (char *)jobdir, NULL};
-    char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+    char copy_env[sizeof(OCI_SHIM_RUNTIME_ENV) + 16];
+    char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL, NULL};
+    int copy = oci_runtime_copy(o), copy_at = syncfd >= 0 ? OCI_SHIM_SYNC_FD + 1 : OCI_SHIM_SYNC_FD;
+    int next = copy >= 0 ? copy_at + 1 : copy_at;
     pid_t pid;
     int r, st;
 
+    if (copy >= 0) {
+        snprintf(copy_env, sizeof(copy_env), "%s=%d", OCI_SHIM_RUNTIME_ENV, copy_at);
+        envp[1] = copy_env;
+    }
     if (posix_spawn_file_actions_init(&fa) != 0)
         return berth_error_set(reterr, -ENOMEM, "out of memory");
     /* The shim (and through it the runtime and the job's gofer) gets only
@@ -591,7 +639,8 @@ int oci_run_shim(struct oci *o, const char *mode, const char *jobdir, int syncfd
         posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0) != 0 ||
         posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) != 0 ||
         (syncfd >= 0 && posix_spawn_file_actions_adddup2(&fa, syncfd, OCI_SHIM_SYNC_FD) != 0) ||
-        posix_spawn_file_actions_addclosefrom_np(&fa, syncfd >= 0 ? OCI_SHIM_SYNC_FD + 1 : 3) != 0)
+        (copy >= 0 && posix_spawn_file_actions_adddup2(&fa, copy, copy_at) != 0) ||
+        posix_spawn_file_actions_addclosefrom_np(&fa, next) != 0)
         r = ENOMEM;
     else
         r = posix_spawn(&pid, argv[0], &fa, NULL, argv, envp);

@@ -131,6 +131,8 @@ struct shim {
     const char **argv;        /* runtime prefix + subcommand arguments */
     int runtime_fd;           /* the runtime binary, checked against its pin: its sealed copy, or the file */
     int runtime_file_fd;      /* the checked file when runtime_fd is its copy (the fallback), else -1 */
+    int given_copy_fd;        /* the backend's sealed copy runtime-oci handed over (jobdir.h), else -1 */
+    const char *given_copy_problem; /* why a copy named in the environment was not taken, else NULL */
     int64_t deadline_ns, output_bytes, written;
     int out_fd, err_fd; /* the capture files */
     int log_fd;         /* runtime.log */
@@ -1685,6 +1687,21 @@ static int load_config(struct shim *s)
          * executable memfd can be made, from the checked file. */
         if (json_is_false(json_object_get(s->cfg, "sealed_copy")))
             return 0;
+        /* The backend's copy, made and hashed once by runtime-oci for every
+         * job: sealed, it still holds the pinned bytes it was made of. */
+        if (s->given_copy_problem)
+            logf_shim(s, "not taking the runtime's sealed copy from %s: %s", OCI_SHIM_RUNTIME_ENV,
+                      s->given_copy_problem);
+        if (s->given_copy_fd >= 0) {
+            if (oci_pin_sealed_check(s->given_copy_fd, &want, &err) == 0) {
+                s->runtime_file_fd = s->runtime_fd;
+                s->runtime_fd = TAKE_FD(s->given_copy_fd);
+                return 0;
+            }
+            logf_shim(s, "not taking the runtime's sealed copy from %s: %s", OCI_SHIM_RUNTIME_ENV, err.message);
+            close(TAKE_FD(s->given_copy_fd));
+            err = (struct berth_error)BERTH_ERROR_INIT;
+        }
         copy = oci_pin_sealed_copy(s->runtime_fd, want.path, &want, &err);
         if (copy >= 0) {
             s->runtime_file_fd = s->runtime_fd;
@@ -1745,6 +1762,56 @@ static int unmount_listed(struct shim *s)
 /* Dispositions ignored by whoever started berthd (a shell ignores SIGQUIT
  * for background jobs; berthd ignores SIGPIPE) survive exec: without this,
  * they would reach the runtime and every process of the job. */
+/* Close every descriptor from 3 up but @a and @b (-1: none). */
+static int close_other_fds(int a, int b)
+{
+    int lo = a < b ? a : b, hi = a < b ? b : a;
+    unsigned from = 3;
+
+    if (lo < 0) { /* one of them, or none */
+        lo = hi;
+        hi = -1;
+    }
+    if (lo >= 3) {
+        if ((unsigned)lo > from && close_range(from, (unsigned)lo - 1, 0) < 0)
+            return -errno;
+        from = (unsigned)lo + 1;
+    }
+    if (hi >= 3) {
+        if ((unsigned)hi > from && close_range(from, (unsigned)hi - 1, 0) < 0)
+            return -errno;
+        from = (unsigned)hi + 1;
+    }
+    return close_range(from, ~0U, 0) < 0 ? -errno : 0;
+}
+
+/* The backend's sealed copy of the runtime, when runtime-oci handed one
+ * over (jobdir.h, OCI_SHIM_RUNTIME_ENV): moved to a descriptor of 10 or
+ * more, close-on-exec, into s->given_copy_fd; checked against the pin once
+ * shim.json is read (load_config()).  The variable leaves the environment
+ * the runtime inherits.  @sync: the sync pipe is on OCI_SHIM_SYNC_FD. */
+static void take_given_copy(struct shim *s, bool sync)
+{
+    const char *v = getenv(OCI_SHIM_RUNTIME_ENV);
+    int fd;
+
+    if (!v)
+        return;
+    /* One digit, after the standard streams and the sync pipe. */
+    if (v[0] < '3' || v[0] > '9' || v[1] || (sync && v[0] - '0' == OCI_SHIM_SYNC_FD)) {
+        s->given_copy_problem = "its descriptor number is not one the plugin hands over";
+    } else {
+        fd = fcntl(v[0] - '0', F_DUPFD_CLOEXEC, 10);
+        if (fd < 0) {
+            s->given_copy_problem = "its descriptor is not open";
+        } else {
+            close(v[0] - '0');
+            s->given_copy_fd = fd;
+        }
+    }
+    unsetenv(OCI_SHIM_RUNTIME_ENV);
+}
+
 static void reset_signals(void)
 {
     sigset_t none;
@@ -1779,6 +1846,7 @@ int main(int argc, char **argv)
                      .log_fd = -1,
                      .runtime_fd = -1,
                      .runtime_file_fd = -1,
+                     .given_copy_fd = -1,
                      .sigfd = -1,
                      .started_at = -1,
                      .payload_procs = -1,
@@ -1807,6 +1875,7 @@ int main(int argc, char **argv)
     contained = strcmp(argv[1], "contained") == 0;
     sup = slot || contained || strcmp(argv[1], "supervise") == 0;
     s.jobdir = argv[2];
+    take_given_copy(&s, sup && !contained);
     if (sup && !contained) {
         syncfd = fcntl(OCI_SHIM_SYNC_FD, F_DUPFD_CLOEXEC, 10);
         if (syncfd < 0) {
@@ -1815,8 +1884,7 @@ int main(int argc, char **argv)
         }
         close(OCI_SHIM_SYNC_FD);
         /* Nothing else of whoever started us reaches the runtime. */
-        if ((syncfd > 3 && close_range(3, (unsigned)syncfd - 1, 0) < 0) ||
-            close_range((unsigned)syncfd + 1, ~0U, 0) < 0)
+        if (close_other_fds(syncfd, s.given_copy_fd) < 0)
             return 1;
         /* Detach: the plugin waits only for this first process. */
         pid_t pid = fork();
@@ -1826,7 +1894,7 @@ int main(int argc, char **argv)
             _exit(0);
         if (setsid() < 0)
             return 1;
-    } else if (close_range(3, ~0U, 0) < 0) {
+    } else if (close_other_fds(s.given_copy_fd, -1) < 0) {
         return 1;
     }
     s.jobfd = open(s.jobdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

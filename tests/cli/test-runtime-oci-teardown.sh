@@ -220,7 +220,7 @@ cp "$INST/berthd.json" "$TMP/berthd.plain.json"
 # installed as $TMP/runsc-wrapVARIANT, with the backend's sealed_copy set to
 # SEALED; kill its helper once the sandbox is reaped.
 helper_dies_late() {
-    local name=$1 wrap=$TMP/runsc-wrap$2 jobdir helper init i want
+    local name=$1 wrap=$TMP/runsc-wrap$2 jobdir helper init i want exe copy_ino fd
     install -m 0755 "$BERTH_RUNTIME_WRAP" "$wrap"
     stop_berthd
     install -m 0600 "$TMP/berthd.plain.json" "$INST/berthd.json"
@@ -238,13 +238,24 @@ helper_dies_late() {
     done
     [ -n "$helper" ] && [ -n "$init" ] || fail "$name: no helper ($helper) or init ($init): $(ls "$jobdir")"
     LEFT="${LEFT:-} $helper"
-    # A runtime this small ran from the shim's sealed copy of its pinned
-    # bytes, named after it (F_SEAL_SEAL|SHRINK|GROW|WRITE = 15), unless the
+    # A runtime this small ran from a sealed copy of its pinned bytes,
+    # named after it (F_SEAL_SEAL|SHRINK|GROW|WRITE = 15), unless the
     # backend says "sealed_copy": false; then from its file (no seals).
     want="/memfd:runsc-wrap$2 (deleted) seals=15"
     [ "$3" = true ] || want="$wrap seals=-1"
-    [ "$(cat "$jobdir/init.pid.exe")" = "$want" ] ||
-        fail "$name: the runtime ran from $(cat "$jobdir/init.pid.exe"), not $want"
+    exe=$(cat "$jobdir/init.pid.exe")
+    [ "${exe% ino=*}" = "$want" ] || fail "$name: the runtime ran from $exe, not $want"
+    # The copy is the one berthd made for the backend and holds for every
+    # job's shim (no shim copied or hashed the runtime itself).
+    if [ "$3" = true ]; then
+        copy_ino=
+        for fd in /proc/"$BERTHD_PID"/fd/*; do
+            [ "$(readlink "$fd")" = "/memfd:runsc-wrap$2 (deleted)" ] && copy_ino=$(stat -L -c %i "$fd")
+        done
+        [ -n "$copy_ino" ] || fail "$name: berthd holds no sealed copy of runsc-wrap$2: $(ls -l /proc/"$BERTHD_PID"/fd)"
+        [ "${exe##* ino=}" = "$copy_ino" ] ||
+            fail "$name: the runtime ran from another copy (inode ${exe##* ino=}) than berthd's ($copy_ino)"
+    fi
     tail -n +1 -F "$jobdir/runtime.log" >"$TMP/$name.shim.log" 2>/dev/null &
     TAILS="${TAILS:-} $!"
     # kill -0 answers for a zombie too: this waits until the shim reaped it.
@@ -293,12 +304,17 @@ jq -n --arg id "$RUN_ID" --arg b "$J/bundle" --arg root "$TMP/forged-root" --arg
 # mode: an integer holding the permission bits (0755 = 493)
 jq '.pin.mode = 493' "$J/shim.json" >"$J/shim.tmp" && mv "$J/shim.tmp" "$J/shim.json"
 chmod 0600 "$J"/*.json "$J/bundle/config.json"
-run 0 "$BERTH_OCI_SHIM" supervise "$J" 3>"$TMP/forged.sync"
+# It is also handed a "sealed copy" of the runtime that is none (a plain
+# file on the descriptor BERTH_OCI_RUNTIME_FD names): it says so and does
+# not take it.
+run 0 env BERTH_OCI_RUNTIME_FD=4 "$BERTH_OCI_SHIM" supervise "$J" 3>"$TMP/forged.sync" 4<"$J/shim.json"
 for i in $(seq 1 100); do [ -e "$J/result.json" ] && break; sleep 0.1; done
 [ "$(jq -r '.state + "/" + .reason' "$J/result.json")" = failed/receipt_rejected ] ||
     fail "forged: $(cat "$J/result.json" "$J/runtime.log")"
 grep -q "refusing the job before create: receipt rejected (broker_public_key)" "$J/runtime.log" ||
     fail "forged: $(cat "$J/runtime.log")"
+grep -q "not taking the runtime's sealed copy from BERTH_OCI_RUNTIME_FD: the copy of the runtime is not sealed" \
+    "$J/runtime.log" || fail "forged: the shim took a plain file for the runtime's sealed copy: $(cat "$J/runtime.log")"
 [ ! -e "$J/init.pid" ] || fail "forged: the shim ran create"
 [ -z "$(ls -A "$TMP/forged-root")" ] || fail "forged: the runtime has state: $(ls -A "$TMP/forged-root")"
 # The same shim with berthd's key accepts the receipt and goes on to compare

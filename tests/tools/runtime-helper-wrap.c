@@ -20,10 +20,11 @@
  * reaped until it is killed -- the state a killed runsc-gofer is in while
  * its threads exit, when its sandbox may already have ended.
  *
- * It also writes "PID_FILE.exe": the target of /proc/self/exe and the
- * seals of that file (fcntl F_GET_SEALS, -1 when it is not a memfd), one
- * line, so that a test sees what the shim ran: a runtime this small runs
- * from a sealed copy (plugins/runtime-oci/ocicfg.h).
+ * It also writes "PID_FILE.exe": the target of /proc/self/exe, the seals
+ * of that file (fcntl F_GET_SEALS, -1 when it is not a memfd) and its inode
+ * number, one line ("TARGET seals=N ino=N"), so that a test sees what the
+ * shim ran: a runtime this small runs from a sealed copy, the one berthd
+ * made for its backend (plugins/runtime-oci/ocicfg.h).
  *
  * The shim runs the runtime from its pinned descriptor (execveat), which a
  * script cannot be; hence a program.  Exit status: the runtime's, or 127
@@ -36,6 +37,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #define RUNTIME "/usr/bin/runsc"
@@ -83,6 +85,7 @@ static void record_exe(const char *pidfile)
 {
     char self[4096], path[4096], line[4200];
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    struct stat st = {0};
     int fd, seals, len;
 
     if (!pidfile || n < 0 || snprintf(path, sizeof(path), "%s.exe", pidfile) >= (int)sizeof(path))
@@ -90,9 +93,12 @@ static void record_exe(const char *pidfile)
     self[n] = '\0';
     fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
     seals = fd < 0 ? -1 : fcntl(fd, F_GET_SEALS);
-    if (fd >= 0)
+    if (fd >= 0) {
+        if (fstat(fd, &st) < 0)
+            st.st_ino = 0;
         close(fd);
-    len = snprintf(line, sizeof(line), "%s seals=%d\n", self, seals);
+    }
+    len = snprintf(line, sizeof(line), "%s seals=%d ino=%llu\n", self, seals, (unsigned long long)st.st_ino);
     fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd >= 0) {
         if (write(fd, line, (size_t)len) != len)

@@ -330,6 +330,42 @@ START_TEST(large_runtime_not_copied)
 }
 END_TEST
 
+/* What the shim takes as the backend's copy: one oci_pin_sealed_copy()
+ * made for the pin; not the file itself, not a memfd missing a seal, not a
+ * copy of another size. */
+START_TEST(sealed_check_tells_a_copy)
+{
+    _cleanup_free_ char *crun = test_path(dir, "crun-checked");
+    _cleanup_close_ int fd = -1, copy = -1, loose = -1;
+    struct berth_error err = {0};
+    struct oci_pin pin, other;
+
+    test_write_file(crun, "#!/bin/true\n", 12, 0755);
+    pin = pin_of(crun);
+    fd = open(crun, O_RDONLY | O_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    copy = oci_pin_sealed_copy(fd, crun, &pin, &err);
+    ck_assert_msg(copy >= 0, "%s", err.message);
+    ck_assert_msg(oci_pin_sealed_check(copy, &pin, &err) == 0, "%s", err.message);
+    /* The file: no seals. */
+    ck_assert_int_eq(oci_pin_sealed_check(fd, &pin, &err), -ENOEXEC);
+    ck_assert_ptr_nonnull(strstr(err.message, "not sealed"));
+    /* A memfd of the same bytes, sealed but for F_SEAL_WRITE: it could still change. */
+    loose = memfd_create("loose", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    ck_assert_int_ge(loose, 0);
+    ck_assert_int_eq(write(loose, "#!/bin/true\n", 12), 12);
+    ck_assert_int_eq(fchmod(loose, 0755), 0);
+    ck_assert_int_eq(fcntl(loose, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW), 0);
+    ck_assert_int_eq(oci_pin_sealed_check(loose, &pin, &err), -ENOEXEC);
+    ck_assert_ptr_nonnull(strstr(err.message, "seals 0x7, mode 0755"));
+    /* The right copy for another pin (another size). */
+    other = pin;
+    other.size = 13;
+    ck_assert_int_eq(oci_pin_sealed_check(copy, &other, &err), -EPERM);
+    ck_assert_ptr_nonnull(strstr(err.message, "13"));
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
     Suite *s = suite_create("ocipin");
@@ -346,6 +382,7 @@ static Suite *make_suite(void)
     tcase_add_test(tc, sealed_copy_holds_the_bytes);
     tcase_add_test(tc, sealed_copy_of_a_changed_file_refused);
     tcase_add_test(tc, large_runtime_not_copied);
+    tcase_add_test(tc, sealed_check_tells_a_copy);
     return s;
 }
 
