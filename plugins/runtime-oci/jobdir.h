@@ -132,10 +132,13 @@
 #define OCI_SHIM_SYNC_CREATED "created\n" /* a slot is ready */
 
 /* The backend's sealed copy of its runtime (ocicfg.h, oci_pin_sealed_copy()),
- * when runtime-oci hands it to the shim: the shim's descriptor number, in
- * decimal, in this environment variable (the descriptor after the sync pipe:
- * 4 with it, 3 without).  The shim checks it with oci_pin_sealed_check(),
- * runs the runtime from it, and removes the variable from its environment. */
+ * when runtime-oci hands it to the shim: this environment variable holds
+ * "FD DIGEST", the shim's descriptor number of the copy in decimal (the
+ * descriptor after the sync pipe: 4 with it, 3 without), a space, and the
+ * pinned digest ("sha256:<hex>") the copy was made for.  The shim takes it
+ * only for a job whose pin has that digest and when oci_pin_sealed_check()
+ * passes, runs the runtime from it, and removes the variable from its
+ * environment. */
 #define OCI_SHIM_RUNTIME_ENV "BERTH_OCI_RUNTIME_FD"
 
 /* Exit status of the shim when another shim holds the job's lock. */

@@ -41,9 +41,10 @@ struct oci {
      * "sealed_copy": false, no executable memfd on this host). */
     int copy_fd;
     bool copy_off;
+    int64_t copy_retry_at; /* CLOCK_MONOTONIC ns: no new try before (after a failure) */
     /* The ops run on several threads at once (BERTH_RUNTIME_CONCURRENT):
      * this lock guards what they share and change -- locked, version,
-     * cfg.pin_cache, copy_fd and copy_off.  Everything else of the instance is set by init and
+     * cfg.pin_cache, copy_fd, copy_off and copy_retry_at.  Everything else of the instance is set by init and
      * only read afterwards, and each job's own files are changed only by
      * the op berthd runs for that job (never two at once for one job). */
     pthread_mutex_t lock;

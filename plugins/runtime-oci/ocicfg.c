@@ -315,6 +315,13 @@ int oci_pin_sealed_copy(int fd, const char *path, const struct oci_pin *pin, str
         memfd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (memfd < 0)
         return berth_error_set(reterr, -errno, "cannot make a sealed copy of the runtime: memfd_create: %m");
+    /* Nobody may open it for writing again (root aside) through
+     * /proc/PID/fd: a writer, though the seals stop its writes, would make
+     * every exec of it fail with ETXTBSY.  A memfd that may never be
+     * executed (F_SEAL_EXEC, vm.memfd_noexec = 1) refuses the mode. */
+    if (fchmod(memfd, 0555) < 0)
+        return berth_error_set(reterr, errno == EPERM ? -ENOEXEC : -errno,
+                               "cannot make a sealed copy of the runtime: fchmod: %m");
     /* The copy is hashed as it is made: it holds the pinned bytes or is not used. */
     if ((r = berth_sha256_copy(fd, 0, memfd, (uint64_t)pin->size, raw, &len, reterr)) < 0) {
         berth_error_prefix(reterr, "cannot make a sealed copy of the runtime");
@@ -347,11 +354,12 @@ int oci_pin_sealed_check(int fd, const struct oci_pin *pin, struct berth_error *
     if (seals < 0)
         return berth_error_set(reterr, -ENOEXEC, "the copy of the runtime is not sealed (F_GET_SEALS: %m)");
     /* Exactly these seals (a memfd made non-executable has F_SEAL_EXEC
-     * too, and crun would not take it for its copy), and executable. */
-    if (seals != OCI_SEALED_RUNTIME_SEALS || !(st.st_mode & 0111))
+     * too, and crun would not take it for its copy), executable, and
+     * writable by nobody (oci_pin_sealed_copy()). */
+    if (seals != OCI_SEALED_RUNTIME_SEALS || !(st.st_mode & 0111) || (st.st_mode & 0222))
         return berth_error_set(reterr, -ENOEXEC,
                                "the sealed copy of the runtime cannot be executed (seals %#x, mode %04o; it needs "
-                               "seals %#x and an execute bit)",
+                               "seals %#x, an execute bit and no write bit)",
                                (unsigned)seals, (unsigned)(st.st_mode & 07777), (unsigned)OCI_SEALED_RUNTIME_SEALS);
     if (st.st_size != pin->size)
         return berth_error_set(reterr, -EPERM, "the sealed copy of the runtime is %lld bytes; its pin says %lld",

@@ -173,8 +173,8 @@ int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struc
  *        whatever happened to the file (a write through a shared mapping
  *        changes no timestamp).
  *
- * The copy is sealed with OCI_SEALED_RUNTIME_SEALS and checked to carry
- * exactly those seals and to be executable.  The caller holds the copy
+ * The copy has mode 0555, is sealed with OCI_SEALED_RUNTIME_SEALS, and is
+ * checked with oci_pin_sealed_check().  The caller holds the copy
  * (about the runtime's size in memory) while it is open: runtime-oci makes
  * one per backend and hands it to every shim it starts (jobdir.h,
  * OCI_SHIM_RUNTIME_ENV); a shim started without one makes its own.
@@ -191,19 +191,21 @@ int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struc
 int oci_pin_sealed_copy(int fd, const char *path, const struct oci_pin *pin, struct berth_error *reterr);
 
 /**
- * oci_pin_sealed_check() - whether @fd is a copy oci_pin_sealed_copy() made
- * for @pin, as far as can be told without reading it: a regular file with
- * exactly the seals OCI_SEALED_RUNTIME_SEALS (so its bytes can no longer
- * change, nor its seals be removed: memfd_create(2), fcntl(2) F_ADD_SEALS),
- * executable, of @pin's size.  Its digest is not computed again: the shim
- * uses this on the copy berthd's runtime-oci made, hashed as it was made
- * (oci_pin_sealed_copy()), and handed to it on a descriptor.
+ * oci_pin_sealed_check() - whether @fd looks like a copy
+ * oci_pin_sealed_copy() made, as far as can be told without reading it: a
+ * regular file with exactly the seals OCI_SEALED_RUNTIME_SEALS (so its bytes
+ * can no longer change, nor its seals be removed: memfd_create(2), fcntl(2)
+ * F_ADD_SEALS), executable and writable by nobody, of @pin's size.  Its
+ * digest is not computed again, so this does not tell which pin it was made
+ * for: the shim uses it on the copy berthd's runtime-oci made and hashed,
+ * handed over with the digest of the pin it was made for, which the shim
+ * compares with its job's pin itself (jobdir.h, OCI_SHIM_RUNTIME_ENV).
  * @fd:  the descriptor to check (its offset is unused).
  * @pin: the pin the copy must have been made for (size).
  *
  * Return: 0; -ENOEXEC when @fd is not a regular file with exactly those
- * seals, or not executable; -EPERM when its size is not @pin's; -errno of
- * fstat(2).  reterr says which.  Thread-safe.
+ * seals, not executable, or writable by someone; -EPERM when its size is
+ * not @pin's; -errno of fstat(2).  reterr says which.  Thread-safe.
  */
 int oci_pin_sealed_check(int fd, const struct oci_pin *pin, struct berth_error *reterr);
 

@@ -575,22 +575,29 @@ int oci_prepare(struct oci *o, const struct dispatch *d, int jobfd, const char *
     return 0;
 }
 
+/* How long after a failure to make the backend's copy the next shim start
+ * tries again (meanwhile each shim makes its own, as without one). */
+#define COPY_RETRY_NS (60 * 1000000000LL)
+
 /* The backend's sealed copy of its runtime, made on first use from the
  * checked file (oci_pin_sealed_copy() hashes it as it copies, against the
- * pin) and kept until fini: every shim then runs the runtime from it
- * without copying or hashing the runtime itself.  -1 when there is none: a
- * runtime over OCI_SEALED_RUNTIME_MAX, "sealed_copy": false, a host where no
- * executable memfd can be made (then never tried again), or a failure now
- * (tried again by the next shim, which meanwhile makes its own or runs the
- * file).  The descriptor stays open until fini: callers use it unlocked. */
+ * pin) and kept until fini, on a descriptor of 10 or more (never one that
+ * oci_run_shim() moves another descriptor onto): every shim then runs the
+ * runtime from it without copying or hashing the runtime itself.  -1 when
+ * there is none: a runtime over OCI_SEALED_RUNTIME_MAX, "sealed_copy":
+ * false, a host where no executable memfd can be made (never tried again),
+ * or a failure now (tried again after COPY_RETRY_NS).  The descriptor stays
+ * open until fini: callers use it unlocked. */
 static int oci_runtime_copy(struct oci *o)
 {
     struct berth_error err = BERTH_ERROR_INIT;
     _cleanup_close_ int fd = -1;
+    int64_t now = 0;
     int r, copy;
 
     pthread_mutex_lock(&o->lock);
-    if (o->copy_fd >= 0 || o->copy_off || !o->cfg.sealed_copy || o->cfg.pin.size > OCI_SEALED_RUNTIME_MAX) {
+    if (o->copy_fd >= 0 || o->copy_off || !o->cfg.sealed_copy || o->cfg.pin.size > OCI_SEALED_RUNTIME_MAX ||
+        berth_now_ns(CLOCK_MONOTONIC, &now, NULL) < 0 || now < o->copy_retry_at) {
         copy = o->copy_fd;
         pthread_mutex_unlock(&o->lock);
         return copy;
@@ -598,14 +605,26 @@ static int oci_runtime_copy(struct oci *o)
     fd = berth_open_trusted(o->cfg.pin.path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, &err);
     r = fd < 0 ? fd : oci_pin_sealed_copy(fd, o->cfg.pin.path, &o->cfg.pin, &err);
     if (r >= 0) {
-        o->copy_fd = r;
-    } else if (r == -ENOEXEC || r == -EACCES || r == -EINVAL || r == -EFBIG) {
-        o->copy_off = true; /* this host's memfds cannot run it: each shim runs the file */
-        o->host->log(o->host, BERTH_LOG_NOTICE, "the runtime %s runs from its file: %s", o->cfg.pin.path,
-                     err.message);
+        o->copy_fd = fcntl(r, F_DUPFD_CLOEXEC, 10);
+        if (o->copy_fd < 0)
+            berth_error_set(&err, -errno, "cannot move the sealed copy of the runtime: %m");
+        close(r);
+    }
+    if (o->copy_fd >= 0) {
+        /* made */
+    } else if (fd >= 0 && (r == -ENOEXEC || r == -EACCES || r == -EINVAL)) {
+        /* memfd_create(2) refused an executable memfd (vm.memfd_noexec =
+         * 2, or a kernel without MFD_EXEC where memfds are not executable) */
+        o->copy_off = true;
+        o->host->log(o->host, BERTH_LOG_NOTICE,
+                     "no sealed copy of the runtime %s on this host (%s): each shim tries one of its own, or runs the "
+                     "file",
+                     o->cfg.pin.path, err.message);
     } else {
-        o->host->log(o->host, BERTH_LOG_WARNING, "no sealed copy of the runtime %s for now: %s", o->cfg.pin.path,
-                     err.message);
+        o->copy_retry_at = now + COPY_RETRY_NS;
+        o->host->log(o->host, BERTH_LOG_WARNING,
+                     "no sealed copy of the runtime %s for now (%s): each shim makes its own; tried again in %lld s",
+                     o->cfg.pin.path, err.message, (long long)(COPY_RETRY_NS / 1000000000LL));
     }
     copy = o->copy_fd;
     pthread_mutex_unlock(&o->lock);
@@ -620,7 +639,7 @@ int oci_run_shim(struct oci *o, const char *mode, const char *jobdir, int syncfd
 {
     posix_spawn_file_actions_t fa;
     char *argv[] = {(char *)o->cfg.shim, (char *)mode, (char *)jobdir, NULL};
-    char copy_env[sizeof(OCI_SHIM_RUNTIME_ENV) + 16];
+    char copy_env[sizeof(OCI_SHIM_RUNTIME_ENV) + 16 + BERTH_DIGEST_BUFSZ];
     char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL, NULL};
     int copy = oci_runtime_copy(o), copy_at = syncfd >= 0 ? OCI_SHIM_SYNC_FD + 1 : OCI_SHIM_SYNC_FD;
     int next = copy >= 0 ? copy_at + 1 : copy_at;
@@ -628,7 +647,7 @@ int oci_run_shim(struct oci *o, const char *mode, const char *jobdir, int syncfd
     int r, st;
 
     if (copy >= 0) {
-        snprintf(copy_env, sizeof(copy_env), "%s=%d", OCI_SHIM_RUNTIME_ENV, copy_at);
+        snprintf(copy_env, sizeof(copy_env), "%s=%d %s", OCI_SHIM_RUNTIME_ENV, copy_at, o->cfg.pin.sha256);
         envp[1] = copy_env;
     }
     if (posix_spawn_file_actions_init(&fa) != 0)

@@ -133,6 +133,7 @@ struct shim {
     int runtime_file_fd;      /* the checked file when runtime_fd is its copy (the fallback), else -1 */
     int given_copy_fd;        /* the backend's sealed copy runtime-oci handed over (jobdir.h), else -1 */
     const char *given_copy_problem; /* why a copy named in the environment was not taken, else NULL */
+    char given_copy_digest[BERTH_DIGEST_BUFSZ]; /* the pin's digest the given copy was made for */
     int64_t deadline_ns, output_bytes, written;
     int out_fd, err_fd; /* the capture files */
     int log_fd;         /* runtime.log */
@@ -243,8 +244,10 @@ static int run_runtime(struct shim *s, const char *const *args, int out, int err
             _exit(127);
         }
         syscall(SYS_execveat, s->runtime_fd, "", (char *const *)s->argv, environ, AT_EMPTY_PATH);
-        /* A security module may let the file run but not a memfd. */
-        if (s->runtime_file_fd >= 0 && (errno == EACCES || errno == EPERM || errno == ENOEXEC))
+        /* A security module may let the file run but not a memfd; and a
+         * copy someone holds open for writing (root only: it is 0555) is
+         * busy (ETXTBSY), though it cannot be written. */
+        if (s->runtime_file_fd >= 0 && (errno == EACCES || errno == EPERM || errno == ENOEXEC || errno == ETXTBSY))
             syscall(SYS_execveat, s->runtime_file_fd, "", (char *const *)s->argv, environ, AT_EMPTY_PATH);
         snprintf(msg, sizeof(msg), "berth-oci-shim: cannot execute the runtime %s: %s\n", s->argv[0], strerror(errno));
         (void)!write(2, msg, strlen(msg));
@@ -1693,7 +1696,12 @@ static int load_config(struct shim *s)
             logf_shim(s, "not taking the runtime's sealed copy from %s: %s", OCI_SHIM_RUNTIME_ENV,
                       s->given_copy_problem);
         if (s->given_copy_fd >= 0) {
-            if (oci_pin_sealed_check(s->given_copy_fd, &want, &err) == 0) {
+            /* Made for this job's pin (not for a pin berthd had before a
+             * restart), and still as it was made: sealed, of its size. */
+            if (strcmp(s->given_copy_digest, want.sha256) != 0) {
+                berth_error_set(&err, -EPERM, "it was made for %s; this job's pin says %s", s->given_copy_digest,
+                                want.sha256);
+            } else if (oci_pin_sealed_check(s->given_copy_fd, &want, &err) == 0) {
                 s->runtime_file_fd = s->runtime_fd;
                 s->runtime_fd = TAKE_FD(s->given_copy_fd);
                 return 0;
@@ -1759,9 +1767,6 @@ static int unmount_listed(struct shim *s)
     return 0;
 }
 
-/* Dispositions ignored by whoever started berthd (a shell ignores SIGQUIT
- * for background jobs; berthd ignores SIGPIPE) survive exec: without this,
- * they would reach the runtime and every process of the job. */
 /* Close every descriptor from 3 up but @a and @b (-1: none). */
 static int close_other_fds(int a, int b)
 {
@@ -1786,10 +1791,12 @@ static int close_other_fds(int a, int b)
 }
 
 /* The backend's sealed copy of the runtime, when runtime-oci handed one
- * over (jobdir.h, OCI_SHIM_RUNTIME_ENV): moved to a descriptor of 10 or
- * more, close-on-exec, into s->given_copy_fd; checked against the pin once
- * shim.json is read (load_config()).  The variable leaves the environment
- * the runtime inherits.  @sync: the sync pipe is on OCI_SHIM_SYNC_FD. */
+ * over (jobdir.h, OCI_SHIM_RUNTIME_ENV: "FD DIGEST"): moved to a
+ * descriptor of 10 or more, close-on-exec, into s->given_copy_fd, with the
+ * pinned digest it was made for in s->given_copy_digest; checked against
+ * the job's pin once shim.json is read (load_config()).  The variable
+ * leaves the environment the runtime inherits.  @sync: the sync pipe is on
+ * OCI_SHIM_SYNC_FD. */
 static void take_given_copy(struct shim *s, bool sync)
 {
     const char *v = getenv(OCI_SHIM_RUNTIME_ENV);
@@ -1797,10 +1804,14 @@ static void take_given_copy(struct shim *s, bool sync)
 
     if (!v)
         return;
-    /* One digit, after the standard streams and the sync pipe. */
-    if (v[0] < '3' || v[0] > '9' || v[1] || (sync && v[0] - '0' == OCI_SHIM_SYNC_FD)) {
+    /* One digit, after the standard streams and the sync pipe, a space and
+     * a digest. */
+    if (v[0] < '3' || v[0] > '9' || (sync && v[0] - '0' == OCI_SHIM_SYNC_FD)) {
         s->given_copy_problem = "its descriptor number is not one the plugin hands over";
+    } else if (v[1] != ' ' || strlen(v + 2) >= sizeof(s->given_copy_digest)) {
+        s->given_copy_problem = "it does not name the pinned digest the copy was made for";
     } else {
+        snprintf(s->given_copy_digest, sizeof(s->given_copy_digest), "%s", v + 2);
         fd = fcntl(v[0] - '0', F_DUPFD_CLOEXEC, 10);
         if (fd < 0) {
             s->given_copy_problem = "its descriptor is not open";
@@ -1812,6 +1823,9 @@ static void take_given_copy(struct shim *s, bool sync)
     unsetenv(OCI_SHIM_RUNTIME_ENV);
 }
 
+/* Dispositions ignored by whoever started berthd (a shell ignores SIGQUIT
+ * for background jobs; berthd ignores SIGPIPE) survive exec: without this,
+ * they would reach the runtime and every process of the job. */
 static void reset_signals(void)
 {
     sigset_t none;

@@ -304,10 +304,11 @@ jq -n --arg id "$RUN_ID" --arg b "$J/bundle" --arg root "$TMP/forged-root" --arg
 # mode: an integer holding the permission bits (0755 = 493)
 jq '.pin.mode = 493' "$J/shim.json" >"$J/shim.tmp" && mv "$J/shim.tmp" "$J/shim.json"
 chmod 0600 "$J"/*.json "$J/bundle/config.json"
-# It is also handed a "sealed copy" of the runtime that is none (a plain
-# file on the descriptor BERTH_OCI_RUNTIME_FD names): it says so and does
-# not take it.
-run 0 env BERTH_OCI_RUNTIME_FD=4 "$BERTH_OCI_SHIM" supervise "$J" 3>"$TMP/forged.sync" 4<"$J/shim.json"
+# It is also handed a "sealed copy" of the runtime, made for its pin, that
+# is none (a plain file on the descriptor BERTH_OCI_RUNTIME_FD names): it
+# says so and does not take it.
+run 0 env BERTH_OCI_RUNTIME_FD="4 $(jq -r .pin.sha256 "$J/shim.json")" "$BERTH_OCI_SHIM" supervise "$J" \
+    3>"$TMP/forged.sync" 4<"$J/shim.json"
 for i in $(seq 1 100); do [ -e "$J/result.json" ] && break; sleep 0.1; done
 [ "$(jq -r '.state + "/" + .reason' "$J/result.json")" = failed/receipt_rejected ] ||
     fail "forged: $(cat "$J/result.json" "$J/runtime.log")"
@@ -328,11 +329,16 @@ chmod 0600 "$J/shim.json"
 jq '.effective = {template: {env: {}, root: "/", timeout_seconds: 600}, network_egress_class: "none",
       credential_env: []}' "$J/dispatch.json" >"$J/d.tmp" && mv "$J/d.tmp" "$J/dispatch.json"
 chmod 0600 "$J/dispatch.json"
-run 0 "$BERTH_OCI_SHIM" supervise "$J" 3>"$TMP/forged.sync"
+# Its "sealed copy" this time was made for another pin (as one handed over
+# by a berthd whose pin changed since this job started): not taken either.
+other_pin=sha256:$(printf '%064d' 0)
+run 0 env BERTH_OCI_RUNTIME_FD="4 $other_pin" "$BERTH_OCI_SHIM" supervise "$J" 3>"$TMP/forged.sync" 4<"$J/shim.json"
 for i in $(seq 1 100); do [ -e "$J/result.json" ] && break; sleep 0.1; done
 [ "$(jq -r '.state + "/" + .reason' "$J/result.json")" = failed/config_mismatch ] ||
     fail "mismatch: $(cat "$J/result.json" "$J/runtime.log")"
 [ ! -e "$J/init.pid" ] || fail "mismatch: the shim ran create"
+grep -qF "not taking the runtime's sealed copy from BERTH_OCI_RUNTIME_FD: it was made for $other_pin; this job's pin says" \
+    "$J/runtime.log" || fail "mismatch: the shim took a copy made for another pin: $(cat "$J/runtime.log")"
 
 # The plugin, through berthd: a backend whose broker_public_key is another
 # key refuses every dispatch before it creates anything.

@@ -296,6 +296,22 @@ submit pinned
 [ "$(placed pinned)" = crun ] || fail "with runsc's pin broken the job went to $(placed pinned)"
 finish pinned
 [ "$(cat "$TMP/pinned.out/stdout")" = on-crun ] || fail "pinned: $(cat "$TMP/pinned.out/result.json")"
+# crun ran from the sealed copy berthd holds for the backend.  Held open for
+# writing (root can, though its mode is 0555), that copy can be executed by
+# nobody (ETXTBSY): the shim runs the checked file instead, and jobs run.
+copy=
+for fd in /proc/"$BERTHD_PID"/fd/*; do
+    [ "$(readlink "$fd")" = "/memfd:crun (deleted)" ] && copy=$fd
+done
+[ -n "$copy" ] || fail "berthd holds no sealed copy of crun: $(ls -l /proc/"$BERTHD_PID"/fd)"
+[ "$(stat -L -c %a "$copy")" = 555 ] || fail "the sealed copy of crun has mode $(stat -L -c %a "$copy")"
+exec 8<>"$copy"
+POOL=native bb_job busy-copy 'echo ran'
+submit busy-copy
+finish busy-copy
+exec 8>&-
+[ "$(result busy-copy .status)/$(cat "$TMP/busy-copy.out/stdout")" = exited/ran ] ||
+    fail "busy-copy: $(cat "$TMP/busy-copy.out/result.json")"
 POOL=gvisor bb_job only-runsc 'true'
 run 1 CLIENT submit "$TMP/only-runsc.job.json"
 stderr_has "no_backend"

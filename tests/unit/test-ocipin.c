@@ -275,7 +275,7 @@ START_TEST(sealed_copy_holds_the_bytes)
     ck_assert(flags >= 0 && (flags & FD_CLOEXEC));
     ck_assert_int_eq(fstat(copy, &st), 0);
     ck_assert_int_eq(st.st_size, 12);
-    ck_assert(st.st_mode & S_IXUSR);
+    ck_assert_int_eq(st.st_mode & 07777, 0555); /* nobody opens it for writing again */
     n = pread(copy, buf, sizeof(buf), 0);
     ck_assert_int_eq(n, 12);
     ck_assert(memcmp(buf, "#!/bin/true\n", 12) == 0);
@@ -330,9 +330,28 @@ START_TEST(large_runtime_not_copied)
 }
 END_TEST
 
+/* memfd_create(2)'s flag of Linux 6.3 (as ocicfg.c): where vm.memfd_noexec
+ * = 1, a memfd made without it can never be executed (nor chmod'ed). */
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+
+/* A sealable memfd holding @len bytes of @data with mode @mode, unsealed. */
+static int executable_memfd(const char *name, const char *data, size_t len, mode_t mode)
+{
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+
+    if (fd < 0 && errno == EINVAL) /* before Linux 6.3 */
+        fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+    ck_assert_int_eq(fchmod(fd, mode), 0);
+    return fd;
+}
+
 /* What the shim takes as the backend's copy: one oci_pin_sealed_copy()
- * made for the pin; not the file itself, not a memfd missing a seal, not a
- * copy of another size. */
+ * made for the pin; not the file itself, not a memfd missing a seal, not
+ * one its owner may open for writing, not a copy of another size. */
 START_TEST(sealed_check_tells_a_copy)
 {
     _cleanup_free_ char *crun = test_path(dir, "crun-checked");
@@ -351,13 +370,17 @@ START_TEST(sealed_check_tells_a_copy)
     ck_assert_int_eq(oci_pin_sealed_check(fd, &pin, &err), -ENOEXEC);
     ck_assert_ptr_nonnull(strstr(err.message, "not sealed"));
     /* A memfd of the same bytes, sealed but for F_SEAL_WRITE: it could still change. */
-    loose = memfd_create("loose", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    ck_assert_int_ge(loose, 0);
-    ck_assert_int_eq(write(loose, "#!/bin/true\n", 12), 12);
-    ck_assert_int_eq(fchmod(loose, 0755), 0);
+    loose = executable_memfd("loose", "#!/bin/true\n", 12, 0555);
     ck_assert_int_eq(fcntl(loose, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW), 0);
     ck_assert_int_eq(oci_pin_sealed_check(loose, &pin, &err), -ENOEXEC);
-    ck_assert_ptr_nonnull(strstr(err.message, "seals 0x7, mode 0755"));
+    ck_assert_ptr_nonnull(strstr(err.message, "seals 0x7, mode 0555"));
+    close(TAKE_FD(loose));
+    /* Every seal, but its owner's write bit: someone could open it for
+     * writing, after which nothing could execute it (ETXTBSY). */
+    loose = executable_memfd("writable", "#!/bin/true\n", 12, 0755);
+    ck_assert_int_eq(fcntl(loose, F_ADD_SEALS, OCI_SEALED_RUNTIME_SEALS), 0);
+    ck_assert_int_eq(oci_pin_sealed_check(loose, &pin, &err), -ENOEXEC);
+    ck_assert_ptr_nonnull(strstr(err.message, "seals 0xf, mode 0755"));
     /* The right copy for another pin (another size). */
     other = pin;
     other.size = 13;
