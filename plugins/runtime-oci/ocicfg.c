@@ -315,10 +315,12 @@ int oci_pin_sealed_copy(int fd, const char *path, const struct oci_pin *pin, str
         memfd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (memfd < 0)
         return berth_error_set(reterr, -errno, "cannot make a sealed copy of the runtime: memfd_create: %m");
-    /* Nobody may open it for writing again (root aside) through
-     * /proc/PID/fd: a writer, though the seals stop its writes, would make
-     * every exec of it fail with ETXTBSY.  A memfd that may never be
-     * executed (F_SEAL_EXEC, vm.memfd_noexec = 1) refuses the mode. */
+    /* No write bit: only its owner (berthd's or the shim's user) or root
+     * can open it for writing again through /proc/PID/fd, and only after
+     * changing its mode.  A writer, though the seals stop its writes, makes
+     * every exec of it fail with ETXTBSY, which the shim then answers by
+     * running the checked file (shim.c, run_runtime()).  A memfd that may
+     * never be executed (F_SEAL_EXEC) refuses the mode. */
     if (fchmod(memfd, 0555) < 0)
         return berth_error_set(reterr, errno == EPERM ? -ENOEXEC : -errno,
                                "cannot make a sealed copy of the runtime: fchmod: %m");

@@ -182,8 +182,9 @@ int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struc
  * Return: a new descriptor (close-on-exec, the caller's) of the copy;
  * -EFBIG when @pin's size is over OCI_SEALED_RUNTIME_MAX; -EPERM when the
  * bytes read differ from @pin (refuse the runtime, as for a broken pin);
- * -ENOEXEC when the copy came out not executable or with other seals (for
- * example vm.memfd_noexec = 1 on a kernel without MFD_EXEC); or -ENOMEM,
+ * -ENOEXEC when the copy came out not executable, with other seals, or
+ * with a write bit (a memfd sealed against execution, F_SEAL_EXEC, refuses
+ * its mode); or -ENOMEM,
  * -EIO, or the errno of memfd_create(2) (-EACCES where vm.memfd_noexec = 2),
  * pread(2), write(2) or fcntl(2).  For all but -EPERM, run the file
  * instead.  reterr says which.  Thread-safe.

@@ -225,7 +225,7 @@ static int run_runtime(struct shim *s, const char *const *args, int out, int err
     if (pid == 0) {
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         sigset_t none;
-        char msg[160];
+        char msg[256];
 
         /* The runtime (and what it starts) gets default signal handling, not the shim's mask. */
         sigemptyset(&none);
@@ -245,10 +245,15 @@ static int run_runtime(struct shim *s, const char *const *args, int out, int err
         }
         syscall(SYS_execveat, s->runtime_fd, "", (char *const *)s->argv, environ, AT_EMPTY_PATH);
         /* A security module may let the file run but not a memfd; and a
-         * copy someone holds open for writing (root only: it is 0555) is
-         * busy (ETXTBSY), though it cannot be written. */
-        if (s->runtime_file_fd >= 0 && (errno == EACCES || errno == EPERM || errno == ENOEXEC || errno == ETXTBSY))
+         * copy someone holds open for writing (its owner or root, after a
+         * chmod: it is 0555) is busy (ETXTBSY), though it cannot be written.
+         * Said in runtime.log, whatever this command's stderr is. */
+        if (s->runtime_file_fd >= 0 && (errno == EACCES || errno == EPERM || errno == ENOEXEC || errno == ETXTBSY)) {
+            snprintf(msg, sizeof(msg), "berth-oci-shim: the sealed copy of %s cannot be executed (%s); running the "
+                     "checked file\n", s->argv[0], strerror(errno));
+            (void)!write(s->log_fd >= 0 ? s->log_fd : 2, msg, strlen(msg));
             syscall(SYS_execveat, s->runtime_file_fd, "", (char *const *)s->argv, environ, AT_EMPTY_PATH);
+        }
         snprintf(msg, sizeof(msg), "berth-oci-shim: cannot execute the runtime %s: %s\n", s->argv[0], strerror(errno));
         (void)!write(2, msg, strlen(msg));
         _exit(127);

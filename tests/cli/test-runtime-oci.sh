@@ -306,8 +306,12 @@ done
 [ -n "$copy" ] || fail "berthd holds no sealed copy of crun: $(ls -l /proc/"$BERTHD_PID"/fd)"
 [ "$(stat -L -c %a "$copy")" = 555 ] || fail "the sealed copy of crun has mode $(stat -L -c %a "$copy")"
 exec 8<>"$copy"
-POOL=native bb_job busy-copy 'echo ran'
+POOL=native bb_job busy-copy 'sleep 2; echo ran'
 submit busy-copy
+wait_state dev busy-copy running
+grep -q "the sealed copy of /usr/bin/crun cannot be executed (Text file busy); running the checked file" \
+    "$TMP/state-crun/jobs/$RUN_ID/runtime.log" ||
+    fail "busy-copy: the shim did not say why it ran the file: $(cat "$TMP/state-crun/jobs/$RUN_ID/runtime.log")"
 finish busy-copy
 exec 8>&-
 [ "$(result busy-copy .status)/$(cat "$TMP/busy-copy.out/stdout")" = exited/ran ] ||
