@@ -37,16 +37,18 @@ struct oci {
     const struct berth_containment_ops_v1 *cops;
     void *cstate;
     /* The sealed copy of the runtime every shim gets (oci_runtime_copy()):
-     * -1 until it is made; copy_off once it cannot be (a large runtime,
-     * "sealed_copy": false, no executable memfd on this host). */
+     * -1 until it is made, and for good with a large runtime or
+     * "sealed_copy": false; copy_off once this host refused an executable
+     * memfd. */
     int copy_fd;
     bool copy_off;
     int64_t copy_retry_at; /* CLOCK_MONOTONIC ns: no new try before (after a failure) */
     /* The ops run on several threads at once (BERTH_RUNTIME_CONCURRENT):
      * this lock guards what they share and change -- locked, version,
-     * cfg.pin_cache, copy_fd, copy_off and copy_retry_at.  Everything else of the instance is set by init and
-     * only read afterwards, and each job's own files are changed only by
-     * the op berthd runs for that job (never two at once for one job). */
+     * cfg.pin_cache, copy_fd, copy_off and copy_retry_at.  Everything else
+     * of the instance is set by init and only read afterwards, and each
+     * job's own files are changed only by the op berthd runs for that job
+     * (never two at once for one job). */
     pthread_mutex_t lock;
 };
 

@@ -174,9 +174,9 @@ int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struc
  *        changes no timestamp).
  *
  * The copy has mode 0555, is sealed with OCI_SEALED_RUNTIME_SEALS, and is
- * checked with oci_pin_sealed_check().  The caller holds the copy
- * (about the runtime's size in memory) while it is open: runtime-oci makes
- * one per backend and hands it to every shim it starts (jobdir.h,
+ * checked with oci_pin_sealed_check().  The caller holds the copy (about
+ * the runtime's size in memory) while it is open: runtime-oci makes one per
+ * backend and hands it to every shim it starts (jobdir.h,
  * OCI_SHIM_RUNTIME_ENV); a shim started without one makes its own.
  *
  * Return: a new descriptor (close-on-exec, the caller's) of the copy;
@@ -184,9 +184,8 @@ int oci_pin_verify_fd(int fd, const char *path, const struct oci_pin *pin, struc
  * bytes read differ from @pin (refuse the runtime, as for a broken pin);
  * -ENOEXEC when the copy came out not executable, with other seals, or
  * with a write bit (a memfd sealed against execution, F_SEAL_EXEC, refuses
- * its mode); or -ENOMEM,
- * -EIO, or the errno of memfd_create(2) (-EACCES where vm.memfd_noexec = 2),
- * pread(2), write(2) or fcntl(2).  For all but -EPERM, run the file
+ * its mode); or -ENOMEM, -EIO, or the errno of memfd_create(2) (-EACCES
+ * where vm.memfd_noexec = 2), pread(2), write(2) or fcntl(2).  For all but -EPERM, run the file
  * instead.  reterr says which.  Thread-safe.
  */
 int oci_pin_sealed_copy(int fd, const char *path, const struct oci_pin *pin, struct berth_error *reterr);
